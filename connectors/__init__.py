@@ -1,0 +1,1 @@
+"""Built-in connectors, one module or subpackage each, loaded lazily by the registry."""

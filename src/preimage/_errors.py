@@ -1,0 +1,154 @@
+"""Exceptions raised by preimage.
+
+The hierarchy::
+
+    PreimageError
+    ├── UsageError                    bad input from the caller; fix the input and retry
+    │   ├── InvalidTargetError        a malformed or unsupported target URI
+    │   ├── NoSuchConnectorError      no connector is registered for a scheme
+    │   ├── BackupNotFoundError       an unknown backup ID
+    │   └── UnsafePathError           a snapshot path that would escape its target
+    ├── StoreError                    the backup store itself is in trouble
+    │   ├── StoreUnavailableError     the store cannot be opened or written (full, read-only)
+    │   ├── BlobMissingError          a blob a snapshot needs is gone
+    │   └── BlobCorruptError          a blob no longer matches its digest
+    ├── ConnectorError                talking to an external system failed
+    │   ├── TransientConnectorError   worth retrying: unreachable, timed out, dropped
+    │   └── TerminalConnectorError    retrying will not help: denied, missing, refused
+    └── RestoreError                  a restore could not be carried out
+        └── RestoreConflictError      live state changed and the policy said refuse
+
+Every exception carries its context as attributes and a message that says what
+to do next.  ``UsageError`` maps to CLI exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class PreimageError(Exception):
+    """Base of every error preimage raises on purpose."""
+
+
+class UsageError(PreimageError):
+    """The caller asked for something that cannot be done as asked."""
+
+
+class InvalidTargetError(UsageError):
+    """A target URI could not be parsed or is not valid for its connector."""
+
+    def __init__(self, uri: str, reason: str) -> None:
+        self.uri = uri
+        self.reason = reason
+        super().__init__(f"invalid target {uri!r}: {reason}")
+
+
+class NoSuchConnectorError(UsageError):
+    """No connector is registered for a URI scheme."""
+
+    def __init__(self, scheme: str, known: list[str], hint: str | None = None) -> None:
+        self.scheme = scheme
+        self.known = known
+        self.hint = hint
+        msg = f"no connector for scheme {scheme!r}"
+        if hint:
+            msg += f": {hint}"
+        msg += f" (known schemes: {', '.join(sorted(known))})"
+        super().__init__(msg)
+
+
+class BackupNotFoundError(UsageError):
+    """A backup ID matched nothing in the catalog."""
+
+    def __init__(self, backup_id: str) -> None:
+        self.backup_id = backup_id
+        super().__init__(
+            f"no backup with id {backup_id!r} — run `preimage list` to see the backups"
+        )
+
+
+class UnsafePathError(UsageError):
+    """A snapshot entry would write outside the restore target."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"refusing unsafe path {path!r}: {reason}; nothing was written")
+
+
+class StoreError(PreimageError):
+    """The backup store failed."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be created, opened or written."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"backup store at {path} is unavailable: {reason} — free space, fix permissions, "
+            "or point PREIMAGE_HOME at a writable directory"
+        )
+
+
+class BlobMissingError(StoreError):
+    """A blob named by a snapshot is not in the store."""
+
+    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None):
+        self.digest = digest
+        self.backup_id = backup_id
+        self.path = path
+        where = f" for {path!r}" if path else ""
+        of = f" of backup {backup_id}" if backup_id else ""
+        super().__init__(
+            f"blob {digest[:16]}…{where}{of} is missing from the store; "
+            "the backup cannot be restored whole — nothing was written"
+        )
+
+
+class BlobCorruptError(StoreError):
+    """A blob's bytes no longer hash to its name."""
+
+    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None):
+        self.digest = digest
+        self.backup_id = backup_id
+        self.path = path
+        where = f" for {path!r}" if path else ""
+        of = f" of backup {backup_id}" if backup_id else ""
+        super().__init__(
+            f"blob {digest[:16]}…{where}{of} is corrupt (its content no longer matches its "
+            "digest); the backup cannot be restored whole — nothing was written"
+        )
+
+
+class ConnectorError(PreimageError):
+    """An external system could not be read or written."""
+
+    def __init__(self, message: str, *, target: str | None = None) -> None:
+        self.target = target
+        super().__init__(message)
+
+
+class TransientConnectorError(ConnectorError):
+    """A failure that may go away: unreachable host, timeout, dropped connection."""
+
+
+class TerminalConnectorError(ConnectorError):
+    """A failure that retrying will not fix: bad credentials, missing object, refusal."""
+
+
+class RestoreError(PreimageError):
+    """A restore could not be completed."""
+
+
+class RestoreConflictError(RestoreError):
+    """Live state differs from the capture and the policy is ``refuse``."""
+
+    def __init__(self, target: str, changed: list[str]) -> None:
+        self.target = target
+        self.changed = changed
+        shown = ", ".join(changed[:5]) + (" …" if len(changed) > 5 else "")
+        super().__init__(
+            f"{target} changed since the capture ({shown}); the policy is 'refuse' — "
+            "re-run with --policy overwrite or --policy merge"
+        )

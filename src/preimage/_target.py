@@ -1,0 +1,151 @@
+"""Target URIs: the address of a piece of external state.
+
+The scheme selects the connector.  Passwords never travel in stored URIs: a
+password given in a URI is kept in memory for the current process only, and
+:attr:`Target.redacted` is what gets stored and printed.  A target read back
+from the catalog resolves its password from the environment
+(``PREIMAGE_<SCHEME>_PASSWORD``, then a scheme's own variable such as
+``PGPASSWORD``) or from ``~/.netrc``.
+"""
+
+from __future__ import annotations
+
+import netrc
+import os
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
+
+from preimage._errors import InvalidTargetError
+
+_SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*$")
+
+# Well-known per-client password variables, consulted after PREIMAGE_<SCHEME>_PASSWORD.
+_CLIENT_PASSWORD_VARS = {
+    "postgresql": "PGPASSWORD",
+    "postgres": "PGPASSWORD",
+    "mysql": "MYSQL_PWD",
+    "imap": "IMAP_PASSWORD",
+    "imaps": "IMAP_PASSWORD",
+}
+
+
+# Passwords seen in URIs by this process, by redacted URI: a capture followed by
+# a restore in one Python process needs no environment variable.
+_PASSWORDS: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed target URI.
+
+    ``password`` is present only when the URI handed to this process carried
+    one; it is excluded from equality, repr and :attr:`redacted`.
+    """
+
+    uri: str
+    scheme: str
+    username: str | None
+    host: str | None
+    port: int | None
+    path: str
+    query: dict[str, list[str]]
+    password: str | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, uri: str) -> Target:
+        """Parse ``uri``; raise :class:`InvalidTargetError` when it is malformed."""
+        if not isinstance(uri, str) or not uri.strip():
+            raise InvalidTargetError(str(uri), "empty URI — give e.g. file:///path/to/dir")
+        uri = uri.strip()
+        if "://" not in uri and ":" not in uri.split("/", 1)[0]:
+            raise InvalidTargetError(
+                uri, "no scheme — write file:///abs/path, postgresql://user@host/db, …"
+            )
+        try:
+            parts = urlsplit(uri)
+            port = parts.port
+        except ValueError as exc:
+            raise InvalidTargetError(uri, str(exc)) from exc
+        scheme = parts.scheme.lower()
+        if not scheme or not _SCHEME_RE.match(scheme):
+            raise InvalidTargetError(uri, f"bad scheme {parts.scheme!r}")
+        if "\x00" in uri:
+            raise InvalidTargetError(uri, "contains a NUL byte")
+        password = unquote(parts.password) if parts.password is not None else None
+        redacted_netloc = _netloc(parts.username, parts.hostname, port)
+        clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
+        if password is not None:
+            _PASSWORDS[clean] = password
+        return cls(
+            uri=clean,
+            scheme=scheme,
+            username=unquote(parts.username) if parts.username else None,
+            host=parts.hostname,
+            port=port,
+            path=unquote(parts.path),
+            query=parse_qs(parts.query, keep_blank_values=True),
+            password=password,
+        )
+
+    @property
+    def redacted(self) -> str:
+        """The URI without any password: safe to store and print."""
+        return self.uri
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        """The last value of query parameter ``name``."""
+        values = self.query.get(name)
+        return values[-1] if values else default
+
+    def resolve_password(self) -> str | None:
+        """The password: from the URI, the environment, or ``~/.netrc`` (in that order)."""
+        if self.password is not None:
+            return self.password
+        if self.uri in _PASSWORDS:
+            return _PASSWORDS[self.uri]
+        base = self.scheme.split("+", 1)[0]
+        env_name = f"PREIMAGE_{re.sub(r'[^A-Z0-9]', '_', base.upper())}_PASSWORD"
+        for var in (env_name, _CLIENT_PASSWORD_VARS.get(base)):
+            if var and os.environ.get(var):
+                return os.environ[var]
+        if self.host:
+            try:
+                auth = netrc.netrc().authenticators(self.host)
+            except (FileNotFoundError, netrc.NetrcParseError, OSError):
+                auth = None
+            if auth and (self.username is None or auth[0] == self.username):
+                return auth[2]
+        return None
+
+    def with_password(self, password: str | None) -> Target:
+        """A copy carrying ``password`` in memory."""
+        return Target(
+            uri=self.uri,
+            scheme=self.scheme,
+            username=self.username,
+            host=self.host,
+            port=self.port,
+            path=self.path,
+            query=self.query,
+            password=password,
+        )
+
+    def __str__(self) -> str:
+        return self.redacted
+
+
+def _netloc(username: str | None, host: str | None, port: int | None) -> str:
+    netloc = ""
+    if username:
+        netloc = quote(unquote(username), safe="") + "@"
+    if host:
+        netloc += f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return netloc
+
+
+def redact(text: str) -> str:
+    """Replace ``user:password@`` in any URI inside ``text`` with ``user:***@``."""
+    return re.sub(r"(?P<pre>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", r"\g<pre>:***@", text)
