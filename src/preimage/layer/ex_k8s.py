@@ -10,6 +10,7 @@ uninstalling a Helm release captures the whole namespace.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -46,8 +47,11 @@ ALIASES = {
     "sc": "storageclasses", "storageclass": "storageclasses", "no": "nodes", "node": "nodes",
     "pdb": "poddisruptionbudgets", "quota": "resourcequotas", "limits": "limitranges",
     "role": "roles", "rolebinding": "rolebindings", "clusterrole": "clusterroles",
-    "clusterrolebinding": "clusterrolebindings", "ep": "endpoints", "ev": "events",
+    "clusterrolebinding": "clusterrolebindings", "ep": "endpoints", "ev": "events", "all": "all",
 }
+# Deleting an owner deletes what it owns (garbage collection): capture those too.
+OWNED = {"deployments": "replicasets", "cronjobs": "jobs", "replicasets": "pods",
+         "statefulsets": "persistentvolumeclaims"}
 CLUSTER_SCOPED = {"namespaces", "nodes", "persistentvolumes", "storageclasses", "clusterroles",
                   "clusterrolebindings", "customresourcedefinitions", "priorityclasses",
                   "ingressclasses", "mutatingwebhookconfigurations",
@@ -78,7 +82,7 @@ def kube_context(explicit: str | None, env: dict[str, str], home: str) -> tuple[
     paths = (env.get("KUBECONFIG") or os.path.join(home, ".kube", "config")).split(":")
     for path in paths:
         try:
-            doc = yaml.safe_load(open(path).read()) or {}  # noqa: SIM115 - small file
+            doc = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError):
             continue
         ctx = explicit or doc.get("current-context") or ""
@@ -186,6 +190,9 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
                 targets.append(PlannedTarget(k8s_uri(ctx_name, scope, res, name,
                                                      selector=None if name else selector),
                                              why, external=True))
+                if verb == "delete" and res in OWNED and res != "replicasets":
+                    targets.append(PlannedTarget(k8s_uri(ctx_name, scope, OWNED[res]),
+                                                 f"objects the deleted {res} own", external=True))
                 if res == "persistentvolumes" and verb == "delete":
                     targets.append(PlannedTarget(k8s_uri(ctx_name, K8S_ALL_NAMESPACES,
                                                          "persistentvolumeclaims"),

@@ -147,8 +147,8 @@ class BackupLayer:
             if targets and (plan.tier is None or f.tier.rank > plan.tier.rank):
                 plan.tier = f.tier
             plan.targets.extend(targets)
-        plan.wanted = list(plan.targets)
-        plan.targets = self._resolve(plan.targets, plan.notes)
+        plan.wanted = self._collapse(plan.targets, plan.notes)
+        plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes), [])
         if not plan.targets:
             plan.tier = None
         plan.updated_input = self._rewrite(call, findings)
@@ -166,10 +166,9 @@ class BackupLayer:
             return None
         return PlannedTarget(file_uri(ws), "workspace snapshot")
 
-    def _resolve(self, targets: list[PlannedTarget], notes: list[str]) -> list[PlannedTarget]:
-        """Dedupe, swap in fallbacks for missing connectors, collapse nested paths, avoid the store."""
+    def _fallbacks(self, targets: list[PlannedTarget], notes: list[str]) -> list[PlannedTarget]:
+        """Swap in the fallback of a target whose connector is missing (or drop it, saying so)."""
         out: list[PlannedTarget] = []
-        seen: set[str] = set()
         for t in targets:
             problem = connector_problem(t.scheme)
             if problem:
@@ -179,15 +178,26 @@ class BackupLayer:
                 else:
                     notes.append(f"{problem}; {t.uri} is NOT captured")
                     continue
+            out.append(t)
+        return out
+
+    def _collapse(self, targets: list[PlannedTarget], notes: list[str]) -> list[PlannedTarget]:
+        """Dedupe, drop paths inside other captured paths, and keep the store out."""
+        out: list[PlannedTarget] = []
+        seen: set[str] = set()
+        for t in targets:
             if t.uri not in seen:
                 seen.add(t.uri)
                 out.append(t)
         files = sorted((t for t in out if t.scheme == "file"), key=lambda t: len(t.uri))
-        kept_files: list[PlannedTarget] = []
+        kept: list[PlannedTarget] = []
         for t in files:
-            if not any(t.uri == k.uri or t.uri.startswith(k.uri.rstrip("/") + "/") for k in kept_files):
-                kept_files.extend(self._around_store(t, notes))
-        return [t for t in out if t.scheme != "file"] + kept_files
+            if not any(t.uri == k.uri or t.uri.startswith(k.uri.rstrip("/") + "/") for k in kept):
+                kept.append(t)
+        split: list[PlannedTarget] = []
+        for t in kept:
+            split.extend(self._around_store(t, notes))
+        return [t for t in out if t.scheme != "file"] + split
 
     def _around_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
         """A file target holding the backup store is split into its siblings of the store."""

@@ -133,16 +133,18 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
     tables = [_name(t, default_schema) for t in tree.find_all(exp.Table)]
     if isinstance(tree, exp.Drop):
         kind = (tree.args.get("kind") or "").upper()
-        target = tree.this
-        if kind == "DATABASE":
-            name = target.name if isinstance(target, exp.Table) else str(target)
-            return SqlEffect("other-database", Impact.HIGH, database=name)
+        objs = tree.args.get("tables") or ([tree.this] if tree.this is not None else [])
+        first = objs[0] if objs else None
+        if kind == "DATABASE" and isinstance(first, exp.Table):
+            return SqlEffect("other-database", Impact.HIGH, database=first.name or first.db)
         if kind == "SCHEMA":
-            name = target.name if isinstance(target, exp.Table) else str(target)
+            name = (first.db or first.name) if isinstance(first, exp.Table) else None
             return SqlEffect("schema", Impact.HIGH, schema=name or default_schema, wide=True)
         if kind in ("TABLE", "VIEW", "MATERIALIZED VIEW", "SEQUENCE", "FOREIGN TABLE"):
-            return SqlEffect("tables", Impact.HIGH, tables, wide=bool(tree.args.get("cascade")))
-        schema = target.db if isinstance(target, exp.Table) and target.db else default_schema
+            names = [_name(t, default_schema) for t in objs if isinstance(t, exp.Table)]
+            return SqlEffect("tables", Impact.HIGH, names or tables,
+                             wide=bool(tree.args.get("cascade")))
+        schema = first.db if isinstance(first, exp.Table) and first.db else default_schema
         return SqlEffect("schema", Impact.HIGH, schema=schema)
     if isinstance(tree, exp.TruncateTable):
         return SqlEffect("tables", Impact.HIGH, tables)
