@@ -188,6 +188,12 @@ def python(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     if module in ("json.tool", "http.server", "pydoc", "site", "this", "timeit", "platform",
                   "sysconfig", "calendar", "tokenize", "ast", "dis", "py_compile"):
         return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    script = os.path.basename(args.texts[0]) if args.positionals else ""
+    if script == "manage.py" and args.texts[1:2] and args.texts[1] in (
+            "flush", "migrate", "reset_db", "loaddata", "sqlflush"):
+        from preimage.layer.ex_sql import orm_reset
+
+        return orm_reset(cmd, rule.model_copy(update={"impact": "high"}), ctx)
     if not cmd.argv[1:] or cmd.argv[1:2] in (["--version"], ["-V"]):
         return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     what = f"-m {module}" if module else ("-c code" if args.has("-c") else "a script")

@@ -75,7 +75,7 @@ def _skip_options(words: list[Word], value_opts: frozenset[str], positionals: in
             i += 1
         elif t in value_opts:
             i += 2
-        elif t.startswith("-") and len(t) > 1 and not t[1:].isdigit():
+        elif t.startswith("-") and len(t) > 1:
             if t[:2] in value_opts and len(t) > 2:
                 i += 1
             else:
