@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 
-from layer_world import IMAP, PG, World, build_world  # noqa: E402
+from layer_world import IMAP, PG, World, build_world
 
-from preimage import Store  # noqa: E402
-from preimage.layer import BackupLayer, LayerConfig, McpServer  # noqa: E402
+from preimage import Store
+from preimage.layer import BackupLayer, LayerConfig, McpServer
 
 CORPUS = Path(__file__).parent / "corpus"
 

@@ -1,4 +1,4 @@
-"""Every regret scenario, sent as the call an agent would send, is protected by tiers 1–2."""
+"""Every regret scenario, sent as the call an agent would send, is protected by tiers 1-2."""
 
 from __future__ import annotations
 

@@ -23,7 +23,11 @@ _EXPORTS = {
     "Rule": "rules", "RuleSet": "rules", "load_rules": "rules",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Action", "BackupLayer", "Decision", "Finding", "Impact", "LayerConfig", "McpServer",
+    "McpTool", "Mode", "ModelTier", "Plan", "PlannedTarget", "Rule", "RuleSet", "Tier",
+    "ToolCall", "load_rules",
+]
 
 
 def __getattr__(name: str) -> Any:

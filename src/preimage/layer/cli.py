@@ -232,7 +232,7 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
         for t in f.targets:
             click.echo(f"    -> {t.uri}")
     click.echo(f"tier: {doc['tier'] or 'none (pass)'}")
-    click.echo("would capture: " + (", ".join(doc["would_capture"]) or "nothing"))
+    click.echo("would capture: " + (", ".join(t.uri for t in plan.targets) or "nothing"))
     if plan.updated_input:
         click.echo(f"rewritten to: {plan.updated_input.get('command')}")
     for n in plan.notes:

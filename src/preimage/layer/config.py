@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from preimage._errors import UsageError
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """How much the layer captures."""
 
     FULL = "full"                      # every state-changing call

@@ -10,11 +10,11 @@ returns a :class:`Decision`: pass, capture-then-run, or rewrite.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Tier(str, Enum):
+class Tier(StrEnum):
     """Where a call was understood, cheapest first."""
 
     READ_ONLY = "read-only"
@@ -29,15 +29,15 @@ class Tier(str, Enum):
         return list(Tier).index(self)
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     """What the harness should do with the call."""
 
-    PASS = "pass"          # run it as is; nothing captured
+    PASS = "pass"  # noqa: S105 - run it as is; nothing captured
     CAPTURE = "capture"    # a backup was taken; run it as is
     REWRITE = "rewrite"    # a backup was taken; run the updated input instead
 
 
-class Impact(str, Enum):
+class Impact(StrEnum):
     """How much a call can destroy: modes select by it."""
 
     NONE = "none"      # reads only

@@ -53,7 +53,8 @@ def profile_dir(call: ToolCall, ctx: Context) -> str | None:
     return default if os.path.isdir(default) else None
 
 
-def _page_targets(call: ToolCall, ctx: Context, why: str, *, storage: bool) -> Finding | list[PlannedTarget]:
+def _page_targets(call: ToolCall, ctx: Context, why: str, *,
+                  storage: bool) -> Finding | list[PlannedTarget]:
     url = ctx.session_get("browser_url")
     profile = profile_dir(call, ctx)
     origin = origin_of(url) if isinstance(url, str) else None
@@ -64,17 +65,17 @@ def _page_targets(call: ToolCall, ctx: Context, why: str, *, storage: bool) -> F
         if adapter:
             targets.append(PlannedTarget(web_uri(adapter, url), why, external=True))  # type: ignore[arg-type]
         else:
-            notes.append(f"no site adapter is configured for {origin}: the record on the server is "
-                         "NOT captured (add `sites: {\"%s\": <adapter>}` to preimage's config)" % origin)
+            notes.append(f"no site adapter is configured for {origin}: the record on the server "
+                         f"is NOT captured (add `sites: {{{origin!r}: <adapter>}}` to the config)")
     if profile and (storage or not targets):
         targets.append(PlannedTarget(browser_uri(profile, origin), why, external=True))
     if not targets:
-        f = unknown(call, None, "the browser's page or profile is unknown; " + " ".join(notes))
-        return f
+        return unknown(call, None, "the browser's page or profile is unknown; " + " ".join(notes))
     return [*targets, *[PlannedTarget("note:" + n) for n in notes]]
 
 
-def _with_notes(call: ToolCall, rule: Rule, got: Finding | list[PlannedTarget], **kw: object) -> Finding:
+def _with_notes(call: ToolCall, rule: Rule, got: Finding | list[PlannedTarget],
+                **kw: object) -> Finding:
     if isinstance(got, Finding):
         return got
     f = finding(call, rule, outside_workspace=True, **kw)
@@ -102,11 +103,11 @@ def browser_click(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         impact = Impact.NORMAL
         if call.tool.endswith("handle_dialog") and call.input.get("accept") is False:
             return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    elif call.tool.endswith("press_key") and str(call.input.get("key", "")).lower() != "enter":
-        return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    elif call.tool.endswith("type") and not call.input.get("submit"):
-        return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    elif text.strip() and not call.tool.endswith(("press_key", "type")):
+    elif (
+        (call.tool.endswith("press_key") and str(call.input.get("key", "")).lower() != "enter")
+        or (call.tool.endswith("type") and not call.input.get("submit"))
+        or (text.strip() and not call.tool.endswith(("press_key", "type")))
+    ):
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     else:
         impact = Impact.NORMAL

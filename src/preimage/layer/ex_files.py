@@ -121,7 +121,7 @@ def modes(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
         skip = 0
     recursive = args.has("-R", "--recursive", "-r") and cmd.name != "touch"
     f = _paths_finding(cmd, rule, ctx, args.positionals[skip:], f"{cmd.name} changes its metadata",
-                       wide=recursive)
+                       wide=recursive, include_absent=bool(rule.params.get("include_absent")))
     if recursive and f.impact is not Impact.NONE:
         f.impact = Impact.HIGH
     return f

@@ -110,7 +110,8 @@ def manifest_objects(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def _object_targets(ctx_name: str, ns: str, objs: list[dict[str, Any]], why: str) -> list[PlannedTarget]:
+def _object_targets(ctx_name: str, ns: str, objs: list[dict[str, Any]],
+                    why: str) -> list[PlannedTarget]:
     out = []
     for o in objs:
         res = resource_name(str(o.get("kind", "")))
@@ -142,8 +143,9 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
         if text is None and "://" not in f:
             path = f if f.startswith("/") else os.path.join(cmd_cwd, f)
             if os.path.isdir(path):
-                text = "\n---\n".join(read_small(os.path.join(path, n)) or "" for n in
-                                      sorted(os.listdir(path)) if n.endswith((".yaml", ".yml", ".json")))
+                names = [n for n in sorted(os.listdir(path))
+                         if n.endswith((".yaml", ".yml", ".json"))]
+                text = "\n---\n".join(read_small(os.path.join(path, n)) or "" for n in names)
             else:
                 text = read_small(path)
         objs = manifest_objects(text or "")
@@ -239,7 +241,7 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     words = [verb]
     kind = a.get("resourceType") or a.get("kind") or rule.params.get("kind")
     name = a.get("name")
-    if kind and verb not in ("apply", "create") or (kind and name):
+    if (kind and verb not in ("apply", "create")) or (kind and name):
         words.append(str(kind))
     if name and verb not in ("uninstall",):
         words.append(str(name))

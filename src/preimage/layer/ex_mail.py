@@ -110,7 +110,7 @@ def imapsync(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
         port = args.value(f"--port{side}")
         scheme = "imaps" if args.has(f"--ssl{side}") or port == "993" else "imap"
         base = f"{scheme}://{user + '@' if user else ''}{host}{':' + port if port else ''}/"
-        folders = args.values("--folder") or [None]
+        folders: list[str | None] = [*args.values("--folder")] or [None]
         targets += [PlannedTarget(imap_uri(base, f), f"imapsync writes host{side}", external=True)
                     for f in folders]
     deleting = args.has("--delete2", "--delete1", "--delete", "--delete2folders", "--expunge1")

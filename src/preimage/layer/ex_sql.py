@@ -170,7 +170,8 @@ def _pg_base(cmd: SimpleCommand, args_opts: list[tuple[str, str | None]], positi
 
 def _meta_sql(text: str, cmd: SimpleCommand) -> tuple[str, list[str]]:
     """psql input with backslash commands read: ``\\i`` files inlined, the rest dropped."""
-    sql_lines, notes = [], []
+    sql_lines: list[str] = []
+    notes: list[str] = []
     for line in text.splitlines():
         s = line.strip()
         if s.startswith("\\"):

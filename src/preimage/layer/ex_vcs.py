@@ -1,4 +1,4 @@
-"""Tiers 1–2 for a terminal's other state: git repositories, Python environments, crontabs.
+"""Tiers 1-2 for a terminal's other state: git repositories, Python environments, crontabs.
 
 ``git`` calls capture ``git:///<toplevel>`` (HEAD, refs, index, stash,
 untracked and ignored files); when the git connector is not installed the
@@ -179,7 +179,7 @@ def python(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     """``python -m pip`` goes to pip; ``-m venv DIR`` creates DIR; scripts are unknown."""
     args = parse_args(cmd.words[1:], ["-m", "-c", "-W", "-X"], stop_at_positional=True)
     module = args.value("-m")
-    if module == "pip" or module == "ensurepip":
+    if module in ("pip", "ensurepip"):
         return pip(cmd, rule, ctx)
     if module == "venv" and args.positionals:
         path = resolve(cmd, args.texts[-1])

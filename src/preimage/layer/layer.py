@@ -1,6 +1,6 @@
 """``BackupLayer``: see a tool call before it runs and preserve what it will change.
 
-``before(call)`` reads the call (tiers 1–2 by rule, tier 3 for calls known to
+``before(call)`` reads the call (tiers 1-2 by rule, tier 3 for calls known to
 write only the workspace, tier 4 — a model — for calls no rule understands),
 narrows by mode and policy, captures the targets as one backup and returns
 the :class:`Decision`.  It never raises for a bad call or a failing store:
@@ -221,7 +221,8 @@ class BackupLayer:
             try:
                 for child in sorted(cur.iterdir()):
                     if child.name != nxt.name:
-                        out.append(PlannedTarget(file_uri(str(child)), t.why, regenerable=t.regenerable))
+                        out.append(PlannedTarget(file_uri(str(child)), t.why,
+                                                 regenerable=t.regenerable))
             except OSError:
                 pass
             cur = nxt
@@ -281,8 +282,8 @@ class BackupLayer:
         from preimage._engine import capture
 
         label = (call.command or call.tool)[:120]
-        kw = dict(label=label, tier=plan.tier.value if plan.tier else "layer",
-                  tool_call=call.to_record(), session=call.session_id, kind="layer")
+        kw = {"label": label, "tier": plan.tier.value if plan.tier else "layer",
+              "tool_call": call.to_record(), "session": call.session_id, "kind": "layer"}
         uris = [t.uri for t in plan.targets]
         try:
             store = self._open_store()

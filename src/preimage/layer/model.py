@@ -157,7 +157,8 @@ class ModelTier:
                 if c.name == answer.rule.command]
         if not cmds:
             return "model rule not saved: its command is not in the call"
-        rule = Rule(name=f"learned-{answer.rule.command}-{'-'.join(answer.rule.subcommand[:1]) or 'any'}",
+        first = answer.rule.subcommand[0] if answer.rule.subcommand else "any"
+        rule = Rule(name=f"learned-{answer.rule.command}-{first}",
                     tier="pair", match=RuleMatch(command=[answer.rule.command],
                                                  subcommand=answer.rule.subcommand),
                     targets=answer.rule.targets, impact="normal",

@@ -153,10 +153,9 @@ class RuleSet:
             m = rule.match
             if m.tool and call.tool.lower() not in {t.lower() for t in m.tool}:
                 continue
-            if m.mcp_tool:
-                if mcp is None or not any(fnmatch.fnmatch(mcp.tool.lower(), p.lower())
-                                          for p in m.mcp_tool):
-                    continue
+            if m.mcp_tool and (mcp is None or not any(
+                    fnmatch.fnmatch(mcp.tool.lower(), p.lower()) for p in m.mcp_tool)):
+                continue
             if m.mcp_kind and mcp_kind not in m.mcp_kind:
                 continue
             if not (m.tool or m.mcp_tool or m.mcp_kind):
@@ -193,11 +192,12 @@ def render(template: str, fields: dict[str, str]) -> str | None:
 
 def template_fields(
     *, cwd: str, workspace: str, home: str, env: dict[str, str],
-    cmd: SimpleCommand | None = None, rule: Rule | None = None, tool_input: dict[str, Any] | None = None,
+    cmd: SimpleCommand | None = None, rule: Rule | None = None,
+    tool_input: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """The values ``render`` may use for one command or tool call."""
-    fields = {"cwd": cwd, "workspace": workspace, "home": home,
-              "user": env.get("USER") or getpass.getuser()}
+    fields: dict[str, str] = {"cwd": cwd, "workspace": workspace, "home": home,
+                              "user": env.get("USER") or getpass.getuser()}
     for k, v in env.items():
         fields[f"env.{k}"] = v
     if cmd is not None:
@@ -209,12 +209,12 @@ def template_fields(
                 fields[f"arg{i}"] = w.text if w.text.startswith("/") or "://" in w.text \
                     else os.path.normpath(os.path.join(cwd, w.text)) if _looks_path(w.text) \
                     else w.text
-        for o, v in args.options:
-            if v is not None:
-                fields[f"opt:{o}"] = v
-    for k, v in (tool_input or {}).items():
-        if isinstance(v, (str, int, float)):
-            fields[f"input.{k}"] = str(v)
+        for o, val in args.options:
+            if val is not None:
+                fields[f"opt:{o}"] = val
+    for k, item in (tool_input or {}).items():
+        if isinstance(item, (str, int, float)):
+            fields[f"input.{k}"] = str(item)
     return fields
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import bashlex
 
@@ -134,8 +135,7 @@ def _sanitize(text: str) -> str:
     for _ in range(5):
         text = re.sub(r"\$\(\([^()]*\)\)", "0", text)
     text = re.sub(r"\[\[(.*?)\]\]", "true", text)
-    text = re.sub(r"<<(-?)\s*(['\"])(\w+)\2", r"<<\1\3", text)
-    return text
+    return re.sub(r"<<(-?)\s*(['\"])(\w+)\2", r"<<\1\3", text)
 
 
 def _parse(text: str, state: _State, *, depth: int, top: bool) -> ParsedLine:
@@ -164,7 +164,8 @@ def _parse(text: str, state: _State, *, depth: int, top: bool) -> ParsedLine:
     return ParsedLine(out, exact, notes)
 
 
-def _walk(node, text, state, out, notes, depth, top, prev) -> SimpleCommand | None:  # type: ignore[no-untyped-def]
+def _walk(node: Any, text: str, state: _State, out: list[SimpleCommand], notes: list[str],
+          depth: int, top: bool, prev: SimpleCommand | None) -> SimpleCommand | None:
     kind = node.kind
     if kind == "list":
         for part in node.parts:
@@ -210,7 +211,7 @@ def _walk(node, text, state, out, notes, depth, top, prev) -> SimpleCommand | No
     return None
 
 
-def _substitutions(node) -> Iterator:  # type: ignore[no-untyped-def]
+def _substitutions(node: Any) -> Iterator[Any]:
     for part in getattr(node, "parts", []) or []:
         if part.kind in ("commandsubstitution", "processsubstitution"):
             yield part.command
@@ -218,7 +219,7 @@ def _substitutions(node) -> Iterator:  # type: ignore[no-untyped-def]
             yield from _substitutions(part)
 
 
-def _redirect(node, text: str, state: _State) -> Redirect:  # type: ignore[no-untyped-def]
+def _redirect(node: Any, text: str, state: _State) -> Redirect:
     op = node.type
     target = None
     heredoc = None
@@ -232,7 +233,8 @@ def _redirect(node, text: str, state: _State) -> Redirect:  # type: ignore[no-un
     return Redirect(op, target, heredoc)
 
 
-def _command(node, text, state, out, notes, depth, top, prev) -> SimpleCommand | None:  # type: ignore[no-untyped-def]
+def _command(node: Any, text: str, state: _State, out: list[SimpleCommand], notes: list[str],
+             depth: int, top: bool, prev: SimpleCommand | None) -> SimpleCommand | None:
     assigns: dict[str, Word] = {}
     words: list[Word] = []
     redirects: list[Redirect] = []
@@ -340,7 +342,10 @@ def _split_words(raw: str) -> list[str]:
     return tokens
 
 
-def _emit(words, redirects, env, state, out, notes, depth, source, span, prev, wrappers):  # type: ignore[no-untyped-def]
+def _emit(words: list[Word], redirects: list[Redirect], env: dict[str, str], state: _State,
+          out: list[SimpleCommand], notes: list[str], depth: int, source: str,
+          span: tuple[int, int] | None, prev: SimpleCommand | None,
+          wrappers: list[str]) -> SimpleCommand | None:
     u = unwrap(words, env, state.cwd)
     if u.clear_env:
         env = {k: v for k, v in env.items() if k in ("HOME", "PATH", "PWD")}

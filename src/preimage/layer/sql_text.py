@@ -155,7 +155,7 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
         joined = tree.args.get("using") or tree.args.get("from") or tree.args.get("from_")
         if where is None:
             return SqlEffect("tables", Impact.HIGH, [name], wide=True)
-        if joined is not None or tree.find(exp.Placeholder) is not None:
+        if joined is not None or tree.find(exp.Placeholder, exp.Parameter) is not None:
             return SqlEffect("tables", Impact.HIGH, [name],
                              note="the WHERE reads other tables or parameters; the whole table "
                              "is captured")
