@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bashlex
-
 from preimage.layer.unwrap import unwrap
 from preimage.layer.words import Word, expand
 
@@ -139,6 +137,8 @@ def _sanitize(text: str) -> str:
 
 
 def _parse(text: str, state: _State, *, depth: int, top: bool) -> ParsedLine:
+    import bashlex  # only shell calls pay for the parser's tables
+
     out: list[SimpleCommand] = []
     notes: list[str] = []
     exact = True
