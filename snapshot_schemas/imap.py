@@ -17,7 +17,7 @@ captured message.  What is kept, by class:
 ``\\Recent`` is not kept: it belongs to one session and no client can set it.
 
 A message's natural key is its folder plus its Message-ID (for a message
-without one, ``sha256:`` and the digest of its bytes), plus ``copy``, which
+without one, ``sha256:`` and the digest of its bytes), plus ``copy_no``, which
 numbers the messages sharing that folder and identity so that a duplicate
 shows as an extra item.
 """
@@ -25,8 +25,6 @@ shows as an extra item.
 from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
-
-from pydantic import Field
 
 from preimage.snapshot_schemas._base import (
     Item,
@@ -37,6 +35,7 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
+from pydantic import Field
 
 Scope = Literal["account", "folder", "messages"]
 
@@ -66,7 +65,7 @@ class ImapMessage(Item):
     ident: str = key(
         description="the Message-ID header, or 'sha256:<digest>' for a message without one"
     )
-    copy: int = key(
+    copy_no: int = key(
         0, description="0, 1, … among messages with the same folder and ident (by digest, date)"
     )
     digest: str = content(description="sha256 of the raw RFC 822 bytes (in the blob store)")

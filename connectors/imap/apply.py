@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from preimage._blobs import BlobStore
 from preimage.connectors.imap.plan import Plan, Transfer
 from preimage.connectors.imap.session import ImapSession, NewMessage, batches
 from preimage.restore import IdRemap, Outcome, RestoreReport
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
+
+from preimage._blobs import BlobStore
 
 
 def _flags(m: ImapMessage) -> tuple[str, ...]:
@@ -144,7 +145,8 @@ class Applier:
         for f, on in p.subscribe:
             self.s.subscribe(f.folder, on)
             if f not in p.create:
-                self.report.add(f.natural_key(), Outcome.RESTORED, "subscribed" if on else "unsubscribed")
+                verb = "subscribed" if on else "unsubscribed"
+                self.report.add(f.natural_key(), Outcome.RESTORED, verb)
 
     def _transfers(self) -> None:
         groups: dict[tuple[str, str, bool], list[Transfer]] = defaultdict(list)

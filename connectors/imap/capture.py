@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 from imapclient.imap_utf7 import decode as utf7_decode
 from imapclient.response_parser import parse_response
-
-from preimage._blobs import BlobStore
-from preimage._target import Target
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.selection import Selection, stored_target
 from preimage.connectors.imap.session import FolderInfo, FolderStatus, ImapSession, LiveMessage
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
+
+from preimage._blobs import BlobStore
+from preimage._target import Target
 
 
 def server_name(folder: str, separator: str | None) -> str:
@@ -64,7 +64,8 @@ def watermarks(session: ImapSession, infos: list[FolderInfo]) -> dict[str, Folde
 
 
 def _list_status(session: ImapSession) -> dict[str, FolderStatus] | None:
-    items = b"(MESSAGES UIDVALIDITY UIDNEXT" + (b" HIGHESTMODSEQ)" if session.has("CONDSTORE") else b")")
+    modseq = b" HIGHESTMODSEQ" if session.has("CONDSTORE") else b""
+    items = b"(MESSAGES UIDVALIDITY UIDNEXT" + modseq + b")"
     client = session._client
     with session._guard("listing folder status"):
         client._imap.untagged_responses.pop("STATUS", None)
@@ -219,12 +220,12 @@ def numbered(folder: str, live: list[LiveMessage], digests: dict[int, str]) -> l
     out: list[ImapMessage] = []
     for ident, group in groups.items():
         group.sort(key=lambda m: (digests[m.uid], m.internaldate, m.uid))
-        for copy, m in enumerate(group):
+        for copy_no, m in enumerate(group):
             out.append(
                 ImapMessage(
                     folder=folder,
                     ident=ident,
-                    copy=copy,
+                    copy_no=copy_no,
                     digest=digests[m.uid],
                     size=m.size,
                     flags=list(m.flags),

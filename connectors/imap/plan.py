@@ -27,12 +27,13 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from preimage._blobs import BlobStore
 from preimage.connectors.imap.capture import in_tree, server_name
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.session import FolderInfo, FolderStatus, ImapSession, LiveMessage
 from preimage.restore import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
+
+from preimage._blobs import BlobStore
 
 
 @dataclass
@@ -91,6 +92,15 @@ def _flag_list(m: ImapMessage) -> tuple[str, ...]:
 
 def _live_flags(m: LiveMessage) -> tuple[str, ...]:
     return tuple(sorted(m.flags)) + tuple(sorted(m.keywords))
+
+
+def _same(m: ImapMessage, live: LiveMessage, digests: dict[int, str]) -> bool:
+    """Whether ``live`` is the message ``m`` captured: same bytes and same INTERNALDATE.
+
+    INTERNALDATE cannot be changed on an existing message, so a copy with
+    another date is not a match (it would leave the date wrong).
+    """
+    return digests.get(live.uid) == m.digest and live.internaldate == m.internaldate
 
 
 class Planner:
@@ -239,7 +249,7 @@ class Planner:
                 (
                     c
                     for c in candidates.get((m.message_id, m.size), [])
-                    if c.uid not in lf.claimed and lf.digests.get(c.uid) == m.digest
+                    if c.uid not in lf.claimed and _same(m, c, lf.digests)
                 ),
                 None,
             )
@@ -292,13 +302,13 @@ class Planner:
                 hits = [
                     c
                     for c in candidates.get((m.message_id, m.size), [])
-                    if c.uid not in lf.claimed and lf.digests.get(c.uid) == m.digest
+                    if c.uid not in lf.claimed and _same(m, c, lf.digests)
                 ]
                 spare = [c for c in hits if self._spare(name, c)]
-                hit = (spare or hits or [None])[0]
-                if hit is None:
+                if not hits:
                     still.append(m)
                     continue
+                hit = (spare or hits)[0]
                 lf.claimed.add(hit.uid)
                 move = self.overwrite and hit in spare
                 plan.transfers.append(Transfer(m, name, hit.uid, move))

@@ -32,6 +32,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import imapclient
 from imapclient import exceptions as imap_errors
+from imapclient.datetime_util import datetime_to_INTERNALDATE
+from imapclient.response_parser import parse_fetch_response
+from preimage.connectors.imap.selection import flag
 
 from preimage._errors import (
     InvalidTargetError,
@@ -39,7 +42,6 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
-from preimage.connectors.imap.selection import flag
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -153,6 +155,20 @@ def parse_uid_set(text: str) -> list[int]:
         elif part:
             out.append(int(part))
     return out
+
+
+def compact_uids(uids: Sequence[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1:3,5"`` (short commands for long runs of UIDs)."""
+    out: list[str] = []
+    ordered = sorted(set(uids))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}:{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -370,9 +386,10 @@ class ImapSession:
         items = [b"UID", b"FLAGS", b"INTERNALDATE", b"RFC822.SIZE", HEADER_ITEM]
         if self.has("CONDSTORE"):
             items.append(b"MODSEQ")
-        if not uids:
+        uidset = uids if isinstance(uids, str) else compact_uids(uids)
+        if not uidset:
             return []
-        got = self._client.fetch(uids, items)
+        got = self._fetch(uidset, items)
         out = []
         for uid, data in got.items():
             if b"FLAGS" not in data:
@@ -407,7 +424,7 @@ class ImapSession:
         for batch in batches(messages, lambda m: m[1]):
             uids = [uid for uid, _ in batch]
             with self._guard("fetching message bodies"):
-                got = self._client.fetch(uids, [b"BODY.PEEK[]"])
+                got = self._fetch(compact_uids(uids), [b"BODY.PEEK[]"])
             for uid in uids:
                 data = got.get(uid)
                 if data is None or b"BODY[]" not in data:
@@ -423,31 +440,26 @@ class ImapSession:
         """APPEND ``messages`` to ``folder`` with flags and INTERNALDATE; their new UIDs.
 
         One MULTIAPPEND command (atomic: all or none) when the server offers
-        it, else one APPEND per message.  New UIDs come from APPENDUID;
-        without UIDPLUS they are ``None``.
+        it, else one APPEND per message.  The bytes are sent as they are (no
+        line-ending rewriting).  New UIDs come from APPENDUID; without UIDPLUS
+        they are ``None``.
         """
-        if len(messages) > 1 and self.has("MULTIAPPEND"):
-            self._take_code("APPENDUID")
-            typ, data = self._client.multiappend(
-                folder,
-                [
-                    {"msg": m.raw, "flags": m.flags, "date": datetime.fromisoformat(m.internaldate)}
-                    for m in messages
-                ],
-            )
-            if typ != "OK":
-                raise imaplib.IMAP4.error(f"APPEND to {folder}: {_text(data[0])}")
-            return self._uids_from_code("APPENDUID", len(messages), 1)
-        if len(messages) > 1:
+        if len(messages) > 1 and not self.has("MULTIAPPEND"):
             self.note_once("server lacks MULTIAPPEND: messages were appended one at a time")
-        out: list[int | None] = []
+            return [uid for m in messages for uid in self.append(folder, [m])]
+        args: list[Any] = [self._client._normalise_folder(folder)]
         for m in messages:
-            self._take_code("APPENDUID")
-            self._client.append(
-                folder, m.raw, flags=m.flags, msg_time=datetime.fromisoformat(m.internaldate)
-            )
-            out.extend(self._uids_from_code("APPENDUID", 1, 1))
-        return out
+            when = datetime.fromisoformat(m.internaldate)
+            args.append("(" + " ".join(m.flags) + ")")
+            args.append('"' + datetime_to_INTERNALDATE(when) + '"')
+            args.append(imapclient.imapclient._literal(m.raw))
+        self._take_code("APPENDUID")
+        typ, data = self._client._raw_command(
+            b"APPEND", [a if isinstance(a, bytes) else a.encode() for a in args], uid=False
+        )
+        if typ != "OK":
+            raise imaplib.IMAP4.error(f"APPEND to {folder}: {_text(data[0])}")
+        return self._uids_from_code("APPENDUID", len(messages), 1)
 
     @_guarded("copying messages")
     def copy(self, uids: Sequence[int], dest: str, *, move: bool) -> dict[int, int]:
@@ -512,6 +524,16 @@ class ImapSession:
             "\\Deleted off other messages for that moment"
         )
 
+    def _fetch(self, uidset: str, items: Sequence[bytes]) -> dict[int, dict[bytes, Any]]:
+        """UID FETCH ``uidset`` (any UID set, ``*`` included) → UID → data items."""
+        imap = self._client._imap
+        tag = imap._command("UID", "FETCH", uidset, "(" + " ".join(i.decode() for i in items) + ")")
+        typ, data = imap._command_complete("FETCH", tag)
+        if typ != "OK":
+            raise imaplib.IMAP4.error(f"FETCH failed: {_text(data[0])}")
+        typ, data = imap._untagged_response(typ, data, "FETCH")
+        return dict(parse_fetch_response(data, False, True))
+
     # ------------------------------------------------------------ response codes
     def _take_code(self, name: str) -> list[Any]:
         """Pop the response code ``name`` (APPENDUID, COPYUID) imaplib collected."""
@@ -550,11 +572,12 @@ def batches(items: Sequence[Any], size_of: Callable[[Any], int]) -> Iterator[lis
 
 __all__ = [
     "FolderInfo",
-    "batches",
     "FolderStatus",
     "ImapSession",
     "LiveMessage",
     "NewMessage",
+    "batches",
+    "compact_uids",
     "parse_message_id",
     "parse_uid_set",
     "split_flags",
