@@ -236,7 +236,9 @@ class Applier:
 
     def _delete_folders(self) -> None:
         for name in self.plan.delete_folders:
-            self.s.delete(name)
+            # Deleting a folder can take a \\Noselect parent with it; skip names already gone.
+            if name in {f.name for f in self.s.folders()}:
+                self.s.delete(name)
             self.report.add(_folder_key(name), Outcome.REMOVED, "deleted folder: not in the snapshot")
 
 
