@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import imaplib
+import os
 import ssl
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -244,6 +245,9 @@ class ImapSession:
     def open(self) -> None:
         """Connect and log in; raise on a missing password, refused login or unreachable host."""
         password = self.target.resolve_password()
+        if password is None and self.target.scheme == "imaps":
+            # One variable serves both schemes (resolve_password looks for PREIMAGE_IMAPS_…).
+            password = os.environ.get("PREIMAGE_IMAP_PASSWORD") or None
         if password is None:
             raise TerminalConnectorError(
                 f"no password for {self.account} — set PREIMAGE_IMAP_PASSWORD (or IMAP_PASSWORD) "
@@ -264,12 +268,16 @@ class ImapSession:
                 ssl_context=context,
                 timeout=timeout,
             )
-        with self._guard("logging in"):
-            self._client.normalise_times = False
-            if flag(self.target, "starttls"):
-                self._client.starttls(context)
-            self._client.login(self.target.username, password)
-            self._caps = {_text(c).upper() for c in self._client.capabilities()}
+        try:
+            with self._guard("logging in"):
+                self._client.normalise_times = False
+                if flag(self.target, "starttls"):
+                    self._client.starttls(context)
+                self._client.login(self.target.username, password)
+                self._caps = {_text(c).upper() for c in self._client.capabilities()}
+        except BaseException:
+            self.close()
+            raise
 
     def _ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.target.param("cafile"))

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import itertools
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -186,7 +187,7 @@ class Account:
 
 def new_account(server: Any) -> Account:
     """A fresh user on ``server`` (its Maildir is made on first login)."""
-    user = server.add_user(f"user{next(_users)}-{os.getpid()}")
+    user = server.add_user(f"user{next(_users)}-{secrets.token_hex(3)}")
     return Account(server, user)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from preimage.restore import Outcome
 
 import preimage
 from preimage import RestoreConflictError, Store
-from preimage.restore import Outcome
 
 from .conftest import Account, date_of, make_message
 
@@ -29,7 +29,7 @@ def seed_inbox(account: Account, n: int = 6, first: int = 1) -> None:
     })
 
 
-def run(account: Account, *commands: tuple[str, Any, ...]) -> None:
+def run(account: Account, *commands: tuple[Any, ...]) -> None:
     """Apply IMAP commands as a client (the agent) would: (method, args...) on the open client."""
     c = account.client()
     try:

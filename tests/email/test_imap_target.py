@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
-from preimage import InvalidTargetError, Target
 from preimage.connectors.imap.selection import Selection, stored_target
 from preimage.connectors.imap.session import (
     compact_uids,
@@ -12,6 +10,8 @@ from preimage.connectors.imap.session import (
     parse_uid_set,
     split_flags,
 )
+
+from preimage import InvalidTargetError, Target
 
 
 def sel(uri: str) -> Selection:
