@@ -78,6 +78,11 @@ class ImapMessage(Item):
     uid: int = server()
     modseq: int | None = server(None, description="only when the server has CONDSTORE")
 
+    def natural_key(self) -> str:
+        """Folder, identity and copy number (as :meth:`Item.natural_key` spells it, but
+        without walking the fields: restores compute it for every message)."""
+        return f"kind=message|folder={self.folder}|ident={self.ident}|copy_no={self.copy_no}"
+
     @property
     def message_id(self) -> str | None:
         """The Message-ID header, if the message has one."""

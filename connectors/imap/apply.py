@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from preimage.connectors.imap.plan import Plan, Transfer
-from preimage.connectors.imap.session import ImapSession, NewMessage, batches
+from preimage.connectors.imap.session import ImapSession
+from preimage.connectors.imap.wire import NewMessage, batches
 from preimage.restore import IdRemap, Outcome, RestoreReport
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from preimage.connectors.imap.capture import in_tree, server_name
 from preimage.connectors.imap.digests import DigestCache
-from preimage.connectors.imap.session import FolderInfo, FolderStatus, ImapSession, LiveMessage
+from preimage.connectors.imap.session import ImapSession
+from preimage.connectors.imap.wire import FolderInfo, FolderStatus, LiveMessage
 from preimage.restore import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 

@@ -25,10 +25,7 @@ import imaplib
 import os
 import ssl
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.parser import BytesHeaderParser
-from email.policy import compat32
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 import imapclient
@@ -36,6 +33,21 @@ from imapclient import exceptions as imap_errors
 from imapclient.datetime_util import datetime_to_INTERNALDATE
 from imapclient.response_parser import parse_fetch_response
 from preimage.connectors.imap.selection import flag
+from preimage.connectors.imap.wire import (
+    HEADER_ITEM,
+    FolderInfo,
+    FolderStatus,
+    LiveMessage,
+    NewMessage,
+    batches,
+    compact_uids,
+    parse_message_id,
+    parse_scan,
+    parse_uid_set,
+    split_flags,
+    text,
+    utc_iso,
+)
 
 from preimage._errors import (
     InvalidTargetError,
@@ -46,130 +58,7 @@ from preimage._target import Target
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-# RFC 6154 special-use attributes (case as the RFC writes them).
-SPECIAL_USE = ("\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Junk", "\\Sent", "\\Trash")
-_SPECIAL = {s.lower(): s for s in SPECIAL_USE}
-SYSTEM_FLAGS = ("\\Answered", "\\Deleted", "\\Draft", "\\Flagged", "\\Seen")
-_SYSTEM = {s.lower(): s for s in SYSTEM_FLAGS}
-HEADER_ITEM = b"BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
-# Bodies are fetched and appended in batches bounded by count and bytes.
-BATCH_MESSAGES = 100
-BATCH_BYTES = 8 << 20
 DEFAULT_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True)
-class FolderInfo:
-    """A folder as LIST shows it."""
-
-    name: str
-    separator: str | None
-    attributes: frozenset[str]
-
-    @property
-    def selectable(self) -> bool:
-        """False for ``\\Noselect`` / ``\\NonExistent`` names."""
-        low = {a.lower() for a in self.attributes}
-        return not ({"\\noselect", "\\nonexistent"} & low)
-
-    @property
-    def special_use(self) -> list[str]:
-        """The folder's special-use attributes, sorted."""
-        return sorted(_SPECIAL[a.lower()] for a in self.attributes if a.lower() in _SPECIAL)
-
-
-@dataclass(frozen=True)
-class FolderStatus:
-    """STATUS of one folder."""
-
-    messages: int
-    uidvalidity: int
-    uidnext: int
-    highestmodseq: int | None
-
-
-@dataclass(frozen=True)
-class LiveMessage:
-    """What a header-only FETCH tells about one message."""
-
-    uid: int
-    flags: tuple[str, ...]
-    keywords: tuple[str, ...]
-    internaldate: str
-    size: int
-    message_id: str | None
-    modseq: int | None
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    """A message to APPEND."""
-
-    raw: bytes
-    flags: tuple[str, ...]
-    internaldate: str
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def split_flags(raw: Sequence[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """System flags and keywords of a FLAGS response, each sorted, ``\\Recent`` dropped."""
-    names = [_text(f) for f in raw]
-    # \Recent belongs to one session; no client can set it, so it is neither kept nor compared.
-    system = sorted(
-        _SYSTEM.get(f.lower(), f)
-        for f in names
-        if f.startswith("\\") and f.lower() != "\\recent"
-    )
-    keywords = sorted({f for f in names if not f.startswith("\\")})
-    return tuple(system), tuple(keywords)
-
-
-def utc_iso(when: datetime) -> str:
-    """An INTERNALDATE as ISO 8601 in UTC (a naive time is taken as UTC)."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat()
-
-
-def parse_message_id(header_block: bytes | None) -> str | None:
-    """The Message-ID from a ``HEADER.FIELDS (MESSAGE-ID)`` block, unfolded; None if absent."""
-    if not header_block:
-        return None
-    value = BytesHeaderParser(policy=compat32).parsebytes(header_block).get("Message-ID")
-    if value is None:
-        return None
-    text = " ".join(str(value).split())
-    return text or None
-
-
-def parse_uid_set(text: str) -> list[int]:
-    """``5:7,9`` → ``[5, 6, 7, 9]``."""
-    out: list[int] = []
-    for part in text.split(","):
-        if ":" in part:
-            lo, hi = (int(x) for x in part.split(":"))
-            out.extend(range(min(lo, hi), max(lo, hi) + 1))
-        elif part:
-            out.append(int(part))
-    return out
-
-
-def compact_uids(uids: Sequence[int]) -> str:
-    """``[1, 2, 3, 5]`` → ``"1:3,5"`` (short commands for long runs of UIDs)."""
-    out: list[str] = []
-    ordered = sorted(set(uids))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}:{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -210,7 +99,7 @@ class ImapSession:
         except imap_errors.LoginError as exc:
             raise TerminalConnectorError(
                 f"IMAP login as {self.target.username!r} at {self.where} failed: "
-                f"{_text(exc)} — check the password in PREIMAGE_IMAP_PASSWORD, IMAP_PASSWORD "
+                f"{text(exc)} — check the password in PREIMAGE_IMAP_PASSWORD, IMAP_PASSWORD "
                 "or ~/.netrc",
                 target=self.target.redacted,
             ) from exc
@@ -230,7 +119,7 @@ class ImapSession:
             ) from exc
         except imaplib.IMAP4.error as exc:  # IMAPClientError, CapabilityError, …: a refusal
             raise TerminalConnectorError(
-                f"IMAP server {self.where} refused {what}: {_text(exc)}",
+                f"IMAP server {self.where} refused {what}: {text(exc)}",
                 target=self.target.redacted,
             ) from exc
 
@@ -259,7 +148,8 @@ class ImapSession:
             timeout = float(self.target.param("timeout") or DEFAULT_TIMEOUT)
         except ValueError as exc:
             raise InvalidTargetError(self.target.redacted, "?timeout= takes seconds") from exc
-        context = self._ssl_context()
+        tls = self.target.scheme == "imaps" or flag(self.target, "starttls")
+        context = self._ssl_context() if tls else None
         with self._guard("connecting"):
             self._client = imapclient.IMAPClient(
                 self.target.host,
@@ -274,7 +164,7 @@ class ImapSession:
                 if flag(self.target, "starttls"):
                     self._client.starttls(context)
                 self._client.login(self.target.username, password)
-                self._caps = {_text(c).upper() for c in self._client.capabilities()}
+                self._caps = {text(c).upper() for c in self._client.capabilities()}
         except BaseException:
             self.close()
             raise
@@ -318,9 +208,9 @@ class ImapSession:
         for attrs, sep, name in self._client.list_folders():
             out.append(
                 FolderInfo(
-                    name=_text(name),
-                    separator=_text(sep) if sep else None,
-                    attributes=frozenset(_text(a) for a in attrs),
+                    name=text(name),
+                    separator=text(sep) if sep else None,
+                    attributes=frozenset(text(a) for a in attrs),
                 )
             )
         return out
@@ -328,7 +218,7 @@ class ImapSession:
     @_guarded("listing subscriptions")
     def subscribed(self) -> set[str]:
         """Names of the subscribed folders (LSUB)."""
-        return {_text(name) for _attrs, _sep, name in self._client.list_sub_folders()}
+        return {text(name) for _attrs, _sep, name in self._client.list_sub_folders()}
 
     @_guarded("reading folder status")
     def status(self, folder: str) -> FolderStatus:
@@ -366,7 +256,7 @@ class ImapSession:
                 b"CREATE", [name if isinstance(name, bytes) else name.encode(), use], uid=False
             )
             if typ != "OK":
-                raise imaplib.IMAP4.error(f"CREATE {folder}: {_text(data[0])}")
+                raise imaplib.IMAP4.error(f"CREATE {folder}: {text(data[0])}")
             return True
         self._client.create_folder(folder)
         return False
@@ -397,25 +287,29 @@ class ImapSession:
         uidset = uids if isinstance(uids, str) else compact_uids(uids)
         if not uidset:
             return []
-        got = self._fetch(uidset, items)
-        out = []
-        for uid, data in got.items():
-            if b"FLAGS" not in data:
-                continue  # an unsolicited update, not an answer
-            header = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER")), None)
-            system, keywords = split_flags(data[b"FLAGS"])
-            modseq = data.get(b"MODSEQ")
-            out.append(
-                LiveMessage(
-                    uid=int(uid),
-                    flags=system,
-                    keywords=keywords,
-                    internaldate=utc_iso(data[b"INTERNALDATE"]),
-                    size=int(data[b"RFC822.SIZE"]),
-                    message_id=parse_message_id(header),
-                    modseq=int(modseq[0]) if modseq else None,
+        raw = self._fetch_raw(uidset, items)
+        fast = parse_scan(raw)
+        if fast is not None:
+            out = fast
+        else:  # an answer shape the fast reader does not know: use the general parser
+            out = []
+            for uid, data in parse_fetch_response(raw, False, True).items():
+                if b"RFC822.SIZE" not in data:
+                    continue  # an unsolicited flag update, not an answer
+                header = next((v for k, v in data.items() if k.startswith(b"BODY[HEADER")), None)
+                system, keywords = split_flags(data[b"FLAGS"])
+                modseq = data.get(b"MODSEQ")
+                out.append(
+                    LiveMessage(
+                        uid=int(uid),
+                        flags=system,
+                        keywords=keywords,
+                        internaldate=utc_iso(data[b"INTERNALDATE"]),
+                        size=int(data[b"RFC822.SIZE"]),
+                        message_id=parse_message_id(header),
+                        modseq=int(modseq[0]) if modseq else None,
+                    )
                 )
-            )
         out.sort(key=lambda m: m.uid)
         return out
 
@@ -466,7 +360,7 @@ class ImapSession:
             b"APPEND", [a if isinstance(a, bytes) else a.encode() for a in args], uid=False
         )
         if typ != "OK":
-            raise imaplib.IMAP4.error(f"APPEND to {folder}: {_text(data[0])}")
+            raise imaplib.IMAP4.error(f"APPEND to {folder}: {text(data[0])}")
         return self._uids_from_code("APPENDUID", len(messages), 1)
 
     @_guarded("copying messages")
@@ -486,7 +380,7 @@ class ImapSession:
             self._client.copy(list(uids), dest)
         mapping: dict[int, int] = {}
         for code in self._take_code("COPYUID"):
-            parts = _text(code).split()
+            parts = text(code).split()
             if len(parts) >= 3:
                 mapping.update(
                     zip(parse_uid_set(parts[1]), parse_uid_set(parts[2]), strict=False)
@@ -532,15 +426,19 @@ class ImapSession:
             "\\Deleted off other messages for that moment"
         )
 
-    def _fetch(self, uidset: str, items: Sequence[bytes]) -> dict[int, dict[bytes, Any]]:
-        """UID FETCH ``uidset`` (any UID set, ``*`` included) → UID → data items."""
+    def _fetch_raw(self, uidset: str, items: Sequence[bytes]) -> list[Any]:
+        """UID FETCH ``uidset`` (any UID set, ``*`` included): the untagged FETCH data."""
         imap = self._client._imap
         tag = imap._command("UID", "FETCH", uidset, "(" + " ".join(i.decode() for i in items) + ")")
         typ, data = imap._command_complete("FETCH", tag)
         if typ != "OK":
-            raise imaplib.IMAP4.error(f"FETCH failed: {_text(data[0])}")
+            raise imaplib.IMAP4.error(f"FETCH failed: {text(data[0])}")
         typ, data = imap._untagged_response(typ, data, "FETCH")
-        return dict(parse_fetch_response(data, False, True))
+        return [d for d in data if d is not None]
+
+    def _fetch(self, uidset: str, items: Sequence[bytes]) -> dict[int, dict[bytes, Any]]:
+        """UID FETCH ``uidset`` → UID → data items (the general parser)."""
+        return dict(parse_fetch_response(self._fetch_raw(uidset, items), False, True))
 
     # ------------------------------------------------------------ response codes
     def _take_code(self, name: str) -> list[Any]:
@@ -555,27 +453,11 @@ class ImapSession:
                     "server lacks UIDPLUS: new UIDs were looked up by Message-ID and size"
                 )
             return [None] * count
-        parts = _text(codes[-1]).split()
+        parts = text(codes[-1]).split()
         uids = parse_uid_set(parts[uid_field]) if len(parts) > uid_field else []
         if len(uids) != count:
             return [None] * count
         return list(uids)
-
-
-def batches(items: Sequence[Any], size_of: Callable[[Any], int]) -> Iterator[list[Any]]:
-    """Split ``items`` into lists of at most :data:`BATCH_MESSAGES` and about
-    :data:`BATCH_BYTES` (an item larger than that goes alone)."""
-    batch: list[Any] = []
-    total = 0
-    for item in items:
-        size = size_of(item)
-        if batch and (len(batch) >= BATCH_MESSAGES or total + size > BATCH_BYTES):
-            yield batch
-            batch, total = [], 0
-        batch.append(item)
-        total += size
-    if batch:
-        yield batch
 
 
 __all__ = [
@@ -584,10 +466,4 @@ __all__ = [
     "ImapSession",
     "LiveMessage",
     "NewMessage",
-    "batches",
-    "compact_uids",
-    "parse_message_id",
-    "parse_uid_set",
-    "split_flags",
-    "utc_iso",
 ]

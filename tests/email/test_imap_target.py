@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from preimage.connectors.imap.selection import Selection, stored_target
-from preimage.connectors.imap.session import (
+from preimage.connectors.imap.wire import (
     compact_uids,
     parse_message_id,
     parse_uid_set,
@@ -77,3 +77,46 @@ def test_message_id_is_unfolded_and_uid_sets_round_trip() -> None:
     assert parse_message_id(b"\r\n") is None
     assert compact_uids([5, 1, 2, 3, 9]) == "1:3,5,9"
     assert parse_uid_set("1:3,5,9") == [1, 2, 3, 5, 9]
+
+
+def test_fast_scan_reader_matches_a_dovecot_answer() -> None:
+    """The regex reader turns a FETCH answer into UIDs, flags, UTC dates, sizes and Message-IDs."""
+    from preimage.connectors.imap.wire import parse_scan
+
+    data = [
+        (b'1 (UID 1 FLAGS (\\Seen \\Recent $x) INTERNALDATE "02-Jan-2026 08:01:00 +0100" '
+         b"RFC822.SIZE 267 MODSEQ (4) BODY[HEADER.FIELDS (MESSAGE-ID)] {35}",
+         b"Message-ID: <msg-1@example.org>\r\n\r\n"),
+        b")",
+        (b'2 (UID 9 FLAGS () INTERNALDATE " 3-Jan-2026 08:02:00 +0000" RFC822.SIZE 234 '
+         b"MODSEQ (5) BODY[HEADER.FIELDS (MESSAGE-ID)] {2}", b"\r\n"),
+        b")",
+        b"3 (FLAGS (\\Seen) UID 10)",  # an unsolicited flag update: skipped
+    ]
+    got = parse_scan(data)
+    assert got is not None
+    assert [(m.uid, m.flags, m.keywords, m.internaldate, m.size, m.message_id, m.modseq)
+            for m in got] == [
+        (1, ("\\Seen",), ("$x",), "2026-01-02T07:01:00+00:00", 267, "<msg-1@example.org>", 4),
+        (9, (), (), "2026-01-03T08:02:00+00:00", 234, None, 5),
+    ]
+    assert parse_scan([b"1 (UID 1 RFC822.SIZE 3)"]) is None  # unknown shape: caller falls back
+
+
+def test_message_key_is_spelled_as_the_base_item_spells_it() -> None:
+    """The fast natural key of a message equals the generic one scoring relies on."""
+    from preimage.snapshot_schemas import Item
+    from preimage.snapshot_schemas.imap import ImapMessage
+
+    m = ImapMessage(folder="INBOX", ident="<a@b>", copy_no=1, digest="d", size=1,
+                    internaldate="2026-01-01T00:00:00+00:00", uid=4)
+    assert m.natural_key() == Item.natural_key(m)
+
+
+def test_internaldate_reader_handles_padded_days_and_negative_offsets() -> None:
+    """IMAP date-times with a space-padded day and a negative zone read as the right UTC instant."""
+    from preimage.connectors.imap.wire import parse_internaldate
+
+    assert parse_internaldate(b" 2-Feb-2026 22:30:00 -0130") == "2026-02-03T00:00:00+00:00"
+    with pytest.raises(ValueError, match="not an IMAP date-time"):
+        parse_internaldate(b"yesterday")
