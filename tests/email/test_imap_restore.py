@@ -198,3 +198,18 @@ def test_a_message_re_added_with_another_date_is_replaced(account: Account, stor
     account.seed({"INBOX": [(make_message(1), ["\\Seen"], date_of(40))]})
     preimage.restore(backup.id, store=store)
     assert account.state() == before
+
+
+def test_only_restores_the_named_folder_of_an_account_backup(account: Account, store: Store) -> None:
+    """--only imap://…/INBOX restores INBOX from an account backup and leaves other folders as they are."""
+    seed_inbox(account, n=3)
+    account.seed({"Archive": [(make_message(10), [], date_of(10))]})
+    before = account.state()
+    backup = preimage.capture([account.uri()], store=store)
+    run(account, ("select_folder", "INBOX"), ("add_flags", "1:*", ["\\Seen"], True),
+        ("select_folder", "Archive"), ("add_flags", "1:*", ["\\Seen"], True))
+    damaged = account.state()
+    preimage.restore(backup.id, store=store, only=[account.uri("INBOX")])
+    after = account.state()
+    assert after["INBOX"] == before["INBOX"]
+    assert after["Archive"] == damaged["Archive"]
