@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.plan import Plan, Transfer
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import NewMessage, batches
@@ -64,6 +65,7 @@ class Applier:
         self._unknown: dict[str, tuple[int, list[ImapMessage]]] = {}
         self._uidnext_before: dict[str, int] = {}
         self._fix: dict[str, list[tuple[ImapMessage, int]]] = defaultdict(list)
+        self._caches: dict[str, DigestCache] = {}
 
     # ------------------------------------------------------------ dry run
     def report_plan(self) -> None:
@@ -117,6 +119,8 @@ class Applier:
         self._transfers()
         self._appends()
         self._lookup_unknown()
+        for cache in self._caches.values():
+            cache.flush()
         self._flags()
         self._expunge()
         self._delete_folders()
@@ -186,8 +190,16 @@ class Applier:
             return
         if uid != m.uid:
             self.report.remaps.append(IdRemap(key=m.natural_key(), field="uid", old=m.uid, new=uid))
+        self._cache(folder).put(uid, m.size, m.digest)
         if check_flags:
             self._fix[folder].append((m, uid))
+
+    def _cache(self, folder: str) -> DigestCache:
+        """The digest cache of ``folder``: the next capture need not download placed messages."""
+        if folder not in self._caches:
+            validity = self.s.status(folder).uidvalidity
+            self._caches[folder] = DigestCache(self.blobs, self.s.account, folder, validity)
+        return self._caches[folder]
 
     def _lookup_unknown(self) -> None:
         """Find the new UIDs of placed messages by Message-ID and size (no UIDPLUS)."""
@@ -206,6 +218,7 @@ class Applier:
                             IdRemap(key=m.natural_key(), field="uid", old=m.uid, new=uid)
                         )
                     self._fix[folder].append((m, uid))
+                    self._cache(folder).put(uid, m.size, m.digest)
                 else:
                     self.report.notes.append(
                         f"the new UID of {m.natural_key()} could not be found (server without UIDPLUS)"

@@ -118,6 +118,7 @@ class Planner:
         self.sep = snap.separator
         self.only = [server_name(o.strip("/"), self.sep) for o in policy.only if o.strip("/")]
         self.live: dict[str, LiveFolder] = {}
+        self.known_digests = {m.digest for m in snap.messages}
 
     # ------------------------------------------------------------ scope
     def in_scope(self, folder: str) -> bool:
@@ -161,9 +162,14 @@ class Planner:
             else:
                 fetch.append((m.uid, m.size))
         if fetch:
+            sizes = dict(fetch)
             self.s.open_folder(lf.info.name)
             for uid, raw in self.s.bodies(fetch):
-                lf.digests[uid] = hashlib.sha256(raw).hexdigest()
+                digest = hashlib.sha256(raw).hexdigest()
+                lf.digests[uid] = digest
+                if digest in self.known_digests:  # its blob is in the store: remember it
+                    cache.put(uid, sizes[uid], digest)
+            cache.flush()
 
     # ------------------------------------------------------------ planning
     def plan(self) -> Plan:
