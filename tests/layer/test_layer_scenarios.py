@@ -112,7 +112,7 @@ SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
          sh("curl --url 'imap://alice@127.0.0.1:10143/INBOX' -X 'UID STORE 1:* +FLAGS (\\Seen)'"),
          lambda w: [f"{IMAP}/INBOX"]),
     Case("E-expunge-folder", mcp("email", "delete_folder", {"folder": "Archive"}),
-         lambda w: [f"{IMAP}/Archive"]),
+         lambda w: [f"{IMAP}/Archive?recursive=1"]),
     Case("E-strict-sync", sh("imapsync --host1 mail.example.org --user1 a --host2 127.0.0.1 "
                              "--port2 10143 --user2 alice --delete2"),
          lambda w: [f"{IMAP}/"]),

@@ -82,7 +82,9 @@ def mcp_email(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     ids = next((a[k] for k in _ID_KEYS if a.get(k) not in (None, "", [])), None)
     uids = _uids(ids) if ids is not None else None
     wide = ids is None
-    targets = [PlannedTarget(imap_uri(base, folder, uids=uids or ()),
+    tool = call.mcp_tool.tool.lower() if call.mcp_tool else call.tool.lower()
+    whole_folder = ("folder" in tool or "mailbox" in tool) and Impact(rule.impact) is Impact.HIGH
+    targets = [PlannedTarget(imap_uri(base, folder, uids=uids or (), recursive=whole_folder),
                              f"{call.mcp_tool.tool if call.mcp_tool else call.tool} changes it",
                              external=True)]
     if ids is not None and uids is None:

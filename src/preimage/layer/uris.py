@@ -138,13 +138,14 @@ def k8s_uri(
 
 
 def imap_uri(
-    base: str, folder: str | None = None, *, uids: Iterable[int | str] = ()
+    base: str, folder: str | None = None, *, uids: Iterable[int | str] = (),
+    recursive: bool = False,
 ) -> str:
-    """``imap://user@host:port/FOLDER[?uids=…]`` built on an account URI ``base``."""
+    """``imap://user@host:port/FOLDER[?uids=…|?recursive=1]`` built on an account URI ``base``."""
     parts = urlsplit(base)
     path = "/" + quote(folder, safe="/&+,") if folder else "/"
     uid_list = [str(u) for u in uids]
-    query = _query([("uids", ",".join(uid_list))])
+    query = _query([("uids", ",".join(uid_list)), ("recursive", "1" if recursive else "")])
     return f"{parts.scheme}://{parts.netloc}{path}{query}"
 
 
