@@ -31,13 +31,22 @@ def payload(command: str, cwd: Path, **extra: Any) -> str:
     '{"tool_name": "Bash", "tool_input": {"command": "rm -rf \\"unterminated"}}',
     '{"tool_name": "SomeNewTool", "tool_input": {"x": 1}}',
 ])
-def test_malformed_or_unknown_payload_is_allowed(stdin: str, cli: Cli, home: Path,
-                                                 tmp_path: Path) -> None:
-    """Anything the hook cannot read is let through with valid JSON and exit code 0."""
-    proc = cli("hook", "claude-code", input=stdin, cwd=tmp_path)
-    assert proc.returncode == 0
-    answer = json.loads(proc.stdout)
+def test_malformed_or_unknown_payload_is_allowed(stdin: str, home: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anything the hook cannot read is let through with a JSON answer that decides nothing."""
+    from preimage.layer.hook import run_hook
+
+    monkeypatch.chdir(tmp_path)
+    answer = run_hook(stdin)
+    json.dumps(answer)
     assert answer.get("hookSpecificOutput", {}).get("permissionDecision") in (None, "allow")
+
+
+def test_hook_process_answers_json_to_garbage(cli: Cli, home: Path, tmp_path: Path) -> None:
+    """The hook process prints valid JSON and exits 0 on a payload that is not JSON."""
+    proc = cli("hook", "claude-code", input="\x00 not json {", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == {}
     assert "Traceback" not in proc.stderr
 
 

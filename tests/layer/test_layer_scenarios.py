@@ -153,6 +153,21 @@ def test_scenario_call_is_routed_to_its_connector(case: Case, layer: BackupLayer
     assert not any(f.unknown for f in plan.findings)
 
 
+def test_mail_targets_are_read_by_the_imap_connector(layer: BackupLayer, world: World) -> None:
+    """Every imap:// target the layer produces is a selection the IMAP connector accepts."""
+    from preimage._target import Target
+    from preimage.connectors.imap.selection import Selection
+
+    calls = [c.call(world) for c in CASES if c.scenario.startswith("E-")]
+    calls.append(ToolCall.mcp("email", "delete_emails", {"folder": "INBOX",
+                                                         "message_ids": ["a1@x.org", "<b2@x.org>"]},
+                              cwd=str(world.proj)))
+    uris = [t.uri for call in calls for t in layer.plan(call).wanted]
+    assert f"{IMAP}/INBOX?id=%3Ca1%40x.org%3E&id=%3Cb2%40x.org%3E" in uris
+    for uri in uris:
+        Selection.from_target(Target.parse(uri))
+
+
 def test_every_scenario_of_the_suite_has_a_case() -> None:
     """The table covers every scenario id listed in the regret scenario suite."""
     import re

@@ -77,6 +77,9 @@ def hook_claude_code(mode: str | None, policy: str | None, workspace: str | None
     os._exit(0)  # a capture thread that overran its deadline must not hold the harness
 
 
+hook.add_command(hook_claude_code, name="codex")  # Codex reads and writes the same JSON
+
+
 # ------------------------------------------------------------------ install
 @click.group()
 def install() -> None:

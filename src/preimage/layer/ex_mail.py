@@ -88,8 +88,11 @@ def mcp_email(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
                              f"{call.mcp_tool.tool if call.mcp_tool else call.tool} changes it",
                              external=True)]
     if ids is not None and uids is None:
-        targets = [PlannedTarget(imap_uri(base, folder), "messages named by id, not UID",
-                                 external=True)]
+        values = [str(i) for i in (ids if isinstance(ids, list) else [ids])]
+        msgids = [v if v.startswith("<") else f"<{v}>" for v in values if "@" in v]
+        targets = [PlannedTarget(imap_uri(base, folder, message_ids=msgids)
+                                 if len(msgids) == len(values) else imap_uri(base, folder),
+                                 "the messages it names", external=True)]
     dest = next((str(a[k]) for k in _DEST_KEYS if isinstance(a.get(k), str)), None)
     dest = dest or rule.params.get("destination")
     if dest and dest != folder:

@@ -139,13 +139,14 @@ def k8s_uri(
 
 def imap_uri(
     base: str, folder: str | None = None, *, uids: Iterable[int | str] = (),
-    recursive: bool = False,
+    recursive: bool = False, message_ids: Iterable[str] = (),
 ) -> str:
     """``imap://user@host:port/FOLDER[?uids=…|?recursive=1]`` built on an account URI ``base``."""
     parts = urlsplit(base)
     path = "/" + quote(folder, safe="/&+,") if folder else "/"
     uid_list = [str(u) for u in uids]
-    query = _query([("uids", ",".join(uid_list)), ("recursive", "1" if recursive else "")])
+    query = _query([("uids", ",".join(uid_list)), ("recursive", "1" if recursive else ""),
+                    *[("id", m) for m in message_ids]])
     return f"{parts.scheme}://{parts.netloc}{path}{query}"
 
 
