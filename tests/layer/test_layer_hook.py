@@ -148,3 +148,16 @@ def test_install_refuses_to_clobber_invalid_settings(cli: Cli, tmp_path: Path) -
     proc = cli("install", "claude-code", "--project", str(tmp_path))
     assert proc.returncode == 2
     assert settings.read_text() == "{ not json"
+
+
+def test_guard_does_not_run_when_backup_fails_and_told_to_deny(cli: Cli, world: World,
+                                                               tmp_path: Path) -> None:
+    """`guard --on-failure deny` leaves the files alone when the store cannot be written."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
+    proc = cli("guard", "--on-failure", "deny", "--", "rm -rf ~/Documents", env=env,
+               cwd=world.home)
+    assert proc.returncode == 3
+    assert (world.home / "Documents" / "notes.md").exists()
+    assert "NOT back up" in proc.stderr or "not run" in proc.stderr

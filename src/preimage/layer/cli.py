@@ -118,15 +118,17 @@ def install_claude_code_cmd(project: str | None, user_scope: bool, local: bool, 
 @click.option("--mode", type=_MODES, default=None)
 @click.option("--policy", default=None)
 @click.option("--dry-run", is_flag=True, help="Decide and back up, but do not run the command.")
+@click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
+              help="When the backup fails: run anyway (default), ask, or do not run (exit 3).")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON on stderr.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: bool,
-          as_json: bool, command: tuple[str, ...]) -> None:
+          on_failure: str | None, as_json: bool, command: tuple[str, ...]) -> None:
     """Back up what COMMAND will change, then run it: preimage guard -- rm -rf build."""
     from preimage.layer.layer import BackupLayer
 
     text = command[0] if len(command) == 1 else shlex.join(command)
-    cfg = _config(mode, policy, workspace)
+    cfg = _config(mode, policy, workspace, on_failure=on_failure)
     call = ToolCall.shell(text, cwd=os.getcwd(), env=dict(os.environ))
     call.harness = "guard"
     decision = BackupLayer(config=cfg).before(call)
@@ -138,6 +140,12 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
         click.echo(decision.backup_id)
     if dry_run:
         return
+    if decision.error and cfg.on_failure != "allow":
+        ok = cfg.on_failure == "ask" and sys.stdin.isatty() and click.confirm(
+            "the backup failed; run the command anyway?", err=True)
+        if not ok:
+            click.echo("preimage: not run (the backup failed)", err=True)
+            sys.exit(3)
     if decision.updated_input is not None:
         argv = ["bash", "-c", str(decision.updated_input["command"])]
     elif len(command) == 1:
