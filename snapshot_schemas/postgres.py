@@ -75,6 +75,7 @@ class PgIndex(Record):
 
     name: str = metadata()
     definition: str = metadata(description="pg_get_indexdef()")
+    attached_to: str | None = metadata(None, description="partitioned parent index, %I.%I")
     clustered: bool = metadata(False)
     comment: str | None = metadata(None)
 

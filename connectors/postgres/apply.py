@@ -40,6 +40,7 @@ class PgRestorer:
         self.report = RestoreReport(
             target=snapshot.target, connector="postgresql", dry_run=policy.dry_run
         )
+        self.statement = ""
 
     # ------------------------------------------------------------ entry
     def run(self) -> RestoreReport:
@@ -86,9 +87,10 @@ class PgRestorer:
             import psycopg
 
             if isinstance(exc, psycopg.Error):
+                doing = f" (while running: {self.statement[:300]})" if self.statement else ""
                 raise RestoreError(
                     f"restore of {self.snap.target} failed and was rolled back, nothing was "
-                    f"changed: {_pg_message(exc)}"
+                    f"changed: {_pg_message(exc)}{doing}"
                 ) from exc
             raise
         return self.report
@@ -158,7 +160,9 @@ class PgRestorer:
                 touched.setdefault(step.key, []).append(step.action)
                 continue
             for sql in step.sql:
+                self.statement = sql
                 cur.execute(sql.encode())
+            self.statement = f"{step.action} of {step.key}"
             detail = step.run(cur) if step.run else ""
             touched.setdefault(step.key, []).append(step.action + (f" ({detail})" if detail else ""))
         removed = {s.key for s in steps if s.removes}

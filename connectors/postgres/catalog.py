@@ -410,17 +410,20 @@ def read_sequences(cur: Cursor, oids: list[int]) -> list[PgSequence]:
 def _indexes(cur: Cursor, oid: int) -> list[PgIndex]:
     cur.execute(
         """SELECT ic.relname, pg_get_indexdef(i.indexrelid) AS def, i.indisclustered,
-            obj_description(i.indexrelid, 'pg_class') AS comment
+            obj_description(i.indexrelid, 'pg_class') AS comment,
+            (SELECT format('%%I.%%I', pn.nspname, p.relname) FROM pg_inherits h
+               JOIN pg_class p ON p.oid = h.inhparent
+               JOIN pg_namespace pn ON pn.oid = p.relnamespace
+             WHERE h.inhrelid = i.indexrelid) AS parent
         FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
         WHERE i.indrelid = %s
           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
                           AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u', 'x'))
-          AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
         ORDER BY ic.relname""",
         (oid,),
     )
     return [PgIndex(name=r["relname"], definition=r["def"], clustered=r["indisclustered"],
-                    comment=r["comment"]) for r in cur.fetchall()]
+                    attached_to=r["parent"], comment=r["comment"]) for r in cur.fetchall()]
 
 
 def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
@@ -580,9 +583,14 @@ def read_same_names(cur: Cursor, items: list[Any]) -> list[Any]:
             cur.execute("SELECT to_regtype(%s)::oid AS oid", (_qn(item.namespace, item.name),))
             types.append(cur.fetchone()["oid"])
         elif isinstance(item, PgFunction):
-            cur.execute("SELECT to_regprocedure(%s)::oid AS oid",
-                        (f"{_qn(item.namespace, item.name)}({item.arguments})",))
-            funcs.append(cur.fetchone()["oid"])
+            cur.execute(
+                """SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = %s AND p.proname = %s
+                  AND pg_get_function_identity_arguments(p.oid) = %s""",
+                (item.namespace, item.name, item.arguments),
+            )
+            row = cur.fetchone()
+            funcs.append(row["oid"] if row else None)
         elif isinstance(item, PgSequence | PgView):
             cur.execute(
                 "SELECT c.oid, c.relkind FROM pg_class c WHERE c.oid = to_regclass(%s)",

@@ -294,7 +294,7 @@ class Planner:
         have_idx = {i.name: i for i in have.indexes}
         for i in have.indexes:
             w = want_idx.get(i.name)
-            if w is None or w.definition != i.definition:
+            if w is None or (w.definition, w.attached_to) != (i.definition, i.attached_to):
                 drops.append(f"DROP INDEX {qn(t.namespace, i.name)}")
                 have_idx.pop(i.name)
         want_trg = {x.name: x for x in t.triggers}
@@ -374,6 +374,9 @@ class Planner:
                                                      i.comment))
                 continue
             cons.append(i.definition)
+            if i.attached_to:
+                cons.append(f"ALTER INDEX {i.attached_to} ATTACH PARTITION "
+                            f"{qn(t.namespace, i.name)}")
             if i.comment is not None:
                 fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, i.name)}", i.comment))
         for i in t.indexes:

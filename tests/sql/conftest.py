@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
+import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -76,3 +80,80 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     st = Store(home)
     yield st
     st.close()
+
+
+CliResult = subprocess.CompletedProcess[str]
+
+
+class Cli:
+    """``preimage`` run in a real process against the test's store (PREIMAGE_HOME)."""
+
+    def run(self, *args: str, check: bool = True) -> CliResult:
+        proc = subprocess.run(
+            [sys.executable, "-m", "preimage", *args],
+            capture_output=True, text=True, env=dict(os.environ), timeout=300, check=False,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"preimage {' '.join(args)} exited {proc.returncode}:\n"
+                                 f"{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def capture(self, *uris: str) -> str:
+        """``preimage capture --json URI…`` → the backup id."""
+        return str(json.loads(self.run("capture", "--json", *uris).stdout)["id"])
+
+    def restore(self, backup_id: str, *args: str) -> dict[str, Any]:
+        """``preimage restore --json ID …`` as a dict."""
+        return json.loads(self.run("restore", "--json", backup_id, *args).stdout)  # type: ignore[no-any-return]
+
+    def score(self, backup_id: str) -> dict[str, Any]:
+        """``preimage score --json ID`` as a dict."""
+        return json.loads(self.run("score", "--json", "--show", "20", backup_id).stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def cli(store: Store) -> Cli:
+    """The CLI, using the test's store."""
+    return Cli()
+
+
+def _pg_dump(db: Database, *extra: str) -> tuple[str, str]:
+    """(schema, data) of ``db`` as pg_dump prints them, normalised for comparison:
+    comment and ``\\restrict`` lines dropped, rows of every COPY block sorted (row
+    order on disk is not state a user sees)."""
+    server: Any = db.server
+
+    def run(*args: str) -> str:
+        proc = subprocess.run([server.tool("pg_dump"), "--no-sync", *args, *extra, db.name],
+                              capture_output=True, text=True, env=server.env(), check=False)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def clean(text: str) -> str:
+        out: list[str] = []
+        block: list[str] | None = None
+        for line in text.splitlines():
+            if block is not None:
+                if line == "\\.":
+                    out += sorted(block)
+                    out.append(line)
+                    block = None
+                else:
+                    block.append(line)
+                continue
+            if not line.strip() or line.startswith("--") or line.startswith(
+                ("\\restrict", "\\unrestrict")
+            ):
+                continue
+            out.append(line)
+            if line.startswith("COPY "):
+                block = []
+        return "\n".join(out)
+
+    return clean(run("--schema-only")), clean(run("--data-only"))
+
+
+@pytest.fixture
+def pg_dump() -> Callable[..., tuple[str, str]]:
+    """pg_dump of a test database: (schema, data), normalised."""
+    return _pg_dump
