@@ -14,7 +14,12 @@ Cursor = Any
 
 
 def prepare_session(cur: Cursor) -> None:
-    """Empty ``search_path`` (definitions print schema-qualified), no function body checks."""
+    """Empty ``search_path`` (definitions print schema-qualified), no function body checks.
+
+    The role's own search_path is kept aside for evaluating row predicates.
+    """
+    cur.execute("SELECT pg_catalog.set_config('preimage.user_search_path', "
+                "pg_catalog.current_setting('search_path'), true)")
     cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     cur.execute("SET LOCAL check_function_bodies = off")
 

@@ -475,6 +475,15 @@ class Planner:
                         self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
                                                      sql))
                     continue
+                if have is not None and item.typtype == "e" and have.typtype == "e":
+                    # Enum values cannot be removed: swap in a new type under the columns.
+                    self.plan.add("types", Step(
+                        item.natural_key(), "re-create enum under its columns",
+                        run=lambda cur, item=item: replace_enum(cur, item),
+                        destructive=True))
+                    self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
+                                                 owner_comment_acl(item, None)))
+                    continue
                 if have is not None:
                     drop.append(Step(item.natural_key(), "drop type to re-create it",
                                      [ddl.drop_statement(have)], destructive=True))
@@ -526,6 +535,44 @@ class Planner:
             sql.append(ddl.setval_statement(seq))
         if sql:
             self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql))
+
+
+def replace_enum(cur: Cursor, item: PgType) -> str:
+    """Put the captured enum in place of the live one: rename the live type, create the
+    captured one, move every column over (values it no longer has become NULL — the row
+    sync puts the captured values back), drop the old type."""
+    name = qn(item.namespace, item.name)
+    old = f"{item.name}__preimage_old"
+    cur.execute(f"ALTER TYPE {name} RENAME TO {q(old)}".encode())
+    cur.execute(item.definition.encode())
+    cur.execute(
+        """SELECT format('%%I.%%I', n.nspname, c.relname) AS tbl, a.attname,
+            pg_get_expr(d.adbin, d.adrelid) AS def
+        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE a.atttypid = to_regtype(%s) AND c.relkind IN ('r', 'p') AND NOT a.attisdropped
+          AND NOT c.relispartition AND a.attinhcount = 0""",
+        (qn(item.namespace, old),),
+    )
+    labels = ", ".join(ddl.lit(v) for v in item.labels)
+    moved = 0
+    for row in cur.fetchall():
+        col = q(row["attname"])
+        if row["def"] is not None:
+            cur.execute(f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} DROP DEFAULT".encode())
+        cur.execute(
+            f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} TYPE {name} USING (CASE WHEN "
+            f"{col}::text = ANY (ARRAY[{labels}]) THEN {col}::text END)::{name}".encode()
+        )
+        if row["def"] is not None:
+            default = row["def"].replace(qn(item.namespace, old), name).replace(
+                f"{item.namespace}.{old}", name)
+            cur.execute(f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} SET DEFAULT "
+                        f"{default}".encode())
+        moved += 1
+    cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
+    return f"{moved} column(s) moved"
 
 
 def _seq_settings(s: PgSequence) -> tuple[Any, ...]:

@@ -35,6 +35,14 @@ def _select(table: PgTable, where: str | None) -> str:
     )
 
 
+def _user_search_path(cur: Cursor) -> None:
+    # A row predicate is written as the user would write it: unqualified names resolve
+    # through the role's usual search_path, not the empty one definitions are read with.
+    cur.execute("SELECT pg_catalog.set_config('search_path', "
+                "(SELECT coalesce(current_setting('preimage.user_search_path', true), "
+                "'\"$user\", public')), true)")
+
+
 @dataclass
 class _Counter:
     rows: int = 0
@@ -52,8 +60,12 @@ def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -
     if not table.copy_columns:
         return table
     counter = _Counter()
+    if where:
+        _user_search_path(cur)
     with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
         digest = blobs.put_chunks(counter.through(copy))
+    if where:
+        cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return table.model_copy(update={"rows_digest": digest, "row_count": counter.rows})
 
 
@@ -61,9 +73,13 @@ def live_digest(cur: Cursor, table: PgTable, where: str | None) -> tuple[str, in
     """Digest and count of the live rows, computed the way a capture would (nothing stored)."""
     hasher = hashlib.sha256()
     counter = _Counter()
+    if where:
+        _user_search_path(cur)
     with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
         for data in counter.through(copy):
             hasher.update(data)
+    if where:
+        cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return hasher.hexdigest(), counter.rows
 
 
