@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
@@ -23,6 +20,10 @@ from preimage.connectors.postgres.rows import copy_in, live_digest, sync_rows
 from preimage.connectors.postgres.scope import PgScope
 from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
+
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError, RestoreError
+from preimage._target import Target
 
 Cursor = Any
 LOCK_TIMEOUT = "30s"
@@ -78,7 +79,7 @@ class PgRestorer:
             return self._drop_database()
         try:
             with conn:
-                self._restore_in(conn, created)
+                self._restore_in(conn)
         except Exception as exc:
             if created:
                 self._drop_created_database()
@@ -133,7 +134,7 @@ class PgRestorer:
         return self.report
 
     # ------------------------------------------------------------ transaction
-    def _restore_in(self, conn: Any, created: bool) -> None:
+    def _restore_in(self, conn: Any) -> None:
         from psycopg.rows import dict_row
 
         cur = conn.cursor(row_factory=dict_row)
@@ -144,7 +145,8 @@ class PgRestorer:
         live += [i for i in read_same_names(cur, list(self.snap.items))
                  if i.natural_key() not in known]
         if self.snap.scope == "rows":
-            return self._restore_rows(cur, live)
+            self._restore_rows(cur, live)
+            return
         planner = Planner(list(self.snap.items), live,
                           whole_schemas=self.snap.scope in ("schema", "database"))
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
@@ -213,7 +215,7 @@ class PgRestorer:
     def _restore_rows(self, cur: Cursor, live: list[Any]) -> None:
         """Row scope: put back the captured rows (missing ones inserted with their
         keys, changed ones reverted); rows outside the capture are left alone."""
-        (table,) = [t for t in self.snap.tables()]
+        (table,) = self.snap.tables()
         have = next((t for t in live if isinstance(t, PgTable)), None)
         key = table.natural_key()
         if have is None or not have.exists:

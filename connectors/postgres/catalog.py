@@ -381,7 +381,8 @@ def read_sequences(cur: Cursor, oids: list[int]) -> list[PgSequence]:
                 pg_get_userbyid(c.relowner) AS owner,
                 {acl_sql('c.relacl', 's', 'c.relowner')} AS acl,
                 obj_description(c.oid, 'pg_class') AS comment,
-                (SELECT format('%%I.%%I.%%I', tn.nspname, t.relname, a.attname) || '|' || d.deptype::text
+                (SELECT format('%%I.%%I.%%I', tn.nspname, t.relname, a.attname)
+                        || '|' || d.deptype::text
                    FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid
                    JOIN pg_namespace tn ON tn.oid = t.relnamespace
                    JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError, TerminalConnectorError
-from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
@@ -16,6 +13,10 @@ from preimage.restore import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
+
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage._target import Target
 
 
 class PostgresConnector:
@@ -38,15 +39,15 @@ class PostgresConnector:
         from psycopg.rows import dict_row
 
         scope = parse_scope(target)
-        base = dict(
-            target=target.redacted, database=scope.database, scope=scope.scope,
-            scope_names=scope.names,
-        )
+        base: dict[str, Any] = {
+            "target": target.redacted, "database": scope.database, "scope": scope.scope,
+            "scope_names": scope.names,
+        }
         try:
             conn = connect(target, scope.database)
         except DatabaseMissingError:
             return PostgresSnapshot(
-                **base, database_exists=False,  # type: ignore[arg-type]
+                **base, database_exists=False,
                 notes=[f"database {scope.database} did not exist at capture time"],
             )
         try:
@@ -96,7 +97,7 @@ class PostgresConnector:
         notes += [f"table {t.qualified} did not exist at capture time"
                   for t in tables if not t.exists]
         return PostgresSnapshot(
-            **base, server_version=version, items=items, notes=notes,  # type: ignore[arg-type]
+            **base, server_version=version, items=items, notes=notes,
         )
 
     def restore(

@@ -100,7 +100,8 @@ def acl_statements(keyword: str, name: str, want: list[str], have: list[str]) ->
         out.append(f"REVOKE ALL ON {word} {name} FROM {_role(grantee)} CASCADE")
     for entry in want:
         grantee, privs, _grantor = parse_aclitem(entry)
-        plain, with_option = [], []
+        plain: list[str] = []
+        with_option: list[str] = []
         i = 0
         while i < len(privs):
             letter = privs[i]

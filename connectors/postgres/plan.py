@@ -25,6 +25,7 @@ The order (every step in one transaction, so a failure anywhere undoes all):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,9 +93,9 @@ def owner_comment_acl(item: PgOwned, live: PgOwned | None) -> list[str]:
     out = []
     if item.owner and (live is None or live.owner != item.owner):
         out += ddl.owner_statement(word, name, item.owner)
-    if live is None and item.comment is not None or live is not None and (
+    if (live is None and item.comment is not None) or (live is not None and (
         live.comment != item.comment
-    ):
+    )):
         out.append(ddl.comment_statement(f"{word} {name}", item.comment))
     have = live.acl if live is not None else fresh_acl(item.owner)
     out += ddl.acl_statements(word, name, item.acl, have)
@@ -188,7 +189,7 @@ class Planner:
         for t in tables:
             if t.natural_key() in self.recreate:
                 self._new_table(t)
-        for t, step in data_steps:
+        for _table, step in data_steps:
             if step is not None:
                 self.plan.add("rows", step)
         for item in self.captured:
@@ -282,60 +283,50 @@ class Planner:
     ) -> None:
         name = qn(t.namespace, t.name)
         key = t.natural_key()
-        want_cons = {c.name: c for c in t.constraints}
         have_cons = {c.name: c for c in have.constraints}
-        drops = []
-        for c in have.constraints:
-            w = want_cons.get(c.name)
-            if (c.type == "f" and drop_all_fks) or w is None or w.definition != c.definition:
-                drops.append(f"ALTER TABLE {name} DROP CONSTRAINT {q(c.name)}")
-                have_cons.pop(c.name)
-        want_idx = {i.name: i for i in t.indexes}
         have_idx = {i.name: i for i in have.indexes}
-        for i in have.indexes:
-            w = want_idx.get(i.name)
-            if w is None or (w.definition, w.attached_to) != (i.definition, i.attached_to):
-                drops.append(f"DROP INDEX {qn(t.namespace, i.name)}")
-                have_idx.pop(i.name)
-        want_trg = {x.name: x for x in t.triggers}
         have_trg = {x.name: x for x in have.triggers}
-        for x in have.triggers:
-            w = want_trg.get(x.name)
-            if w is None or w.definition != x.definition:
-                drops.append(f"DROP TRIGGER {q(x.name)} ON {name}")
-                have_trg.pop(x.name)
-        want_pol = {p.name: p for p in t.policies}
         have_pol = {p.name: p for p in have.policies}
-        for p in have.policies:
-            w = want_pol.get(p.name)
-            if w is None or w.definition != p.definition:
-                drops.append(f"DROP POLICY {q(p.name)} ON {name}")
-                have_pol.pop(p.name)
+        drops = []
+        for con in have.constraints:
+            want_con = next((c for c in t.constraints if c.name == con.name), None)
+            if (con.type == "f" and drop_all_fks) or want_con is None or (
+                want_con.definition != con.definition
+            ):
+                drops.append(f"ALTER TABLE {name} DROP CONSTRAINT {q(con.name)}")
+                have_cons.pop(con.name)
+        for idx in _differing(have.indexes, t.indexes, lambda i: (i.definition, i.attached_to)):
+            drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")
+            have_idx.pop(idx.name)
+        for trg in _differing(have.triggers, t.triggers, lambda x: x.definition):
+            drops.append(f"DROP TRIGGER {q(trg.name)} ON {name}")
+            have_trg.pop(trg.name)
+        for pol in _differing(have.policies, t.policies, lambda p: p.definition):
+            drops.append(f"DROP POLICY {q(pol.name)} ON {name}")
+            have_pol.pop(pol.name)
         if drops:
             self.plan.add("drop-attached", Step(
                 key, "drop constraints/indexes/triggers/policies that differ", drops,
                 destructive=True))
-        cols = []
-        live_cols = {c.name: c for c in have.columns}
-        for c in t.columns:
-            lc = live_cols[c.name]
-            if c.identity or c.generated is not None:
+        cols: list[str] = []
+        live_cols = {col.name: col for col in have.columns}
+        for col in t.columns:
+            lc = live_cols[col.name]
+            if col.identity or col.generated is not None:
                 continue
-            if lc.default != c.default:
-                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(c.name)} " + (
-                    f"SET DEFAULT {c.default}" if c.default is not None else "DROP DEFAULT"))
-            if lc.not_null != c.not_null and not any(
-                k.type == "p" and c.name in t.row_key for k in t.constraints
-            ):
-                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(c.name)} "
-                            f"{'SET' if c.not_null else 'DROP'} NOT NULL")
+            if lc.default != col.default:
+                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} " + (
+                    f"SET DEFAULT {col.default}" if col.default is not None else "DROP DEFAULT"))
+            if lc.not_null != col.not_null and col.name not in t.row_key:
+                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} "
+                            f"{'SET' if col.not_null else 'DROP'} NOT NULL")
         if have.options != t.options:
             if have.options:
                 opts = ", ".join(o.split("=", 1)[0] for o in have.options)
                 cols.append(f"ALTER TABLE {name} RESET ({opts})")
             if t.options:
                 cols.append(f"ALTER TABLE {name} SET ({', '.join(t.options)})")
-        if have.replica_identity != t.replica_identity and t.replica_identity != "i":
+        if t.replica_identity not in ("i", have.replica_identity):
             word = {"d": "DEFAULT", "f": "FULL", "n": "NOTHING"}[t.replica_identity]
             cols.append(f"ALTER TABLE {name} REPLICA IDENTITY {word}")
         if cols:
@@ -356,7 +347,11 @@ class Planner:
         have_idx = have_idx or {}
         have_trg = have_trg or {}
         have_pol = have_pol or {}
-        cons, fks, trg, pol, fin = [], [], [], [], []
+        cons: list[str] = []
+        fks: list[str] = []
+        trg: list[str] = []
+        pol: list[str] = []
+        fin: list[str] = []
         for c in t.constraints:
             if c.name in have_cons:
                 if have_cons[c.name].comment != c.comment:
@@ -396,19 +391,18 @@ class Planner:
                 pol.append(p.definition)
             if (have_pol[p.name].comment if p.name in have_pol else None) != p.comment:
                 fin.append(ddl.comment_statement(f"POLICY {q(p.name)} ON {name}", p.comment))
-        if have is None or have.rls_enabled != t.rls_enabled:
-            if t.rls_enabled or have is not None:
-                pol.append(f"ALTER TABLE {name} "
-                           f"{'ENABLE' if t.rls_enabled else 'DISABLE'} ROW LEVEL SECURITY")
-        if have is None or have.rls_forced != t.rls_forced:
-            if t.rls_forced or have is not None:
-                pol.append(f"ALTER TABLE {name} "
-                           f"{'' if t.rls_forced else 'NO '}FORCE ROW LEVEL SECURITY")
-        live_cols = {c.name: c for c in have.columns} if have else {}
-        for c in t.columns:
-            live_comment = live_cols[c.name].comment if c.name in live_cols else None
-            if live_comment != c.comment:
-                fin.append(ddl.comment_statement(f"COLUMN {name}.{q(c.name)}", c.comment))
+        live_rls = (have.rls_enabled, have.rls_forced) if have else (False, False)
+        if live_rls[0] != t.rls_enabled:
+            pol.append(f"ALTER TABLE {name} "
+                       f"{'ENABLE' if t.rls_enabled else 'DISABLE'} ROW LEVEL SECURITY")
+        if live_rls[1] != t.rls_forced:
+            pol.append(f"ALTER TABLE {name} "
+                       f"{'' if t.rls_forced else 'NO '}FORCE ROW LEVEL SECURITY")
+        live_cols = {col.name: col for col in have.columns} if have else {}
+        for col in t.columns:
+            live_comment = live_cols[col.name].comment if col.name in live_cols else None
+            if live_comment != col.comment:
+                fin.append(ddl.comment_statement(f"COLUMN {name}.{q(col.name)}", col.comment))
         if t.replica_identity == "i":
             idx = next((i.name for i in t.indexes if i.name), None)
             if idx and (have is None or have.replica_identity != "i"):
@@ -479,7 +473,7 @@ class Planner:
                     # Enum values cannot be removed: swap in a new type under the columns.
                     self.plan.add("types", Step(
                         item.natural_key(), "re-create enum under its columns",
-                        run=lambda cur, item=item: replace_enum(cur, item),
+                        run=functools.partial(replace_enum, item=item),
                         destructive=True))
                     self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
                                                  owner_comment_acl(item, None)))
@@ -573,6 +567,15 @@ def replace_enum(cur: Cursor, item: PgType) -> str:
         moved += 1
     cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
     return f"{moved} column(s) moved"
+
+
+def _differing(have: list[Any], want: list[Any], sig: Callable[[Any], Any]) -> list[Any]:
+    """Live attached objects (by name) that the capture lacks or defines differently."""
+    wanted = {w.name: sig(w) for w in want}
+    return [h for h in have if wanted.get(h.name, _MISSING) != sig(h)]
+
+
+_MISSING = object()
 
 
 def _seq_settings(s: PgSequence) -> tuple[Any, ...]:

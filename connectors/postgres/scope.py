@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from preimage.snapshot_schemas.postgres import Scope
+
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
-from preimage.snapshot_schemas.postgres import Scope
 
 # Functions that change server state or reach outside the database; refused in predicates.
 _FORBIDDEN_FUNCTIONS = (
@@ -105,7 +106,7 @@ def check_predicate(text: str, uri: str = "") -> str:
 
     if not text.strip():
         raise refuse("it is empty")
-    from sqlglot.tokens import TokenType
+    from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
     try:
         tokens = sqlglot.Dialect.get_or_raise("postgres").tokenize(text)

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError
 from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
+
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError
 
 
 class _HashOnly:
@@ -58,8 +59,6 @@ class SqlRestorer:
         return lambda: self.conn.execute(text(sql), params or {}) and None
 
     def run(self) -> None:
-        from preimage.connectors.sql.connector import insert_rows
-
         snap = self.snap
         names = [t.name for t in snap.items if isinstance(t, SqlTable)] \
             if snap.scope == "tables" else []
@@ -88,7 +87,7 @@ class SqlRestorer:
                 creates.append(_Step(t.natural_key(), "create table", self._create(t)))
                 if t.row_count:
                     creates.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
-                                         lambda t=t: insert_rows(self.conn, t, self.blobs)))
+                                         self._insert(t)))
                 continue
             digest = self.connector._table(self.conn, _inspect(self.conn), t.name,
                                            _HashOnly(), {}).rows_digest
@@ -96,13 +95,13 @@ class SqlRestorer:
                 q = self.quote(t.name)
                 if self.policy.conflict is ConflictMode.MERGE:
                     continue
-                creates.append(_Step(t.natural_key(), "replace rows", lambda t=t, q=q: (
-                    self.conn.exec_driver_sql(f"DELETE FROM {q}"),
-                    insert_rows(self.conn, t, self.blobs)) and None, destructive=True))
+                creates.append(_Step(t.natural_key(), "replace rows",
+                                     self._replace_rows(t, q), destructive=True))
         # Objects: drop what is new or differs (and everything on a re-created table).
         for key, have in live.items():
             if isinstance(have, SqlObject):
                 want = captured.get(key)
+                assert want is None or isinstance(want, SqlObject)
                 if want is None and snap.scope == "tables" and have.table not in names:
                     continue
                 if want is None or want.ddl != have.ddl or have.table in recreate:
@@ -150,6 +149,20 @@ class SqlRestorer:
         for key in captured:
             if key not in done and self.policy.in_scope(key):
                 self.report.add(key, Outcome.UNCHANGED)
+
+    def _insert(self, t: SqlTable) -> Callable[[], None]:
+        from preimage.connectors.sql.connector import insert_rows
+
+        return lambda: insert_rows(self.conn, t, self.blobs)
+
+    def _replace_rows(self, t: SqlTable, quoted: str) -> Callable[[], None]:
+        from preimage.connectors.sql.connector import insert_rows
+
+        def run() -> None:
+            self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
+            insert_rows(self.conn, t, self.blobs)
+
+        return run
 
     def _create(self, t: SqlTable) -> Callable[[], None]:
         ddl = t.ddl or ""

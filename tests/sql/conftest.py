@@ -141,9 +141,7 @@ def _pg_dump(db: Database, *extra: str) -> tuple[str, str]:
                 else:
                     block.append(line)
                 continue
-            if not line.strip() or line.startswith("--") or line.startswith(
-                ("\\restrict", "\\unrestrict")
-            ):
+            if not line.strip() or line.startswith(("--", "\\restrict", "\\unrestrict")):
                 continue
             out.append(line)
             if line.startswith("COPY "):

@@ -29,7 +29,7 @@ def _free_port() -> int:
 def test_wrong_password_is_a_terminal_error(db: Any, store: Any) -> None:
     """A wrong password fails the capture with a message naming the user and what to fix."""
     uri = f"postgresql://postgres:wrong@127.0.0.1:{db.server.port}/{db.name}"
-    with pytest.raises(TerminalConnectorError, match="refused the credentials.*postgres"):
+    with pytest.raises(TerminalConnectorError, match=r"refused the credentials.*postgres"):
         preimage.capture([uri], store=store)
 
 
@@ -45,7 +45,7 @@ def test_wrong_password_through_the_cli_exits_2_without_echoing_it(db: Any, cli:
 def test_unreachable_server_is_a_transient_error(store: Any) -> None:
     """Nothing listening on the port: a retryable error that says to check the server."""
     uri = f"postgresql://postgres@127.0.0.1:{_free_port()}/shop"
-    with pytest.raises(TransientConnectorError, match="cannot reach PostgreSQL.*running"):
+    with pytest.raises(TransientConnectorError, match=r"cannot reach PostgreSQL.*running"):
         preimage.capture([uri], store=store)
 
 
@@ -179,5 +179,5 @@ def test_restore_onto_a_dropped_database_from_a_table_backup_says_what_to_do(
     db.sql("CREATE TABLE t (id int PRIMARY KEY)")
     backup = preimage.capture([db.uri("tables=public.t")], store=store)
     db.server.psql(f"DROP DATABASE {db.name}")
-    with pytest.raises(RestoreError, match="no longer exists.*whole-database backup"):
+    with pytest.raises(RestoreError, match=r"no longer exists.*whole-database backup"):
         preimage.restore(backup.id, store=store)
