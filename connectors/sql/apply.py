@@ -66,6 +66,7 @@ class SqlRestorer:
         captured = {i.natural_key(): i for i in snap.items}
         drops: list[_Step] = []
         creates: list[_Step] = []
+        loads: list[_Step] = []
         late: list[_Step] = []
         tables = [t for t in snap.items if isinstance(t, SqlTable)]
         objects = [o for o in snap.items if isinstance(o, SqlObject)]
@@ -86,8 +87,8 @@ class SqlRestorer:
                                        destructive=True))
                 creates.append(_Step(t.natural_key(), "create table", self._create(t)))
                 if t.row_count:
-                    creates.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
-                                         self._insert(t)))
+                    loads.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
+                                       self._insert(t)))
                 continue
             digest = self.connector._table(self.conn, _inspect(self.conn), t.name,
                                            _HashOnly(), {}).rows_digest
@@ -95,8 +96,8 @@ class SqlRestorer:
                 q = self.quote(t.name)
                 if self.policy.conflict is ConflictMode.MERGE:
                     continue
-                creates.append(_Step(t.natural_key(), "replace rows",
-                                     self._replace_rows(t, q), destructive=True))
+                loads.append(_Step(t.natural_key(), "replace rows",
+                                   self._replace_rows(t, q), destructive=True))
         # Objects: drop what is new or differs (and everything on a re-created table).
         for key, have in live.items():
             if isinstance(have, SqlObject):
@@ -131,7 +132,7 @@ class SqlRestorer:
                 late.append(_Step(key, "reset counter", self._exec(
                     "DELETE FROM sqlite_sequence WHERE name = :n", {"n": have.name}),
                     destructive=True, removes=True))
-        steps = [s for s in drops + creates + late if self.policy.in_scope(s.key)]
+        steps = [s for s in drops + creates + loads + late if self.policy.in_scope(s.key)]
         if self.policy.conflict is ConflictMode.MERGE:
             steps = [s for s in steps if not s.destructive]
         if self.policy.conflict is ConflictMode.REFUSE and steps:

@@ -181,7 +181,7 @@ class SQLAlchemyConnector:
             checks = []
         indexes = sorted(f"{i['name']}({','.join(c or '' for c in i['column_names'])})"
                          f"{' unique' if i.get('unique') else ''}" for i in insp.get_indexes(name))
-        table = Table(name, MetaData(), autoload_with=conn)
+        table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         if conn.dialect.name == "sqlite":
             ddl = master.get(("table", name), ("", ""))[1]
         elif conn.dialect.name == "mysql":
@@ -290,6 +290,6 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:
 
     if table.rows_digest is None:
         return
-    live = Table(table.name, MetaData(), autoload_with=conn)
+    live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
         conn.execute(live.insert(), batch)
