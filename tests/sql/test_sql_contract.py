@@ -1,4 +1,4 @@
-"""The connector conformance kit, run against PostgreSQL and SQLite."""
+"""The connector conformance kit, run against PostgreSQL (two scopes) and SQLite."""
 
 from __future__ import annotations
 
