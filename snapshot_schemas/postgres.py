@@ -22,8 +22,8 @@ name in them is schema-qualified.  By class:
   (ACLs, ``NULL`` read as the type's default ACL) and comments; the database's
   owner, encoding, collation, connection limit and settings;
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
-  any re-create.  Per-row ``ctid`` and ``xmin`` are not captured at all: they
-  change on every update and no client can set them.
+  any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
+  line with the rows): they change on every update and no client can set them.
 """
 
 from __future__ import annotations
@@ -44,6 +44,13 @@ from preimage.snapshot_schemas._base import (
 )
 from preimage.snapshot_schemas.sql import TableRow, row_key
 from pydantic import Field
+
+
+class PgRow(TableRow):
+    """A table row as scored, with the physical identity the server gave it."""
+
+    ctid: str | None = server(None, description="physical location; changes on update")
+    xmin: str | None = server(None, description="inserting transaction id")
 
 
 class PgColumn(Record):
@@ -139,6 +146,9 @@ class PgTable(PgOwned):
     row_count: int = content(0)
     rows_digest: str | None = content(None, description="COPY text of the rows, key order")
     row_filter: str | None = content(None, description="row scope: the normalised predicate")
+    row_system_digest: str | None = server(
+        None, description="per row, in the rows' order: ctid and xmin (COPY text)"
+    )
     relfilenode: int | None = server(None)
 
 
@@ -262,11 +272,18 @@ class PostgresSnapshot(Snapshot):
             if table.rows_digest is None:
                 continue
             seen: Counter[str] = Counter()  # occurrences of duplicate keyless rows
-            for values in iter_copy_rows(blobs.chunks(table.rows_digest), table.copy_columns):
-                yield TableRow(
+            rows = iter_copy_rows(blobs.chunks(table.rows_digest), table.copy_columns)
+            system: Iterator[dict[str, Any]] = iter(())
+            if table.row_system_digest is not None:
+                system = iter_copy_rows(blobs.chunks(table.row_system_digest), ["ctid", "xmin"])
+            for values in rows:
+                phys = next(system, {})
+                yield PgRow(
                     table=table.qualified,
                     row=row_key(values, table.row_key, seen),
                     values=values,
+                    ctid=phys.get("ctid"),
+                    xmin=phys.get("xmin"),
                 )
 
 

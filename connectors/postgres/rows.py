@@ -10,9 +10,10 @@ were (``COPY`` and ``OVERRIDING SYSTEM VALUE`` accept them).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.snapshot_schemas.postgres import PgTable
@@ -24,8 +25,10 @@ Cursor = Any
 _TEMP = q("_preimage_rows")
 
 
-def _select(table: PgTable, where: str | None) -> str:
+def _select(table: PgTable, where: str | None, *, system: bool = False) -> str:
     cols = ", ".join(q(c) for c in table.copy_columns)
+    if system:
+        cols += ", ctid, xmin"
     if table.row_key:
         order = ", ".join(q(c) for c in table.row_key)
     else:
@@ -55,19 +58,62 @@ class _Counter:
             yield data
 
 
+class _SplitSystem:
+    """Splits each COPY line's trailing ``ctid`` and ``xmin`` off into a side file, so the
+    rows blob holds only user data (and stays the same across captures)."""
+
+    def __init__(self, side: IO[bytes]) -> None:
+        self.side = side
+        self.rows = 0
+        self._rest = b""
+
+    def through(self, chunks: Iterable[Any]) -> Iterator[bytes]:
+        for chunk in chunks:
+            data = self._rest + bytes(chunk)
+            body, newline, self._rest = data.rpartition(b"\n")
+            if not newline:
+                continue
+            user: list[bytes] = []
+            system: list[bytes] = []
+            for line in body.split(b"\n"):
+                values, ctid, xmin = line.rsplit(b"\t", 2)
+                user.append(values)
+                system.append(ctid + b"\t" + xmin)
+            self.rows += len(user)
+            self.side.write(b"\n".join(system) + b"\n")
+            yield b"\n".join(user) + b"\n"
+
+
 def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -> PgTable:
     """Stream the table's rows (those matching ``where``) into a blob; return the item with
-    ``rows_digest`` and ``row_count`` set."""
+    ``rows_digest`` and ``row_count`` set.
+
+    Each row's ``ctid`` and ``xmin`` (server-class) go to a second blob, line for line,
+    read in the same pass.
+    """
     if not table.copy_columns:
         return table
-    counter = _Counter()
     if where:
         _user_search_path(cur)
-    with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
-        digest = blobs.put_chunks(counter.through(copy))
+    system = table.relkind == "r"
+    with tempfile.TemporaryFile() as side:
+        if system:
+            splitter = _SplitSystem(side)
+            with cur.copy(f"COPY ({_select(table, where, system=True)}) TO STDOUT") as copy:
+                digest = blobs.put_chunks(splitter.through(copy))
+            rows = splitter.rows
+            side.seek(0)
+            system_digest: str | None = blobs.put_file(side)  # type: ignore[arg-type]
+        else:
+            counter = _Counter()
+            with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
+                digest = blobs.put_chunks(counter.through(copy))
+            rows, system_digest = counter.rows, None
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
-    return table.model_copy(update={"rows_digest": digest, "row_count": counter.rows})
+    return table.model_copy(update={
+        "rows_digest": digest, "row_count": rows, "row_system_digest": system_digest,
+    })
 
 
 def live_digest(cur: Cursor, table: PgTable, where: str | None) -> tuple[str, int]:
