@@ -10,6 +10,8 @@ from urllib.parse import quote
 
 import pytest
 
+import preimage
+
 pytestmark = pytest.mark.postgres
 
 
@@ -37,7 +39,7 @@ def assert_full_fidelity(cli: Any, backup_id: str) -> dict[str, Any]:
     return score
 
 
-def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
     """S-drop-tables: DROP TABLE + re-create with fakes is undone: rows, ids, sequence, view."""
     db.sql("""
         CREATE TABLE companies (id serial PRIMARY KEY, name text NOT NULL UNIQUE,
@@ -69,8 +71,8 @@ def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any) -> Non
         INSERT INTO companies (name) VALUES ('Fake Corp'), ('Acme Fake');
         INSERT INTO executives (company_id, name) VALUES (1, 'Fake Person');
     """)
-    damaged = cli.score(backup)
-    assert damaged["content"] < 0.1
+    damaged, _ = preimage.score(backup, store=store)
+    assert damaged.classes["content"].score < 0.1
     result = cli.restore(backup)
     assert result["undo_backup"]
     assert_full_fidelity(cli, backup)
@@ -198,7 +200,7 @@ def test_force_reset_brings_back_function_enum_and_rows(db: Any, cli: Any, pg_du
     assert db.sql("SELECT enum_range(NULL::public.ticket_state)").strip() == "{open,waiting,closed}"
 
 
-def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
     """S-drop-database: DROP DATABASE is undone — database, schemas, every kind of object,
     grants and comments — and pg_dump -C of original and restored match."""
     db.server.psql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'gis_reader') "
@@ -242,8 +244,8 @@ def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any) -> None:
     before = pg_dump(db, "--create")
     backup = cli.capture(db.uri())
     db.server.psql(f"DROP DATABASE {db.name}")
-    damaged = cli.score(backup)
-    assert damaged["content"] == 0.0
+    damaged, _ = preimage.score(backup, store=store)
+    assert damaged.classes["content"].score == 0.0
     result = cli.restore(backup)
     assert result["reports"][0]["notes"]
     assert_full_fidelity(cli, backup)
@@ -252,13 +254,14 @@ def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any) -> None:
     assert next_value(db, "gis.tile_seq") == 17
 
 
-def test_restore_of_the_undo_backup_drops_the_database_again(db: Any, cli: Any) -> None:
+def test_restore_of_the_undo_backup_drops_the_database_again(db: Any, store: Any) -> None:
     """The undo backup of a restore that re-created a dropped database drops it again."""
     db.sql("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1);")
-    backup = cli.capture(db.uri())
+    backup = preimage.capture([db.uri()], store=store)
     db.server.psql(f"DROP DATABASE {db.name}")
-    undo = cli.restore(backup)["undo_backup"]
+    undo = preimage.restore(backup.id, store=store).undo_backup_id
+    assert undo is not None
     assert db.sql("SELECT count(*) FROM t").strip() == "1"
-    cli.restore(undo)
+    preimage.restore(undo, store=store)
     exists = db.server.psql(f"SELECT count(*) FROM pg_database WHERE datname = '{db.name}'")
     assert exists.strip() == "0"
