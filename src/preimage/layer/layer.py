@@ -197,7 +197,17 @@ class BackupLayer:
         split: list[PlannedTarget] = []
         for t in kept:
             split.extend(self._around_store(t, notes))
-        return [t for t in out if t.scheme != "file"] + split
+        others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
+        return others + split
+
+    @staticmethod
+    def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:
+        """A SQLite target whose file is captured whole already (bytes and metadata)."""
+        if t.scheme != "sqlite":
+            return False
+        path = unquote(t.uri.split("?", 1)[0][len("sqlite:///"):])
+        return any(path == f.uri[len("file://"):] or path.startswith(f.uri[len("file://"):] + "/")
+                   for f in files)
 
     def _around_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
         """A file target holding the backup store is split into its siblings of the store."""
