@@ -161,3 +161,12 @@ def test_guard_does_not_run_when_backup_fails_and_told_to_deny(cli: Cli, world: 
     assert proc.returncode == 3
     assert (world.home / "Documents" / "notes.md").exists()
     assert "NOT back up" in proc.stderr or "not run" in proc.stderr
+
+
+def test_target_no_connector_can_capture_is_reported(cli: Cli, home: Path, world: World) -> None:
+    """A call whose system cannot be captured here is answered as NOT backed up, never silently."""
+    proc = cli("hook", "claude-code", input=payload("kubectl delete namespace shop", world.proj),
+               env=world.env | {"PREIMAGE_HOME": str(home)})
+    answer = json.loads(proc.stdout)
+    assert "NOT backed up" in answer["systemMessage"]
+    assert "k8s://preimage-test/shop" in answer["systemMessage"]

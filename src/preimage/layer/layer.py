@@ -40,6 +40,7 @@ class Plan:
     findings: list[Finding]
     targets: list[PlannedTarget] = field(default_factory=list)
     wanted: list[PlannedTarget] = field(default_factory=list)  # before connector fallbacks
+    dropped: list[str] = field(default_factory=list)  # wanted, but no connector can capture them
     tier: Tier | None = None
     notes: list[str] = field(default_factory=list)
     updated_input: dict[str, object] | None = None
@@ -148,7 +149,7 @@ class BackupLayer:
                 plan.tier = f.tier
             plan.targets.extend(targets)
         plan.wanted = self._collapse(plan.targets, plan.notes)
-        plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes), [])
+        plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes, plan.dropped), [])
         if not plan.targets:
             plan.tier = None
         plan.updated_input = self._rewrite(call, findings)
@@ -166,7 +167,8 @@ class BackupLayer:
             return None
         return PlannedTarget(file_uri(ws), "workspace snapshot")
 
-    def _fallbacks(self, targets: list[PlannedTarget], notes: list[str]) -> list[PlannedTarget]:
+    def _fallbacks(self, targets: list[PlannedTarget], notes: list[str],
+                   dropped: list[str]) -> list[PlannedTarget]:
         """Swap in the fallback of a target whose connector is missing (or drop it, saying so)."""
         out: list[PlannedTarget] = []
         for t in targets:
@@ -177,6 +179,7 @@ class BackupLayer:
                     t = PlannedTarget(t.fallback, t.why, regenerable=t.regenerable)
                 else:
                     notes.append(f"{problem}; {t.uri} is NOT captured")
+                    dropped.append(f"{t.uri} ({problem})")
                     continue
             out.append(t)
         return out
@@ -269,6 +272,8 @@ class BackupLayer:
         if plan.updated_input is not None:
             decision.updated_input = plan.updated_input
             decision.action = Action.REWRITE
+        if plan.dropped:
+            decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:
             return decision
         t0 = time.perf_counter()
@@ -277,7 +282,7 @@ class BackupLayer:
         decision.capture_seconds = time.perf_counter() - t0
         decision.backup_id = backup_id
         if failed:
-            decision.error = "; ".join(failed)
+            decision.error = "; ".join(filter(None, [decision.error, *failed]))
             decision.targets = [u for u in decision.targets if not any(u in f for f in failed)]
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
