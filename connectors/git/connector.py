@@ -1,0 +1,139 @@
+"""``GitConnector``: capture, restore and diff of ``git://`` targets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
+from preimage.connectors.files.walk import Walker
+from preimage.connectors.git import state
+from preimage.connectors.git.apply import GitRestorer
+from preimage.connectors.git.layout import (
+    git_dir_exclude,
+    objects_exclude,
+    private_git_dir_exclude,
+    store_listing,
+    worktree_exclude,
+)
+from preimage.connectors.git.repo import Repository, locate
+from preimage.restore import RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.git import GitItem, GitSnapshot
+
+
+class GitConnector:
+    """A repository's working state: HEAD, refs, index, stashes, reflogs, working tree.
+
+    Targets are ``git:///abs/path/to/worktree`` — the top level of a non-bare
+    repository (a linked worktree or a submodule's checkout is fine).  A
+    capture changes nothing in the repository: no ref is created, the index
+    is not refreshed.  Objects are kept by copying the object files into the
+    backup store (unchanged files are recognised by the store's stat cache and
+    cost nothing on the next capture), so the commits a restore needs survive
+    ``git gc --prune=now``, an expired reflog or a dropped stash.
+    """
+
+    scheme: ClassVar[str] = "git"
+    snapshot_type: ClassVar[type[Snapshot]] = GitSnapshot
+
+    def capture(self, target: Target, blobs: BlobStore) -> GitSnapshot:
+        """Read the repository at ``target`` into a :class:`GitSnapshot`.
+
+        Raises :class:`InvalidTargetError` for anything but the top level of
+        a non-bare repository and :class:`TerminalConnectorError` when git is
+        missing or the repository cannot be read.
+        """
+        if target.host not in (None, "", "localhost"):
+            raise InvalidTargetError(
+                target.redacted, "git:// targets are local; write git:///abs/path/to/repo"
+            )
+        repo = locate(target.path, target.redacted)
+        notes: list[str] = []
+        # The trees are walked before any git command runs: `git status` reads
+        # directories and files, which moves their access times (relatime).
+        nested: list[str] = []
+        worktree = list(Walker(repo.root, blobs, exclude=worktree_exclude(repo.root, nested)).entries())
+        git_files = store_listing(blobs, Walker(repo.common_dir, blobs, exclude=git_dir_exclude).entries())
+        private = None
+        if repo.linked_worktree:
+            private = store_listing(
+                blobs, Walker(repo.git_dir, blobs, exclude=private_git_dir_exclude).entries()
+            )
+        objects = store_listing(
+            blobs, Walker(repo.common_dir / "objects", blobs, exclude=objects_exclude).entries()
+        )
+        gitfile = self._gitfile(repo)
+        refs = state.read_refs(repo)
+        index = state.read_index(repo)
+        index_digest = blobs.put_bytes(
+            json.dumps([e.model_dump(mode="json") for e in index], separators=(",", ":")).encode()
+        )
+        items: list[GitItem] = [state.read_head(repo, refs), *refs]
+        items += state.read_status(repo)
+        items += state.read_stashes(repo, refs)
+        items += state.read_reflogs(repo)
+        items += state.read_config(repo)
+        items.append(state.read_operations(repo))
+        notes += self._notes(repo, nested, items)
+        return GitSnapshot(
+            target=target.redacted,
+            root=str(repo.root),
+            git_dir=str(repo.git_dir),
+            common_dir=str(repo.common_dir),
+            gitfile=gitfile,
+            worktree=worktree,
+            git_files=git_files,
+            worktree_git_files=private,
+            object_files=objects,
+            index_listing=index_digest,
+            index_entries=len(index),
+            nested_repositories=sorted(nested),
+            items=items,
+            notes=notes,
+        )
+
+    @staticmethod
+    def _gitfile(repo: Repository) -> str | None:
+        dotgit = repo.root / ".git"
+        if dotgit.is_file() and not dotgit.is_symlink():
+            return dotgit.read_text(errors="surrogateescape")
+        return None
+
+    @staticmethod
+    def _notes(repo: Repository, nested: list[str], items: list[GitItem]) -> list[str]:
+        notes = []
+        for rel in sorted(nested):
+            notes.append(
+                f"{rel} is a repository of its own (a submodule or a nested clone); it is not "
+                f"part of this capture — capture it with git://{repo.root / rel}"
+            )
+        alternates = repo.common_dir / "objects" / "info" / "alternates"
+        if alternates.is_file():
+            notes.append(
+                "objects borrowed through objects/info/alternates "
+                f"({alternates.read_text(errors='replace').strip()}) are not copied; "
+                "keep that repository too"
+            )
+        if Path(repo.common_dir / "shallow").is_file():
+            notes.append("shallow clone: history beyond the shallow boundary was never local")
+        operations = [i for i in items if i.kind == "git-operation"]
+        if operations and operations[0].operations:  # type: ignore[union-attr]
+            ops = ", ".join(operations[0].operations)  # type: ignore[union-attr]
+            notes.append(f"captured in the middle of: {ops} (its state files are captured too)")
+        return notes
+
+    def restore(
+        self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
+    ) -> RestoreReport:
+        """Bring the repository back to ``snapshot`` (order in :mod:`.apply`)."""
+        assert isinstance(snapshot, GitSnapshot)
+        return GitRestorer(snapshot, blobs, policy).run()
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
+        """Files, refs, index, stashes and status entries added, removed or changed."""
+        return diff_snapshots(before, after)
