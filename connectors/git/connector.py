@@ -6,9 +6,6 @@ import json
 from pathlib import Path
 from typing import ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 from preimage.connectors.files.walk import Walker
 from preimage.connectors.git import state
 from preimage.connectors.git.apply import GitRestorer
@@ -24,6 +21,10 @@ from preimage.restore import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.git import GitItem, GitSnapshot
+
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 
 
 class GitConnector:
@@ -57,8 +58,11 @@ class GitConnector:
         # The trees are walked before any git command runs: `git status` reads
         # directories and files, which moves their access times (relatime).
         nested: list[str] = []
-        worktree = list(Walker(repo.root, blobs, exclude=worktree_exclude(repo.root, nested)).entries())
-        git_files = store_listing(blobs, Walker(repo.common_dir, blobs, exclude=git_dir_exclude).entries())
+        walker = Walker(repo.root, blobs, exclude=worktree_exclude(repo.root, nested))
+        worktree = list(walker.entries())
+        git_files = store_listing(
+            blobs, Walker(repo.common_dir, blobs, exclude=git_dir_exclude).entries()
+        )
         private = None
         if repo.linked_worktree:
             private = store_listing(

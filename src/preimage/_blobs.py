@@ -108,7 +108,7 @@ class BlobStore:
 
     def _tempfile(self) -> IO[bytes]:
         try:
-            return tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by put_chunks
+            return tempfile.NamedTemporaryFile(
                 dir=self.root / "tmp", prefix="blob-", delete=False
             )
         except OSError as exc:
