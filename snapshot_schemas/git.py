@@ -2,14 +2,14 @@
 
 A git repository's working state in two layers:
 
-* what a user sees, as scored items — HEAD (symbolic or detached) and the
+* what a user sees, as scored items — the working tree (tracked, untracked
+  and ignored files) as :class:`FileEntry` items of the file connector,
+  ``.git`` and nested repositories left out; HEAD (symbolic or detached) and the
   current branch's upstream, every ref with its target and upstream, the
   index (one entry per path and stage; kept in a blob and expanded for
   scoring), ``git status`` per path (staged, unstaged, untracked, ignored),
   stashes, reflogs, repository-local config and any operation in progress
-  (merge, rebase, cherry-pick, revert, bisect, am); the working tree itself
-  (tracked, untracked and ignored files) as :class:`FileEntry` items of the
-  file connector, ``.git`` left out;
+  (merge, rebase, cherry-pick, revert, bisect, am);
 * what a restore writes back, not scored — listings of the git directory's
   own files (HEAD, refs, packed-refs, reflogs, the index file, config, hooks,
   ``rebase-merge/`` …) and of its object files, both stored through the file
@@ -142,9 +142,6 @@ class GitSnapshot(Snapshot):
     gitfile: str | None = Field(
         None, description="content of .git when it is a file (submodule, linked worktree)"
     )
-    worktree: list[FileEntry] = Field(
-        default_factory=list, description="the working tree, .git and nested repositories left out"
-    )
     git_files: str = Field(
         description="blob: JSON list of FileEntry of common_dir, objects/ worktrees/ modules/ and "
         "lock files left out"
@@ -159,11 +156,19 @@ class GitSnapshot(Snapshot):
         default_factory=list,
         description="working-tree paths holding a repository of their own (submodules): not captured",
     )
-    items: list[GitItem] = Field(default_factory=list)
+    items: list[GitItem | FileEntry] = Field(
+        default_factory=list,
+        description="the working tree as FileEntry items (.git and nested repositories left out), "
+        "then the git items",
+    )
+
+    @property
+    def worktree(self) -> list[FileEntry]:
+        """The working tree's entries."""
+        return [i for i in self.items if isinstance(i, FileEntry)]
 
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
         """The working tree, the git items and — when ``blobs`` is given — every index entry."""
-        yield from self.worktree
         yield from self.items
         if blobs is None:
             yield GitIndexListing(digest=self.index_listing, entries=self.index_entries)

@@ -11,6 +11,7 @@ from preimage.connectors.git import state
 from preimage.connectors.git.apply import GitRestorer
 from preimage.connectors.git.layout import (
     git_dir_exclude,
+    keep_access_times,
     objects_exclude,
     private_git_dir_exclude,
     store_listing,
@@ -20,6 +21,7 @@ from preimage.connectors.git.repo import Repository, locate
 from preimage.restore import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.git import GitItem, GitSnapshot
 
 from preimage._blobs import BlobStore
@@ -56,33 +58,36 @@ class GitConnector:
         repo = locate(target.path, target.redacted)
         notes: list[str] = []
         # The trees are walked before any git command runs: `git status` reads
-        # directories and files, which moves their access times (relatime).
+        # directories and files, which moves their access times (relatime);
+        # the recorded times are put back afterwards (see keep_access_times).
         nested: list[str] = []
-        walker = Walker(repo.root, blobs, exclude=worktree_exclude(repo.root, nested))
-        worktree = list(walker.entries())
-        git_files = store_listing(
-            blobs, Walker(repo.common_dir, blobs, exclude=git_dir_exclude).entries()
-        )
-        private = None
+        trees = [
+            (repo.root, worktree_exclude(repo.root, nested)),
+            (repo.common_dir, git_dir_exclude),
+            (repo.common_dir / "objects", objects_exclude),
+        ]
         if repo.linked_worktree:
-            private = store_listing(
-                blobs, Walker(repo.git_dir, blobs, exclude=private_git_dir_exclude).entries()
-            )
-        objects = store_listing(
-            blobs, Walker(repo.common_dir / "objects", blobs, exclude=objects_exclude).entries()
-        )
-        gitfile = self._gitfile(repo)
-        refs = state.read_refs(repo)
-        index = state.read_index(repo)
+            trees.append((repo.git_dir, private_git_dir_exclude))
+        walked = [(root, list(Walker(root, blobs, exclude=ex).entries())) for root, ex in trees]
+        try:
+            gitfile = self._gitfile(repo)
+            refs = state.read_refs(repo)
+            index = state.read_index(repo)
+            items: list[GitItem | FileEntry] = [*walked[0][1], state.read_head(repo, refs), *refs]
+            items += state.read_status(repo)
+            items += state.read_stashes(repo, refs)
+            items += state.read_reflogs(repo)
+            items += state.read_config(repo)
+            items.append(state.read_operations(repo))
+        finally:
+            for root, entries in walked:
+                keep_access_times(root, entries)
+        git_files = store_listing(blobs, walked[1][1])
+        objects = store_listing(blobs, walked[2][1])
+        private = store_listing(blobs, walked[3][1]) if repo.linked_worktree else None
         index_digest = blobs.put_bytes(
             json.dumps([e.model_dump(mode="json") for e in index], separators=(",", ":")).encode()
         )
-        items: list[GitItem] = [state.read_head(repo, refs), *refs]
-        items += state.read_status(repo)
-        items += state.read_stashes(repo, refs)
-        items += state.read_reflogs(repo)
-        items += state.read_config(repo)
-        items.append(state.read_operations(repo))
         notes += self._notes(repo, nested, items)
         return GitSnapshot(
             target=target.redacted,
@@ -90,7 +95,6 @@ class GitConnector:
             git_dir=str(repo.git_dir),
             common_dir=str(repo.common_dir),
             gitfile=gitfile,
-            worktree=worktree,
             git_files=git_files,
             worktree_git_files=private,
             object_files=objects,
@@ -109,7 +113,7 @@ class GitConnector:
         return None
 
     @staticmethod
-    def _notes(repo: Repository, nested: list[str], items: list[GitItem]) -> list[str]:
+    def _notes(repo: Repository, nested: list[str], items: list[GitItem | FileEntry]) -> list[str]:
         notes = []
         for rel in sorted(nested):
             notes.append(
@@ -131,9 +135,7 @@ class GitConnector:
             notes.append(f"captured in the middle of: {ops} (its state files are captured too)")
         return notes
 
-    def restore(
-        self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
-    ) -> RestoreReport:
+    def restore(self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy) -> RestoreReport:
         """Bring the repository back to ``snapshot`` (order in :mod:`.apply`)."""
         assert isinstance(snapshot, GitSnapshot)
         return GitRestorer(snapshot, blobs, policy).run()

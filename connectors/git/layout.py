@@ -18,6 +18,7 @@ Listings of the git directory and of the objects are kept in blobs as JSON.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -61,6 +62,26 @@ def objects_exclude(rel: str, st: os.stat_result) -> bool:
     """Object files: leave out a running command's temporary files and locks."""
     name = rel.rsplit("/", 1)[-1]
     return name.endswith(".lock") or name.startswith(("tmp_", "incoming-"))
+
+
+def keep_access_times(root: Path, entries: Iterable[FileEntry]) -> None:
+    """Put back the access times a walk recorded, where a git command has moved them.
+
+    Under ``relatime`` the first read after a change moves a file's or a
+    directory's atime, and git reads both (``git status`` lists every
+    directory).  A capture must leave no trace, so an entry whose atime moved
+    while its mtime did not gets the recorded atime back (which sets its
+    ctime: that is server-assigned and not part of the state).
+    """
+    for e in entries:
+        path = root if e.path == "." else root / e.path
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_atime_ns != e.atime_ns and st.st_mtime_ns == e.mtime_ns:
+            with contextlib.suppress(OSError):
+                os.utime(path, ns=(e.atime_ns, e.mtime_ns), follow_symlinks=False)
 
 
 def store_listing(blobs: BlobStore, entries: Iterable[FileEntry]) -> str:

@@ -81,11 +81,11 @@ def run_git(
 class Repository:
     """A non-bare repository's working tree and git directories."""
 
-    root: Path          # the working tree, as the target names it
-    git_dir: Path       # this worktree's git directory
-    common_dir: Path    # shared git directory (refs, objects, config)
+    root: Path  # the working tree, as the target names it
+    git_dir: Path  # this worktree's git directory
+    common_dir: Path  # shared git directory (refs, objects, config)
     object_format: str  # sha1 or sha256
-    target: str         # the redacted target URI, for messages
+    target: str  # the redacted target URI, for messages
 
     def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
         """stdout of ``git args…`` run in the working tree."""
@@ -153,9 +153,11 @@ def locate(path: str, target: str) -> Repository:
             f"{root} is inside the repository at {top}; a git:// target is a whole repository — "
             f"write git://{top} (or use file://{root} for just this directory)",
         )
-    storage = run_git(
-        root, "config", "--get", "extensions.refStorage", check=False, target=target
-    ).stdout.decode().strip()
+    storage = (
+        run_git(root, "config", "--get", "extensions.refStorage", check=False, target=target)
+        .stdout.decode()
+        .strip()
+    )
     if storage and storage != "files":
         raise InvalidTargetError(
             target,

@@ -83,9 +83,7 @@ def read_index(repo: Repository) -> list[GitIndexEntry]:
 
 def read_status(repo: Repository) -> list[GitStatusEntry]:
     """``git status`` per path: staged/unstaged codes, untracked (??) and ignored (!!)."""
-    out = repo.git(
-        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching"
-    )
+    out = repo.git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching")
     records = out.split(b"\0")
     entries = []
     i = 0
