@@ -137,6 +137,9 @@ class GitSnapshot(Snapshot):
     schema_version: int = 1
     connector: str = "git"
     root: str = Field(description="absolute path of the working tree")
+    present: bool = Field(
+        True, description="False when nothing existed at the path (restoring removes what is there)"
+    )
     git_dir: str = Field(description="the worktree's git directory (HEAD, index, logs/HEAD)")
     common_dir: str = Field(description="the repository's shared git directory (refs, objects)")
     gitfile: str | None = Field(

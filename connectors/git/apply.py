@@ -161,6 +161,8 @@ class GitRestorer:
     # ------------------------------------------------------------ run
     def run(self) -> RestoreReport:
         """Plan every tree, then restore them in order; see the module docstring."""
+        if not self.snap.present:
+            return self._remove_all()
         if not self.policy.dry_run:
             self._check_not_busy()
         trees = self._trees()
@@ -175,6 +177,14 @@ class GitRestorer:
             self._merge(tree, result)
         if not any(t.name == "worktree" for t in trees) and not self.policy.only:
             self._gitfile()
+        return self.report
+
+    def _remove_all(self) -> RestoreReport:
+        """Nothing existed at capture time: take away what is there now (overwrite only)."""
+        gone = FileSnapshot(target=self.snap.target, root=str(self.root), root_type=None, items=[])
+        result = TreeRestorer(gone, self.blobs, self.policy).run()
+        for item in result.items:
+            self.report.add(item.key, item.outcome, item.action, item.reason)
         return self.report
 
     def _check_not_busy(self) -> None:

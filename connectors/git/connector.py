@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -55,6 +56,8 @@ class GitConnector:
             raise InvalidTargetError(
                 target.redacted, "git:// targets are local; write git:///abs/path/to/repo"
             )
+        if target.path.startswith("/") and not os.path.lexists(target.path):
+            return self._absent(target, blobs)
         repo = locate(target.path, target.redacted)
         notes: list[str] = []
         # The trees are walked before any git command runs: `git status` reads
@@ -103,6 +106,24 @@ class GitConnector:
             nested_repositories=sorted(nested),
             items=items,
             notes=notes,
+        )
+
+    @staticmethod
+    def _absent(target: Target, blobs: BlobStore) -> GitSnapshot:
+        # Like a missing file:// target: the state "nothing here" can be restored
+        # (it is what undoing the restore of a deleted repository needs).
+        root = os.path.normpath(target.path)
+        empty = store_listing(blobs, [])
+        return GitSnapshot(
+            target=target.redacted,
+            root=root,
+            present=False,
+            git_dir=os.path.join(root, ".git"),
+            common_dir=os.path.join(root, ".git"),
+            git_files=empty,
+            object_files=empty,
+            index_listing=blobs.put_bytes(b"[]"),
+            notes=["nothing existed at this path at capture time"],
         )
 
     @staticmethod
