@@ -171,12 +171,20 @@ class GitSnapshot(Snapshot):
         return [i for i in self.items if isinstance(i, FileEntry)]
 
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
-        """The working tree, the git items and — when ``blobs`` is given — every index entry."""
+        """The working tree, the git items and every index entry.
+
+        The index entries are read from ``blobs``; when it is not given (or
+        lacks the listing) one :class:`GitIndexListing` item stands for them.
+        """
         yield from self.items
-        if blobs is None:
+        listing = None
+        if blobs is not None and blobs.exists(self.index_listing):
+            listing = load_index_listing(blobs, self.index_listing)
+        if listing is None:
+            # without the blob the listing's digest stands for it: equal digests, equal index
             yield GitIndexListing(digest=self.index_listing, entries=self.index_entries)
         else:
-            yield from load_index_listing(blobs, self.index_listing)
+            yield from listing
 
 
 def load_index_listing(blobs: BlobStore, digest: str) -> list[GitIndexEntry]:

@@ -182,7 +182,31 @@ class TreeRestorer:
             raise RestoreConflictError(self.snap.target, conflicts)
         plan.remove.sort(key=lambda p: (-p.count("/") if p != "." else 1, p))
         # a type change removes before it writes; a removed dir takes its subtree
+        self._fix_parents(plan, wanted)
         return plan
+
+    def _fix_parents(self, plan: Plan, wanted: dict[str, FileEntry]) -> None:
+        """Directories whose entries are written or removed get their metadata set again.
+
+        Creating, replacing (temp file + rename) or removing an entry moves its
+        directory's mtime, so a directory that matched before the restore
+        would not match after it.
+        """
+        changed = [*plan.remove, *(e.path for e in plan.write)]
+        parents = {str(PurePosixPath(rel).parent) for rel in changed if rel != "."}
+        fixing = {e.path for e in plan.fix}
+        added = False
+        for rel in parents:
+            entry = wanted.get(rel)
+            if entry is None or entry.path in fixing or entry.type != "dir" or not self._in_scope(rel):
+                continue
+            plan.fix.append(entry)
+            added = True
+            if rel in plan.unchanged:
+                plan.unchanged.remove(rel)
+        if added:
+            order = {e.path: i for i, e in enumerate(self.snap.items)}
+            plan.fix.sort(key=lambda e: order[e.path])
 
     # ------------------------------------------------------------ run
     def run(self, plan: Plan | None = None) -> RestoreReport:

@@ -85,8 +85,13 @@ def keep_access_times(root: Path, entries: Iterable[FileEntry]) -> None:
 
 
 def store_listing(blobs: BlobStore, entries: Iterable[FileEntry]) -> str:
-    """Store a listing as compact JSON (identical listings share one blob)."""
-    rows = [e.model_dump(mode="json") for e in entries]
+    """Store a listing as compact JSON (identical listings share one blob).
+
+    Inode and ctime are zeroed: they are server-assigned, a restore never
+    uses them, and ctime moves on every capture that puts an atime back —
+    with them an unchanged tree would cost a new listing each time.
+    """
+    rows = [e.model_copy(update={"inode": 0, "ctime_ns": 0}).model_dump(mode="json") for e in entries]
     return blobs.put_bytes(json.dumps(rows, separators=(",", ":")).encode())
 
 
