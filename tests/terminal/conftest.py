@@ -20,7 +20,7 @@ from preimage import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from terminal_kit import seed_repository, wheels  # noqa: E402
+from terminal_kit import seed_repository, wheels
 
 # ---------------------------------------------------------------- store and CLI
 
@@ -100,7 +100,9 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Local wheels: liba 5.9.0 and 5.10.0 (which needs libb), libb, and app (needs liba)."""
     out = tmp_path_factory.mktemp("wheelhouse")
     wheels.build_wheel(out, "liba", "5.9.0", extra_files={"config.py": "PINNED = True\n"})
-    wheels.build_wheel(out, "liba", "5.10.0", requires=["libb"], extra_files={"config.py": "PINNED = False\n"})
+    wheels.build_wheel(
+        out, "liba", "5.10.0", requires=["libb"], extra_files={"config.py": "PINNED = False\n"}
+    )
     wheels.build_wheel(out, "libb", "1.0", console_scripts={"libb-tool": "libb:main"})
     wheels.build_wheel(
         out,

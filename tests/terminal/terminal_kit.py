@@ -115,5 +115,3 @@ def seed_repository(base: Path) -> tuple[Path, Path]:
     _write(repo / "build" / "out.bin", "\x00compiled\x01")
     git(repo, "status")  # as a user would have looked at it
     return repo, origin
-
-

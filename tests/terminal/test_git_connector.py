@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from preimage.restore import Outcome
+from preimage.snapshot_schemas.git import GitOperation, GitSnapshot
 from terminal_kit import as_json, git, git_views, seed_repository, sh
 
 import preimage
 from preimage import InvalidTargetError, RestoreConflictError, RestoreError, Store
-from preimage.restore import Outcome
-from preimage.snapshot_schemas.git import GitOperation, GitSnapshot
 
 CliResult = subprocess.CompletedProcess[str]
 
@@ -268,9 +268,7 @@ def test_only_a_path_restores_just_that_path(repo: Path, store: Store) -> None:
     assert git(repo, "ls-files", "--stage") == index_now
 
 
-def test_diff_names_what_the_call_changed(
-    repo: Path, cli: Callable[..., CliResult]
-) -> None:
+def test_diff_names_what_the_call_changed(repo: Path, cli: Callable[..., CliResult]) -> None:
     """`preimage diff` after `git clean -fdx` names the deleted ignored and untracked files."""
     backup_id = cli("capture", f"git://{repo}", check=True).stdout.strip()
     sh("git clean -fdxq", cwd=repo)
@@ -293,7 +291,7 @@ def test_plain_directory_is_refused(tmp_path: Path, store: Store, git_config: Pa
 def test_bare_repository_is_refused(tmp_path: Path, store: Store, git_config: Path) -> None:
     """A bare repository has no working state: refused, pointing at file://."""
     git(tmp_path, "init", "-q", "--bare", "b.git")
-    with pytest.raises(InvalidTargetError, match="bare repository.*file://"):
+    with pytest.raises(InvalidTargetError, match=r"bare repository.*file://"):
         preimage.capture([f"git://{tmp_path / 'b.git'}"], store=store)
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from terminal_kit import as_json, git, git_views, sh
 
 CliResult = subprocess.CompletedProcess[str]

@@ -8,19 +8,26 @@ import sys
 from pathlib import Path
 
 import pytest
+from preimage.restore import Outcome
+from preimage.snapshot_schemas.pip import PipDistribution, PipSnapshot
 from terminal_kit import wheels
 
 import preimage
 from preimage import InvalidTargetError, RestoreConflictError, Store
-from preimage.restore import Outcome
-from preimage.snapshot_schemas.pip import PipDistribution, PipSnapshot
 
 
 def outer_pip(venv: Path, *args: str) -> None:
     """Run preimage's own pip against ``venv`` (the environment has none)."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args,
-         "--disable-pip-version-check"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            *args,
+            "--disable-pip-version-check",
+        ],
         check=True,
         capture_output=True,
     )
@@ -74,8 +81,14 @@ def test_edited_package_file_is_reinstalled_byte_for_byte(venv: Path, store: Sto
 
 def test_installer_metadata_comes_back(venv: Path, wheelhouse: Path, store: Store) -> None:
     """direct_url.json and REQUESTED of a package installed from a wheel path are restored exactly."""
-    outer_pip(venv, "install", "--no-index", "--force-reinstall", "--no-deps",
-              str(next(wheelhouse.glob("app-1.0-*.whl"))))
+    outer_pip(
+        venv,
+        "install",
+        "--no-index",
+        "--force-reinstall",
+        "--no-deps",
+        str(next(wheelhouse.glob("app-1.0-*.whl"))),
+    )
     dist_info = next((venv / "lib").glob("python*/site-packages/app-1.0.dist-info"))
     direct_url = (dist_info / "direct_url.json").read_bytes()
     backup = preimage.capture([f"pip://{venv}"], store=store)
@@ -85,8 +98,16 @@ def test_installer_metadata_comes_back(venv: Path, wheelhouse: Path, store: Stor
     assert app.direct_url is not None and "archive_info" in app.direct_url
     assert app.requested and app.installer == "pip"
     # reinstalled from the index-like wheelhouse: no direct_url.json any more
-    outer_pip(venv, "install", "--no-index", "--find-links", str(wheelhouse), "--force-reinstall",
-              "--no-deps", "app")
+    outer_pip(
+        venv,
+        "install",
+        "--no-index",
+        "--find-links",
+        str(wheelhouse),
+        "--force-reinstall",
+        "--no-deps",
+        "app",
+    )
     assert not (dist_info / "direct_url.json").exists()
     preimage.restore(backup.id, store=store)
     assert (dist_info / "direct_url.json").read_bytes() == direct_url
@@ -107,7 +128,7 @@ def test_interpreter_path_is_a_target_too(venv: Path, store: Store) -> None:
     """pip:///venv/bin/python captures the same set as pip:///venv."""
     by_dir = preimage.capture([f"pip://{venv}"], store=store).snapshots[0]
     by_python = preimage.capture([f"pip://{venv / 'bin' / 'python'}"], store=store).snapshots[0]
-    assert [i for i in by_dir.items] == [i for i in by_python.items]
+    assert by_dir.items == by_python.items
 
 
 def test_dry_run_changes_nothing(venv: Path, wheelhouse: Path, store: Store) -> None:

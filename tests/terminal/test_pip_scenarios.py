@@ -6,7 +6,6 @@ import base64
 import csv
 import hashlib
 import subprocess
-
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,8 +57,18 @@ def test_pip_upgrade_is_undone_exactly_and_offline(
     backup_id = cli("capture", f"pip://{venv}", check=True).stdout.strip()
 
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
-         "--upgrade", "liba"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
+            "--upgrade",
+            "liba",
+        ],
         check=True,
         capture_output=True,
     )
@@ -76,7 +85,10 @@ def test_pip_upgrade_is_undone_exactly_and_offline(
     assert doc["metadata"] == 1.0, doc["differences"]
     assert wheels.pip_freeze(python) == before
     assert record_mismatches(venv) == []
-    assert run_python(venv, "import liba, liba.config; print(liba.__version__, liba.config.PINNED)") == "5.9.0 True"
+    assert (
+        run_python(venv, "import liba, liba.config; print(liba.__version__, liba.config.PINNED)")
+        == "5.9.0 True"
+    )
     assert not (venv / "bin" / "libb-tool").exists()
     # pip itself still works and agrees
     check = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True)

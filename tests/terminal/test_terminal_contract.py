@@ -24,13 +24,16 @@ class TestGitConnectorContract(ConnectorContract):
     @pytest.fixture
     def mutate(self) -> Callable[[str], None]:
         def damage(uri: str) -> None:
-            sh("git reset -q --hard HEAD~1 && git clean -fdxq && git stash drop -q", cwd=Path(uri[len("git://") :]))
+            sh(
+                "git reset -q --hard HEAD~1 && git clean -fdxq && git stash drop -q",
+                cwd=Path(uri[len("git://") :]),
+            )
 
         return damage
 
 
 class TestPipConnectorContract(ConnectorContract):
-    """pip:// against a venv without pip; the damage is an upgrade plus an uninstall."""
+    """pip:// against a venv without pip; the damage is `pip install -U liba` (5.9.0 → 5.10.0 + libb)."""
 
     @pytest.fixture
     def target_uri(self, venv: Path) -> str:
@@ -40,12 +43,23 @@ class TestPipConnectorContract(ConnectorContract):
     def mutate(self, wheelhouse: Path) -> Callable[[str], None]:
         def damage(uri: str) -> None:
             python = uri[len("pip://") :] + "/bin/python"
-            pip = [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check"]
             subprocess.run(
-                [*pip, "install", "--no-index", "--find-links", str(wheelhouse), "-U", "liba"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--python",
+                    python,
+                    "--disable-pip-version-check",
+                    "install",
+                    "--no-index",
+                    "--find-links",
+                    str(wheelhouse),
+                    "-U",
+                    "liba",
+                ],
                 check=True,
                 capture_output=True,
             )
-            subprocess.run([*pip, "uninstall", "-y", "app"], check=True, capture_output=True)
 
         return damage
