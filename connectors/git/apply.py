@@ -188,7 +188,7 @@ class GitRestorer:
         return self.report
 
     def _check_not_busy(self) -> None:
-        for lock in (self.git_dir / "index.lock", self.common_dir / "HEAD.lock"):
+        for lock in (self.git_dir / "index.lock", self.git_dir / "HEAD.lock"):
             if lock.exists():
                 raise RestoreError(
                     f"{lock} exists: a git command is writing {self.root} right now (or one "

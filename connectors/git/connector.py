@@ -148,6 +148,10 @@ class GitConnector:
                 f"({alternates.read_text(errors='replace').strip()}) are not copied; "
                 "keep that repository too"
             )
+        if (repo.git_dir / "index.lock").exists():
+            notes.append(
+                "index.lock existed: a git command was writing the index while it was captured"
+            )
         if Path(repo.common_dir / "shallow").is_file():
             notes.append("shallow clone: history beyond the shallow boundary was never local")
         operations = [i for i in items if i.kind == "git-operation"]
