@@ -52,7 +52,7 @@ def test_guard_backs_up_then_restore_brings_it_back(
     before = tree_state(world.home)
     proc = cli("guard", "--", command, env=env, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
-    backup_id = proc.stdout.strip().splitlines()[-1]
+    backup_id = proc.stdout.strip().splitlines()[0]
     assert backup_id in proc.stderr
     for name in gone or []:
         assert not (cwd / name).exists()
@@ -109,3 +109,38 @@ def test_hook_config_overwrite_then_restore(world: World, cli: Cli, home: Path) 
     score = restore_and_score(cli, backup_id, env)
     assert score["content"] == 1.0 and score["metadata"] == 1.0
     assert json.loads(settings.read_text()) == json.loads(original)
+
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "A",
+           "GIT_COMMITTER_EMAIL": "a@x", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@pytest.mark.parametrize(("scenario", "command"), [
+    ("T-git-clean-fdx", "git clean -fdx"),
+    ("T-git-reset-hard", "git reset --hard"),
+    ("T-git-checkout-dot", "git reset HEAD && git checkout -- ."),
+])
+def test_guard_git_scenario_then_restore(scenario: str, command: str, world: World, cli: Cli,
+                                         home: Path) -> None:
+    """Staged, unstaged, untracked and ignored work destroyed by git comes back at 1.0."""
+    env = {**world.env, **GIT_ENV, "PREIMAGE_HOME": str(home)}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=world.proj, env={**os.environ, **env},
+                              check=True, capture_output=True, text=True).stdout
+
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    (world.proj / "notes.txt").write_text("staged change\n")
+    git("add", "notes.txt")
+    (world.proj / "README.md").write_text("# unstaged change\n")
+    (world.proj / "new.txt").write_text("untracked\n")
+    before = (git("status", "--porcelain", "--ignored"), git("diff"), git("diff", "--cached"))
+    proc = cli("guard", "--", command, env=env, cwd=world.proj)
+    assert proc.returncode == 0, proc.stderr
+    backup_id = proc.stdout.strip().splitlines()[0]
+    assert (git("status", "--porcelain", "--ignored"), git("diff"), git("diff", "--cached")) != before
+    score = restore_and_score(cli, backup_id, env)
+    assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"][:5]
+    assert (git("status", "--porcelain", "--ignored"), git("diff"), git("diff", "--cached")) == before
+    assert (world.proj / ".env.local").read_text() == "SECRET=1\n"
