@@ -74,7 +74,7 @@ class Writer:
         self.done: set[str] = set()  # keys whose step has been carried out (or failed)
         self.current: dict[str, dict[str, Any]] = {}  # key → object as last written
         self.owner_pending: dict[str, Step] = {}
-        self.claim_pending: dict[str, Step] = {}
+        self.held_status: dict[str, Step] = {}
         for step in plan.steps:
             if step.live is not None and step.action is not Action.CREATE:
                 self.uid_map[step.item.uid] = step.live["metadata"]["uid"]
@@ -174,7 +174,12 @@ class Writer:
             obj, action, reason = self._update(step)
         if step.item.kind == "CustomResourceDefinition":
             self._await_established(step.rtype, step.item.name)
-        obj = self._write_status(step, obj)
+        if step.item.kind in ("PersistentVolume", "PersistentVolumeClaim") and \
+                not step.item.group:
+            with self.lock:  # written once the volume points at its claim again
+                self.held_status[step.key] = step
+        else:
+            obj = self._write_status(step, obj)
         with self.lock:
             self.current[step.key] = obj
             self.uid_map[step.item.uid] = obj["metadata"]["uid"]
@@ -416,9 +421,6 @@ class Writer:
                 claim_step.action is not Action.CREATE or claim_step.key in self.done else None
         if new is None and claim_step is not None and claim_step.action is Action.CREATE:
             claim.pop("uid", None)  # pre-bound by name until the claim is back
-            if not self.dry:
-                with self.lock:
-                    self.claim_pending[step.key] = step
             return
         if new is None:
             new = self._live_uid("v1", "PersistentVolumeClaim", claim.get("namespace", ""),
@@ -431,16 +433,35 @@ class Writer:
                          "the volume is reserved for that claim name")
 
     def _fix_claims(self) -> None:
-        """Give restored volumes their claim's new UID, which completes the binding."""
+        """Give restored volumes their claim's current UID, which completes the binding,
+        then write the claims' status (held back so the binder cannot mark them Lost)."""
         if self.dry:
             return
-        for step in self.claim_pending.values():
-            assert step.rtype is not None
-            claim = step.item.manifest()["spec"]["claimRef"]
-            new = self.uid_map.get(claim.get("uid", ""))
-            if not new:
+        for step in self.plan.steps:
+            if step.item.kind != "PersistentVolume" or step.item.group or step.rtype is None \
+                    or step.action is Action.KEEP or not step.item.uid:
                 continue
-            self._patch(step, {"spec": {"claimRef": {"uid": new}}})
+            claim = step.item.manifest().get("spec", {}).get("claimRef") or {}
+            if not claim.get("uid"):
+                continue
+            new = self.uid_map.get(claim["uid"]) or self._live_uid(
+                "v1", "PersistentVolumeClaim", claim.get("namespace", ""), claim.get("name", ""))
+            obj = self.current.get(step.key) or step.live or {}
+            had = (obj.get("spec", {}).get("claimRef") or {}).get("uid")
+            if new and had != new:
+                self._patch(step, {"spec": {"claimRef": {"uid": new}}})
+                self.report.remaps.append(IdRemap(key=step.key, field="spec.claimRef.uid",
+                                                  old=claim["uid"], new=new))
+        for step in self.held_status.values():
+            assert step.rtype is not None
+            obj = get_object(self.client, step.rtype, step.item.namespace or None,
+                             step.item.name)
+            if obj is None:
+                continue
+            try:
+                self.current[step.key] = self._write_status(step, obj)
+            except Failed as exc:
+                self.report.notes.append(f"{step.key}: {exc}")
 
     def _fix_owners(self) -> None:
         """Add ownerReferences whose owners were restored after their dependents."""
