@@ -163,7 +163,9 @@ class Writer:
             body["preconditions"] = {"uid": uid}
         if orphan:
             body["propagationPolicy"] = "Orphan"
-        self.client.request("DELETE", rtype.path(ns, name), query=self._dry_query(), body=body)
+        if self.dry:  # a DELETE with a body takes its options from the body, not the query
+            body["dryRun"] = ["All"]
+        self.client.request("DELETE", rtype.path(ns, name), body=body)
 
     # ------------------------------------------------------------ one object
     def _write_step(self, step: Step) -> None:

@@ -204,7 +204,14 @@ class Planner:
         ns_type = self.discovery.get("", "namespaces")
         if ns_name is None or ns_type is None:
             return False
-        obj = get_object(self.client, ns_type, None, ns_name)
+        try:
+            obj = get_object(self.client, ns_type, None, ns_name)
+        except ApiError as exc:
+            if not exc.forbidden:
+                raise
+            plan.notes.append(f"cannot read namespace {ns_name} ({exc.message}); "
+                              "assuming it exists")
+            return False
         if terminating(obj):
             if self.policy.dry_run:
                 plan.notes.append(

@@ -158,6 +158,30 @@ class Kube:
                     and st.get("updatedReplicas") == d["spec"].get("replicas", 1))
         self.wait_for(f"deployment {name} to settle", settled)
 
+    @staticmethod
+    def crd_manifest(group: str) -> str:
+        """A namespaced Widget CRD with a status subresource."""
+        return f"""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.{group}}}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {{status: {{}}}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"""
+
     # ------------------------------------------------------------ preimage
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": str(self.cp.kubeconfig_path),

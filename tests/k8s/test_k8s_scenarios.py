@@ -286,7 +286,7 @@ def test_delete_custom_resources(kube: Kube) -> None:
     """K-delete-custom-resources: deleted custom resources come back with their status."""
     ns = kube.namespace("crs")
     group = f"g{kube.tag.replace('-', '')}.example.com"
-    kube.apply(crd_manifest(group))
+    kube.apply(kube.crd_manifest(group))
     kube.wait_for("CRD to be served", lambda: kube.kubectl(
         "get", f"widgets.{group}", "-n", ns, check=False).returncode == 0)
     for i, size in enumerate(("small", "large")):
@@ -356,27 +356,3 @@ def test_owner_chain(kube: Kube) -> None:
     kube.assert_same_objects(before, kube.objects("deployments,replicasets", ns))
     history = kube.kubectl("rollout", "history", "deployment/api", "-n", ns).stdout
     assert "1" in history and "2" in history
-
-
-def crd_manifest(group: str) -> str:
-    """A namespaced Widget CRD with a status subresource."""
-    return f"""
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: widgets.{group}}}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {{status: {{}}}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-"""
