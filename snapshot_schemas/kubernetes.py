@@ -218,7 +218,7 @@ def _merge(a: Any, b: Any) -> Any:
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [_merge(x, y) for x, y in zip(a, b, strict=True)]
-    if a == {} or a == []:
+    if a in ({}, []):
         return b
     return a if b in ({}, []) else b
 

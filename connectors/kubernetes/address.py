@@ -88,5 +88,5 @@ def _dns_label(name: str) -> bool:
         0 < len(name) <= 63
         and name[0].isalnum()
         and name[-1].isalnum()
-        and all(c.isalnum() and c.islower() or c.isdigit() or c == "-" for c in name)
+        and all((c.isalnum() and c.islower()) or c.isdigit() or c == "-" for c in name)
     )

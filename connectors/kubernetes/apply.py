@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from preimage.connectors.kubernetes import rewrite
-from preimage.connectors.kubernetes.capture import CRD, get_object, list_objects
+from preimage.connectors.kubernetes.capture import get_object, list_objects
 from preimage.connectors.kubernetes.client import FIELD_MANAGER, MERGE_PATCH, ApiError, KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery, ResourceType
 from preimage.connectors.kubernetes.order import TIERS, tier_of
@@ -260,7 +260,7 @@ class Writer:
         if self.policy.conflict is not ConflictMode.OVERWRITE:
             raise Failed("created meanwhile by someone else and different; policy keeps it")
         step.parts = parts
-        obj, _, reason = self._update(step)
+        obj, _, _ = self._update(step)
         return obj, "create", "created meanwhile by the cluster; brought back to the capture"
 
     def _update(self, step: Step) -> tuple[dict[str, Any], str, str]:
@@ -456,12 +456,12 @@ class Writer:
                                                   old=claim["uid"], new=new))
         for step in self.held_status.values():
             assert step.rtype is not None
-            obj = get_object(self.client, step.rtype, step.item.namespace or None,
-                             step.item.name)
-            if obj is None:
+            fresh = get_object(self.client, step.rtype, step.item.namespace or None,
+                               step.item.name)
+            if fresh is None:
                 continue
             try:
-                self.current[step.key] = self._write_status(step, obj)
+                self.current[step.key] = self._write_status(step, fresh)
             except Failed as exc:
                 self.report.notes.append(f"{step.key}: {exc}")
 

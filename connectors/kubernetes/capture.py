@@ -173,7 +173,7 @@ class Capturer:
                     f"context {self.client.context!r} may not list anything in {_scope(a)}: "
                     + "; ".join(self.notes[:3]), target=a.uri,
                 )
-        if a.namespace is not None and (a.whole_namespace or not a.resource and not a.selector):
+        if a.namespace is not None and (a.whole_namespace or (not a.resource and not a.selector)):
             items = self._namespace_object() + items
         if (a.resource or a.selector) and a.namespace is not None:
             items += self._owned_by(items)

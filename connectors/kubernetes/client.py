@@ -70,7 +70,7 @@ def resolve_context(requested: str | None, uri: str) -> tuple[str, list[str]]:
 
     path = kubeconfig_path()
     try:
-        contexts, current = list_kube_config_contexts(config_file=path)
+        contexts, current = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
         raise InvalidTargetError(
             uri, f"cannot read the kubeconfig at {path}: {exc} — set KUBECONFIG"
@@ -106,7 +106,7 @@ class KubeClient:
         self.uri = uri
         self.context, _ = resolve_context(context, uri)
         try:
-            self._api = new_client_from_config(
+            self._api = new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=kubeconfig_path(), context=self.context, persist_config=False
             )
         except ConfigException as exc:

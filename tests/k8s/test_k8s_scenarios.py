@@ -190,8 +190,8 @@ spec:
     assert_perfect(kube.score(backup))
     after = {p["metadata"]["name"]: p for p in kube.get("pv")["items"] if p["metadata"].get(
         "labels", {}).get("suite") == label}
-    for name in before:
-        assert kube.comparable(after[name]) == kube.comparable(before[name]), name
+    for name, obj in before.items():
+        assert kube.comparable(after[name]) == kube.comparable(obj), name
 
 
 def test_uninstall_release(kube: Kube) -> None:
