@@ -88,7 +88,7 @@ def test_rbac_gaps_are_reported_and_the_rest_captured(kube: Kube, store: preimag
     assert kube.exists("secret", "hidden", ns)  # never judged, never touched
 
 
-def test_crd_deleted_with_its_instances_comes_back_first(kube: Kube) -> None:
+def test_crd_deleted_with_its_instances_comes_back_first(kube: Kube, store: preimage.Store) -> None:
     """A deleted CRD is re-created and Established before its custom resources are restored."""
     ns = kube.namespace("crd")
     group = f"g{kube.tag.replace('-', '')}.example.com"
@@ -105,19 +105,21 @@ spec: {{teeth: 12}}
 """)
     kube.kubectl("patch", f"widgets.{group}", "gear", "-n", ns, "--subresource=status",
                  "--type=merge", "-p", '{"status":{"phase":"Ready"}}')
-    backup = kube.capture(kube.uri(ns))
+    backup = preimage.capture([kube.uri(ns)], store=store)
 
     kube.kubectl("delete", "crd", f"widgets.{group}")  # takes every Widget with it
 
-    result = kube.restore(backup)
-    outcomes = [(i["key"], i["outcome"]) for i in result["reports"][0]["items"]]
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok
+    outcomes = [(i.key, i.outcome.value) for i in result.reports[0].items]
     assert outcomes[0] == (f"customresourcedefinitions.apiextensions.k8s.io/widgets.{group}",
                            "restored")
     assert (f"widgets.{group}/{ns}/gear", "restored") in outcomes
     gear = kube.get(f"widgets.{group}", "gear", ns)
     assert gear["spec"] == {"teeth": 12} and gear["status"] == {"phase": "Ready"}
-    score = kube.score(backup)
-    assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"]
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.classes["content"].score == 1.0, total.differences
+    assert total.classes["metadata"].score == 1.0, total.differences
 
 
 def test_admission_rejection_fails_one_object_and_restores_the_rest(kube: Kube) -> None:
@@ -184,7 +186,9 @@ def _legacy_probe_denied(kube: Kube, ns: str) -> bool:
     return "no longer admitted" in res.stderr
 
 
-def test_namespace_stuck_terminating_is_waited_for_boundedly(kube: Kube) -> None:
+def test_namespace_stuck_terminating_is_waited_for_boundedly(
+    kube: Kube, store: preimage.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A namespace held in Terminating fails the restore after the bounded wait; once it is gone
     the same restore brings everything back."""
     ns = kube.namespace("stuck")
@@ -199,21 +203,23 @@ kind: ConfigMap
 metadata: {{name: free, namespace: {ns}}}
 data: {{b: "2"}}
 """)
-    backup = kube.capture(kube.uri(ns))
+    backup = preimage.capture([kube.uri(ns)], store=store)
     kube.kubectl("delete", "namespace", ns, "--wait=false")
     kube.wait_for("the namespace to be terminating", lambda: bool(
         kube.get("namespace", ns)["metadata"].get("deletionTimestamp")))
 
-    proc = kube.cli("restore", backup, "--json", env=kube.env(PREIMAGE_K8S_WAIT="2"))
-    report = json.loads(proc.stdout)["reports"][0]
-    assert proc.returncode == 1
-    assert any("still terminating" in n for n in report["notes"])
-    assert {i["key"]: i["outcome"] for i in report["items"]}[f"namespaces/{ns}"] == "failed"
+    monkeypatch.setenv("PREIMAGE_K8S_WAIT", "2")
+    stuck = preimage.restore(backup.id, store=store)
+    report = stuck.reports[0]
+    assert not stuck.ok
+    assert any("still terminating" in n for n in report.notes)
+    assert {i.key: i.outcome.value for i in report.items}[f"namespaces/{ns}"] == "failed"
 
     kube.kubectl("patch", "configmap", "held", "-n", ns, "--type=merge",
                  "-p", '{"metadata":{"finalizers":null}}')
-    result = kube.restore(backup)
-    assert result["ok"]
+    monkeypatch.setenv("PREIMAGE_K8S_WAIT", "90")
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok
     assert kube.get("configmap", "held", ns)["metadata"]["finalizers"] == ["example.com/hold"]
     kube.kubectl("patch", "configmap", "held", "-n", ns, "--type=merge",
                  "-p", '{"metadata":{"finalizers":null}}')
