@@ -35,6 +35,7 @@ from preimage.connectors.kubernetes.plan import (
     Step,
     differing_parts,
     terminating,
+    type_for,
     wait_gone,
 )
 from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
@@ -93,7 +94,7 @@ class Writer:
                 self.discovery.refresh()
                 for step in self.plan.steps:
                     if step.rtype is None:
-                        step.rtype = self.discovery.get(step.item.group, step.item.resource)
+                        step.rtype = type_for(self.discovery, step.item)
             self._run_tier(steps)
             if TIERS[idx] == ("persistentvolumeclaims",):
                 self._fix_claims()
@@ -113,6 +114,8 @@ class Writer:
                 self.report.add(step.key, Outcome.UNCHANGED)
             elif step.action is Action.KEEP:
                 self.report.add(step.key, Outcome.SKIPPED, "keep", step.reason)
+            elif step.action is Action.SKIP:
+                self.report.add(step.key, Outcome.SKIPPED, "", step.reason)
             elif step.rtype is None and self.dry and self._crd_planned(step.item):
                 self.report.add(step.key, Outcome.PLANNED, "create", "not checked by the "
                                 "server's dry run: its CustomResourceDefinition is re-created "
@@ -501,11 +504,10 @@ class Writer:
                 return
             wanted = managed_fields_for(step.item.meta, step.item.assigned,
                                         obj["metadata"].get("ownerReferences") or [])
-            if not wanted:
-                return
             if _strip_times(obj["metadata"].get("managedFields")) == _strip_times(wanted):
                 return
-            self._patch(step, {"metadata": {"managedFields": wanted}})
+            # an empty entry is how a client asks for no managedFields at all
+            self._patch(step, {"metadata": {"managedFields": wanted or [{}]}})
 
         with ThreadPoolExecutor(_WORKERS) as pool:
             list(pool.map(fix, steps))

@@ -77,6 +77,7 @@ class Capturer:
         self.notes: list[str] = []
         self.denied: list[str] = []
         self.derived: dict[str, int] = {}
+        self.named_type: str | None = None
 
     # ------------------------------------------------------------ scope
     def target_types(self) -> list[ResourceType]:
@@ -129,9 +130,8 @@ class Capturer:
             raise
 
     def _keep(self, obj: dict[str, Any], rtype: ResourceType) -> bool:
-        include_owned = self.address.include_owned or (
-            self.address.resource is not None and rtype.kind == "Pod"
-        )
+        # naming a derived type in the target (…/pods) asks for its owned objects too
+        include_owned = self.address.include_owned or rtype.qualified == self.named_type
         reason = derived_reason(obj, rtype, include_owned=include_owned)
         if reason is not None:
             self.derived[rtype.qualified] = self.derived.get(rtype.qualified, 0) + 1
@@ -142,6 +142,7 @@ class Capturer:
         """Read the target (never writes)."""
         a = self.address
         types = self.target_types()
+        self.named_type = types[0].qualified if a.resource else None
         items: list[KubeObject] = []
         listed: list[str] = []
         if a.name:

@@ -19,6 +19,7 @@ would delete everything in them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class Action(enum.StrEnum):
     UPDATE = "update"
     UNCHANGED = "unchanged"
     KEEP = "keep"  # differs, and the policy keeps the live object
+    SKIP = "skip"  # missing, and deliberately not re-created (the reason says why)
 
 
 @dataclass
@@ -164,8 +166,12 @@ class Planner:
         conflicts: list[str] = []
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         for item in items:
-            rtype = self.discovery.get(item.group, item.resource)
+            rtype = self.rtype(item)
             obj = live.get(item.natural_key())
+            if obj is None and _finished_job(item):
+                plan.steps.append(Step(item, rtype, None, Action.SKIP, (),
+                                       "a finished Job: re-creating it would run it again"))
+                continue
             if obj is None or rtype is None:
                 plan.steps.append(Step(item, rtype, None, Action.CREATE))
                 continue
@@ -196,6 +202,10 @@ class Planner:
         if self.policy.conflict is ConflictMode.REFUSE and conflicts:
             raise RestoreConflictError(self.snap.target, conflicts)
         return plan
+
+    def rtype(self, item: KubeObject) -> ResourceType | None:
+        """The REST type of ``item``, in the version it was captured in."""
+        return type_for(self.discovery, item)
 
     # ------------------------------------------------------------ live state
     def _namespace_missing(self, plan: Plan) -> bool:
@@ -238,8 +248,8 @@ class Planner:
                 continue
             groups.setdefault((item.group, item.resource, item.namespace), []).append(item)
         out: dict[str, dict[str, Any]] = {}
-        for (group, resource, ns), members in groups.items():
-            rtype = self.discovery.get(group, resource)
+        for (_, _, ns), members in groups.items():
+            rtype = self.rtype(members[0])
             if rtype is None:
                 continue
             if len(members) <= 3:
@@ -281,6 +291,24 @@ class Planner:
                     continue
                 out.append(Extra(rtype, obj))
         return out
+
+
+def type_for(discovery: Discovery, item: KubeObject) -> ResourceType | None:
+    """The type serving ``item``, addressed in the version it was captured in (the
+    server converts between the versions it serves)."""
+    rtype = discovery.get(item.group, item.resource)
+    version = item.api_version.rpartition("/")[2]
+    if rtype is None or not version or rtype.version == version:
+        return rtype
+    return dataclasses.replace(rtype, version=version)
+
+
+def _finished_job(item: KubeObject) -> bool:
+    if item.kind != "Job" or item.group != "batch":
+        return False
+    conditions = item.meta.get("status", {}).get("conditions") or []
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in conditions)
 
 
 def _typed(obj: dict[str, Any], rtype: ResourceType) -> dict[str, Any]:

@@ -223,3 +223,24 @@ data: {{b: "2"}}
     assert kube.get("configmap", "held", ns)["metadata"]["finalizers"] == ["example.com/hold"]
     kube.kubectl("patch", "configmap", "held", "-n", ns, "--type=merge",
                  "-p", '{"metadata":{"finalizers":null}}')
+
+
+def test_taken_cluster_ip_is_reassigned_and_reported(kube: Kube, store: preimage.Store) -> None:
+    """A Service whose clusterIP was taken meanwhile is restored with a new one, reported as a remap."""
+    ns = kube.namespace("ips")
+    other = kube.namespace("squatter")
+    ip = f"10.0.0.{200 + int(kube.tag.split('-')[0]) % 50}"
+    service = "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {ns}}}\n" \
+              "spec: {{clusterIP: {ip}, ports: [{{port: 80}}]}}\n"
+    kube.apply(service.format(name="api", ns=ns, ip=ip))
+    backup = preimage.capture([kube.uri(ns)], store=store)
+    kube.kubectl("delete", "service", "api", "-n", ns)
+    kube.apply(service.format(name="squatter", ns=other, ip=ip))
+
+    result = preimage.restore(backup.id, store=store)
+
+    assert result.ok
+    remaps = {(r.key, r.field): r for r in result.reports[0].remaps}
+    moved = remaps[(f"services/{ns}/api", "spec.clusterIP")]
+    assert moved.old == ip and moved.new == kube.get("service", "api", ns)["spec"]["clusterIP"]
+    assert moved.new != ip

@@ -109,9 +109,10 @@ data: {{a: b}}
 
     refused = kube.cli("restore", backup, "--policy", "refuse")
     assert refused.returncode == 2 and "changed since the capture" in refused.stderr
-    kept = kube.restore(backup, "--policy", "merge")
-    assert {i["key"]: i["outcome"] for i in kept["reports"][0]["items"]}[
-        f"configmaps/{ns}/app-config"] == "skipped"
+    kept = kube.restore(backup, "--policy", "merge", "--only",
+                        kube.uri(ns, "configmaps", "app-config"))
+    assert {i["key"]: i["outcome"] for i in kept["reports"][0]["items"]} == {
+        f"configmaps/{ns}/app-config": "skipped"}
     assert kube.get("configmap", "app-config", ns)["data"]["log_level"] == "info"
 
     result = kube.restore(backup)
