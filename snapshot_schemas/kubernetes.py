@@ -192,22 +192,31 @@ def _denormalize_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
 _HOLE: Any = object()  # "no leaf of this class here"
 
 
-def _project(kind: str, value: Any, path: Path, cls: str) -> Any:
-    """The part of ``value`` whose leaves are in class ``cls`` (``_HOLE`` if none)."""
+_CLASS_INDEX = {CONTENT: 0, METADATA: 1, SERVER: 2}
+
+
+def _split(kind: str, value: Any, path: Path) -> list[Any]:
+    """``value``'s parts per class (content, metadata, server); ``_HOLE`` where a class
+    has no leaf.  One pass: each leaf is classified once."""
     if isinstance(value, dict) and value:
-        out = {}
+        maps: list[dict[str, Any]] = [{}, {}, {}]
         for k, v in value.items():
-            part = _project(kind, v, (*path, k), cls)
-            if part is not _HOLE:
-                out[k] = part
-        return out if out else _HOLE
+            for i, part in enumerate(_split(kind, v, (*path, k))):
+                if part is not _HOLE:
+                    maps[i][k] = part
+        return [m if m else _HOLE for m in maps]
     if isinstance(value, list) and value:
-        parts = [_project(kind, v, (*path, i), cls) for i, v in enumerate(value)]
-        if all(p is _HOLE for p in parts):
-            return _HOLE
-        # keep positions: a slot owned by another class is an empty marker
-        return [{} if p is _HOLE else p for p in parts]
-    return value if leaf_class(kind, path) == cls else _HOLE
+        columns = [_split(kind, v, (*path, i)) for i, v in enumerate(value)]
+        out: list[Any] = []
+        for cls in range(3):
+            parts = [c[cls] for c in columns]
+            # keep positions: a slot owned by another class is an empty marker
+            out.append(_HOLE if all(p is _HOLE for p in parts)
+                       else [{} if p is _HOLE else p for p in parts])
+        return out
+    holes: list[Any] = [_HOLE, _HOLE, _HOLE]
+    holes[_CLASS_INDEX[leaf_class(kind, path)]] = value
+    return holes
 
 
 def _merge(a: Any, b: Any) -> Any:
@@ -233,14 +242,10 @@ def split_object(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], d
     doc = _normalize_managed_fields(
         {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     )
-    out = []
-    for cls in (CONTENT, METADATA, SERVER):
-        part = {}
-        for k, v in doc.items():
-            p = _project(kind, v, (k,), cls)
-            if p is not _HOLE:
-                part[k] = p
-        out.append(part)
+    if not doc:
+        return {}, {}, {}
+    parts = _split(kind, doc, ())
+    out = [p if p is not _HOLE else {} for p in parts]
     return out[0], out[1], out[2]
 
 

@@ -17,32 +17,30 @@ the server can judge it, so what the server would refuse shows up as failed.
 
 from __future__ import annotations
 
-import copy
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from preimage.connectors.kubernetes import rewrite
-from preimage.connectors.kubernetes.capture import get_object, list_objects
-from preimage.connectors.kubernetes.client import FIELD_MANAGER, MERGE_PATCH, ApiError, KubeClient
-from preimage.connectors.kubernetes.discovery import Discovery, ResourceType
+from preimage.connectors.kubernetes.capture import get_object
+from preimage.connectors.kubernetes.client import FIELD_MANAGER, ApiError
+from preimage.connectors.kubernetes.discovery import ResourceType
+from preimage.connectors.kubernetes.finish import Finishing
 from preimage.connectors.kubernetes.order import TIERS, tier_of
 from preimage.connectors.kubernetes.plan import (
     Action,
     Extra,
-    Plan,
     Step,
     differing_parts,
     terminating,
     type_for,
     wait_gone,
 )
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.connectors.kubernetes.references import ReferenceFixes
+from preimage.connectors.kubernetes.state import Failed, why
+from preimage.restore import ConflictMode, Outcome
 from preimage.snapshot_schemas.kubernetes import (
     KubeObject,
-    KubernetesSnapshot,
-    managed_fields_for,
     split_object,
 )
 
@@ -50,41 +48,17 @@ _WORKERS = 8
 _RETRIES = 4
 
 
-class Failed(Exception):
-    """One object could not be written; the message says why."""
+class Writer(ReferenceFixes, Finishing):
+    """Apply a :class:`Plan` and account for it in a :class:`RestoreReport`.
 
-
-class Writer:
-    """Apply a :class:`Plan` and account for it in a :class:`RestoreReport`."""
-
-    def __init__(
-        self, client: KubeClient, discovery: Discovery, snap: KubernetesSnapshot, plan: Plan,
-        policy: RestorePolicy, report: RestoreReport, wait_seconds: float,
-    ) -> None:
-        self.client = client
-        self.discovery = discovery
-        self.snap = snap
-        self.plan = plan
-        self.policy = policy
-        self.report = report
-        self.wait_seconds = wait_seconds
-        self.dry = policy.dry_run
-        self.lock = threading.Lock()
-        self.by_uid = {s.item.uid: s for s in plan.steps if s.item.uid}
-        self.uid_map: dict[str, str] = {}  # captured UID → live UID
-        self.done: set[str] = set()  # keys whose step has been carried out (or failed)
-        self.current: dict[str, dict[str, Any]] = {}  # key → object as last written
-        self.owner_pending: dict[str, Step] = {}
-        self.held_status: dict[str, Step] = {}
-        for step in plan.steps:
-            if step.live is not None and step.action is not Action.CREATE:
-                self.uid_map[step.item.uid] = step.live["metadata"]["uid"]
+    The writing itself lives here; references (:mod:`.references`) and the
+    last pass (:mod:`.finish`) are mixed in."""
 
     # ------------------------------------------------------------ entry
     def run(self) -> None:
         self._remove_extras()
-        for extra, why in self.plan.keep_extra:
-            self.report.add(extra.key, Outcome.SKIPPED, "keep", why)
+        for extra, reason in self.plan.keep_extra:
+            self.report.add(extra.key, Outcome.SKIPPED, "keep", reason)
         tiers: dict[int, list[Step]] = {}
         for step in self.plan.steps:
             tiers.setdefault(tier_of(_qualified(step.item)), []).append(step)
@@ -132,7 +106,7 @@ class Writer:
         except Failed as exc:
             self.report.add(step.key, Outcome.FAILED, step.action.value, str(exc))
         except ApiError as exc:
-            self.report.add(step.key, Outcome.FAILED, step.action.value, _why(exc))
+            self.report.add(step.key, Outcome.FAILED, step.action.value, why(exc))
         finally:
             with self.lock:
                 self.done.add(step.key)
@@ -150,7 +124,7 @@ class Writer:
                 self._delete(extra.rtype, md.get("namespace"), md["name"], md.get("uid"))
             except ApiError as exc:
                 if not exc.not_found:
-                    self.report.add(extra.key, Outcome.FAILED, "delete", _why(exc))
+                    self.report.add(extra.key, Outcome.FAILED, "delete", why(exc))
                     return
             outcome = Outcome.PLANNED if self.dry else Outcome.REMOVED
             self.report.add(extra.key, outcome, "delete", "created after the capture")
@@ -194,7 +168,7 @@ class Writer:
         """The body to write: the captured object, stripped, its references rewritten."""
         assert step.rtype is not None
         item = step.item
-        obj = rewrite.strip_for_write(item.manifest(), has_status=step.rtype.has_status)
+        obj = rewrite.strip_for_write(self.manifest(item), has_status=step.rtype.has_status)
         notes: list[str] = []
         md = obj["metadata"]
         if md.get("ownerReferences"):
@@ -231,7 +205,7 @@ class Writer:
         obj, notes = self._desired(step)
         if step.item.kind == "Job":
             rewrite.drop_job_uid_selector(obj)
-        query = [("fieldManager", _sole_manager(step.item) or FIELD_MANAGER)]
+        query = [("fieldManager", _sole_manager(self.manifest(step.item)) or FIELD_MANAGER)]
         for _ in range(3):
             try:
                 created = self.client.request(
@@ -304,7 +278,7 @@ class Writer:
         assert step.rtype is not None and step.live is not None
         item = step.item
         if self.policy.conflict is not ConflictMode.OVERWRITE:
-            raise Failed(_why(exc))
+            raise Failed(why(exc))
         self._delete(step.rtype, item.namespace or None, item.name,
                      step.live["metadata"]["uid"], orphan=True)
         left = wait_gone(self.client, step.rtype, item.namespace or None, item.name,
@@ -313,12 +287,13 @@ class Writer:
             raise Failed(f"must be re-created ({exc.message}) but it is still being deleted")
         step.action, step.live = Action.CREATE, None
         obj, _, reason = self._create(step)
-        why = f"re-created: a field that cannot change in place differed ({exc.message[:160]})"
-        return obj, "re-create", "; ".join(r for r in (why, reason) if r)
+        because = f"re-created: a field that cannot change in place differed " \
+                  f"({exc.message[:160]})"
+        return obj, "re-create", "; ".join(r for r in (because, reason) if r)
 
     def _write_status(self, step: Step, obj: dict[str, Any]) -> dict[str, Any]:
         assert step.rtype is not None
-        status = step.item.manifest().get("status")
+        status = self.manifest(step.item).get("status")
         if not status or not step.rtype.has_status or step.item.kind == "Pod":
             return obj
         path = step.rtype.path(step.item.namespace or None, step.item.name, "status")
@@ -336,7 +311,7 @@ class Writer:
                 return result
             except ApiError as exc:
                 if not exc.conflict:
-                    raise Failed(f"the object was restored but its status was not: {_why(exc)}")
+                    raise Failed(f"the object was restored but its status was not: {why(exc)}")
                 fresh = get_object(self.client, step.rtype, step.item.namespace or None,
                                    step.item.name)
                 if fresh is None:
@@ -379,159 +354,6 @@ class Writer:
     def _dry_query(self) -> list[tuple[str, str]]:
         return [("dryRun", "All")] if self.dry else []
 
-    # ------------------------------------------------------------ references
-    def _owner_refs(self, item: KubeObject) -> tuple[list[dict[str, Any]], bool, list[str]]:
-        """ownerReferences with current UIDs; whether some wait for a later tier; drops."""
-        refs = copy.deepcopy(item.manifest()["metadata"].get("ownerReferences") or [])
-        out, pending, dropped = [], False, []
-        for ref in refs:
-            old = ref.get("uid", "")
-            owner = self.by_uid.get(old)
-            with self.lock:
-                new = self.uid_map.get(old)
-                later = owner is not None and owner.action is Action.CREATE and \
-                    owner.key not in self.done
-            if later:
-                pending = True  # added once every tier is written
-                continue
-            if not new:
-                new = self._live_uid(ref.get("apiVersion", ""), ref.get("kind", ""),
-                                     item.namespace, ref.get("name", ""))
-            if new:
-                out.append({**ref, "uid": new})
-            else:
-                dropped.append(
-                    f"ownerReference to {ref.get('kind')}/{ref.get('name')} dropped: the owner "
-                    "is gone and not restored (kept, the garbage collector would delete it)"
-                )
-        return out, pending, dropped
-
-    def _live_uid(self, api_version: str, kind: str, namespace: str, name: str) -> str | None:
-        group = api_version.rpartition("/")[0]
-        rtype = next((t for t in self.discovery.types if t.group == group and t.kind == kind),
-                     None)
-        if rtype is None or not name:
-            return None
-        obj = get_object(self.client, rtype, namespace if rtype.namespaced else None, name)
-        return str(obj["metadata"]["uid"]) if obj else None
-
-    def _rewrite_claim(self, step: Step, obj: dict[str, Any], notes: list[str]) -> None:
-        claim = obj.get("spec", {}).get("claimRef")
-        if not isinstance(claim, dict) or not claim.get("name"):
-            return
-        old = claim.get("uid", "")
-        claim_step = self.by_uid.get(old)
-        with self.lock:
-            new = self.uid_map.get(old) if claim_step is None or \
-                claim_step.action is not Action.CREATE or claim_step.key in self.done else None
-        if new is None and claim_step is not None and claim_step.action is Action.CREATE:
-            claim.pop("uid", None)  # pre-bound by name until the claim is back
-            return
-        if new is None:
-            new = self._live_uid("v1", "PersistentVolumeClaim", claim.get("namespace", ""),
-                                 claim["name"])
-        if new:
-            claim["uid"] = new
-        else:
-            claim.pop("uid", None)
-            notes.append(f"its claim {claim.get('namespace')}/{claim['name']} does not exist; "
-                         "the volume is reserved for that claim name")
-
-    def _fix_claims(self) -> None:
-        """Give restored volumes their claim's current UID, which completes the binding,
-        then write the claims' status (held back so the binder cannot mark them Lost)."""
-        if self.dry:
-            return
-        for step in self.plan.steps:
-            if step.item.kind != "PersistentVolume" or step.item.group or step.rtype is None \
-                    or step.action is Action.KEEP or not step.item.uid:
-                continue
-            claim = step.item.manifest().get("spec", {}).get("claimRef") or {}
-            if not claim.get("uid"):
-                continue
-            new = self.uid_map.get(claim["uid"]) or self._live_uid(
-                "v1", "PersistentVolumeClaim", claim.get("namespace", ""), claim.get("name", ""))
-            obj = self.current.get(step.key) or step.live or {}
-            had = (obj.get("spec", {}).get("claimRef") or {}).get("uid")
-            if new and had != new:
-                self._patch(step, {"spec": {"claimRef": {"uid": new}}})
-                self.report.remaps.append(IdRemap(key=step.key, field="spec.claimRef.uid",
-                                                  old=claim["uid"], new=new))
-        for step in self.held_status.values():
-            assert step.rtype is not None
-            fresh = get_object(self.client, step.rtype, step.item.namespace or None,
-                               step.item.name)
-            if fresh is None:
-                continue
-            try:
-                self.current[step.key] = self._write_status(step, fresh)
-            except Failed as exc:
-                self.report.notes.append(f"{step.key}: {exc}")
-
-    def _fix_owners(self) -> None:
-        """Add ownerReferences whose owners were restored after their dependents."""
-        if self.dry:
-            return
-        for step in self.owner_pending.values():
-            refs, _, dropped = self._owner_refs(step.item)
-            if refs:
-                self._patch(step, {"metadata": {"ownerReferences": refs}})
-            for why in dropped:
-                self.report.notes.append(f"{step.key}: {why}")
-
-    def _patch(self, step: Step, patch: dict[str, Any]) -> None:
-        assert step.rtype is not None
-        try:
-            new = self.client.request(
-                "PATCH", step.rtype.path(step.item.namespace or None, step.item.name),
-                query=[("fieldManager", FIELD_MANAGER)], body=patch, content_type=MERGE_PATCH,
-            )
-            self.current[step.key] = new
-        except ApiError as exc:
-            self.report.notes.append(f"{step.key}: could not set references: {_why(exc)}")
-
-    def _fix_managed_fields(self) -> None:
-        """Put back managedFields as captured, by a patch that changes nothing else."""
-        steps = [s for s in self.plan.steps if s.key in self.current or (
-            s.action is Action.UPDATE and "managedFields" in s.parts)]
-        if self.dry or not steps:
-            return
-        live = self._relist(steps)
-
-        def fix(step: Step) -> None:
-            obj = live.get(step.key)
-            if obj is None:
-                return
-            wanted = managed_fields_for(step.item.meta, step.item.assigned,
-                                        obj["metadata"].get("ownerReferences") or [])
-            if _strip_times(obj["metadata"].get("managedFields")) == _strip_times(wanted):
-                return
-            # an empty entry is how a client asks for no managedFields at all
-            self._patch(step, {"metadata": {"managedFields": wanted or [{}]}})
-
-        with ThreadPoolExecutor(_WORKERS) as pool:
-            list(pool.map(fix, steps))
-
-    def _relist(self, steps: list[Step]) -> dict[str, dict[str, Any]]:
-        groups: dict[tuple[ResourceType, str], list[Step]] = {}
-        for s in steps:
-            if s.rtype is not None:
-                groups.setdefault((s.rtype, s.item.namespace), []).append(s)
-        out: dict[str, dict[str, Any]] = {}
-        for (rtype, ns), members in groups.items():
-            by_name = {s.item.name: s for s in members}
-            if len(members) <= 3:
-                for s in members:
-                    obj = get_object(self.client, rtype, ns or None, s.item.name)
-                    if obj is not None:
-                        out[s.key] = obj
-                continue
-            for obj in list_objects(self.client, rtype, ns or None):
-                step = by_name.get(obj["metadata"]["name"])
-                if step is not None:
-                    out[step.key] = obj
-        return out
-
     # ------------------------------------------------------------ CRDs, remaps
     def _await_established(self, rtype: ResourceType, name: str) -> None:
         deadline = time.monotonic() + self.wait_seconds
@@ -544,49 +366,17 @@ class Writer:
         raise Failed(f"CustomResourceDefinition {name} was not Established within "
                      f"{self.wait_seconds:.0f}s")
 
-    def _report_remaps(self) -> None:
-        if self.dry:
-            return
-        for step in self.plan.steps:
-            new_uid = self.uid_map.get(step.item.uid)
-            if new_uid and new_uid != step.item.uid:
-                self.report.remaps.append(IdRemap(key=step.key, field="metadata.uid",
-                                                  old=step.item.uid, new=new_uid))
-            obj = self.current.get(step.key)
-            if obj is not None and step.item.kind == "Service":
-                self._service_remaps(step, obj)
-
-    def _service_remaps(self, step: Step, obj: dict[str, Any]) -> None:
-        old_spec = step.item.manifest().get("spec", {})
-        new_spec = obj.get("spec", {})
-        if old_spec.get("clusterIP") != new_spec.get("clusterIP"):
-            self.report.remaps.append(IdRemap(key=step.key, field="spec.clusterIP",
-                                              old=old_spec.get("clusterIP"),
-                                              new=new_spec.get("clusterIP")))
-        new_ports = {str(p.get("name") or p.get("port")): p.get("nodePort")
-                     for p in new_spec.get("ports") or []}
-        for p in old_spec.get("ports") or []:
-            name = str(p.get("name") or p.get("port"))
-            if "nodePort" in p and new_ports.get(name) != p["nodePort"]:
-                self.report.remaps.append(IdRemap(key=step.key, field=f"spec.ports[{name}].nodePort",
-                                                  old=p["nodePort"], new=new_ports.get(name)))
-
-
 def _qualified(item: KubeObject) -> str:
     return f"{item.resource}.{item.group}" if item.group else item.resource
 
 
-def _sole_manager(item: KubeObject) -> str | None:
+def _sole_manager(manifest: dict[str, Any]) -> str | None:
     """The manager to create with when one ``Update`` entry owned every field."""
-    entries = item.manifest()["metadata"].get("managedFields") or []
+    entries = manifest["metadata"].get("managedFields") or []
     if len(entries) == 1 and entries[0].get("operation") == "Update" and \
             not entries[0].get("subresource"):
         return str(entries[0].get("manager") or "") or None
     return None
-
-
-def _strip_times(entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    return [{k: v for k, v in e.items() if k != "time"} for e in entries or []]
 
 
 def _immutable(message: str) -> bool:
@@ -594,6 +384,4 @@ def _immutable(message: str) -> bool:
     return "immutable" in text or "may not change" in text or "cannot be changed" in text
 
 
-def _why(exc: ApiError) -> str:
-    return f"the API server refused it ({exc.status} {exc.reason}): {exc.message}"
 

@@ -76,7 +76,7 @@ class Capturer:
         self.discovery = Discovery(client)
         self.notes: list[str] = []
         self.denied: list[str] = []
-        self.derived: dict[str, int] = {}
+        self.derived: dict[str, tuple[int, str]] = {}  # type → (count, first reason)
         self.named_type: str | None = None
 
     # ------------------------------------------------------------ scope
@@ -134,7 +134,8 @@ class Capturer:
         include_owned = self.address.include_owned or rtype.qualified == self.named_type
         reason = derived_reason(obj, rtype, include_owned=include_owned)
         if reason is not None:
-            self.derived[rtype.qualified] = self.derived.get(rtype.qualified, 0) + 1
+            count, first = self.derived.get(rtype.qualified, (0, reason))
+            self.derived[rtype.qualified] = (count + 1, first)
             return False
         return True
 
@@ -179,11 +180,9 @@ class Capturer:
         if (a.resource or a.selector) and a.namespace is not None:
             items += self._owned_by(items)
         dependencies = self._dependencies(items)
-        for rtype_name, count in sorted(self.derived.items()):
-            self.notes.append(
-                f"skipped {count} {rtype_name} the cluster derives (restored by their "
-                "controllers)"
-            )
+        for rtype_name, (count, reason) in sorted(self.derived.items()):
+            self.notes.append(f"skipped {count} {rtype_name} the cluster makes itself "
+                              f"(e.g. {reason})")
         return KubernetesSnapshot(
             target=a.uri,
             context=self.client.context,

@@ -71,6 +71,9 @@ def derived_reason(obj: dict[str, Any], rtype: ResourceType, *, include_owned: b
         return "built-in priority class"
     if rtype.qualified == "servicecidrs.networking.k8s.io" and md.get("name") == "kubernetes":
         return "made by the API server from --service-cluster-ip-range"
+    if md.get("namespace") == "default" and md.get("name") == "kubernetes" and \
+            labels.get("provider") == "kubernetes" and labels.get("component") == "apiserver":
+        return "the API server's own Service, kept by the API server"
     if md.get("namespace") == "kube-node-lease":
         return "node heartbeats"
     owner = controller_of(obj)
