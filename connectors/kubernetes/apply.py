@@ -70,11 +70,36 @@ class Writer(ReferenceFixes, Finishing):
                     if step.rtype is None:
                         step.rtype = type_for(self.discovery, step.item)
             self._run_tier(steps)
+            if TIERS[idx] == ("namespaces",):
+                self._bare_namespace()
             if TIERS[idx] == ("persistentvolumeclaims",):
                 self._fix_claims()
         self._fix_owners()
         self._fix_managed_fields()
         self._report_remaps()
+
+    def _bare_namespace(self) -> None:
+        """A namespace that is gone but was not captured itself (a selector target):
+        created bare, so that the objects captured in it have somewhere to go."""
+        ns = self.snap.namespace
+        if not self.plan.namespace_missing or ns is None or any(
+                s.item.kind == "Namespace" and not s.item.group for s in self.plan.steps):
+            return
+        ns_type = self.discovery.get("", "namespaces")
+        if ns_type is None:
+            return
+        reason = "re-created bare: it held the captured objects, but its own labels and " \
+                 "annotations were not captured (a selector target)"
+        try:
+            if not self.dry:
+                self.client.request("POST", ns_type.path(), body={
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        except ApiError as exc:
+            if not exc.conflict:
+                self.report.add(f"namespaces/{ns}", Outcome.FAILED, "create", why(exc))
+                return
+        self.report.add(f"namespaces/{ns}", Outcome.PLANNED if self.dry else Outcome.RESTORED,
+                        "create", reason)
 
     def _run_tier(self, steps: list[Step]) -> None:
         if not steps:

@@ -244,3 +244,19 @@ def test_taken_cluster_ip_is_reassigned_and_reported(kube: Kube, store: preimage
     moved = remaps[(f"services/{ns}/api", "spec.clusterIP")]
     assert moved.old == ip and moved.new == kube.get("service", "api", ns)["spec"]["clusterIP"]
     assert moved.new != ip
+
+
+def test_selector_target_whose_namespace_is_gone(kube: Kube, store: preimage.Store) -> None:
+    """Objects captured by selector come back even when their whole namespace was deleted."""
+    ns = kube.namespace("gone")
+    kube.kubectl("create", "configmap", "rel-config", "-n", ns, "--from-literal=a=1")
+    kube.kubectl("label", "configmap", "rel-config", "-n", ns, "release=r1")
+    backup = preimage.capture([kube.uri(ns, query="selector=release=r1")], store=store)
+    kube.kubectl("delete", "namespace", ns)
+
+    result = preimage.restore(backup.id, store=store)
+
+    assert result.ok
+    items = {i.key: i for i in result.reports[0].items}
+    assert items[f"namespaces/{ns}"].reason.startswith("re-created bare")
+    assert kube.get("configmap", "rel-config", ns)["metadata"]["labels"] == {"release": "r1"}
