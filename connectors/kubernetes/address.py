@@ -4,6 +4,7 @@
 
     k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]][?selector=LABELS][&owned=true]
     k8s://CONTEXT/_[/RESOURCE[/NAME]]          cluster-scoped objects
+    k8s://CONTEXT/_all/RESOURCE[?selector=…]   one namespaced resource in every namespace
 
 * ``CONTEXT`` — a kubeconfig context (from ``$KUBECONFIG``); empty
   (``k8s:///shop``) means the current context.  Percent-encode ``:`` and
@@ -25,6 +26,8 @@ from preimage._errors import InvalidTargetError
 from preimage._target import Target
 
 CLUSTER = "_"
+ALL_NAMESPACES = "_all"
+_CLUSTER_ALIASES = (CLUSTER, "_cluster")
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -39,6 +42,7 @@ class Address:
     name: str | None
     selector: str | None
     include_owned: bool
+    all_namespaces: bool = False
 
     @property
     def whole_namespace(self) -> bool:
@@ -68,7 +72,12 @@ class Address:
                 uri, f"unknown query parameter(s) {', '.join(sorted(unknown))} "
                 "(known: selector, owned)"
             )
-        namespace = None if parts[0] == CLUSTER else parts[0]
+        all_namespaces = parts[0] == ALL_NAMESPACES
+        if all_namespaces and (len(parts) != 2):
+            raise InvalidTargetError(
+                uri, "_all takes exactly one resource: k8s://CONTEXT/_all/RESOURCE[?selector=…]"
+            )
+        namespace = None if parts[0] in (*_CLUSTER_ALIASES, ALL_NAMESPACES) else parts[0]
         if namespace is not None and not _dns_label(namespace):
             raise InvalidTargetError(uri, f"{namespace!r} is not a valid namespace name")
         selector = target.param("selector") or None
@@ -80,6 +89,7 @@ class Address:
             name=parts[2] if len(parts) > 2 else None,
             selector=selector,
             include_owned=(target.param("owned") or "").lower() in _TRUE,
+            all_namespaces=all_namespaces,
         )
 
 

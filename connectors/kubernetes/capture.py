@@ -96,12 +96,12 @@ class Capturer:
                     a.uri, f"{a.resource!r} is ambiguous ({names}); write resource.group"
                 )
             rtype = found[0]
-            if rtype.namespaced and a.namespace is None:
+            if rtype.namespaced and a.namespace is None and not a.all_namespaces:
                 raise InvalidTargetError(
                     a.uri, f"{rtype.qualified} are namespaced: write k8s://CONTEXT/NAMESPACE/"
                     f"{a.resource}"
                 )
-            if not rtype.namespaced and a.namespace is not None:
+            if not rtype.namespaced and (a.namespace is not None or a.all_namespaces):
                 raise InvalidTargetError(
                     a.uri, f"{rtype.qualified} are cluster-scoped: write k8s://CONTEXT/_/"
                     f"{a.resource}"
