@@ -105,6 +105,8 @@ class Site:
     params: Mapping[str, str]
     profile: Path
     context: BrowserContext
+    status: int = 0
+    """HTTP status of the last :meth:`goto`."""
     _page: Page | None = field(default=None, repr=False)
 
     def url(self, path: str) -> str:
@@ -123,7 +125,10 @@ class Site:
         return self._page
 
     def goto(self, path: str) -> Page:
-        """Navigate the tab to ``path``; raise when the app is down or failing."""
+        """Navigate the tab to ``path``; raise when the app is down or failing.
+
+        A 4xx answer is not an error here: :attr:`status` tells it.
+        """
         from playwright.sync_api import Error as PlaywrightError
 
         url = self.url(path)
@@ -134,9 +139,10 @@ class Site:
                 f"cannot reach {url}: {str(exc).splitlines()[0]} — is the application running?",
                 target=url,
             ) from exc
-        if response is not None and response.status >= 500:
+        self.status = response.status if response is not None else 200
+        if self.status >= 500:
             raise TransientConnectorError(
-                f"{url} answered HTTP {response.status} — the application is failing",
+                f"{url} answered HTTP {self.status} — the application is failing",
                 target=url,
             )
         return self.page
@@ -233,6 +239,9 @@ class SiteAdapter:
     def delete(self, site: Site, live: WebRecord) -> None:
         """Remove ``live`` (a record the capture did not have)."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the adapter opened for a capture or restore (a channel process)."""
 
     def selector_error(self, selector: str, url: str, detail: str = "") -> SelectorMismatchError:
         """The error for a selector that no longer matches (names this adapter)."""

@@ -122,6 +122,7 @@ class WebAppConnector:
             records = adapter.records(site)
         finally:
             site.close()
+            adapter.close()
         seen: set[str] = set()
         for rec in records:
             if rec.ref in seen:
@@ -164,6 +165,7 @@ class WebAppConnector:
             self._restore(adapter, site, snapshot, policy, report)
         finally:
             site.close()
+            adapter.close()
         return report
 
     def _restore(
