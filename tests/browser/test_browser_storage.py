@@ -1,0 +1,181 @@
+"""B-clear-storage against real Chromium: cookies, Web Storage and IndexedDB come back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.connectors.browser import browser_context
+from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
+
+pytestmark = pytest.mark.browser
+
+SEED_JS = """async () => {
+  await new Promise((ok) => { const r = indexedDB.deleteDatabase('app'); r.onsuccess = ok; });
+  localStorage.setItem('theme', 'dark'); localStorage.setItem('unicode', 'żółw 🐢');
+  sessionStorage.setItem('draft', 'half-written reply');
+  document.cookie = 'js_pref=compact; max-age=7200; samesite=strict; path=/';
+  const open = indexedDB.open('app', 3);
+  open.onupgradeneeded = () => {
+    const db = open.result;
+    const notes = db.createObjectStore('notes', {keyPath: 'id', autoIncrement: true});
+    notes.createIndex('by_tag', 'tags', {multiEntry: true});
+    notes.createIndex('by_slug', 'slug', {unique: true});
+    db.createObjectStore('blobs');
+  };
+  const db = await new Promise((ok) => { open.onsuccess = () => ok(open.result); });
+  const tx = db.transaction(['notes', 'blobs'], 'readwrite');
+  const notes = tx.objectStore('notes');
+  notes.add({slug: 'a', tags: ['x', 'y'], when: new Date(86400000), n: NaN, big: 2n ** 70n,
+             m: new Map([[1, 'one']]), s: new Set(['p']), re: /ab+c/gi, nested: {deep: [1, null]}});
+  notes.add({slug: 'b', bytes: new Uint8Array([0, 255, 7]), neg0: -0, inf: -Infinity});
+  notes.add({slug: 'c', gone: true});
+  const blobs = tx.objectStore('blobs');
+  blobs.put(new Blob(['hello blob'], {type: 'text/plain'}), [1, 'compound']);
+  blobs.put(new ArrayBuffer(4), new Date(5));
+  await new Promise((ok) => { tx.oncomplete = ok; });
+  const tx2 = db.transaction('notes', 'readwrite');
+  tx2.objectStore('notes').delete(3);  // the key generator stays at 4
+  await new Promise((ok) => { tx2.oncomplete = ok; });
+  db.close();
+}"""
+
+CLEAR_JS = """async () => {
+  localStorage.clear(); sessionStorage.clear();
+  for (const d of await indexedDB.databases())
+    await new Promise((ok) => { const r = indexedDB.deleteDatabase(d.name); r.onsuccess = ok; });
+  localStorage.setItem('after', 'clear');
+}"""
+
+READ_JS = """async () => {
+  const open = indexedDB.open('app');
+  const db = await new Promise((ok) => { open.onsuccess = () => ok(open.result); });
+  const tx = db.transaction(['notes', 'blobs'], 'readwrite');
+  const all = await new Promise((ok) => { const r = tx.objectStore('notes').getAll(); r.onsuccess = () => ok(r.result); });
+  const blob = await new Promise((ok) => { const r = tx.objectStore('blobs').get([1, 'compound']); r.onsuccess = () => ok(r.result); });
+  const nextKey = await new Promise((ok) => { const r = tx.objectStore('notes').add({slug: 'z'}); r.onsuccess = () => ok(r.result); });
+  tx.abort();
+  const a = all[0], b = all[1];
+  const out = {
+    version: db.version, count: all.length, nextKey,
+    a: [a.when instanceof Date && a.when.getTime(), Number.isNaN(a.n), a.big === 2n ** 70n,
+        a.m.get(1), a.s.has('p'), a.re.flags, a.nested.deep[1]],
+    b: [Array.from(b.bytes), Object.is(b.neg0, -0), b.inf],
+    blob: [blob.type, await blob.text()],
+    indexes: Array.from(db.transaction('notes').objectStore('notes').indexNames),
+    local: [localStorage.getItem('theme'), localStorage.getItem('unicode'), localStorage.getItem('after')],
+    session: sessionStorage.getItem('draft'),
+  };
+  db.close();
+  return out;
+}"""
+
+
+def _uri(profile: Path, origin: str) -> str:
+    return f"browser://{profile}?origin={origin}"
+
+
+def _seeded_tab(profile: Path, origin: str) -> Any:
+    ctx = browser_context(profile)
+    page = ctx.new_page()
+    page.goto(origin + "/")
+    page.evaluate(SEED_JS)
+    return page
+
+
+def test_clear_storage_comes_back_whole(profile: Path, shop_site: Any, store: Store) -> None:
+    """B-clear-storage: after site data is cleared, restore brings back every cookie attribute,
+    both storages and IndexedDB (schema, typed values, key generator) for a page opened after."""
+    origin = f"http://127.0.0.1:{shop_site.server_port}"
+    page = _seeded_tab(profile, origin)
+    ctx = browser_context(profile)
+    ctx.add_cookies([{"name": "tls_only", "value": "1", "domain": "127.0.0.1", "path": "/",
+                      "secure": True, "sameSite": "None", "expires": 2_000_000_000}])
+    backup = preimage.capture([_uri(profile, origin)], store=store)
+    snap = backup.snapshots[0]
+    assert isinstance(snap, BrowserSnapshot) and snap.session_tab
+    cookies = {c.name: c for c in snap.items if isinstance(c, CookieEntry)}
+    assert cookies["sid"].http_only and cookies["sid"].same_site == "Strict"
+    assert cookies["cart"].path == "/shop" and cookies["tls_only"].secure
+
+    page.evaluate(CLEAR_JS)
+    ctx.clear_cookies(domain="127.0.0.1")
+    damaged, _ = preimage.score(backup.id, store=store)
+    assert damaged.classes["content"].score < 0.2
+
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok
+    report, _ = preimage.score(backup.id, store=store)
+    assert report.classes["content"].score == 1.0
+    assert report.classes["metadata"].score == 1.0
+    assert report.differences == []
+
+    page.reload()
+    state = page.evaluate(READ_JS)
+    assert state["version"] == 3 and state["count"] == 2 and state["nextKey"] == 4
+    assert state["a"] == [86400000, True, True, "one", True, "gi", None]
+    assert state["b"] == [[0, 255, 7], True, None] or state["b"][:2] == [[0, 255, 7], True]
+    assert state["blob"] == ["text/plain", "hello blob"]
+    assert sorted(state["indexes"]) == ["by_slug", "by_tag"]
+    assert state["local"] == ["dark", "żółw 🐢", None]
+    assert state["session"] == "half-written reply"
+    live = {c["name"]: c for c in ctx.cookies() if c["domain"] == "127.0.0.1"}
+    assert live["sid"]["httpOnly"] and live["sid"]["sameSite"] == "Strict"
+    assert live["tls_only"]["secure"] and live["tls_only"]["sameSite"] == "None"
+    assert abs(live["tls_only"]["expires"] - cookies["tls_only"].expires) < 1
+    page.close()
+
+
+def test_capture_never_reaches_the_site(profile: Path, shop_site: Any, store: Store) -> None:
+    """Capture reads storage through a tab preimage serves itself: the site gets no request."""
+    origin = f"http://127.0.0.1:{shop_site.server_port}"
+    page = _seeded_tab(profile, origin)
+    page.close()  # no live tab: sessionStorage cannot be read and the snapshot says so
+    before = shop_site.hits
+    backup = preimage.capture([_uri(profile, origin)], store=store)
+    assert shop_site.hits == before
+    snap = backup.snapshots[0]
+    assert isinstance(snap, BrowserSnapshot) and not snap.session_tab
+    assert any("sessionStorage" in n for n in snap.notes)
+    again = preimage.capture([_uri(profile, origin)], store=store)
+    assert again.snapshots[0].model_dump(exclude={"captured_at"}) == snap.model_dump(
+        exclude={"captured_at"}
+    )
+
+
+def test_dry_run_changes_nothing(profile: Path, shop_site: Any, store: Store) -> None:
+    """A dry-run restore plans the write-back and leaves the cleared profile cleared."""
+    origin = f"http://127.0.0.1:{shop_site.server_port}"
+    page = _seeded_tab(profile, origin)
+    backup = preimage.capture([_uri(profile, origin)], store=store)
+    page.evaluate(CLEAR_JS)
+    result = preimage.restore(backup.id, store=store, dry_run=True)
+    assert any(i.outcome.value == "planned" for i in result.reports[0].items)
+    assert page.evaluate("() => localStorage.getItem('theme')") is None
+    page.close()
+
+
+def test_idb_records_are_scored_one_by_one(profile: Path, shop_site: Any, store: Store) -> None:
+    """Changing one IndexedDB record shows up as that record's value, not as a whole store."""
+    origin = f"http://127.0.0.1:{shop_site.server_port}"
+    page = _seeded_tab(profile, origin)
+    backup = preimage.capture([_uri(profile, origin)], store=store)
+    page.evaluate("""async () => {
+      const o = indexedDB.open('app'); const db = await new Promise((ok) => { o.onsuccess = () => ok(o.result); });
+      const tx = db.transaction('notes', 'readwrite');
+      const st = tx.objectStore('notes');
+      const r = st.get(2); await new Promise((ok) => { r.onsuccess = ok; });
+      st.put(Object.assign(r.result, {bytes: new Uint8Array([9])}));
+      await new Promise((ok) => { tx.oncomplete = ok; }); db.close(); }""")
+    report, _ = preimage.score(backup.id, store=store)
+    changed = {d.item for d in report.differences if d.reason == "changed value"}
+    assert any("idb-record" in k and json.dumps(2) in k for k in changed)
+    preimage.restore(backup.id, store=store)
+    report, _ = preimage.score(backup.id, store=store)
+    assert report.restorable.score == 1.0
+    page.close()
