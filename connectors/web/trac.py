@@ -111,7 +111,7 @@ class TracChannel:
     def __init__(self, env_dir: str, python: str) -> None:
         script = Path(__file__).with_name("trac_channel.py")
         self.proc = subprocess.Popen(
-            [python, str(script), env_dir],
+            [python, "-I", str(script), env_dir],  # -I: the sibling trac.py must not shadow trac
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
 
@@ -131,8 +131,9 @@ class TracChannel:
 
     def close(self) -> None:
         """End the process."""
-        if self.proc.stdin:
-            self.proc.stdin.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         self.proc.wait(30)
 
 
@@ -163,7 +164,21 @@ class TracAdapter(SiteAdapter):
 
     # ------------------------------------------------------------------ reading
     def records(self, site: Site) -> list[WebRecord]:
-        """The tickets and milestones under ``site.location``."""
+        """The tickets and milestones under ``site.location``.
+
+        A ticket's natural key is its creation time and reporter; tickets that
+        share both get `` #2``, `` #3`` … in the order of their numbers.
+        """
+        seen: dict[str, int] = {}
+        out = []
+        for rec in self._records(site):
+            seen[rec.ref] = seen.get(rec.ref, 0) + 1
+            if seen[rec.ref] > 1:
+                rec = rec.model_copy(update={"name": f"{rec.name} #{seen[rec.ref]}"})
+            out.append(rec)
+        return out
+
+    def _records(self, site: Site) -> list[WebRecord]:
         loc = site.location.rstrip("/")
         if m := re.fullmatch(r"/ticket/(\d+)", loc):
             rec = self._ticket(site, int(m.group(1)))
@@ -190,7 +205,9 @@ class TracAdapter(SiteAdapter):
         if record.kind != "ticket":
             return None
         live = self._ticket(site, int(record.server["id"]))
-        return live if live is not None and live.name == record.name else None
+        base = record.name.split(" #", 1)[0]
+        return live.model_copy(update={"name": record.name}) if (
+            live is not None and live.name == base) else None
 
     def _login_check(self, site: Site, status: int, url: str, body: str = "") -> None:
         if status in (401, 403):
