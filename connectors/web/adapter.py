@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from preimage._errors import TerminalConnectorError, TransientConnectorError
 from preimage.snapshot_schemas.web import WebRecord
+
+from preimage._errors import TerminalConnectorError, TransientConnectorError
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
 def _dt(iso: str | None) -> datetime | None:
     if not iso:
         return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def _replay(env: Any, tid: int, changes: list[dict[str, Any]]) -> None:

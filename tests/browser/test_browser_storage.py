@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from preimage.connectors.browser import browser_context
+from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 
 import preimage
 from preimage import Store
-from preimage.connectors.browser import browser_context
-from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 
 pytestmark = pytest.mark.browser
 

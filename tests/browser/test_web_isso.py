@@ -7,13 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
-import preimage
-from preimage import Store, TransientConnectorError
 from preimage.connectors.browser import browser_context
 from preimage.connectors.web import LoginRequiredError, SelectorMismatchError
 
+import preimage
 from fixtures.isso import IssoServer, seed_thread
+from preimage import Store, TransientConnectorError
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-import preimage
-from preimage import Store
 from preimage.connectors.browser import browser_context
 from preimage.connectors.web import LoginRequiredError
 
+import preimage
 from fixtures.trac import DEMO, TracServer
+from preimage import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
