@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from preimage.snapshot_schemas import Fidelity, Item, Snapshot, iter_leaves
+from pydantic import BaseModel, Field
 
 Leaves = dict[tuple[str, str], tuple[str, Any]]
 
@@ -102,7 +101,9 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def compare(original: Leaves, orig_keys: set[str], restored: Leaves, rest_keys: set[str]) -> SimilarityReport:
+def compare(
+    original: Leaves, orig_keys: set[str], restored: Leaves, rest_keys: set[str]
+) -> SimilarityReport:
     """Score flattened leaves (see the module docstring for the formula)."""
     counts = {c: [0, 0, 0] for c in CLASSES}  # original, matched, extra
     diffs: list[LeafDifference] = []

@@ -18,9 +18,9 @@ from preimage.snapshot_schemas._base import (
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
 __all__ = [
+    "Fidelity",
     "FileEntry",
     "FileSnapshot",
-    "Fidelity",
     "Item",
     "Record",
     "Snapshot",

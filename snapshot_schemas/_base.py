@@ -128,14 +128,13 @@ def register_snapshot_type(cls: type[Snapshot]) -> type[Snapshot]:
     return cls
 
 
-def register_migration(
-    schema_name: str, from_version: int
-) -> Callable[[Callable[[dict[str, Any]], dict[str, Any]]], Callable[[dict[str, Any]], dict[str, Any]]]:
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def register_migration(schema_name: str, from_version: int) -> Callable[[Migration], Migration]:
     """Decorator: a function that turns a ``from_version`` document into the next version."""
 
-    def deco(
-        fn: Callable[[dict[str, Any]], dict[str, Any]],
-    ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def deco(fn: Migration) -> Migration:
         _MIGRATIONS[(schema_name, from_version)] = fn
         return fn
 

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage.snapshot_schemas.files import FileEntry, FileType
+
+from preimage._errors import InvalidTargetError, TerminalConnectorError
 
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
@@ -157,6 +158,7 @@ class Walker:
             digest = self._digest(path, st)
         elif ftype == "symlink":
             link_target = os.readlink(path)
+            self._keep_link_atime(path, st)
         elif ftype in ("chardev", "blockdev"):
             rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
         return FileEntry(
@@ -177,10 +179,20 @@ class Walker:
             ctime_ns=st.st_ctime_ns,
         )
 
+    @staticmethod
+    def _keep_link_atime(path: Path, st: os.stat_result) -> None:
+        # readlink() moves a symlink's atime and there is no O_NOATIME for it:
+        # put the recorded atime back so a capture leaves no trace.
+        with contextlib.suppress(OSError):
+            if os.lstat(path).st_atime_ns != st.st_atime_ns:
+                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
     def _digest(self, path: Path, st: os.stat_result) -> str:
         cache = self.blobs.digest_cache if self.blobs is not None else None
         if cache is not None:
-            cached = cache.cached_digest(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            cached = cache.cached_digest(
+                st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+            )
             if cached and (not self.store_content or self.blobs.exists(cached)):  # type: ignore[union-attr]
                 return cached
         try:

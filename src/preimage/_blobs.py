@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import os
+import secrets
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -50,6 +52,7 @@ class BlobStore:
         self.bytes_written = 0   # compressed bytes of blobs new to this store
         self.bytes_seen = 0      # uncompressed bytes handed to put_*
         self.blobs_written = 0
+        self._dirs: set[str] = set()
         # Optional digest cache by inode and stat (the catalog), so that an
         # unchanged file is not read again on the next capture.
         self.digest_cache: DigestCache | None = fallback.digest_cache if fallback else None
@@ -71,12 +74,37 @@ class BlobStore:
 
     # ------------------------------------------------------------ writing
     def put_bytes(self, data: bytes) -> str:
-        """Store ``data``; return its digest."""
-        return self.put_chunks([data])
+        """Store ``data``; return its digest (small blobs skip the streaming path)."""
+        digest = hashlib.sha256(data).hexdigest()
+        self.bytes_seen += len(data)
+        final = self.path(digest)
+        if final.exists():
+            return digest
+        packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
+        parent = final.parent
+        try:
+            if parent.name not in self._dirs:
+                _private_dir(parent)
+                self._dirs.add(parent.name)
+            tmp = self.root / "tmp" / f"blob-{os.getpid()}-{secrets.token_hex(8)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, packed)
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
+        except OSError as exc:
+            raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
+        self.bytes_written += len(packed)
+        self.blobs_written += 1
+        return digest
 
     def put_file(self, fileobj: BinaryIO) -> str:
-        """Store everything readable from ``fileobj``, streaming."""
-        return self.put_chunks(iter(lambda: fileobj.read(CHUNK), b""))
+        """Store everything readable from ``fileobj``, streaming when it is large."""
+        head = fileobj.read(CHUNK)
+        if len(head) < CHUNK:
+            return self.put_bytes(head)
+        return self.put_chunks(itertools.chain([head], iter(lambda: fileobj.read(CHUNK), b"")))
 
     def put_chunks(self, chunks: Iterable[bytes]) -> str:
         """Store the concatenation of ``chunks`` without holding it in memory."""
@@ -108,7 +136,7 @@ class BlobStore:
 
     def _tempfile(self) -> IO[bytes]:
         try:
-            return tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by put_chunks
+            return tempfile.NamedTemporaryFile(
                 dir=self.root / "tmp", prefix="blob-", delete=False
             )
         except OSError as exc:

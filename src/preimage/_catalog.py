@@ -212,7 +212,7 @@ class Catalog:
         ]
         return _backup_row(row, snaps)
 
-    def list(self, limit: int = 50) -> list[BackupRow]:
+    def list_backups(self, limit: int = 50) -> list[BackupRow]:
         """Newest backups first."""
         rows = self._db.execute(
             "SELECT * FROM backups ORDER BY id DESC LIMIT ?", (limit,)
@@ -268,7 +268,9 @@ class Catalog:
             )
 
     # ------------------------------------------------------------ stat cache
-    def cached_digest(self, dev: int, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> str | None:
+    def cached_digest(
+        self, dev: int, ino: int, size: int, mtime_ns: int, ctime_ns: int
+    ) -> str | None:
         """A digest recorded for an unchanged inode, if any."""
         row = self._db.execute(
             "SELECT digest FROM stat_cache WHERE dev=? AND ino=? AND size=? AND mtime_ns=?"

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from preimage._catalog import BackupRow, SnapshotRow
-from preimage._errors import PreimageError, RestoreError, UsageError
+from preimage._errors import (
+    BlobCorruptError,
+    BlobMissingError,
+    PreimageError,
+    RestoreError,
+    UsageError,
+)
 from preimage._ids import new_backup_id
 from preimage._registry import get_connector
 from preimage._store import Store
@@ -185,18 +191,20 @@ def restore(
     st = _open(store)
     backup = st.catalog.get(ref)
     if backup.status != "complete":
-        raise UsageError(f"backup {backup.id} is {backup.status}, not complete; it cannot be restored")
+        raise UsageError(
+            f"backup {backup.id} is {backup.status}, not complete; it cannot be restored"
+        )
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     mode = ConflictMode(conflict)
     if dry_run:
-        reports = [
+        plans = [
             get_connector(row.connector).restore(
                 snap, st.blobs, policy=RestorePolicy(dry_run=True, conflict=mode, only=scope)
             )
             for row, scope, snap in loaded
         ]
-        return RestoreResult(backup.id, None, reports, True)
+        return RestoreResult(backup.id, None, plans, True)
     only_key = json.dumps(sorted(only))
     restore_id, undo = st.catalog.start_restore(backup.id, only_key)
     if undo is None:
@@ -217,6 +225,8 @@ def restore(
         policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
         try:
             reports.append(conn.restore(snap, st.blobs, policy=policy))
+        except (BlobCorruptError, BlobMissingError) as exc:
+            raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
         except PreimageError as exc:
             errors.append(f"{row.target}: {exc}")
             failed = RestoreReport(target=row.target, connector=row.connector)

@@ -51,7 +51,7 @@ _cache: dict[str, Any] = {}
 
 
 def register_connector(scheme: str, connector: Any) -> None:
-    """Register ``connector`` (a class, an instance, or a ``"module:Class"`` path) for ``scheme``."""
+    """Register ``connector`` (class, instance or ``"module:Class"``) for ``scheme``."""
     _registered[scheme.lower()] = connector
     _cache.pop(scheme.lower(), None)
 

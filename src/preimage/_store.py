@@ -57,7 +57,9 @@ class Store:
 
     def scratch(self) -> BlobStore:
         """A throw-away blob store layered over this one (for live-state captures)."""
-        root = Path(tempfile.mkdtemp(prefix="preimage-scratch-"))
+        parent = self.home / "scratch"
+        parent.mkdir(mode=0o700, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="live-", dir=parent))
         return BlobStore(root, fallback=self.blobs)
 
     def contains(self, path: Path) -> bool:

@@ -1,0 +1,49 @@
+# Two entry points: `make demo` (embedded default, no servers) and `make test`
+# (everything: system packages, Python dependencies, servers, lint, types, tests).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+EDITABLE := --config-settings editable_mode=strict
+
+.PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
+
+$(VENV)/.base: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e . $(EDITABLE)
+	touch $@
+
+$(VENV)/.all: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	touch $@ $(VENV)/.base
+
+venv: $(VENV)/.base
+venv-all: $(VENV)/.all
+
+demo: venv
+	$(PIP) install -q -e . $(EDITABLE)
+	$(VENV)/bin/preimage demo
+
+setup:
+	bash fixtures/setup.sh
+
+lint: venv-all
+	$(VENV)/bin/ruff check .
+
+types: venv-all
+	$(VENV)/bin/mypy -p preimage
+
+test: setup venv-all
+	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy -p preimage
+	$(PY) -m pytest
+
+unit: venv-all
+	$(PY) -m pytest tests/core
+
+clean:
+	rm -rf $(VENV) build *.egg-info

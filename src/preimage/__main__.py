@@ -1,0 +1,5 @@
+"""``python -m preimage`` runs the CLI."""
+
+from preimage.cli import main
+
+main()

@@ -1,0 +1,395 @@
+"""The ``preimage`` command line.
+
+Exit codes: 0 ok; 1 below a ``--min`` bar, a restore with failures, or nothing
+to do; 2 usage or bad input (unknown ID, malformed URI, unreachable server,
+corrupt blob, …) — always with a one-line reason on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from preimage._errors import PreimageError
+from preimage._target import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]preimage:[/] {redact(message)}", markup=True)
+    sys.exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn preimage errors into a one-line reason and exit code 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PreimageError as exc:
+            _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except KeyboardInterrupt:
+            _fail("interrupted — run the same command again to finish", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+
+
+@contextmanager
+def _working(text: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while long work runs (only on a terminal)."""
+    if enabled and err.is_terminal:
+        with err.status(text):
+            yield
+    else:
+        yield
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="preimage")
+def main() -> None:
+    """Capture state before an agent changes it, restore it by backup ID, score the result."""
+
+
+@main.command()
+@click.argument("uris", nargs=-1, required=True)
+@click.option("--label", default="", help="A note stored with the backup.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
+    """Capture the state of every target URI; print the backup ID."""
+    import preimage
+
+    with _working("capturing…", not as_json):
+        backup = preimage.capture(list(uris), label=label)
+    if as_json:
+        _emit_json({
+            "id": backup.id,
+            "targets": [s.target for s in backup.snapshots],
+            "items": sum(len(s.items) for s in backup.snapshots),
+            "stored_bytes": backup.stored_bytes,
+            "logical_bytes": backup.logical_bytes,
+            "seconds": round(backup.seconds, 4),
+        })
+        return
+    items = sum(len(s.items) for s in backup.snapshots)
+    err.print(
+        f"captured {len(backup.snapshots)} target(s), {items} item(s), "
+        f"{_size(backup.stored_bytes)} new in the store, {backup.seconds:.2f}s"
+    )
+    click.echo(backup.id)
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--only", "only", multiple=True, help="Restore only this target URI (or part).")
+@click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@click.option(
+    "--policy",
+    type=click.Choice(["overwrite", "merge", "refuse"]),
+    default="overwrite",
+    show_default=True,
+    help="What to do with live state that changed since the capture.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json: bool) -> None:
+    """Restore backup REF (an ID, a unique prefix, or `last`)."""
+    import preimage
+
+    with _working("restoring…", not as_json):
+        result = preimage.restore(ref, only=list(only), dry_run=dry_run, conflict=policy)
+    if as_json:
+        _emit_json({
+            "backup": result.backup_id,
+            "undo_backup": result.undo_backup_id,
+            "dry_run": result.dry_run,
+            "ok": result.ok,
+            "reports": [r.model_dump(mode="json") for r in result.reports],
+        })
+    else:
+        for rep in result.reports:
+            table = Table(title=f"{'plan for' if dry_run else 'restored'} {rep.target}")
+            table.add_column("item")
+            table.add_column("outcome")
+            table.add_column("action")
+            table.add_column("reason")
+            shown = [i for i in rep.items if i.outcome.value != "unchanged"]
+            for item in shown[:200]:
+                table.add_row(item.key, item.outcome.value, item.action, item.reason)
+            if len(shown) > 200:
+                table.add_row(f"… {len(shown) - 200} more", "", "", "")
+            unchanged = len(rep.items) - len(shown)
+            if shown:
+                out.print(table)
+            out.print(f"{rep.target}: {len(shown)} change(s), {unchanged} unchanged")
+            for remap in rep.remaps[:50]:
+                out.print(f"  id changed: {remap.key} {remap.field}: {remap.old} → {remap.new}")
+            for note in rep.notes:
+                out.print(f"  note: {note}")
+        if result.undo_backup_id:
+            out.print(f"undo this restore with: preimage restore {result.undo_backup_id}")
+    if not result.ok:
+        sys.exit(1)
+    if dry_run and not any(r.changes for r in result.reports) and not as_json:
+        out.print("nothing to do: the live state already matches the backup")
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--only", "only", multiple=True, help="Only this target URI.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
+    """Show what differs between the live state and backup REF."""
+    import preimage
+
+    with _working("comparing…", not as_json):
+        diffs = preimage.diff(ref, only=list(only))
+    if as_json:
+        _emit_json([d.model_dump(mode="json") for d in diffs])
+    else:
+        for d in diffs:
+            s = d.summary()
+            out.print(
+                f"[bold]{d.target}[/]: {s['removed']} removed, {s['added']} added, "
+                f"{s['changed']} changed since the backup"
+            )
+            for c in d.changes[:200]:
+                detail = f" ({', '.join(c.fields[:6])})" if c.fields else ""
+                out.print(f"  {c.change:8} {c.key}{detail}", markup=False)
+    if all(d.empty for d in diffs):
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--only", "only", multiple=True, help="Only this target URI.")
+@click.option("--min", "minimum", type=float, default=None, help="Exit 1 below this score.")
+@click.option(
+    "--on",
+    "on",
+    type=click.Choice(["restorable", "overall", "content", "metadata", "server"]),
+    default="restorable",
+    show_default=True,
+    help="Which score --min applies to (restorable = content + metadata).",
+)
+@click.option("--show", "show_n", type=int, default=20, show_default=True,
+              help="Differences to list.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def score(
+    ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int, as_json: bool
+) -> None:
+    """Score how faithfully the live state reproduces backup REF."""
+    import preimage
+
+    with _working("scoring…", not as_json):
+        total, per_target = preimage.score(ref, only=list(only))
+    value = total.value(on)
+    if as_json:
+        doc = total.model_dump(mode="json")
+        doc["content"] = total.classes["content"].score
+        doc["metadata"] = total.classes["metadata"].score
+        doc["server"] = total.classes["server"].score
+        doc["differences"] = doc["differences"][: max(show_n, 0)] if show_n >= 0 else []
+        doc["targets"] = {
+            t: {c: r.classes[c].score for c in r.classes} | {"restorable": r.restorable.score}
+            for t, r in per_target
+        }
+        doc["gate"] = {"on": on, "min": minimum, "value": value}
+        _emit_json(doc)
+    else:
+        print_score_table(total, per_target)
+        restorable_diffs = [d for d in total.differences if d.fidelity != "server"]
+        for d in restorable_diffs[:show_n]:
+            out.print(
+                f"  {d.fidelity:8} {d.reason:13} {d.item} {d.path}: "
+                f"{d.original!r} → {d.restored!r}",
+                markup=False,
+            )
+        server_n = sum(1 for d in total.differences if d.fidelity == "server")
+        if server_n:
+            out.print(f"  {server_n} server-assigned field(s) differ (no client can set them)")
+    if minimum is not None and value < minimum:
+        err.print(f"score {on} {value:.4f} is below --min {minimum}")
+        sys.exit(1)
+
+
+def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
+    """The similarity table: one row per target plus the total."""
+    table = Table(title="similarity (live state vs backup)")
+    table.add_column("target")
+    for col in ("content", "metadata", "server", "restorable"):
+        table.add_column(col, justify="right")
+    rows = [*per_target, ("total", total)] if len(per_target) > 1 else per_target
+    for name, rep in rows:
+        table.add_row(
+            name,
+            *(f"{rep.classes[c].score:.4f}" for c in ("content", "metadata", "server")),
+            f"{rep.restorable.score:.4f}",
+        )
+    out.print(table)
+
+
+@main.command(name="list")
+@click.option("--limit", type=int, default=30, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def list_(limit: int, as_json: bool) -> None:
+    """List backups, newest first."""
+    from preimage._store import Store
+
+    with Store() as store:
+        rows = store.catalog.list_backups(limit)
+    if as_json:
+        _emit_json([_backup_doc(r) for r in rows])
+        return
+    if not rows:
+        out.print("no backups yet — `preimage capture URI` makes one")
+        sys.exit(1)
+    table = Table()
+    for col in ("id", "time (UTC)", "kind", "tier", "status", "targets", "stored", "label"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r.id,
+            _when(r.created_at),
+            r.kind,
+            r.tier,
+            r.status,
+            "\n".join(s.target for s in r.snapshots),
+            _size(r.stored_bytes),
+            r.label,
+        )
+    out.print(table)
+
+
+def _backup_doc(r: Any) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "created_at": _when(r.created_at),
+        "label": r.label,
+        "kind": r.kind,
+        "tier": r.tier,
+        "status": r.status,
+        "parent": r.parent_id,
+        "session": r.session,
+        "tool_call": r.tool_call,
+        "stored_bytes": r.stored_bytes,
+        "logical_bytes": r.logical_bytes,
+        "seconds": r.seconds,
+        "snapshots": [
+            {"connector": s.connector, "target": s.target, "items": s.items, "digest": s.digest}
+            for s in r.snapshots
+        ],
+    }
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def show(ref: str, as_json: bool) -> None:
+    """Show one backup: its targets, sizes and the call that caused it."""
+    import preimage
+
+    row = preimage.show(ref)
+    doc = _backup_doc(row)
+    if as_json:
+        _emit_json(doc)
+        return
+    for k, v in doc.items():
+        if k == "snapshots":
+            for s in v:
+                line = f"  {s['connector']:10} {s['target']}  ({s['items']} items)"
+                out.print(line, markup=False)
+        elif v not in (None, ""):
+            out.print(f"{k}: {v}", markup=False)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def connectors(as_json: bool) -> None:
+    """List connector schemes and whether each is usable here."""
+    from preimage._registry import connector_table
+
+    rows = connector_table()
+    if as_json:
+        _emit_json(rows)
+        return
+    table = Table()
+    for col in ("scheme", "source", "extra", "status"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["scheme"], r["source"], r["extra"], r["status"])
+    out.print(table)
+
+
+@main.command()
+@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
+              help="Scratch directory (default: a new temp dir).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def demo(workdir: str | None, as_json: bool) -> None:
+    """Protect a scratch project, destroy it as an agent would, restore it, score it."""
+    from preimage._demo import run_demo
+
+    result = run_demo(workdir, say=None if as_json else out.print)
+    if as_json:
+        _emit_json(result)
+    elif result["restorable"] < 1.0:
+        sys.exit(1)
+
+
+def _attach_optional_commands() -> None:
+    """Commands that live in subpackages (backup layer, benchmark), when present."""
+    import importlib
+
+    for module, names in (
+        ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
+        ("preimage.bench.cli", ("bench",)),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue
+            raise
+        for name in names:
+            cmd = getattr(mod, name, None)
+            if isinstance(cmd, click.Command):
+                main.add_command(cmd)
+
+
+_attach_optional_commands()

@@ -1,0 +1,138 @@
+"""Conformance kit for connector authors.
+
+Subclass :class:`ConnectorContract` once per connector and provide two
+fixtures; every test of the contract then runs against your real system::
+
+    class TestMyConnector(ConnectorContract):
+        @pytest.fixture
+        def target_uri(self, my_server) -> str:
+            return seed(my_server)             # a target with representative state
+
+        @pytest.fixture
+        def mutate(self, my_server) -> Callable[[str], None]:
+            return lambda uri: damage(uri)     # what an agent would do to it
+
+The contract: capture → JSON round trip; a capture changes nothing; the
+mutation shows in ``diff``; a dry-run restore changes nothing; a restore
+brings ``content`` and ``metadata`` back at 1.0; a second restore has
+nothing to do; the undo backup taken before the restore brings the mutated
+state back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import preimage
+from preimage._registry import get_connector
+from preimage._store import Store
+from preimage.restore import Outcome
+from preimage.similarity import diff_snapshots
+from preimage.similarity import score as score_snapshots
+from preimage.snapshot_schemas import Snapshot, load_snapshot
+
+__all__ = ["ConnectorContract"]
+
+
+class ConnectorContract:
+    """Tests every connector must pass; subclass it and provide the fixtures."""
+
+    @pytest.fixture
+    def target_uri(self) -> str:
+        """A target URI seeded with representative state (override)."""
+        raise NotImplementedError("override the target_uri fixture")
+
+    @pytest.fixture
+    def mutate(self) -> Callable[[str], None]:
+        """A callable that damages the target as an agent would (override)."""
+        raise NotImplementedError("override the mutate fixture")
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        """A private backup store for the test."""
+        st = Store(tmp_path / "preimage-home")
+        yield st
+        st.close()
+
+    # ------------------------------------------------------------ helpers
+    @staticmethod
+    def _live(uri: str, store: Store) -> Snapshot:
+        return get_connector(preimage.Target.parse(uri).scheme).capture(
+            preimage.Target.parse(uri), store.scratch()
+        )
+
+    # ------------------------------------------------------------ the contract
+    def test_snapshot_round_trips_through_json(self, target_uri: str, store: Store) -> None:
+        """A snapshot written as JSON and read back is the same snapshot."""
+        backup = preimage.capture([target_uri], store=store)
+        snap = backup.snapshots[0]
+        conn = get_connector(preimage.Target.parse(target_uri).scheme)
+        again = load_snapshot(json.loads(snap.model_dump_json()), conn.snapshot_type)
+        assert again == snap
+
+    def test_capture_changes_nothing(self, target_uri: str, store: Store) -> None:
+        """Capturing twice in a row sees the same state: capture is read-only."""
+        first = preimage.capture([target_uri], store=store).snapshots[0]
+        second = preimage.capture([target_uri], store=store).snapshots[0]
+        assert diff_snapshots(first, second, store.blobs).empty
+
+    def test_mutation_shows_in_diff(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """After the mutation, diff against the backup is not empty."""
+        backup = preimage.capture([target_uri], store=store)
+        mutate(target_uri)
+        diffs = preimage.diff(backup.id, store=store)
+        assert any(not d.empty for d in diffs)
+
+    def test_dry_run_changes_nothing(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """A dry-run restore plans changes but leaves the live state as it was."""
+        backup = preimage.capture([target_uri], store=store)
+        mutate(target_uri)
+        damaged = self._live(target_uri, store)
+        result = preimage.restore(backup.id, store=store, dry_run=True)
+        assert result.dry_run
+        assert any(r.changes for r in result.reports)
+        assert diff_snapshots(damaged, self._live(target_uri, store), store.blobs).empty
+
+    def test_restore_brings_content_and_metadata_back(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """After mutate + restore, content and metadata score 1.0."""
+        backup = preimage.capture([target_uri], store=store)
+        mutate(target_uri)
+        result = preimage.restore(backup.id, store=store)
+        assert result.ok
+        total, _ = preimage.score(backup.id, store=store)
+        assert total.classes["content"].score == 1.0, total.differences[:10]
+        assert total.classes["metadata"].score == 1.0, total.differences[:10]
+
+    def test_second_restore_has_nothing_to_do(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """Restoring an already restored target writes nothing."""
+        backup = preimage.capture([target_uri], store=store)
+        mutate(target_uri)
+        preimage.restore(backup.id, store=store)
+        again = preimage.restore(backup.id, store=store, dry_run=True)
+        planned = [i for r in again.reports for i in r.items if i.outcome is Outcome.PLANNED]
+        assert planned == []
+
+    def test_undo_backup_brings_the_mutated_state_back(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """The backup taken before a restore undoes that restore."""
+        backup = preimage.capture([target_uri], store=store)
+        mutate(target_uri)
+        damaged = self._live(target_uri, store)
+        result = preimage.restore(backup.id, store=store)
+        assert result.undo_backup_id
+        preimage.restore(result.undo_backup_id, store=store)
+        report = score_snapshots(damaged, self._live(target_uri, store), store.blobs)
+        assert report.restorable.score == 1.0, report.differences[:10]

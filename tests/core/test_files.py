@@ -1,0 +1,346 @@
+"""The file connector end to end: capture, destroy, restore by ID, score — via the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.testing import ConnectorContract
+
+CliResult = subprocess.CompletedProcess[str]
+
+
+def as_json(proc: CliResult) -> Any:
+    """The JSON a CLI command printed."""
+    return json.loads(proc.stdout)
+
+
+def build_tree(root: Path) -> None:
+    """A tree with everything the issue lists: key 0600, setuid, symlink, hardlinks, …"""
+    (root / ".ssh").mkdir(parents=True, mode=0o700)
+    key = root / ".ssh" / "id_rsa"
+    key.write_text("-----BEGIN KEY-----\nabc\n")
+    key.chmod(0o600)
+    suid = root / "bin" / "tool"
+    suid.parent.mkdir()
+    suid.write_bytes(b"\x7fELF not really")
+    suid.chmod(0o4755)
+    (root / "bin").chmod(0o2775)
+    (root / "shared").mkdir()
+    (root / "shared").chmod(0o1777)
+    (root / "link").symlink_to("bin/tool")
+    (root / "dangling").symlink_to("/nonexistent/target")
+    (root / "a.txt").write_text("hard\n")
+    os.link(root / "a.txt", root / "b.txt")
+    (root / "empty" / "nested-empty").mkdir(parents=True)
+    os.mkfifo(root / "pipe")
+    os.setxattr(root / "a.txt", "user.tag", b"\x00\x01blue")
+    os.setxattr(root / "empty", "user.dir", b"yes")
+    os.utime(root / "a.txt", ns=(1_600_000_000_111_111_111, 1_650_000_000_222_222_222))
+    os.utime(root / "bin" / "tool", ns=(1_600_000_001_000_000_001, 1_600_000_002_000_000_002))
+    big = root / "big.bin"
+    big.write_bytes(os.urandom(3 << 20))
+    os.chown(root / "shared", 1234, 5678)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    build_tree(root)
+    return root
+
+
+def test_rm_rf_then_restore_by_id_scores_one(tree: Path, cli: Callable[..., CliResult]) -> None:
+    """The issue's acceptance case: capture, rm -rf, restore ID, score --json 1.0."""
+    before_ls = subprocess.run(["ls", "-laR", "--time-style=full-iso", str(tree)],
+                               capture_output=True, text=True).stdout
+    cap = cli("capture", f"file://{tree}", "--json", check=True)
+    backup = as_json(cap)["id"]
+    shutil.rmtree(tree)
+    assert not tree.exists()
+    res = cli("restore", backup, check=True)
+    assert "undo this restore with" in res.stdout
+    scored = as_json(cli("score", backup, "--json", check=True))
+    assert scored["content"] == 1.0
+    assert scored["metadata"] == 1.0
+    after_ls = subprocess.run(["ls", "-laR", "--time-style=full-iso", str(tree)],
+                              capture_output=True, text=True).stdout
+    # ls -l shows modes, link counts, owners, sizes and ns mtimes: all back
+    # (the ".." lines describe directories outside the target)
+    def inside(listing: str) -> list[str]:
+        return [ln for ln in listing.replace(str(tree), "").splitlines() if not ln.endswith(" ..")]
+
+    assert inside(after_ls) == inside(before_ls)
+    assert os.getxattr(tree / "a.txt", "user.tag") == b"\x00\x01blue"
+    assert os.stat(tree / "a.txt").st_ino == os.stat(tree / "b.txt").st_ino
+    assert stat.S_IMODE(os.stat(tree / "bin" / "tool").st_mode) == 0o4755
+    assert os.readlink(tree / "dangling") == "/nonexistent/target"
+    assert stat.S_ISFIFO(os.lstat(tree / "pipe").st_mode)
+
+
+def test_files_created_after_capture_go_away(tree: Path, store: Store) -> None:
+    """Restore removes files that appeared since the capture and reverts edits."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    (tree / "new-dir" / "deep").mkdir(parents=True)
+    (tree / "new-dir" / "deep" / "f").write_text("x")
+    (tree / "a.txt").write_text("edited")
+    preimage.restore(backup.id, store=store)
+    assert not (tree / "new-dir").exists()
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.restorable.score == 1.0, [d for d in total.differences if d.fidelity != "server"]
+    assert (tree / "b.txt").read_text() == "hard\n"
+
+
+def test_capture_does_not_move_access_times(tree: Path, store: Store) -> None:
+    """Reading files for a capture leaves their atime where it was."""
+    os.utime(tree / "a.txt", ns=(1_000_000_000, 1_650_000_000_222_222_222))
+    before = os.stat(tree / "a.txt").st_atime_ns
+    preimage.capture([f"file://{tree}"], store=store)
+    assert os.stat(tree / "a.txt").st_atime_ns == before
+
+
+def test_second_unchanged_capture_stores_almost_nothing(tree: Path, store: Store) -> None:
+    """A repeated capture of an unchanged tree reuses every blob."""
+    first = preimage.capture([f"file://{tree}"], store=store)
+    second = preimage.capture([f"file://{tree}"], store=store)
+    assert first.stored_bytes > 3 << 20 // 2
+    # only the snapshot document itself is new (and identical content dedups)
+    assert second.stored_bytes < 4096
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(
+    tree: Path, cli: Callable[..., CliResult]
+) -> None:
+    """--dry-run lists what would change and writes nothing."""
+    backup = cli("capture", f"file://{tree}", check=True).stdout.strip()
+    (tree / "a.txt").unlink()
+    (tree / "intruder").write_text("x")
+    res = as_json(cli("restore", backup, "--dry-run", "--json", check=True))
+    actions = {(i["key"], i["action"]) for r in res["reports"] for i in r["items"]
+               if i["outcome"] == "planned"}
+    assert ("a.txt", "write file") in actions
+    assert ("intruder", "remove") in actions
+    assert not (tree / "a.txt").exists()
+    assert (tree / "intruder").exists()
+    assert res["undo_backup"] is None
+
+
+def test_only_restores_a_part_of_the_tree(tree: Path, store: Store) -> None:
+    """--only file:///…/sub restores just that subtree."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    shutil.rmtree(tree / "bin")
+    (tree / "a.txt").write_text("changed")
+    preimage.restore(backup.id, store=store, only=[f"file://{tree}/bin"])
+    assert (tree / "bin" / "tool").exists()
+    assert (tree / "a.txt").read_text() == "changed"
+
+
+def test_policy_refuse_stops_before_writing(tree: Path, store: Store) -> None:
+    """With --policy refuse a changed tree is left alone and the error names the change."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    (tree / "a.txt").write_text("changed")
+    with pytest.raises(preimage.RestoreConflictError, match=r"a\.txt"):
+        preimage.restore(backup.id, store=store, conflict="refuse")
+    assert (tree / "a.txt").read_text() == "changed"
+
+
+def test_policy_merge_only_puts_back_what_is_missing(tree: Path, store: Store) -> None:
+    """--policy merge restores deleted files and keeps edits and new files."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    (tree / "a.txt").write_text("changed")
+    (tree / ".ssh" / "id_rsa").unlink()
+    (tree / "new").write_text("mine")
+    preimage.restore(backup.id, store=store, conflict="merge")
+    assert (tree / ".ssh" / "id_rsa").read_text().startswith("-----BEGIN KEY")
+    assert (tree / "a.txt").read_text() == "changed"
+    assert (tree / "new").exists()
+
+
+def test_restore_can_be_undone(tree: Path, store: Store) -> None:
+    """The undo backup printed by a restore brings back the state it replaced."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    (tree / "a.txt").write_text("the agent's edit")
+    result = preimage.restore(backup.id, store=store)
+    assert (tree / "a.txt").read_text() == "hard\n"
+    assert result.undo_backup_id is not None
+    preimage.restore(result.undo_backup_id, store=store)
+    assert (tree / "a.txt").read_text() == "the agent's edit"
+
+
+# ---------------------------------------------------------------- bad input
+def test_unknown_id_malformed_uri_unknown_scheme(cli: Callable[..., CliResult]) -> None:
+    """Each bad input exits 2 with a one-line reason."""
+    for args, needle in [
+        (("restore", "zzzzzz"), "no backup with id"),
+        (("score", "nope"), "no backup with id"),
+        (("capture", "not a uri"), "invalid target"),
+        (("capture", "file://relative/path"), "file:///abs/path"),
+        (("capture", "gopher://x/y"), "no connector for scheme 'gopher'"),
+    ]:
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert needle in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_corrupted_blob_stops_restore_before_any_write(
+    tree: Path, store: Store, cli: Callable[..., CliResult]
+) -> None:
+    """A corrupt blob names the backup and the path and leaves the target untouched."""
+    backup = preimage.capture([f"file://{tree}"], store=store)
+    entry = next(e for e in backup.snapshots[0].items if e.path == ".ssh/id_rsa")
+    blob = store.blobs.path(entry.digest or "")
+    blob.write_bytes(b"garbage")
+    shutil.rmtree(tree / ".ssh")
+    (tree / "a.txt").write_text("edited")
+    res = cli("restore", backup.id)
+    assert res.returncode == 2
+    assert "corrupt" in res.stderr and backup.id in res.stderr and "id_rsa" in res.stderr
+    assert not (tree / ".ssh").exists()
+    assert (tree / "a.txt").read_text() == "edited"
+
+
+def test_snapshot_path_with_dotdot_is_refused(tmp_path: Path, store: Store) -> None:
+    """A tampered snapshot with '..' in a path is refused and nothing is written."""
+    from preimage.connectors.files import FileConnector
+    from preimage.restore import RestorePolicy
+    from preimage.snapshot_schemas import FileSnapshot
+
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "f").write_text("x")
+    snap = FileConnector().capture(preimage.Target.parse(f"file://{root}"), store.blobs)
+    bad_item = snap.items[1].model_copy(update={"path": "../escaped"})
+    bad = FileSnapshot.model_validate({**snap.model_dump(), "items": [snap.items[0], bad_item]})
+    with pytest.raises(preimage.UnsafePathError, match=r"\.\."):
+        FileConnector().restore(bad, store.blobs, policy=RestorePolicy())
+    assert not (tmp_path / "escaped").exists()
+    assert (root / "f").read_text() == "x"
+
+
+def test_symlinked_parent_is_replaced_not_followed(tmp_path: Path, store: Store) -> None:
+    """If a directory became a symlink to elsewhere, restore never writes through it."""
+    root = tmp_path / "t"
+    (root / "conf").mkdir(parents=True)
+    (root / "conf" / "app.ini").write_text("a=1\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root / "conf")
+    (root / "conf").symlink_to(outside)
+    preimage.restore(backup.id, store=store)
+    assert list(outside.iterdir()) == []
+    assert (root / "conf").is_dir() and not (root / "conf").is_symlink()
+    assert (root / "conf" / "app.ini").read_text() == "a=1\n"
+
+
+@pytest.fixture
+def world_tmp() -> Iterator[Path]:
+    """A temp dir an unprivileged user can reach (pytest's tmp_path is root-only)."""
+    path = Path(tempfile.mkdtemp(prefix="preimage-ro-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_restore_into_read_only_parent_fails_cleanly(world_tmp: Path) -> None:
+    """As an unprivileged user, a read-only parent gives a clear error and no writes."""
+    tmp_path = world_tmp
+    base = tmp_path / "ro"
+    base.mkdir()
+    target = base / "proj"
+    target.mkdir()
+    (target / "f").write_text("data")
+    home = tmp_path / "home-nobody"
+    home.mkdir()
+    for p in (tmp_path, base, target, target / "f", home):
+        os.chown(p, 65534, 65534)
+    env = {**os.environ, "PREIMAGE_HOME": str(home), "HOME": str(home)}
+    run_as = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+              sys.executable, "-m", "preimage"]
+    cap = subprocess.run([*run_as, "capture", f"file://{target}"], capture_output=True,
+                         text=True, env=env)
+    assert cap.returncode == 0, cap.stderr
+    shutil.rmtree(target)
+    base.chmod(0o555)
+    try:
+        res = subprocess.run([*run_as, "restore", cap.stdout.strip()], capture_output=True,
+                             text=True, env=env)
+        assert res.returncode == 2
+        assert "read-only" in res.stderr or "Permission denied" in res.stderr
+        assert list(base.iterdir()) == []
+    finally:
+        base.chmod(0o755)
+
+
+def test_restore_killed_half_way_finishes_when_run_again(tmp_path: Path, home: Path) -> None:
+    """kill -9 during a restore; the same restore run again completes at 1.0."""
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(3000):
+        (root / f"f{i:05}").write_bytes(os.urandom(2048))
+    env = {**os.environ, "PREIMAGE_HOME": str(home)}
+    cmd = [sys.executable, "-m", "preimage"]
+    backup = subprocess.run([*cmd, "capture", f"file://{root}"], capture_output=True, text=True,
+                            env=env, check=True).stdout.strip()
+    shutil.rmtree(root)
+    proc = subprocess.Popen([*cmd, "restore", backup], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if root.exists() and len(os.listdir(root)) > 300:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "restore finished before it could be killed"
+    partial = len(os.listdir(root))
+    assert partial > 0
+    subprocess.run([*cmd, "restore", backup], env=env, check=True, capture_output=True)
+    score = json.loads(subprocess.run([*cmd, "score", backup, "--json"], env=env, check=True,
+                                      capture_output=True, text=True).stdout)
+    assert score["restorable"]["score"] == 1.0
+    assert not any(n.startswith(".preimage-tmp-") for n in os.listdir(root))
+
+
+def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capturing a directory that contains the store is refused (git clean would eat it)."""
+    monkeypatch.setenv("PREIMAGE_HOME", str(tmp_path / "ws" / ".preimage"))
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(preimage.UsageError, match="PREIMAGE_HOME"):
+        preimage.capture([f"file://{tmp_path / 'ws'}"])
+
+
+class TestFileConnectorContract(ConnectorContract):
+    """The file connector passes the conformance kit."""
+
+    @pytest.fixture
+    def target_uri(self, tmp_path: Path) -> str:
+        root = tmp_path / "contract"
+        build_tree(root)
+        return f"file://{root}"
+
+    @pytest.fixture
+    def mutate(self) -> Callable[[str], None]:
+        def damage(uri: str) -> None:
+            root = Path(uri.removeprefix("file://"))
+            shutil.rmtree(root / "bin")
+            (root / ".ssh" / "id_rsa").chmod(0o644)
+            (root / "a.txt").write_text("overwritten")
+            (root / "new.txt").write_text("added")
+
+        return damage

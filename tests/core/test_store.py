@@ -1,0 +1,102 @@
+"""The blob store and catalog: dedup, verification, permissions, parallel writers."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from preimage import BlobCorruptError, BlobMissingError, Store
+
+
+def test_blobs_are_deduplicated_and_compressed(store: Store) -> None:
+    """The same bytes stored twice take space once, compressed."""
+    data = b"row,value\n" * 10_000
+    d1 = store.blobs.put_bytes(data)
+    written = store.blobs.bytes_written
+    d2 = store.blobs.put_bytes(data)
+    assert d1 == d2
+    assert store.blobs.bytes_written == written
+    assert store.blobs.stored_size(d1) < len(data) / 10
+    assert store.blobs.get_bytes(d1) == data
+
+
+def test_a_corrupted_blob_is_detected_on_read(store: Store) -> None:
+    """Flipping bytes in a blob makes reads fail with BlobCorruptError naming the path."""
+    digest = store.blobs.put_bytes(b"precious" * 1000)
+    path = store.blobs.path(digest)
+    path.chmod(0o600)
+    path.write_bytes(path.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(BlobCorruptError) as info:
+        store.blobs.get_bytes(digest, backup_id="b1", path="/srv/key")
+    assert "/srv/key" in str(info.value)
+    assert "b1" in str(info.value)
+
+
+def test_a_missing_blob_is_reported(store: Store) -> None:
+    """A blob deleted from the store gives BlobMissingError."""
+    digest = store.blobs.put_bytes(b"gone")
+    store.blobs.path(digest).unlink()
+    with pytest.raises(BlobMissingError):
+        store.blobs.verify(digest)
+
+
+def test_store_is_private(store: Store) -> None:
+    """Store directories are 0700 and files 0600."""
+    digest = store.blobs.put_bytes(b"secret")
+    assert stat.S_IMODE(store.home.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.blobs.path(digest).parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.blobs.path(digest).stat().st_mode) == 0o600
+    assert stat.S_IMODE((store.home / "catalog.sqlite").stat().st_mode) == 0o600
+
+
+def test_parallel_captures_from_processes_keep_the_catalog_sound(
+    tmp_path: Path, home: Path
+) -> None:
+    """Eight processes capturing at once all land complete in one sound catalog."""
+    trees = []
+    for i in range(8):
+        t = tmp_path / f"tree{i}"
+        (t / "sub").mkdir(parents=True)
+        for j in range(30):
+            (t / "sub" / f"f{j}").write_text(f"{i}-{j}\n" * 50)
+        (t / "shared").write_text("same content in every tree\n" * 100)
+        trees.append(t)
+    env = {**os.environ, "PREIMAGE_HOME": str(home)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "preimage", "capture", f"file://{t}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for t in trees
+    ]
+    ids = []
+    for p in procs:
+        out, errs = p.communicate(timeout=300)
+        assert p.returncode == 0, errs
+        ids.append(out.strip())
+    assert len(set(ids)) == 8
+    db = sqlite3.connect(home / "catalog.sqlite")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rows = db.execute("SELECT id, status FROM backups").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(ids)
+    assert {r[1] for r in rows} == {"complete"}
+
+
+def test_unwritable_store_gives_a_clear_error(tmp_path: Path) -> None:
+    """A store path that cannot be created says so and what to do."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    from preimage import StoreUnavailableError
+
+    with pytest.raises(StoreUnavailableError, match="PREIMAGE_HOME"):
+        Store(blocker / "home")
