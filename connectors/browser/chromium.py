@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,14 +138,26 @@ def close_profile(profile: Path | str) -> None:
     POOL.close_profile(Path(profile))
 
 
-def open_page(ctx: BrowserContext, url: str, *, what: str) -> Page:
+def open_page(
+    ctx: BrowserContext, url: str, *, what: str, skip: Collection[str] = ()
+) -> Page:
     """A new tab at ``url``; raise :class:`TransientConnectorError` when the origin is down.
 
-    ``what`` names the target in the message.
+    ``what`` names the target in the message.  Requests of the resource types
+    in ``skip`` (``"stylesheet"``, ``"script"``, ``"image"``, … — Playwright's
+    ``request.resource_type``) are not sent for the life of the tab.
     """
     from playwright.sync_api import Error as PlaywrightError
 
     page = ctx.new_page()
+    if skip:
+        skipped = frozenset(skip)
+        page.route(
+            "**/*",
+            lambda route: route.abort()
+            if route.request.resource_type in skipped
+            else route.fallback(),
+        )
     try:
         response = page.goto(url, wait_until="domcontentloaded")
     except PlaywrightError as exc:

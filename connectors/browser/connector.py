@@ -200,7 +200,9 @@ class BrowserConnector:
         for db in state["idb"]:
             items.append(IdbDatabase(origin=origin, name=db["name"], version=db["version"]))
             for store in db["stores"]:
-                lines = (json.dumps(rec, sort_keys=True, separators=(",", ":")) for rec in store["records"])
+                lines = (
+                    json.dumps(rec, sort_keys=True, separators=(",", ":")) for rec in store["records"]
+                )
                 digest = blobs.put_chunks((line + "\n").encode() for line in lines)
                 items.append(
                     IdbStore(
@@ -293,7 +295,8 @@ class BrowserConnector:
         hosts = [urlsplit(o).hostname or "" for o in origins]
         live = ctx.cookies()
         if not merge:
-            for domain in {c["domain"] for c in live if any(_host_matches(c["domain"], h) for h in hosts)}:
+            ours = {c["domain"] for c in live if any(_host_matches(c["domain"], h) for h in hosts)}
+            for domain in ours:
                 ctx.clear_cookies(domain=domain)
         have = {(c["name"], c["domain"], c.get("path", "/")) for c in ctx.cookies()}
         wanted: list[Any] = []

@@ -106,6 +106,8 @@ class Site:
     params: Mapping[str, str]
     profile: Path
     context: BrowserContext
+    skip_resources: tuple[str, ...] = ()
+    """Resource types the tab does not load (see :attr:`SiteAdapter.skip_resources`)."""
     status: int = 0
     """HTTP status of the last :meth:`goto`."""
     _page: Page | None = field(default=None, repr=False)
@@ -121,7 +123,10 @@ class Site:
             from preimage.connectors.browser.chromium import open_page
 
             self._page = open_page(
-                self.context, self.url("/"), what=f"web+{self.adapter}://{self.base_url}"
+                self.context,
+                self.url("/"),
+                what=f"web+{self.adapter}://{self.base_url}",
+                skip=self.skip_resources,
             )
         return self._page
 
@@ -213,6 +218,11 @@ class SiteAdapter:
     """One line: how records are written back (shown in restore reports)."""
     server_reasons: ClassVar[dict[str, str]] = {}
     """``kind.field`` → why no client can set that ``server`` field."""
+    skip_resources: ClassVar[tuple[str, ...]] = ()
+    """Resource types (``"stylesheet"``, ``"script"``, ``"image"``, ``"font"``) the
+    adapter's tab never loads: when records are read from a page's HTML and its
+    inline data, skipping the app's static files makes each page several times
+    faster and puts less load on the app."""
 
     def records(self, site: Site) -> list[WebRecord]:
         """Every record under ``site.location``; read-only."""

@@ -77,6 +77,7 @@ def open_site(target: Target, adapter: SiteAdapter) -> Site:
         params=params,
         profile=profile,
         context=browser_context(profile),
+        skip_resources=tuple(adapter.skip_resources),
     )
 
 

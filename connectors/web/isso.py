@@ -247,7 +247,9 @@ class IssoAdapter(SiteAdapter):
         }
         resp = site.fetch(f"/new?uri={quote(thread)}", method="POST", body=body)
         if resp.status not in (201, 202):
-            raise RecordRefusedError(self.name, record.ref, f"HTTP {resp.status}: {resp.text.strip()[:300]}")
+            raise RecordRefusedError(
+                self.name, record.ref, f"HTTP {resp.status}: {resp.text.strip()[:300]}"
+            )
         data = resp.json()
         if data.get("mode") == 2 and meta.get("mode") == 1:
             self._moderate(site, data["id"], "activate", thread)

@@ -93,7 +93,7 @@ def test_profile_without_admin_login_is_refused(
     """A profile that is not signed in to isso's admin page gets a login error, not a snapshot."""
     fresh = tmp_path / "fresh-profile"
     fresh.mkdir()
-    with pytest.raises(LoginRequiredError, match="isso.*log in once"):
+    with pytest.raises(LoginRequiredError, match=r"isso.*log in once"):
         preimage.capture([_uri(isso_server, "/blog/release-1", fresh)], store=store)
 
 
