@@ -55,9 +55,13 @@ from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalC
 from preimage._target import Target
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page
+    from playwright.sync_api import BrowserContext, Page, Route
 
-BLANK = "<!doctype html><title>preimage</title>"
+# The document preimage serves at the origin.  The data: icon keeps Chromium from
+# fetching /favicon.ico from the real site after the load — that request would
+# reach the site and could set cookies over the ones a restore just wrote.
+BLANK = '<!doctype html><title>preimage</title><link rel="icon" href="data:,">'
+
 
 
 def parse_origin(raw: str, uri: str) -> str:
@@ -113,19 +117,26 @@ class _OriginPage:
     def __enter__(self) -> _OriginPage:
         if self.page is None:
             page = self.ctx.new_page()
-            pattern = self.origin + "/**"
-            page.route(
-                pattern,
-                lambda route: route.fulfill(status=200, content_type="text/html", body=BLANK),
-            )
+            # Nothing of this tab's own reaches the site while preimage works in it:
+            # the document is served here and any other request is refused.
+            page.route(f"{self.origin}/**", self._serve_blank)
             page.goto(self.origin + "/", wait_until="domcontentloaded")
-            page.unroute(pattern)
             self.page, self.opened = page, True
             self.is_session = self.keep
         return self
 
+    def _serve_blank(self, route: Route) -> None:
+        if route.request.resource_type == "document":
+            route.fulfill(status=200, content_type="text/html", body=BLANK)
+        else:
+            route.abort()
+
     def __exit__(self, *exc: object) -> None:
-        if self.opened and not self.keep and self.page is not None:
+        if not self.opened or self.page is None:
+            return
+        if self.keep:  # a new session tab: from now on it is the user's, talking to the site
+            self.page.unroute(f"{self.origin}/**", self._serve_blank)
+        else:
             self.page.close()
 
 

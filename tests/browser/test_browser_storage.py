@@ -1,8 +1,14 @@
-"""B-clear-storage against real Chromium: cookies, Web Storage and IndexedDB come back."""
+"""B-clear-storage through the Python API, against real Chromium.
+
+The API runs in the process that drives the agent's browser, so — unlike the
+CLI (test_browser_scenarios.py) — it can read and write sessionStorage, which
+lives in an open tab.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,44 +19,9 @@ from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 import preimage
 from preimage import Store
 
+from .conftest import SHOP_HOST, clear_site_data, seeded_tab
+
 pytestmark = pytest.mark.browser
-
-SEED_JS = """async () => {
-  await new Promise((ok) => { const r = indexedDB.deleteDatabase('app'); r.onsuccess = ok; });
-  localStorage.setItem('theme', 'dark'); localStorage.setItem('unicode', 'żółw 🐢');
-  sessionStorage.setItem('draft', 'half-written reply');
-  document.cookie = 'js_pref=compact; max-age=7200; samesite=strict; path=/';
-  const open = indexedDB.open('app', 3);
-  open.onupgradeneeded = () => {
-    const db = open.result;
-    const notes = db.createObjectStore('notes', {keyPath: 'id', autoIncrement: true});
-    notes.createIndex('by_tag', 'tags', {multiEntry: true});
-    notes.createIndex('by_slug', 'slug', {unique: true});
-    db.createObjectStore('blobs');
-  };
-  const db = await new Promise((ok) => { open.onsuccess = () => ok(open.result); });
-  const tx = db.transaction(['notes', 'blobs'], 'readwrite');
-  const notes = tx.objectStore('notes');
-  notes.add({slug: 'a', tags: ['x', 'y'], when: new Date(86400000), n: NaN, big: 2n ** 70n,
-             m: new Map([[1, 'one']]), s: new Set(['p']), re: /ab+c/gi, nested: {deep: [1, null]}});
-  notes.add({slug: 'b', bytes: new Uint8Array([0, 255, 7]), neg0: -0, inf: -Infinity});
-  notes.add({slug: 'c', gone: true});
-  const blobs = tx.objectStore('blobs');
-  blobs.put(new Blob(['hello blob'], {type: 'text/plain'}), [1, 'compound']);
-  blobs.put(new ArrayBuffer(4), new Date(5));
-  await new Promise((ok) => { tx.oncomplete = ok; });
-  const tx2 = db.transaction('notes', 'readwrite');
-  tx2.objectStore('notes').delete(3);  // the key generator stays at 4
-  await new Promise((ok) => { tx2.oncomplete = ok; });
-  db.close();
-}"""
-
-CLEAR_JS = """async () => {
-  localStorage.clear(); sessionStorage.clear();
-  for (const d of await indexedDB.databases())
-    await new Promise((ok) => { const r = indexedDB.deleteDatabase(d.name); r.onsuccess = ok; });
-  localStorage.setItem('after', 'clear');
-}"""
 
 READ_JS = """async () => {
   const open = indexedDB.open('app');
@@ -76,35 +47,26 @@ READ_JS = """async () => {
 }"""
 
 
-def _uri(profile: Path, origin: str) -> str:
-    return f"browser://{profile}?origin={origin}"
-
-
-def _seeded_tab(profile: Path, origin: str) -> Any:
-    ctx = browser_context(profile)
-    page = ctx.new_page()
-    page.goto(origin + "/")
-    page.evaluate(SEED_JS)
-    return page
+def _uri(profile: Path, site: Any) -> str:
+    return f"browser://{profile}?origin={site.origin}"
 
 
 def test_clear_storage_comes_back_whole(profile: Path, shop_site: Any, store: Store) -> None:
     """B-clear-storage: after site data is cleared, restore brings back every cookie attribute,
-    both storages and IndexedDB (schema, typed values, key generator) for a page opened after."""
-    origin = f"http://127.0.0.1:{shop_site.server_port}"
-    page = _seeded_tab(profile, origin)
+    both storages (sessionStorage into the open tab) and IndexedDB (schema, typed values,
+    key generator) for the page reloaded after."""
+    page = seeded_tab(profile, shop_site)
     ctx = browser_context(profile)
-    ctx.add_cookies([{"name": "tls_only", "value": "1", "domain": "127.0.0.1", "path": "/",
+    ctx.add_cookies([{"name": "tls_only", "value": "1", "domain": SHOP_HOST, "path": "/",
                       "secure": True, "sameSite": "None", "expires": 2_000_000_000}])
-    backup = preimage.capture([_uri(profile, origin)], store=store)
+    backup = preimage.capture([_uri(profile, shop_site)], store=store)
     snap = backup.snapshots[0]
     assert isinstance(snap, BrowserSnapshot) and snap.session_tab
     cookies = {c.name: c for c in snap.items if isinstance(c, CookieEntry)}
     assert cookies["sid"].http_only and cookies["sid"].same_site == "Strict"
     assert cookies["cart"].path == "/shop" and cookies["tls_only"].secure
 
-    page.evaluate(CLEAR_JS)
-    ctx.clear_cookies(domain="127.0.0.1")
+    clear_site_data(profile, page)
     damaged, _ = preimage.score(backup.id, store=store)
     assert damaged.classes["content"].score < 0.2
 
@@ -124,7 +86,7 @@ def test_clear_storage_comes_back_whole(profile: Path, shop_site: Any, store: St
     assert sorted(state["indexes"]) == ["by_slug", "by_tag"]
     assert state["local"] == ["dark", "żółw 🐢", None]
     assert state["session"] == "half-written reply"
-    live = {c["name"]: c for c in ctx.cookies() if c["domain"] == "127.0.0.1"}
+    live = {c["name"]: c for c in ctx.cookies() if c["domain"] == SHOP_HOST}
     assert live["sid"]["httpOnly"] and live["sid"]["sameSite"] == "Strict"
     assert live["tls_only"]["secure"] and live["tls_only"]["sameSite"] == "None"
     assert abs(live["tls_only"]["expires"] - cookies["tls_only"].expires) < 1
@@ -133,38 +95,25 @@ def test_clear_storage_comes_back_whole(profile: Path, shop_site: Any, store: St
 
 def test_capture_never_reaches_the_site(profile: Path, shop_site: Any, store: Store) -> None:
     """Capture reads storage through a tab preimage serves itself: the site gets no request."""
-    origin = f"http://127.0.0.1:{shop_site.server_port}"
-    page = _seeded_tab(profile, origin)
+    page = seeded_tab(profile, shop_site)
     page.close()  # no live tab: sessionStorage cannot be read and the snapshot says so
     before = shop_site.hits
-    backup = preimage.capture([_uri(profile, origin)], store=store)
+    backup = preimage.capture([_uri(profile, shop_site)], store=store)
+    time.sleep(0.5)  # a request the capture's tab set off (a favicon) would have arrived by now
     assert shop_site.hits == before
     snap = backup.snapshots[0]
     assert isinstance(snap, BrowserSnapshot) and not snap.session_tab
     assert any("sessionStorage" in n for n in snap.notes)
-    again = preimage.capture([_uri(profile, origin)], store=store)
+    again = preimage.capture([_uri(profile, shop_site)], store=store)
     assert again.snapshots[0].model_dump(exclude={"captured_at"}) == snap.model_dump(
         exclude={"captured_at"}
     )
 
 
-def test_dry_run_changes_nothing(profile: Path, shop_site: Any, store: Store) -> None:
-    """A dry-run restore plans the write-back and leaves the cleared profile cleared."""
-    origin = f"http://127.0.0.1:{shop_site.server_port}"
-    page = _seeded_tab(profile, origin)
-    backup = preimage.capture([_uri(profile, origin)], store=store)
-    page.evaluate(CLEAR_JS)
-    result = preimage.restore(backup.id, store=store, dry_run=True)
-    assert any(i.outcome.value == "planned" for i in result.reports[0].items)
-    assert page.evaluate("() => localStorage.getItem('theme')") is None
-    page.close()
-
-
 def test_idb_records_are_scored_one_by_one(profile: Path, shop_site: Any, store: Store) -> None:
     """Changing one IndexedDB record shows up as that record's value, not as a whole store."""
-    origin = f"http://127.0.0.1:{shop_site.server_port}"
-    page = _seeded_tab(profile, origin)
-    backup = preimage.capture([_uri(profile, origin)], store=store)
+    page = seeded_tab(profile, shop_site)
+    backup = preimage.capture([_uri(profile, shop_site)], store=store)
     page.evaluate("""async () => {
       const o = indexedDB.open('app'); const db = await new Promise((ok) => { o.onsuccess = () => ok(o.result); });
       const tx = db.transaction('notes', 'readwrite');
