@@ -60,6 +60,7 @@ from preimage.connectors.web.adapter import (
     LoginRequiredError,
     RecordRefusedError,
     Refs,
+    Response,
     Site,
     SiteAdapter,
 )
@@ -72,8 +73,10 @@ CONTENT_FIELDS = ("summary", "description", "type", "priority", "component", "mi
 _TOKENS = (("YYYY", "%Y"), ("YY", "%y"), ("MM", "%m"), ("dd", "%d"), ("hh", "%H"),
            ("mm", "%M"), ("ss", "%S"))
 
-_TICKET_JS = """() => (typeof old_values === 'undefined' || typeof changes === 'undefined')
-  ? null : {old: old_values, changes: changes}"""
+# Trac hands a ticket page its data as a block of ``var NAME=JSON;`` lines
+# (its "script data"): old_values (every field) and changes (the change log).
+_SCRIPT_DATA_RE = re.compile(r"^\s*var ([A-Za-z_]\w*)=(.*);\s*$", re.M)
+_SCRIPT_RE = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
 _MILESTONE_JS = """() => {
   const v = (sel) => { const e = document.querySelector(sel); return e ? e : null; };
   const d = v('textarea#description'), due = v('#due'), dd = v('#duedate');
@@ -194,12 +197,12 @@ class TracAdapter(SiteAdapter):
             if ms is not None:
                 out.append(ms)
             ids = self._query_ids(site, f"milestone={quote(name)}")
-            return out + [r for r in (self._ticket(site, i) for i in ids) if r]
+            return out + [r for r in self._tickets(site, ids) if r]
         if loc in ("", "/"):
             names = self._milestone_names(site)
             out = [m for m in (self._milestone(site, n) for n in names) if m]
             ids = self._query_ids(site, "id=1-999999999")
-            return out + [r for r in (self._ticket(site, i) for i in ids) if r]
+            return out + [r for r in self._tickets(site, ids) if r]
         raise InvalidTargetError(
             f"web+trac://…{site.location}", "path must be /, /ticket/N or /milestone/NAME"
         )
@@ -231,17 +234,27 @@ class TracAdapter(SiteAdapter):
         return [int(r[0]) for r in rows[1:] if r]
 
     def _ticket(self, site: Site, tid: int) -> WebRecord | None:
-        url = site.url(f"/ticket/{tid}")
-        site.goto(f"/ticket/{tid}")
-        status = site.status
-        if status == 404:
+        return self._tickets(site, [tid])[0]
+
+    def _tickets(self, site: Site, ids: list[int]) -> list[WebRecord | None]:
+        """Tickets by number (``None`` where there is no such ticket), read a few at a time."""
+        answers = site.fetch_all([f"/ticket/{tid}" for tid in ids])
+        return [self._parse_ticket(site, resp) for resp in answers]
+
+    def _parse_ticket(self, site: Site, resp: Response) -> WebRecord | None:
+        if resp.status == 404:
             return None
-        self._login_check(site, status, url)
-        data = site.page.evaluate(_TICKET_JS)
-        if data is None:
-            raise self.selector_error("script data old_values/changes", url,
+        self._login_check(site, resp.status, resp.url)
+        data: dict[str, Any] = {}
+        for script in _SCRIPT_RE.findall(resp.text):
+            if "var old_values=" in script:
+                for m in _SCRIPT_DATA_RE.finditer(script):
+                    if m.group(1) in ("old_values", "changes"):
+                        data[m.group(1)] = json.loads(m.group(2))
+        if set(data) != {"old_values", "changes"}:
+            raise self.selector_error("script data old_values/changes", resp.url,
                                       "the ticket page no longer embeds its change log")
-        old, changes = data["old"], data["changes"]
+        old, changes = data["old_values"], data["changes"]
         log = [
             {"comment": c.get("comment", ""),
              "fields": {k: [v.get("old", ""), v.get("new", "")]

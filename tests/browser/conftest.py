@@ -74,12 +74,9 @@ class _Site(http.server.ThreadingHTTPServer):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # a page that sets cookies the way sites do
+    def do_GET(self) -> None:  # sets cookies on every answer (favicon too), as many sites do
         assert isinstance(self.server, _Site)
         self.server.hits += 1
-        if self.path == "/favicon.ico":  # asked for after every page load: no cookies here
-            self.send_error(404)
-            return
         body = b"<!doctype html><title>shop</title><p>hello</p>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
@@ -231,13 +228,19 @@ CLEAR_JS = """async () => {
 }"""
 
 
+def visit(page: Any, site: Any) -> None:
+    """Open the shop's page and wait until the browser's follow-up requests (the favicon,
+    which sets cookies too) are answered, so later cookie changes do not race with them."""
+    page.goto(site.origin + "/", wait_until="networkidle")
+
+
 def seeded_tab(profile: Path, site: Any) -> Any:
     """A tab at the shop site (which sets its cookies) with SEED_JS's data; any older
     data of that origin is gone first."""
     ctx = browser_context(profile)
     ctx.clear_cookies(domain=SHOP_HOST)
     page = ctx.new_page()
-    page.goto(site.origin + "/")
+    visit(page, site)
     page.evaluate(SEED_JS)
     return page
 

@@ -28,6 +28,7 @@ from .conftest import (
     moderator_deletes,
     seeded_tab,
     trac_agent_confirms_delete,
+    visit,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
@@ -168,7 +169,7 @@ def test_clear_storage(
     assert backup["items"] > 5
 
     page = browser_context(agent).new_page()
-    page.goto(shop_site.origin + "/")
+    visit(page, shop_site)
     clear_site_data(agent, page)
     close_profile(agent)
 

@@ -19,7 +19,7 @@ from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 import preimage
 from preimage import Store
 
-from .conftest import SHOP_HOST, clear_site_data, seeded_tab
+from .conftest import SHOP_HOST, clear_site_data, seeded_tab, visit
 
 pytestmark = pytest.mark.browser
 
@@ -93,14 +93,15 @@ def test_clear_storage_comes_back_whole(profile: Path, shop_site: Any, store: St
     page.close()
 
 
-def test_capture_never_reaches_the_site(profile: Path, shop_site: Any, store: Store) -> None:
-    """Capture reads storage through a tab preimage serves itself: the site gets no request."""
+def test_capture_and_restore_never_reach_the_site(
+    profile: Path, shop_site: Any, store: Store
+) -> None:
+    """Capture and restore work in a tab whose document preimage serves itself: the site gets
+    no request (none that could set a cookie over a restored one), and the state comes back."""
     page = seeded_tab(profile, shop_site)
     page.close()  # no live tab: sessionStorage cannot be read and the snapshot says so
     before = shop_site.hits
     backup = preimage.capture([_uri(profile, shop_site)], store=store)
-    time.sleep(0.5)  # a request the capture's tab set off (a favicon) would have arrived by now
-    assert shop_site.hits == before
     snap = backup.snapshots[0]
     assert isinstance(snap, BrowserSnapshot) and not snap.session_tab
     assert any("sessionStorage" in n for n in snap.notes)
@@ -108,6 +109,17 @@ def test_capture_never_reaches_the_site(profile: Path, shop_site: Any, store: St
     assert again.snapshots[0].model_dump(exclude={"captured_at"}) == snap.model_dump(
         exclude={"captured_at"}
     )
+
+    page = browser_context(profile).new_page()
+    visit(page, shop_site)
+    clear_site_data(profile, page)
+    page.close()
+    before = shop_site.hits
+    assert preimage.restore(backup.id, store=store).ok
+    time.sleep(0.5)  # a request the restore's tab set off (a favicon) would have arrived by now
+    assert shop_site.hits == before
+    report, _ = preimage.score(backup.id, store=store)
+    assert report.restorable.score == 1.0, report.differences[:5]
 
 
 def test_idb_records_are_scored_one_by_one(profile: Path, shop_site: Any, store: Store) -> None:

@@ -1,4 +1,4 @@
-"""The connector conformance kit, run against the isso site adapter and a real isso."""
+"""The connector conformance kit, run against the isso and Trac site adapters and the real apps."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.isso import IssoServer, seed_thread
+from fixtures.trac import TracServer
 from preimage.testing import ConnectorContract
 
 from .conftest import moderator_deletes
@@ -42,5 +43,59 @@ class TestIssoAdapterContract(ConnectorContract):
             moderator_deletes(isso_server, profile, name, [ids["reply3"], ids["root2"]])
             isso_server.post(name, "Cheap watches at example.com", author="spam-bot",
                              addr="10.9.9.9")
+
+        return damage
+
+
+class TestTracAdapterContract(ConnectorContract):
+    """capture → mutate → restore → score on one Trac milestone and its tickets."""
+
+    @pytest.fixture
+    def milestone(
+        self, trac_server: TracServer, request: pytest.FixtureRequest
+    ) -> tuple[str, list[int]]:
+        """A milestone of its own for each test, with two tickets that have histories."""
+        name = f"contract-{request.node.name.removeprefix('test_')[:40]}"
+        ids = trac_server.seed({
+            "milestones": [{"name": name, "description": "Contract *milestone*.",
+                            "due": "2025-03-01T12:00:00Z"}],
+            "tickets": [
+                {"time": "2024-06-01T10:00:00Z",
+                 "fields": {"summary": "Export to CSV", "reporter": "alice", "milestone": name,
+                            "priority": "major", "keywords": "export", "status": "new"},
+                 "changes": [{"author": "bob", "time": "2024-06-02T10:00:00.500000Z",
+                              "comment": "Which columns?", "set": {"owner": "bob"}}]},
+                {"time": "2024-06-03T10:00:00Z",
+                 "fields": {"summary": "Typo on the login page", "reporter": "carol",
+                            "milestone": name, "type": "defect", "status": "new"},
+                 "changes": [{"author": "dave", "time": "2024-06-04T10:00:00Z",
+                              "comment": "Fixed in the next build.",
+                              "set": {"status": "closed", "resolution": "fixed"}}]},
+            ]})
+        return name, ids
+
+    @pytest.fixture
+    def target_uri(
+        self, trac_server: TracServer, profile: Path, milestone: tuple[str, list[int]]
+    ) -> str:
+        """The milestone and its tickets, read through the profile's Trac login."""
+        return (f"web+trac://127.0.0.1:{trac_server.port}/milestone/{milestone[0]}"
+                f"?profile={profile}&env={trac_server.env}")
+
+    @pytest.fixture
+    def mutate(
+        self, trac_server: TracServer, milestone: tuple[str, list[int]]
+    ) -> Callable[[str], None]:
+        """One ticket gets a new comment and priority, the other is deleted, a third is filed."""
+        name, (first, second) = milestone
+
+        def damage(_uri: str) -> None:
+            trac_server.change_ticket(first, "mallory", "2024-07-01T09:00:00Z",
+                                      "Not needed any more.", {"priority": "trivial"})
+            trac_server.delete_ticket(second)
+            trac_server.seed({"tickets": [
+                {"time": "2024-07-02T09:00:00Z",
+                 "fields": {"summary": "Spam", "reporter": "mallory", "milestone": name,
+                            "status": "new"}}]})
 
         return damage
