@@ -161,10 +161,13 @@ class Site:
         body: Any = None,
         form: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        cookies: bool = True,
     ) -> Response:
         """Call the app's HTTP API from inside the tab (the profile's cookies apply).
 
         ``body`` is sent as JSON, ``form`` as ``application/x-www-form-urlencoded``.
+        ``cookies=False`` sends none and keeps none the answer sets: for calls that
+        need no login and whose cookies the user's profile should not collect.
         """
         from playwright.sync_api import Error as PlaywrightError
 
@@ -181,12 +184,12 @@ class Site:
             hdrs.setdefault("Content-Type", "application/x-www-form-urlencoded")
         try:
             out = self.page.evaluate(
-                """async ([url, method, body, headers]) => {
-                    const r = await fetch(url, {method, body, headers, credentials: 'include',
+                """async ([url, method, body, headers, credentials]) => {
+                    const r = await fetch(url, {method, body, headers, credentials,
                                                 redirect: 'follow'});
                     return {status: r.status, text: await r.text(), url: r.url};
                 }""",
-                [url, method, payload, hdrs],
+                [url, method, payload, hdrs, "include" if cookies else "omit"],
             )
         except PlaywrightError as exc:
             raise TransientConnectorError(

@@ -245,7 +245,10 @@ class IssoAdapter(SiteAdapter):
             "notification": meta.get("notification"),
             "title": refs.get(f"thread:{thread}", {}).get("title"),
         }
-        resp = site.fetch(f"/new?uri={quote(thread)}", method="POST", body=body)
+        # isso answers each new comment with a cookie that lets its author edit it for a
+        # while.  Kept, one per re-created comment would pile up in the user's profile,
+        # and past Chromium's 180 cookies per host the oldest go — the admin login first.
+        resp = site.fetch(f"/new?uri={quote(thread)}", method="POST", body=body, cookies=False)
         if resp.status not in (201, 202):
             raise RecordRefusedError(
                 self.name, record.ref, f"HTTP {resp.status}: {resp.text.strip()[:300]}"

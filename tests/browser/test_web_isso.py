@@ -96,3 +96,6 @@ def test_refused_comment_is_reported(
     assert "refused" in failed[0].reason and "email" in failed[0].reason.lower()
     back = [i for i in result.reports[0].items if i.outcome.value == "restored"]
     assert any("dave" in i.key for i in back)
+    # isso's per-comment edit cookies were not collected by the profile.
+    names = {c["name"] for c in browser_context(profile).cookies()}
+    assert not {n for n in names if n.removeprefix("isso-").isdigit()}
