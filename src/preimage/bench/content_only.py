@@ -1,0 +1,202 @@
+"""The content-only baseline: the user's data copied, the hard metadata not.
+
+What an ordinary export or a plain copy keeps, implemented for real per
+kind of state:
+
+* ``file`` — ``cp -r`` into a scratch directory (no ``-p``: modes are masked
+  and setuid bits dropped, times are the copy's own) and ``cp -r`` back over
+  the live path;
+* ``sqlite`` / ``postgresql`` — every row of every table (or of the URI's
+  ``tables=``), re-inserted after ``DELETE``; a missing table is re-created
+  from its column names and types only.  Sequence / AUTOINCREMENT state,
+  constraints, defaults, indexes and triggers are not kept.
+
+A scheme without a copier here raises :class:`NotCoveredError`, and the
+report lists the scenario as not covered by this baseline, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from preimage._target import Target
+from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
+
+
+class Copier(Protocol):
+    """Copies one kind of state's content and writes it back."""
+
+    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
+        """Copy the content of ``target``; return a handle and the bytes kept."""
+
+    def put_back(self, target: Target, handle: Any) -> None:
+        """Write the copied content back over the live state."""
+
+
+class FileCopier:
+    """``cp -r`` out and ``cp -r`` back."""
+
+    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
+        """``cp -r SRC DEST``; an absent source copies nothing."""
+        src = Path(target.path)
+        if not os.path.lexists(src):
+            return None, 0
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-r", str(src), str(dest)], check=True, capture_output=True)
+        size = 0
+        for base, _dirs, files in os.walk(dest):
+            size += sum(os.lstat(os.path.join(base, f)).st_size for f in files)
+        if dest.is_file():
+            size = dest.stat().st_size
+        return dest, size
+
+    def put_back(self, target: Target, handle: Any) -> None:
+        """``cp -rT COPY SRC`` (over whatever is there now)."""
+        if handle is None:
+            return
+        src = Path(target.path)
+        src.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink() or (src.exists() and src.is_dir() != Path(handle).is_dir()):
+            shutil.rmtree(src) if src.is_dir() and not src.is_symlink() else src.unlink()
+        subprocess.run(["cp", "-rT", str(handle), str(src)], check=True, capture_output=True)
+
+
+@dataclass
+class _TableCopy:
+    name: str
+    schema: str | None
+    columns: list[Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def sqlalchemy_url(target: Target) -> str:
+    """A SQLAlchemy URL for a ``sqlite``/``postgresql`` target (password resolved)."""
+    from sqlalchemy.engine import URL
+
+    if target.scheme == "sqlite":
+        raw = target.path[1:] if target.path.startswith("/") else target.path
+        return f"sqlite:///{raw}"
+    url = URL.create(
+        "postgresql+psycopg", username=target.username, password=target.resolve_password(),
+        host=target.host, port=target.port, database=target.path.lstrip("/") or None,
+    )
+    return url.render_as_string(hide_password=False)
+
+
+class SqlRowsCopier:
+    """Rows out with ``SELECT *``, back with ``DELETE`` + ``INSERT`` — no sequence state."""
+
+    def _tables(self, target: Target, inspector: Any) -> list[tuple[str | None, str]]:
+        named = target.param("tables")
+        if named:
+            out: list[tuple[str | None, str]] = []
+            for t in named.split(","):
+                schema, _, name = t.rpartition(".")
+                out.append((schema or None, name))
+            return out
+        return [(None, n) for n in inspector.get_table_names()]
+
+    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
+        """Read every row of the target's tables into memory."""
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(sqlalchemy_url(target))
+        copies: list[_TableCopy] = []
+        try:
+            with engine.connect() as conn:
+                inspector = sa.inspect(conn)
+                for schema, name in self._tables(target, inspector):
+                    if not inspector.has_table(name, schema=schema):
+                        continue
+                    cols = [
+                        sa.Column(c["name"], c["type"])
+                        for c in inspector.get_columns(name, schema=schema)
+                    ]
+                    table = sa.Table(name, sa.MetaData(), *cols, schema=schema)
+                    rows = [dict(r._mapping) for r in conn.execute(sa.select(table))]
+                    copies.append(_TableCopy(name, schema, cols, rows))
+        finally:
+            engine.dispose()
+        size = len(json.dumps([[c.name, c.rows] for c in copies], default=str).encode())
+        return copies, size
+
+    def put_back(self, target: Target, handle: Any) -> None:
+        """Empty (or create) each table and insert the copied rows."""
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(sqlalchemy_url(target))
+        try:
+            with engine.begin() as conn:
+                inspector = sa.inspect(conn)
+                for copy in handle:
+                    cols = [sa.Column(c.name, c.type) for c in copy.columns]
+                    table = sa.Table(copy.name, sa.MetaData(), *cols, schema=copy.schema)
+                    if inspector.has_table(copy.name, schema=copy.schema):
+                        conn.execute(table.delete())
+                    else:
+                        table.create(conn)
+                    if copy.rows:
+                        conn.execute(table.insert(), copy.rows)
+        finally:
+            engine.dispose()
+
+
+COPIERS: dict[str, Copier] = {
+    "file": FileCopier(),
+    "sqlite": SqlRowsCopier(),
+    "postgresql": SqlRowsCopier(),
+    "postgres": SqlRowsCopier(),
+}
+
+# Why a scheme has no content-only copier (shown in the report).
+NOT_COVERED: dict[str, str] = {
+    "git": "a plain copy of a repository is a file copy; give the scenario a file:// target",
+    "pip": "a package environment has no content-only export short of its files",
+}
+
+
+class ContentOnly(Protector):
+    """Copy each expected target's content before the call; write it back after."""
+
+    name: ClassVar[str] = "content"
+    label: ClassVar[str] = "content-only copy"
+
+    def before(self, ctx: RunContext) -> Protection:
+        """Copy the content of every expected target."""
+        handles: dict[str, Any] = {}
+        total = 0
+        for i, uri in enumerate(ctx.expected):
+            target = Target.parse(uri)
+            copier = COPIERS.get(target.scheme)
+            if copier is None:
+                reason = NOT_COVERED.get(
+                    target.scheme, f"no content-only copier for {target.scheme}:// state yet"
+                )
+                raise NotCoveredError(reason)
+            handle, size = copier.take(target, ctx.scratch / f"copy-{i}")
+            handles[uri] = handle
+            total += size
+        return Protection(
+            backup_id="copy", targets=list(handles), stored_bytes=total, handle=handles
+        )
+
+    def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
+        """Covered when the target's content was copied."""
+        return uri in protection.handle
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """Write every copy back; a failure is a note, the score shows the rest."""
+        notes = []
+        for uri, handle in protection.handle.items():
+            target = Target.parse(uri)
+            try:
+                COPIERS[target.scheme].put_back(target, handle)
+            except Exception as exc:  # a failed baseline restore is a result, not a crash
+                notes.append(f"{uri}: copy back failed: {exc}")
+        return notes
