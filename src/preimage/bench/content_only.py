@@ -63,7 +63,10 @@ class FileCopier:
         src = Path(target.path)
         src.parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink() or (src.exists() and src.is_dir() != Path(handle).is_dir()):
-            shutil.rmtree(src) if src.is_dir() and not src.is_symlink() else src.unlink()
+            if src.is_dir() and not src.is_symlink():
+                shutil.rmtree(src)
+            else:
+                src.unlink()
         subprocess.run(["cp", "-rT", str(handle), str(src)], check=True, capture_output=True)
 
 
@@ -192,7 +195,7 @@ class ContentOnly(Protector):
 
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """Write every copy back; a failure is a note, the score shows the rest."""
-        notes = []
+        notes: list[str] = []
         for uri, handle in protection.handle.items():
             target = Target.parse(uri)
             try:

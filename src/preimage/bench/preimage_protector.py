@@ -44,7 +44,7 @@ class DeclaredTargets(Protector):
         """``preimage.restore(backup_id)``."""
         assert protection.backup_id is not None
         result = preimage.restore(protection.backup_id, store=ctx.store)
-        notes = []
+        notes: list[str] = []
         for rep in result.reports:
             notes.extend(f"{rep.target}: {n}" for n in rep.notes)
             notes.extend(

@@ -89,13 +89,12 @@ def _normal(scheme: str) -> str:
 
 def _contains(outer: str, inner: str) -> bool:
     outer = outer.rstrip("/") or "/"
-    return inner == outer or outer == "/" or inner.startswith(outer + "/")
+    return outer in (inner, "/") or inner.startswith(outer + "/")
 
 
 def _local_path(t: Target) -> str:
     if t.scheme == "sqlite":
-        raw = t.path[1:] if t.path.startswith("/") else t.path
-        return raw
+        return t.path[1:] if t.path.startswith("/") else t.path
     return t.path
 
 

@@ -12,16 +12,16 @@ from preimage.bench.results import BenchReport, RunResult, Totals
 
 
 def _f(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _ms(value: float | None) -> str:
     if value is None:
-        return "–"
+        return "-"
     return f"{value * 1000:.0f} ms" if value < 10 else f"{value:.1f} s"
 
 

@@ -51,7 +51,7 @@ def score_live(truth: dict[str, Snapshot], store: Store) -> SimilarityReport:
     """Similarity of the live state of every expected target to its ground truth.
 
     A target the connector cannot read any more (a dropped database) scores
-    as empty.
+    as empty.  Each difference's item is prefixed with its target's URI.
     """
     scratch = store.scratch()
     reports = []
@@ -62,9 +62,12 @@ def score_live(truth: dict[str, Snapshot], store: Store) -> SimilarityReport:
                 live = get_connector(target.scheme).capture(target, scratch)
             except preimage.PreimageError:
                 o_leaves, o_keys = flatten(original.scoring_items(scratch))
-                reports.append(compare(o_leaves, o_keys, {}, set()))
-                continue
-            reports.append(score(original, live, scratch))
+                rep = compare(o_leaves, o_keys, {}, set())
+            else:
+                rep = score(original, live, scratch)
+            for d in rep.differences:
+                d.item = f"{uri} {d.item}"
+            reports.append(rep)
     finally:
         shutil.rmtree(scratch.root, ignore_errors=True)
     return merge_reports(reports)

@@ -80,7 +80,7 @@ class WorkspaceOnly(Protector):
 
     def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
         """A file target is covered when every file and symlink under it is in the commit."""
-        shadow, work, tracked = protection.handle
+        _shadow, work, tracked = protection.handle
         target = Target.parse(uri)
         path = target.path if target.scheme == "file" else None
         if target.scheme == "sqlite":
