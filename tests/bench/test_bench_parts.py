@@ -85,3 +85,10 @@ expected_lost: ["file://{home}"]
     assert os.readlink(sb.home / "s") == "k"
     assert stat.S_IMODE(os.lstat(sb.home / "d").st_mode) == 0o2750
     assert (sb.home / "b").read_bytes() == (sb.home / "b").read_bytes() and (sb.home / "b").stat().st_size == 100
+
+
+def test_schema_capture_covers_its_tables() -> None:
+    """A capture of a PostgreSQL schema holds the tables in it, not those of another schema."""
+    base = "postgresql://u@127.0.0.1:5/shop"
+    assert uri_covers(f"{base}?schema=public", f"{base}?tables=public.orders,users")
+    assert not uri_covers(f"{base}?schema=public", f"{base}?tables=gis.places")

@@ -97,13 +97,42 @@ class SqlRowsCopier:
 
     def _tables(self, target: Target, inspector: Any) -> list[tuple[str | None, str]]:
         named = target.param("tables")
+        out: list[tuple[str | None, str]] = []
         if named:
-            out: list[tuple[str | None, str]] = []
             for t in named.split(","):
                 schema, _, name = t.rpartition(".")
                 out.append((schema or None, name))
             return out
-        return [(None, n) for n in inspector.get_table_names()]
+        if target.scheme == "sqlite":
+            return [(None, n) for n in inspector.get_table_names()]
+        schemas = (target.param("schema") or "").split(",") if target.param("schema") else [
+            s for s in inspector.get_schema_names()
+            if s != "information_schema" and not s.startswith("pg_")
+        ]
+        for schema in schemas:
+            out.extend((schema, n) for n in inspector.get_table_names(schema=schema))
+        return out
+
+    @staticmethod
+    def _ensure_database(target: Target) -> None:
+        """Create a dropped PostgreSQL database again (empty) so rows can go back."""
+        if target.scheme not in ("postgresql", "postgres"):
+            return
+        import sqlalchemy as sa
+
+        database = target.path.lstrip("/")
+        admin = sa.create_engine(
+            sqlalchemy_url(target).rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT"
+        )
+        try:
+            with admin.connect() as conn:
+                found = conn.execute(
+                    sa.text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": database}
+                ).first()
+                if found is None:
+                    conn.execute(sa.text(f'CREATE DATABASE "{database}"'))
+        finally:
+            admin.dispose()
 
     def take(self, target: Target, dest: Path) -> tuple[Any, int]:
         """Read every row of the target's tables into memory."""
@@ -133,11 +162,17 @@ class SqlRowsCopier:
         """Empty (or create) each table and insert the copied rows."""
         import sqlalchemy as sa
 
+        self._ensure_database(target)
         engine = sa.create_engine(sqlalchemy_url(target))
         try:
             with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    # As a data-only import does (pg_restore --disable-triggers): no FK order.
+                    conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
                 inspector = sa.inspect(conn)
                 for copy in handle:
+                    if copy.schema and copy.schema not in inspector.get_schema_names():
+                        conn.execute(sa.schema.CreateSchema(copy.schema))
                     cols = [sa.Column(c.name, c.type) for c in copy.columns]
                     table = sa.Table(copy.name, sa.MetaData(), *cols, schema=copy.schema)
                     if inspector.has_table(copy.name, schema=copy.schema):

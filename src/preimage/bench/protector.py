@@ -119,6 +119,12 @@ def uri_covers(captured: str, expected: str) -> bool:
         return False
     for name, values in c.query.items():
         wanted = e.query.get(name)
+        if name == "schema" and wanted is None and e.query.get("tables"):
+            schemas = {v for raw in values for v in raw.split(",")}
+            tables = [t for raw in e.query["tables"] for t in raw.split(",")]
+            if all((t.rpartition(".")[0] or "public") in schemas for t in tables):
+                continue
+            return False
         if wanted is None:
             return False
         have = {v for raw in values for v in raw.split(",")}

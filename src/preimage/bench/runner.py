@@ -105,6 +105,7 @@ def run_one(
     )
     if root.exists():
         shutil.rmtree(root)
+    sandbox: Sandbox | None = None
     try:
         sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
         system.seed(scenario, sandbox)
@@ -147,6 +148,11 @@ def run_one(
         result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
         result.notes.append(traceback.format_exc(limit=4)[-1500:])
     finally:
+        if sandbox is not None:
+            try:
+                system.teardown(sandbox)
+            except Exception as exc:  # leftovers on a test server are worth a note, no more
+                result.notes.append(f"teardown: {exc}")
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return result
@@ -213,17 +219,30 @@ def run_bench(
     return report
 
 
+def missing_connector(sc: Scenario) -> str | None:
+    """``connector missing: <scheme> (…)`` when a scheme the scenario needs has no connector."""
+    for scheme in sc.requires:
+        try:
+            get_connector(scheme)
+        except preimage.NoSuchConnectorError as exc:
+            return f"connector missing: {scheme} ({exc.hint or 'not installed'})"
+    return None
+
+
 def _prepare(
     sc: Scenario, systems: dict[str, System], failed: dict[str, str], servers: Path
 ) -> str | None:
     """Start the scenario's system if needed; the reason it cannot run, or ``None``."""
+    missing = missing_connector(sc)
+    if missing is not None:
+        return missing
     if sc.system in failed:
         return failed[sc.system]
     if sc.system not in systems:
         try:
             system = get_system(sc.system)
         except preimage.UsageError as exc:
-            failed[sc.system] = f"system missing: {exc}"
+            failed[sc.system] = f"system plug-in missing: {exc}"
             return failed[sc.system]
         missing = system.unavailable(sc)
         if missing is not None:

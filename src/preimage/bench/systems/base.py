@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ class Sandbox:
         home = root / "home"
         home.mkdir(exist_ok=True)
         sb = cls(root=root)
-        sb.variables = {"home": str(home), "work": str(root)}
+        sb.variables = {"home": str(home), "work": str(root), "run": secrets.token_hex(3)}
         sb.variables["cwd"] = str(fill(cwd, sb.variables))
         Path(sb.variables["cwd"]).mkdir(parents=True, exist_ok=True)
         sb.env = {
@@ -153,6 +154,9 @@ class System:
     def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
         """Seed the system's own state (databases, mailboxes, objects)."""
 
+    def teardown(self, sandbox: Sandbox) -> None:
+        """Remove what seeding put on a shared server (a database, a namespace, a user)."""
+
     def run_mcp(
         self, server: str, tool: str, arguments: dict[str, Any], sandbox: Sandbox
     ) -> CallOutcome:
@@ -168,6 +172,7 @@ class System:
 SYSTEMS: dict[str, str] = {
     "files": "preimage.bench.systems.base:System",
     "sqlite": "preimage.bench.systems.sqlite:SqliteSystem",
+    "postgres": "preimage.bench.systems.postgres:PostgresSystem",
 }
 
 
