@@ -57,8 +57,8 @@ class PostgresSystem(System):
             self.bindir = Path(psql).parent if psql else None
         else:
             launcher = load_fixture("postgres.py")
-            workdir.mkdir(parents=True, exist_ok=True)
-            self.server = launcher.PostgresServer.start(workdir / "pg")
+            # Its own temp dir: as root the server runs as ``postgres``, which must reach it.
+            self.server = launcher.PostgresServer.start()
             self.host, self.port = self.server.host, self.server.port
             self.user, self.password = self.server.user, self.server.password
             self.bindir = Path(self.server.bindir)
