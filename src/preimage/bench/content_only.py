@@ -8,8 +8,9 @@ kind of state:
   the live path;
 * ``sqlite`` / ``postgresql`` — every row of every table (or of the URI's
   ``tables=``), re-inserted after ``DELETE``; a missing table is re-created
-  from its column names and types only.  Sequence / AUTOINCREMENT state,
-  constraints, defaults, indexes and triggers are not kept.
+  from its column names, types and primary key only.  Sequence /
+  AUTOINCREMENT state, other constraints, defaults, indexes, triggers,
+  comments, functions and types are not kept.
 
 A scheme without a copier here raises :class:`NotCoveredError`, and the
 report lists the scenario as not covered by this baseline, with the reason.
@@ -146,8 +147,12 @@ class SqlRowsCopier:
                 for schema, name in self._tables(target, inspector):
                     if not inspector.has_table(name, schema=schema):
                         continue
+                    # The primary key is kept (it is how rows are told apart), with no
+                    # identity or sequence behind it; nothing else of the table is.
+                    pk = set(inspector.get_pk_constraint(name, schema=schema)["constrained_columns"])
                     cols = [
-                        sa.Column(c["name"], c["type"])
+                        sa.Column(c["name"], c["type"], primary_key=c["name"] in pk,
+                                  autoincrement=False)
                         for c in inspector.get_columns(name, schema=schema)
                     ]
                     table = sa.Table(name, sa.MetaData(), *cols, schema=schema)
@@ -173,7 +178,10 @@ class SqlRowsCopier:
                 for copy in handle:
                     if copy.schema and copy.schema not in inspector.get_schema_names():
                         conn.execute(sa.schema.CreateSchema(copy.schema))
-                    cols = [sa.Column(c.name, c.type) for c in copy.columns]
+                    cols = [
+                        sa.Column(c.name, c.type, primary_key=c.primary_key, autoincrement=False)
+                        for c in copy.columns
+                    ]
                     table = sa.Table(copy.name, sa.MetaData(), *cols, schema=copy.schema)
                     if inspector.has_table(copy.name, schema=copy.schema):
                         conn.execute(table.delete())

@@ -53,6 +53,7 @@ class RunResult(BaseModel):
     restore_s: float | None = None
     stored_bytes: int = 0
     model_tokens: int = 0
+    seconds: float = 0.0
     tier: str = ""
     rules: list[str] = Field(default_factory=list)
     targets: list[str] = Field(default_factory=list)

@@ -105,6 +105,7 @@ def run_one(
     )
     if root.exists():
         shutil.rmtree(root)
+    began = time.perf_counter()
     sandbox: Sandbox | None = None
     try:
         sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
@@ -155,6 +156,7 @@ def run_one(
                 result.notes.append(f"teardown: {exc}")
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+        result.seconds = time.perf_counter() - began
     return result
 
 

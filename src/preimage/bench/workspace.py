@@ -102,8 +102,10 @@ class WorkspaceOnly(Protector):
 
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """``git checkout <commit> -- .`` into the working directory (re-made if deleted)."""
-        shadow, work, _tracked = protection.handle
+        shadow, work, tracked = protection.handle
         work.mkdir(parents=True, exist_ok=True)
+        if not tracked:
+            return ["the checkpoint holds no file (the working directory was empty)"]
         try:
             _git(shadow, work, "checkout", "-f", str(protection.backup_id), "--", ".")
         except RuntimeError as exc:
