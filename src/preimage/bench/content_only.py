@@ -6,6 +6,8 @@ kind of state:
 * ``file`` — ``cp -r`` into a scratch directory (no ``-p``: modes are masked
   and setuid bits dropped, times are the copy's own) and ``cp -r`` back over
   the live path;
+* ``imap`` — every message's bytes, APPENDed back without flags, keywords
+  or INTERNALDATE (see :class:`preimage.bench.systems.imap.ImapCopier`);
 * ``sqlite`` / ``postgresql`` — every row of every table (or of the URI's
   ``tables=``), re-inserted after ``DELETE``; a missing table is re-created
   from its column names, types and primary key only.  Sequence /
@@ -18,6 +20,7 @@ report lists the scenario as not covered by this baseline, with the reason.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -193,12 +196,23 @@ class SqlRowsCopier:
             engine.dispose()
 
 
-COPIERS: dict[str, Copier] = {
-    "file": FileCopier(),
-    "sqlite": SqlRowsCopier(),
-    "postgresql": SqlRowsCopier(),
-    "postgres": SqlRowsCopier(),
+COPIERS: dict[str, str] = {
+    "file": "preimage.bench.content_only:FileCopier",
+    "sqlite": "preimage.bench.content_only:SqlRowsCopier",
+    "postgresql": "preimage.bench.content_only:SqlRowsCopier",
+    "postgres": "preimage.bench.content_only:SqlRowsCopier",
+    "imap": "preimage.bench.systems.imap:ImapCopier",
 }
+
+
+def get_copier(scheme: str) -> Copier | None:
+    """The content-only copier for ``scheme`` (loaded on first use), or ``None``."""
+    spec = COPIERS.get(scheme)
+    if spec is None:
+        return None
+    module, _, attr = spec.partition(":")
+    copier: Copier = getattr(importlib.import_module(module), attr)()
+    return copier
 
 # Why a scheme has no content-only copier (shown in the report).
 NOT_COVERED: dict[str, str] = {
@@ -215,18 +229,18 @@ class ContentOnly(Protector):
 
     def before(self, ctx: RunContext) -> Protection:
         """Copy the content of every expected target."""
-        handles: dict[str, Any] = {}
+        handles: dict[str, tuple[Copier, Any]] = {}
         total = 0
         for i, uri in enumerate(ctx.expected):
             target = Target.parse(uri)
-            copier = COPIERS.get(target.scheme)
+            copier = get_copier(target.scheme)
             if copier is None:
                 reason = NOT_COVERED.get(
                     target.scheme, f"no content-only copier for {target.scheme}:// state yet"
                 )
                 raise NotCoveredError(reason)
             handle, size = copier.take(target, ctx.scratch / f"copy-{i}")
-            handles[uri] = handle
+            handles[uri] = (copier, handle)
             total += size
         return Protection(
             backup_id="copy", targets=list(handles), stored_bytes=total, handle=handles
@@ -239,10 +253,9 @@ class ContentOnly(Protector):
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """Write every copy back; a failure is a note, the score shows the rest."""
         notes: list[str] = []
-        for uri, handle in protection.handle.items():
-            target = Target.parse(uri)
+        for uri, (copier, handle) in protection.handle.items():
             try:
-                COPIERS[target.scheme].put_back(target, handle)
+                copier.put_back(Target.parse(uri), handle)
             except Exception as exc:  # a failed baseline restore is a result, not a crash
                 notes.append(f"{uri}: copy back failed: {exc}")
         return notes

@@ -173,6 +173,7 @@ SYSTEMS: dict[str, str] = {
     "files": "preimage.bench.systems.base:System",
     "sqlite": "preimage.bench.systems.sqlite:SqliteSystem",
     "postgres": "preimage.bench.systems.postgres:PostgresSystem",
+    "imap": "preimage.bench.systems.imap:ImapSystem",
 }
 
 
