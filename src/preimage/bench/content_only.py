@@ -6,6 +6,8 @@ kind of state:
 * ``file`` — ``cp -r`` into a scratch directory (no ``-p``: modes are masked
   and setuid bits dropped, times are the copy's own) and ``cp -r`` back over
   the live path;
+* ``git`` — the work tree, ``.git`` included, copied as files (``cp -r``);
+* ``pip`` — ``pip freeze`` and ``pip install -r`` (versions, not the exact set);
 * ``imap`` — every message's bytes, APPENDed back without flags, keywords
   or INTERNALDATE (see :class:`preimage.bench.systems.imap.ImapCopier`);
 * ``sqlite`` / ``postgresql`` — every row of every table (or of the URI's
@@ -36,17 +38,20 @@ from preimage.bench.protector import NotCoveredError, Protection, Protector, Run
 class Copier(Protocol):
     """Copies one kind of state's content and writes it back."""
 
-    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
-        """Copy the content of ``target``; return a handle and the bytes kept."""
+    def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
+        """Copy the content of ``target``; return a handle and the bytes kept.
 
-    def put_back(self, target: Target, handle: Any) -> None:
+        ``env`` is the environment the agent's shell has (``PIP_FIND_LINKS``, …).
+        """
+
+    def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """Write the copied content back over the live state."""
 
 
 class FileCopier:
     """``cp -r`` out and ``cp -r`` back."""
 
-    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
+    def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
         """``cp -r SRC DEST``; an absent source copies nothing."""
         src = Path(target.path)
         if not os.path.lexists(src):
@@ -60,7 +65,7 @@ class FileCopier:
             size = dest.stat().st_size
         return dest, size
 
-    def put_back(self, target: Target, handle: Any) -> None:
+    def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """``cp -rT COPY SRC`` (over whatever is there now)."""
         if handle is None:
             return
@@ -138,7 +143,7 @@ class SqlRowsCopier:
         finally:
             admin.dispose()
 
-    def take(self, target: Target, dest: Path) -> tuple[Any, int]:
+    def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
         """Read every row of the target's tables into memory."""
         import sqlalchemy as sa
 
@@ -166,7 +171,7 @@ class SqlRowsCopier:
         size = len(json.dumps([[c.name, c.rows] for c in copies], default=str).encode())
         return copies, size
 
-    def put_back(self, target: Target, handle: Any) -> None:
+    def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """Empty (or create) each table and insert the copied rows."""
         import sqlalchemy as sa
 
@@ -196,7 +201,44 @@ class SqlRowsCopier:
             engine.dispose()
 
 
+class PipFreezeCopier:
+    """``pip freeze`` out, ``pip install -r`` back: versions, not the exact set.
+
+    Packages installed after the freeze stay installed; files are whatever
+    the re-install writes.
+    """
+
+    @staticmethod
+    def _python(target: Target) -> str:
+        return str(Path(target.path) / "bin" / "python")
+
+    def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
+        """``python -m pip freeze`` of the environment."""
+        proc = subprocess.run(
+            [self._python(target), "-m", "pip", "freeze", "--all", "--exclude", "pip"],
+            capture_output=True, text=True, env=env, check=True, timeout=120,
+        )
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(proc.stdout)
+        return dest, len(proc.stdout.encode())
+
+    def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
+        """``python -m pip install -r requirements`` (offline, with the agent's find-links)."""
+        proc = subprocess.run(
+            [self._python(target), "-m", "pip", "install", "-q", "-r", str(handle)],
+            capture_output=True, text=True, env=env, timeout=300,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip()[-400:])
+
+
+class GitTreeCopier(FileCopier):
+    """A repository copied as files (``cp -r`` of the work tree, ``.git`` included)."""
+
+
 COPIERS: dict[str, str] = {
+    "git": "preimage.bench.content_only:GitTreeCopier",
+    "pip": "preimage.bench.content_only:PipFreezeCopier",
     "file": "preimage.bench.content_only:FileCopier",
     "sqlite": "preimage.bench.content_only:SqlRowsCopier",
     "postgresql": "preimage.bench.content_only:SqlRowsCopier",
@@ -215,10 +257,7 @@ def get_copier(scheme: str) -> Copier | None:
     return copier
 
 # Why a scheme has no content-only copier (shown in the report).
-NOT_COVERED: dict[str, str] = {
-    "git": "a plain copy of a repository is a file copy; give the scenario a file:// target",
-    "pip": "a package environment has no content-only export short of its files",
-}
+NOT_COVERED: dict[str, str] = {}
 
 
 class ContentOnly(Protector):
@@ -239,7 +278,7 @@ class ContentOnly(Protector):
                     target.scheme, f"no content-only copier for {target.scheme}:// state yet"
                 )
                 raise NotCoveredError(reason)
-            handle, size = copier.take(target, ctx.scratch / f"copy-{i}")
+            handle, size = copier.take(target, ctx.scratch / f"copy-{i}", ctx.sandbox.env)
             handles[uri] = (copier, handle)
             total += size
         return Protection(
@@ -255,7 +294,7 @@ class ContentOnly(Protector):
         notes: list[str] = []
         for uri, (copier, handle) in protection.handle.items():
             try:
-                copier.put_back(Target.parse(uri), handle)
+                copier.put_back(Target.parse(uri), handle, ctx.sandbox.env)
             except Exception as exc:  # a failed baseline restore is a result, not a crash
                 notes.append(f"{uri}: copy back failed: {exc}")
         return notes

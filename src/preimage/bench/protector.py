@@ -111,6 +111,8 @@ def uri_covers(captured: str, expected: str) -> bool:
     cs, es = _normal(c.scheme), _normal(e.scheme)
     if cs == "file" and es in _LOCAL_SCHEMES:
         return _contains(c.path, _local_path(e))
+    if cs == "git" and es == "file":
+        return _contains(c.path, e.path)  # a repository's capture holds its working files
     if cs != es or (c.host or "") != (e.host or "") or c.port != e.port:
         return False
     if (c.username or "") != (e.username or ""):

@@ -166,10 +166,10 @@ def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) 
     elif suite == "quick":
         chosen = [s for s in scenarios if s.quick]
     else:
-        chosen = [s for s in scenarios if suite in (s.category, s.system)]
-        if not chosen:
-            names = sorted({*SUITES, *(s.system for s in scenarios)})
+        names = sorted({*SUITES, *(s.system for s in scenarios)})
+        if suite not in names:
             raise UsageError(f"no suite {suite!r}; choose one of: {', '.join(names)}")
+        chosen = [s for s in scenarios if suite in (s.category, s.system)]
     pats = [p for p in patterns if p]
     if pats:
         chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.id, p) for p in pats)]

@@ -140,6 +140,7 @@ class System:
         if setup.get("wheels"):
             build_wheels(setup["wheels"], sandbox.root / "wheels")
             sandbox.variables["wheels"] = str(sandbox.root / "wheels")
+            sandbox.env["PIP_FIND_LINKS"] = str(sandbox.root / "wheels")
         self.seed_system(setup, sandbox)
         script = setup.get("run")
         if script:

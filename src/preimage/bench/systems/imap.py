@@ -199,7 +199,7 @@ class ImapCopier:
     (what a careful import does); nothing else of the folder is touched.
     """
 
-    def take(self, target: Any, dest: Path) -> tuple[Any, int]:
+    def take(self, target: Any, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
         """Fetch every message of the target's folder (or of every folder)."""
         conn = imaplib.IMAP4(target.host, target.port or 143, timeout=60)
         conn.login(target.username, target.resolve_password() or "")
@@ -215,7 +215,7 @@ class ImapCopier:
             conn.logout()
         return copies, sum(len(b) for msgs in copies.values() for b in msgs)
 
-    def put_back(self, target: Any, handle: Any) -> None:
+    def put_back(self, target: Any, handle: Any, env: dict[str, str]) -> None:
         """Create missing folders; APPEND messages whose bytes the folder lacks."""
         conn = imaplib.IMAP4(target.host, target.port or 143, timeout=60)
         conn.login(target.username, target.resolve_password() or "")
