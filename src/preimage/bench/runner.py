@@ -16,10 +16,12 @@ Servers start once per run, on first use, and stop at the end.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -95,21 +97,66 @@ def _differences(report: SimilarityReport) -> list[str]:
     return out
 
 
+@dataclass
+class SeedCache:
+    """Seeded sandboxes of systems whose whole state is files, reused across protectors.
+
+    The first protector's run seeds the scenario and the tree is copied with
+    ``cp -a`` (modes, times, links, xattrs); later runs of the same scenario
+    start from that copy at the same path instead of seeding again (a
+    virtualenv with packages takes a minute to build, a copy a second).
+    """
+
+    seeded: dict[str, tuple[Path, dict[str, str], dict[str, str]]] = field(default_factory=dict)
+
+    def sandbox(self, scenario: Scenario, system: System, where: Path) -> Sandbox:
+        """A seeded sandbox at ``where``: copied from the cache, or seeded (and cached)."""
+        if where.exists():
+            shutil.rmtree(where)
+        hit = self.seeded.get(scenario.id)
+        if hit is not None:
+            template, variables, env = hit
+            subprocess.run(["cp", "-a", str(template), str(where)], check=True)
+            return Sandbox(root=where, variables=dict(variables), env=dict(env))
+        sandbox = Sandbox.create(where, scenario.cwd)
+        system.seed(scenario, sandbox)
+        if system.files_only:
+            template = where.parent / "seeded"
+            subprocess.run(["cp", "-a", str(where), str(template)], check=True)
+            self.seeded[scenario.id] = (template, dict(sandbox.variables), dict(sandbox.env))
+        return sandbox
+
+
 def run_one(
-    scenario: Scenario, system: System, protector: Protector, root: Path, *, keep: bool = False
+    scenario: Scenario,
+    system: System,
+    protector: Protector,
+    root: Path,
+    *,
+    keep: bool = False,
+    cache: SeedCache | None = None,
 ) -> RunResult:
-    """One scenario under one protector, in a fresh sandbox under ``root``."""
+    """One scenario under one protector, in a fresh sandbox.
+
+    The run's stores live under ``root``; the sandbox is ``root/sandbox``, or
+    with a ``cache`` the scenario's shared ``root/../sandbox`` (so every
+    protector sees the same paths).
+    """
     result = RunResult(
         scenario=scenario.id, title=scenario.title, category=scenario.category,
         system=scenario.system, protector=protector.name, label=protector.label,
     )
     if root.exists():
         shutil.rmtree(root)
+    root.mkdir(parents=True)
     began = time.perf_counter()
     sandbox: Sandbox | None = None
     try:
-        sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
-        system.seed(scenario, sandbox)
+        if cache is not None:
+            sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
+        else:
+            sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
+            system.seed(scenario, sandbox)
         expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
         call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
         result.expected = expected
@@ -156,6 +203,8 @@ def run_one(
                 result.notes.append(f"teardown: {exc}")
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+            if sandbox is not None:
+                shutil.rmtree(sandbox.root, ignore_errors=True)
         result.seconds = time.perf_counter() - began
     return result
 
@@ -196,6 +245,7 @@ def run_bench(
     )
     systems: dict[str, System] = {}
     failed: dict[str, str] = {}
+    cache = None if keep else SeedCache()
     try:
         for sc in scenarios:
             reason = _prepare(sc, systems, failed, workdir / "servers")
@@ -208,8 +258,12 @@ def run_bench(
                 continue
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
-                res = run_one(sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep)
+                res = run_one(
+                    sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
+                    cache=cache,
+                )
                 report.runs.append(res)
+            shutil.rmtree(workdir / sc.id / "seeded", ignore_errors=True)
     finally:
         for system in systems.values():
             try:

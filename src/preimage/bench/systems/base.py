@@ -117,6 +117,9 @@ class System:
 
     name: ClassVar[str] = "files"
     schemes: ClassVar[tuple[str, ...]] = ("file",)
+    # True when everything seeding makes lives in the sandbox (no server state),
+    # so a seeded sandbox can be copied for the next protector instead of re-seeded.
+    files_only: ClassVar[bool] = True
 
     def unavailable(self, scenario: Scenario) -> str | None:
         """Why ``scenario`` cannot run here (a missing connector or server), else ``None``."""

@@ -63,6 +63,7 @@ class ImapSystem(System):
 
     name: ClassVar[str] = "imap"
     schemes: ClassVar[tuple[str, ...]] = ("file", "imap")
+    files_only: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.server: Any = None

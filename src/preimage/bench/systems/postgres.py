@@ -34,6 +34,7 @@ class PostgresSystem(System):
 
     name: ClassVar[str] = "postgres"
     schemes: ClassVar[tuple[str, ...]] = ("file", "postgresql")
+    files_only: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.server: Any = None
