@@ -1,0 +1,46 @@
+"""The connector conformance kit, run against the IMAP connector and a real Dovecot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from preimage.testing import ConnectorContract
+
+from .conftest import Account, date_of, make_message
+
+pytestmark = pytest.mark.imap
+
+
+class TestImapConnectorContract(ConnectorContract):
+    """capture → mutate → restore → score on a whole account."""
+
+    @pytest.fixture
+    def target_uri(self, account: Account) -> str:
+        """An account with read, unread, flagged and labelled mail in nested and special-use folders."""
+        account.seed({
+            "INBOX": [
+                (make_message(i), (["\\Seen"] if i % 2 else []) + (["$todo"] if i % 3 == 0 else []),
+                 date_of(i))
+                for i in range(1, 9)
+            ],
+            "Archive": [(make_message(20), ["\\Seen", "\\Flagged"], date_of(20))],
+            "Projects/Alpha": [(make_message(21, message_id=None), [], date_of(21))],
+        })
+        return str(account.uri())
+
+    @pytest.fixture
+    def mutate(self, account: Account) -> Callable[[str], None]:
+        """Mark all read, move half of INBOX to Trash, delete a folder, file a new message."""
+
+        def damage(_uri: str) -> None:
+            c = account.client()
+            c.select_folder("INBOX")
+            c.add_flags("1:*", ["\\Seen"], silent=True)
+            c.move([1, 2, 3, 4], "Trash")
+            c.delete_folder("Projects/Alpha")
+            c.append("Archive", make_message(30), flags=["\\Seen"], msg_time=date_of(30))
+            c.logout()
+
+        return damage
