@@ -138,6 +138,7 @@ class System:
 
     def seed(self, scenario: Scenario, sandbox: Sandbox) -> None:
         """Build the scenario's state: files, wheels, then the system's own, then ``run``."""
+        self.prepare(scenario.setup, sandbox)
         setup = sandbox.fill(scenario.setup)
         entries = make_entries(setup.get("files", []))
         if setup.get("wheels"):
@@ -147,13 +148,16 @@ class System:
         self.seed_system(setup, sandbox)
         script = setup.get("run")
         if script:
-            outcome = run_shell(sandbox.fill(script), sandbox, str(sandbox.home))
+            outcome = run_shell(script, sandbox, str(sandbox.home))
             if outcome.exit_code != 0:
                 raise UsageError(
                     f"scenario {scenario.id}: setup script failed "
                     f"(exit {outcome.exit_code}): {outcome.output.strip()[-600:]}"
                 )
         apply_times(entries)
+
+    def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
+        """Set the system's variables (names, URIs, environment) before anything is filled in."""
 
     def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
         """Seed the system's own state (databases, mailboxes, objects)."""
@@ -178,6 +182,7 @@ SYSTEMS: dict[str, str] = {
     "sqlite": "preimage.bench.systems.sqlite:SqliteSystem",
     "postgres": "preimage.bench.systems.postgres:PostgresSystem",
     "imap": "preimage.bench.systems.imap:ImapSystem",
+    "kubernetes": "preimage.bench.systems.kubernetes:KubernetesSystem",
 }
 
 

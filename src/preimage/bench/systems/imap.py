@@ -113,15 +113,19 @@ class ImapSystem(System):
         conn.login(user, self.password)
         return conn
 
-    def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """Create a fresh user and APPEND every folder's messages with flags and dates."""
-        spec = setup.get("imap") or {}
+    def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
+        """A fresh user name: ``{imap_user}``, ``{imap_uri}``."""
         user = f"bench-{secrets.token_hex(4)}"
-        self._add_user(user)
         sandbox.variables.update(
             imap_user=user, imap_uri=f"imap://{user}@{self.host}:{self.port}"
         )
         sandbox.env["IMAP_PASSWORD"] = self.password
+
+    def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
+        """Create the user and APPEND every folder's messages with flags and dates."""
+        spec = setup.get("imap") or {}
+        user = sandbox.variables["imap_user"]
+        self._add_user(user)
         conn = self.login(user)
         try:
             n = 0

@@ -94,15 +94,10 @@ class PostgresSystem(System):
         )
         return CallOutcome(proc.returncode, (proc.stdout + proc.stderr)[-2000:])
 
-    def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """Create the scenario's database fresh and run its script."""
+    def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
+        """``{pg_db}``, ``{pg_uri}`` and the libpq environment of the run."""
         spec = setup.get("postgres") or {}
         database = str(spec.get("database", "app"))
-        dropped = self.psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE);')
-        made = self.psql(f'CREATE DATABASE "{database}";')
-        for step in (dropped, made):
-            if step.exit_code != 0:
-                raise UsageError(f"cannot create database {database}: {step.output.strip()}")
         sandbox.variables.update(
             pg_db=database, pg_host=self.host, pg_port=str(self.port), pg_user=self.user,
             pg_uri=f"postgresql://{self.user}@{self.host}:{self.port}/{database}",
@@ -113,6 +108,16 @@ class PostgresSystem(System):
         )
         if self.bindir is not None:
             sandbox.env["PATH"] = f"{self.bindir}:{sandbox.env['PATH']}"
+
+    def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
+        """Create the scenario's database fresh and run its script."""
+        spec = setup.get("postgres") or {}
+        database = sandbox.variables["pg_db"]
+        dropped = self.psql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE);')
+        made = self.psql(f'CREATE DATABASE "{database}";')
+        for step in (dropped, made):
+            if step.exit_code != 0:
+                raise UsageError(f"cannot create database {database}: {step.output.strip()}")
         sql = spec.get("sql")
         if sql:
             done = self.psql(str(sql), database)
