@@ -92,3 +92,10 @@ def test_schema_capture_covers_its_tables() -> None:
     base = "postgresql://u@127.0.0.1:5/shop"
     assert uri_covers(f"{base}?schema=public", f"{base}?tables=public.orders,users")
     assert not uri_covers(f"{base}?schema=public", f"{base}?tables=gis.places")
+
+
+def test_widening_parameters_do_not_break_coverage() -> None:
+    """A recursive folder capture holds the folder; a message subset does not hold it all."""
+    base = "imap://u@127.0.0.1:143"
+    assert uri_covers(f"{base}/Projects?recursive=1", f"{base}/Projects")
+    assert not uri_covers(f"{base}/INBOX?uids=1:5", f"{base}/INBOX")

@@ -34,10 +34,14 @@ class LayerProtector(Protector):
         )
 
         env = dict(ctx.sandbox.env)
-        mcp = {
-            name: McpServer.model_validate(spec)
-            for name, spec in ctx.system.mcp_servers(ctx.sandbox).items()
-        }
+        servers = ctx.system.mcp_servers(ctx.sandbox)
+        if not ctx.call.is_shell:
+            # The scenario's MCP server (``supabase``, ``email``) is configured the way a
+            # user configures theirs: mcp.<name>.target in preimage's settings.
+            called, _tool = ctx.call.mcp
+            if called not in servers and len(servers) == 1:
+                servers = {called: next(iter(servers.values()))}
+        mcp = {name: McpServer.model_validate(spec) for name, spec in servers.items()}
         config = LayerConfig(mode="full", workspace=str(ctx.sandbox.cwd), mcp=mcp)
         layer = BackupLayer(store=ctx.store, config=config, env=env)
         call = ToolCall(

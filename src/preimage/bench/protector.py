@@ -28,6 +28,11 @@ from preimage.snapshot_schemas import Snapshot
 _SCHEME_ALIASES = {"postgres": "postgresql", "imaps": "imap"}
 # Schemes whose state is a local file or tree: a file:// capture of the path holds it.
 _LOCAL_SCHEMES = ("file", "sqlite", "git", "pip")
+# Query parameters that narrow a target to part of what its path addresses.
+_NARROWING = frozenset({
+    "tables", "table", "where", "schema", "uids", "search", "labelSelector", "selector",
+    "fieldSelector", "origin",
+})
 
 
 @dataclass
@@ -102,8 +107,10 @@ def uri_covers(captured: str, expected: str) -> bool:
     """Whether a capture of ``captured`` holds the state addressed by ``expected``.
 
     Same scheme, host, port and user, and ``captured``'s path contains
-    ``expected``'s; a ``tables=`` (or other) query parameter on ``captured``
-    narrows it, so it must list everything ``expected`` lists.  A ``file://``
+    ``expected``'s; a narrowing query parameter on ``captured`` (``tables=``,
+    ``schema=``, ``uids=``, ``labelSelector=``, …) must list everything
+    ``expected`` lists; parameters that widen or say how to connect
+    (``recursive=1``, ``sslmode=``) do not matter.  A ``file://``
     capture of a path holds any local state under it (a SQLite file, a git
     repository, a virtualenv), byte for byte.
     """
@@ -120,6 +127,8 @@ def uri_covers(captured: str, expected: str) -> bool:
     if not _contains(_local_path(c), _local_path(e)):
         return False
     for name, values in c.query.items():
+        if name not in _NARROWING:
+            continue  # recursive=1, sslmode=…: they widen or only say how to connect
         wanted = e.query.get(name)
         if name == "schema" and wanted is None and e.query.get("tables"):
             schemas = {v for raw in values for v in raw.split(",")}
