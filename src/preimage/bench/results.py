@@ -3,8 +3,11 @@
 Definitions (the same for every protector):
 
 * **backed up** — before the call ran, the protector held the state of every
-  expected target (:meth:`Protector.covers`); the **backup rate** is the share
-  of scenarios run where that was so;
+  expected target (:meth:`Protector.covers`: its backup's targets contain the
+  expected ones), or — when its targets differ — restoring its backup brought
+  back every leaf the call destroyed (a before-image of exactly the rows a
+  ``DELETE`` matched holds the affected state without holding the table);
+  the **backup rate** is the share of scenarios run where that was so;
 * **content / metadata / server** — similarity per fidelity class of the
   state after the protector's restore against the ground truth captured
   just before the call (:func:`preimage.similarity.score`); **damage** is

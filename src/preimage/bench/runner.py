@@ -127,6 +127,29 @@ class SeedCache:
         return sandbox
 
 
+_LOST = ("missing item", "missing field", "changed value")
+
+
+def _backed_up_by_evidence(
+    result: RunResult, damaged: SimilarityReport, final: SimilarityReport
+) -> None:
+    """Count a backup whose targets differ from the expected ones when it brought back
+    every leaf the call destroyed (a predicate-scoped before-image of exactly the rows a
+    DELETE touched holds the affected state without containing the whole table)."""
+    lost = {
+        (d.item, d.path) for d in damaged.differences
+        if d.fidelity != "server" and d.reason in _LOST
+    }
+    still = {(d.item, d.path) for d in final.differences if d.fidelity != "server"}
+    if lost and not lost & still:
+        result.backed_up = True
+        result.notes.append(
+            f"{result.reason}; but every leaf the call changed came back from the backup, "
+            "so it held the affected state"
+        )
+        result.reason = ""
+
+
 def run_one(
     scenario: Scenario,
     system: System,
@@ -180,7 +203,8 @@ def run_one(
             result.call_exit = outcome.exit_code
             if outcome.exit_code != 0:
                 result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
-            result.damage = score_live(truth, truth_store).restorable.score
+            damaged = score_live(truth, truth_store)
+            result.damage = damaged.restorable.score
             if protection.backup_id is not None:
                 started = time.perf_counter()
                 result.notes.extend(protector.restore(ctx, protection))
@@ -191,6 +215,8 @@ def run_one(
             result.server = final.classes["server"].score
             result.restorable = final.restorable.score
             result.differences = _differences(final)
+            if protection.backup_id is not None and not result.backed_up:
+                _backed_up_by_evidence(result, damaged, final)
     except Exception as exc:  # one broken run must not stop the benchmark
         result.status = "error"
         result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
