@@ -67,6 +67,7 @@ def similarity_by_category(report: BenchReport, out: Path) -> Path:
 def latency_distribution(report: BenchReport, out: Path) -> Path:
     """Per protector: capture latency before the call and restore time (log scale)."""
     plt = _pyplot()
+    colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(report.protectors)}
     protectors = [(n, lbl) for n, lbl in report.protectors.items() if n != "none"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
     for ax, attr, title in (
@@ -82,9 +83,9 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
             data.append(vals or [float("nan")])
             labels.append(label.replace(" (", "\n("))
         ax.boxplot(data, showfliers=False, widths=0.5)
-        for i, vals in enumerate(data, start=1):
+        for i, (vals, (name, _label)) in enumerate(zip(data, protectors, strict=True), start=1):
             jitter = [i + ((k % 7) - 3) * 0.035 for k in range(len(vals))]
-            ax.scatter(jitter, vals, s=14, alpha=0.75, color=COLOURS[i % len(COLOURS)], zorder=3)
+            ax.scatter(jitter, vals, s=14, alpha=0.75, color=colour[name], zorder=3)
         ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("milliseconds (log scale)")

@@ -71,7 +71,7 @@ class WorkspaceOnly(Protector):
         commit = _git(shadow, work, "rev-parse", "HEAD").strip()
         tracked = set(_git(shadow, work, "ls-tree", "-r", "--name-only", commit).splitlines())
         return Protection(
-            backup_id=commit,
+            backup_id=commit if tracked else None,  # an empty checkpoint holds nothing
             targets=[f"file://{work}"],
             stored_bytes=_size(shadow),
             tier="checkpoint",
@@ -102,10 +102,8 @@ class WorkspaceOnly(Protector):
 
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """``git checkout <commit> -- .`` into the working directory (re-made if deleted)."""
-        shadow, work, tracked = protection.handle
+        shadow, work, _tracked = protection.handle
         work.mkdir(parents=True, exist_ok=True)
-        if not tracked:
-            return ["the checkpoint holds no file (the working directory was empty)"]
         try:
             _git(shadow, work, "checkout", "-f", str(protection.backup_id), "--", ".")
         except RuntimeError as exc:
