@@ -127,6 +127,17 @@ class SeedCache:
         return sandbox
 
 
+def _shorten_paths(result: RunResult, root: str) -> None:
+    """Write the (deleted) sandbox's path as ``<sandbox>`` in what the report shows."""
+
+    def short(text: str) -> str:
+        return text.replace(root, "<sandbox>")
+
+    result.reason = short(result.reason)
+    for name in ("targets", "expected", "differences", "notes"):
+        setattr(result, name, [short(t) for t in getattr(result, name)])
+
+
 _LOST = ("missing item", "missing field", "changed value")
 
 
@@ -231,6 +242,7 @@ def run_one(
             shutil.rmtree(root, ignore_errors=True)
             if sandbox is not None:
                 shutil.rmtree(sandbox.root, ignore_errors=True)
+                _shorten_paths(result, str(sandbox.root))
         result.seconds = time.perf_counter() - began
     return result
 
