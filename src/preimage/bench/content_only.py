@@ -244,6 +244,7 @@ COPIERS: dict[str, str] = {
     "postgresql": "preimage.bench.content_only:SqlRowsCopier",
     "postgres": "preimage.bench.content_only:SqlRowsCopier",
     "imap": "preimage.bench.systems.imap:ImapCopier",
+    "k8s": "preimage.bench.systems.kubernetes:K8sSpecCopier",
 }
 
 

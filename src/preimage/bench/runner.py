@@ -191,6 +191,7 @@ def run_one(
         else:
             sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
             system.seed(scenario, sandbox)
+        system.settle(sandbox)
         expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
         call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
         result.expected = expected
@@ -214,12 +215,14 @@ def run_one(
             result.call_exit = outcome.exit_code
             if outcome.exit_code != 0:
                 result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
+            system.settle(sandbox)
             damaged = score_live(truth, truth_store)
             result.damage = damaged.restorable.score
             if protection.backup_id is not None:
                 started = time.perf_counter()
                 result.notes.extend(protector.restore(ctx, protection))
                 result.restore_s = time.perf_counter() - started
+            system.settle(sandbox)
             final = score_live(truth, truth_store)
             result.content = final.classes["content"].score
             result.metadata = final.classes["metadata"].score

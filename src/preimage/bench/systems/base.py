@@ -162,6 +162,9 @@ class System:
     def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
         """Seed the system's own state (databases, mailboxes, objects)."""
 
+    def settle(self, sandbox: Sandbox) -> None:
+        """Wait until the system's own controllers are done reacting (after seed, call, restore)."""
+
     def teardown(self, sandbox: Sandbox) -> None:
         """Remove what seeding put on a shared server (a database, a namespace, a user)."""
 

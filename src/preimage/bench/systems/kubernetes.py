@@ -87,14 +87,18 @@ class KubernetesSystem(System):
             return str(self.bin_dir / "kubectl")
         return "kubectl"
 
-    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> CallOutcome:
-        """Run kubectl against the cluster's context."""
+    def kubectl(
+        self, *args: str, stdin: str | None = None, timeout: float = 120, full: bool = False
+    ) -> CallOutcome:
+        """Run kubectl against the cluster's context (``full``: all of stdout, else the tail)."""
         cmd = [self._kubectl_path(), f"--kubeconfig={self.kubeconfig}"]
         if self.context:
             cmd.append(f"--context={self.context}")
         proc = subprocess.run(
             [*cmd, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
         )
+        if full:
+            return CallOutcome(proc.returncode, proc.stdout)
         return CallOutcome(proc.returncode, (proc.stdout + proc.stderr)[-2000:])
 
     def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
@@ -119,6 +123,28 @@ class KubernetesSystem(System):
             applied = self.kubectl("apply", "-n", ns, "-f", "-", stdin=str(manifests))
             if applied.exit_code != 0:
                 raise UsageError(f"setup.kubernetes.manifests: {applied.output.strip()[-800:]}")
+
+    def settle(self, sandbox: Sandbox, timeout: float = 60.0) -> None:
+        """Until the run namespace's Deployments have counted their pods and its claims
+        that name a volume are Bound again (controllers write ``status`` a moment after
+        every change; scoring in between would measure the controllers, not the restore)."""
+        import json
+        import time
+
+        ns = sandbox.variables.get("ns")
+        if not ns:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.kubectl("get", "deployments,persistentvolumeclaims", "-n", ns, "-o", "json",
+                               full=True)
+            try:
+                items = json.loads(got.output)["items"] if got.exit_code == 0 else []
+            except (ValueError, KeyError):
+                items = []
+            if all(_settled(obj) for obj in items):
+                return
+            time.sleep(0.3)
 
     def teardown(self, sandbox: Sandbox) -> None:
         """Delete the run's namespace and its labelled cluster-scoped objects."""
@@ -149,3 +175,115 @@ class KubernetesSystem(System):
     def mcp_servers(self, sandbox: Sandbox) -> dict[str, dict[str, Any]]:
         """The Kubernetes MCP server stands behind the run's cluster context."""
         return {"kubernetes": {"kind": "kubernetes", "target": sandbox.variables["k8s_uri"]}}
+
+
+# Kinds a content-only copy leaves out: events and what controllers or the API
+# server make by themselves.
+_SKIP_KINDS = frozenset({
+    "events", "events.events.k8s.io", "pods", "endpoints", "endpointslices.discovery.k8s.io",
+    "replicasets.apps", "controllerrevisions.apps", "leases.coordination.k8s.io",
+    "localsubjectaccessreviews.authorization.k8s.io", "bindings",
+    "csistoragecapacities.storage.k8s.io", "podmetrics.metrics.k8s.io",
+})
+# Spec fields that are hard metadata (identities the cluster assigned, bindings).
+_STRIP_SPEC = {
+    "Service": ("clusterIP", "clusterIPs"),
+    "PersistentVolume": ("claimRef",),
+    "PersistentVolumeClaim": ("volumeName",),
+}
+
+
+class K8sSpecCopier:
+    """Content-only for Kubernetes: specs and data, without hard metadata.
+
+    ``kubectl get -o json`` of the target's objects keeping ``apiVersion``,
+    ``kind``, name, namespace and the body (``spec``, ``data``, …); labels,
+    annotations, finalizers, owner references, ``status``, a Service's
+    ``clusterIP`` and ``nodePort``, PV/PVC bindings are dropped.  Objects a
+    controller owns are left to their controller.  Written back with
+    ``kubectl apply`` (the namespace re-created first when it is gone).
+    """
+
+    @staticmethod
+    def _kubectl(target: Any, env: dict[str, str], *args: str, stdin: str | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+        ctx = [f"--context={target.host}"] if target.host else []
+        return subprocess.run(["kubectl", *ctx, *args], input=stdin, capture_output=True,
+                              text=True, env=env, timeout=180)
+
+    def _kinds(self, target: Any, env: dict[str, str], namespaced: bool) -> list[str]:
+        got = self._kubectl(target, env, "api-resources", f"--namespaced={str(namespaced).lower()}",
+                            "--verbs=list,create", "-o", "name")
+        return [k for k in got.stdout.split() if k not in _SKIP_KINDS]
+
+    def take(self, target: Any, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
+        """The target's objects, reduced to their content."""
+        import json
+
+        parts = [p for p in target.path.split("/") if p]
+        ns = None if parts[0] == "_" else parts[0]
+        kinds = [parts[1]] if len(parts) > 1 else self._kinds(target, env, ns is not None)
+        args = ["get", ",".join(kinds), "-o", "json"]
+        args += ["-n", ns] if ns else []
+        if len(parts) > 2:
+            args = ["get", parts[1], parts[2], "-o", "json", *(["-n", ns] if ns else [])]
+        if target.param("selector"):
+            args += ["-l", str(target.param("selector"))]
+        got = self._kubectl(target, env, *args)
+        if got.returncode != 0:
+            raise RuntimeError(got.stderr.strip()[-400:])
+        doc = json.loads(got.stdout)
+        items = doc.get("items", [doc]) if doc.get("kind", "").endswith("List") else [doc]
+        kept = [_content_only(o) for o in items if _copied(o)]
+        if ns and len(parts) == 1 and not target.param("selector"):
+            kept.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": kept})
+        return (ns, text), len(text.encode())
+
+    def put_back(self, target: Any, handle: Any, env: dict[str, str]) -> None:
+        """``kubectl apply`` the copy (after re-creating a missing namespace)."""
+        ns, text = handle
+        if ns and self._kubectl(target, env, "get", "namespace", ns).returncode != 0:
+            self._kubectl(target, env, "create", "namespace", ns)
+        got = self._kubectl(target, env, "apply", "-f", "-", stdin=text)
+        if got.returncode != 0:
+            raise RuntimeError(got.stderr.strip()[-400:])
+
+
+def _settled(obj: dict[str, Any]) -> bool:
+    spec, status = obj.get("spec", {}), obj.get("status", {})
+    if obj.get("kind") == "Deployment":
+        want = spec.get("replicas", 1)
+        return bool(
+            status.get("observedGeneration") == obj["metadata"].get("generation")
+            and status.get("replicas", 0) == want and status.get("updatedReplicas", 0) == want
+        )
+    if obj.get("kind") == "PersistentVolumeClaim" and spec.get("volumeName"):
+        return bool(status.get("phase") == "Bound")
+    return True
+
+
+def _copied(obj: dict[str, Any]) -> bool:
+    md = obj.get("metadata", {})
+    if md.get("ownerReferences"):
+        return False
+    name, kind = md.get("name"), obj.get("kind")
+    if (kind, name) in (("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")):
+        return False
+    return not (kind == "Secret" and obj.get("type") == "kubernetes.io/service-account-token")
+
+
+def _content_only(obj: dict[str, Any]) -> dict[str, Any]:
+    md = obj.get("metadata", {})
+    out = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    out["metadata"] = {k: md[k] for k in ("name", "namespace") if k in md}
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        for key in _STRIP_SPEC.get(str(obj.get("kind")), ()):
+            spec.pop(key, None)
+        if obj.get("kind") == "Service" and isinstance(spec.get("ports"), list):
+            spec["ports"] = [{k: v for k, v in p.items() if k != "nodePort"}
+                             for p in spec["ports"]]
+        out["spec"] = spec
+    return out
