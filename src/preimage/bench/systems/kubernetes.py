@@ -126,7 +126,7 @@ class KubernetesSystem(System):
 
     def settle(self, sandbox: Sandbox, timeout: float = 60.0) -> None:
         """Until the run namespace's Deployments have counted their pods and its claims
-        that name a volume are Bound again (controllers write ``status`` a moment after
+        whose volume exists are Bound again (controllers write ``status`` a moment after
         every change; scoring in between would measure the controllers, not the restore)."""
         import json
         import time
@@ -138,11 +138,13 @@ class KubernetesSystem(System):
         while time.monotonic() < deadline:
             got = self.kubectl("get", "deployments,persistentvolumeclaims", "-n", ns, "-o", "json",
                                full=True)
+            pvs = self.kubectl("get", "persistentvolumes", "-o", "name", full=True).output.split()
             try:
                 items = json.loads(got.output)["items"] if got.exit_code == 0 else []
             except (ValueError, KeyError):
                 items = []
-            if all(_settled(obj) for obj in items):
+            volumes = {p.rpartition("/")[2] for p in pvs}
+            if all(_settled(obj, volumes) for obj in items):
                 return
             time.sleep(0.3)
 
@@ -250,7 +252,7 @@ class K8sSpecCopier:
             raise RuntimeError(got.stderr.strip()[-400:])
 
 
-def _settled(obj: dict[str, Any]) -> bool:
+def _settled(obj: dict[str, Any], volumes: set[str]) -> bool:
     spec, status = obj.get("spec", {}), obj.get("status", {})
     if obj.get("kind") == "Deployment":
         want = spec.get("replicas", 1)
@@ -258,8 +260,8 @@ def _settled(obj: dict[str, Any]) -> bool:
             status.get("observedGeneration") == obj["metadata"].get("generation")
             and status.get("replicas", 0) == want and status.get("updatedReplicas", 0) == want
         )
-    if obj.get("kind") == "PersistentVolumeClaim" and spec.get("volumeName"):
-        return bool(status.get("phase") == "Bound")
+    if obj.get("kind") == "PersistentVolumeClaim" and spec.get("volumeName") in volumes:
+        return bool(status.get("phase") == "Bound")  # its volume exists: wait for the binding
     return True
 
 
