@@ -26,12 +26,7 @@ class LayerProtector(Protector):
 
     def before(self, ctx: RunContext) -> Protection:
         """Ask the layer; record its decision (tier, rules, targets, tokens, rewrite)."""
-        from preimage.layer import (  # type: ignore[import-not-found]
-            BackupLayer,
-            LayerConfig,
-            McpServer,
-            ToolCall,
-        )
+        from preimage.layer import BackupLayer, LayerConfig, Mode, McpServer, ToolCall
 
         env = dict(ctx.sandbox.env)
         servers = ctx.system.mcp_servers(ctx.sandbox)
@@ -42,13 +37,13 @@ class LayerProtector(Protector):
             if called not in servers and len(servers) == 1:
                 servers = {called: next(iter(servers.values()))}
         mcp = {name: McpServer.model_validate(spec) for name, spec in servers.items()}
-        config = LayerConfig(mode="full", workspace=str(ctx.sandbox.cwd), mcp=mcp)
+        config = LayerConfig(mode=Mode.FULL, workspace=str(ctx.sandbox.cwd), mcp=mcp)
         layer = BackupLayer(store=ctx.store, config=config, env=env)
         call = ToolCall(
             ctx.call.tool, dict(ctx.call.input), str(ctx.sandbox.cwd),
             session_id=f"bench-{ctx.scenario.id}", env=env, harness="claude-code",
         )
-        decision: Any = layer.before(call)
+        decision = layer.before(call)
         protection = Protection(
             backup_id=decision.backup_id,
             targets=list(decision.targets),
