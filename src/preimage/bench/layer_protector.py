@@ -11,7 +11,7 @@ of the decision.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import preimage
 from preimage.bench.protector import Protection, Protector, RunContext, uri_covers
@@ -26,7 +26,7 @@ class LayerProtector(Protector):
 
     def before(self, ctx: RunContext) -> Protection:
         """Ask the layer; record its decision (tier, rules, targets, tokens, rewrite)."""
-        from preimage.layer import BackupLayer, LayerConfig, Mode, McpServer, ToolCall
+        from preimage.layer import BackupLayer, LayerConfig, McpServer, Mode, ToolCall
 
         env = dict(ctx.sandbox.env)
         servers = ctx.system.mcp_servers(ctx.sandbox)
