@@ -11,7 +11,7 @@ of the decision.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import preimage
 from preimage.bench.protector import Protection, Protector, RunContext, uri_covers
@@ -24,25 +24,36 @@ class LayerProtector(Protector):
     name: ClassVar[str] = "preimage"
     label: ClassVar[str] = "preimage (backup layer)"
 
-    def before(self, ctx: RunContext) -> Protection:
-        """Ask the layer; record its decision (tier, rules, targets, tokens, rewrite)."""
+    @staticmethod
+    def _layer_and_call(ctx: RunContext, spec: CallSpec) -> tuple[Any, Any]:
         from preimage.layer import BackupLayer, LayerConfig, McpServer, Mode, ToolCall
 
         env = dict(ctx.sandbox.env)
-        servers = ctx.system.mcp_servers(ctx.sandbox)
-        if not ctx.call.is_shell:
+        settings = dict(ctx.system.layer_settings(ctx.sandbox))
+        servers = dict(settings.pop("mcp", {}))
+        if not spec.is_shell:
             # The scenario's MCP server (``supabase``, ``email``) is configured the way a
             # user configures theirs: mcp.<name>.target in preimage's settings.
-            called, _tool = ctx.call.mcp
+            called, _tool = spec.mcp
             if called not in servers and len(servers) == 1:
                 servers = {called: next(iter(servers.values()))}
-        mcp = {name: McpServer.model_validate(spec) for name, spec in servers.items()}
-        config = LayerConfig(mode=Mode.FULL, workspace=str(ctx.sandbox.cwd), mcp=mcp)
+        mcp = {name: McpServer.model_validate(s) for name, s in servers.items()}
+        config = LayerConfig(mode=Mode.FULL, workspace=str(ctx.sandbox.cwd), mcp=mcp, **settings)
         layer = BackupLayer(store=ctx.store, config=config, env=env)
         call = ToolCall(
-            ctx.call.tool, dict(ctx.call.input), str(ctx.sandbox.cwd),
-            session_id=f"bench-{ctx.scenario.id}", env=env, harness="claude-code",
+            spec.tool, dict(spec.input), str(ctx.sandbox.cwd),
+            session_id=f"bench-{ctx.sandbox.variables['run']}", env=env, harness="claude-code",
         )
+        return layer, call
+
+    def observe(self, ctx: RunContext, call: CallSpec) -> None:
+        """An earlier call of the session goes through the layer too (it remembers pages)."""
+        layer, tool_call = self._layer_and_call(ctx, call)
+        layer.before(tool_call)
+
+    def before(self, ctx: RunContext) -> Protection:
+        """Ask the layer; record its decision (tier, rules, targets, tokens, rewrite)."""
+        layer, call = self._layer_and_call(ctx, ctx.call)
         decision = layer.before(call)
         protection = Protection(
             backup_id=decision.backup_id,

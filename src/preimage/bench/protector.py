@@ -78,6 +78,9 @@ class Protector:
         """Act before the call; return what was taken."""
         return Protection()
 
+    def observe(self, ctx: RunContext, call: CallSpec) -> None:
+        """See an earlier call of the session (a navigation) before it runs."""
+
     def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
         """Whether the backup taken before the call holds the state of ``uri``."""
         return False

@@ -203,6 +203,12 @@ def run_one(
             sandbox.env["PREIMAGE_HOME"] = str(store.home)
             truth = capture_truth(expected, truth_store)
             ctx = RunContext(scenario, system, sandbox, call, expected, truth, store, scratch)
+            for earlier in scenario.before:
+                earlier = CallSpec.model_validate(sandbox.fill(earlier.model_dump()))
+                protector.observe(ctx, earlier)
+                done = run_call(earlier, system, sandbox)
+                if done.exit_code != 0:
+                    raise preimage.UsageError(f"earlier call {earlier.tool} failed: {done.output}")
             started = time.perf_counter()
             try:
                 protection = protector.before(ctx)

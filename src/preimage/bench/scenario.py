@@ -81,6 +81,10 @@ class Scenario(BaseModel):
     )
     cwd: str = Field("{home}/proj", description="the agent's working directory")
     setup: dict[str, Any] = Field(default_factory=dict)
+    before: list[CallSpec] = Field(
+        default_factory=list,
+        description="calls the agent made first (navigation); they go through the protector too",
+    )
     call: CallSpec
     expected_lost: list[str] = Field(min_length=1)
     notes: str = ""

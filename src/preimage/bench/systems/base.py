@@ -178,6 +178,10 @@ class System:
         """MCP servers this system stands behind, for the backup layer's configuration."""
         return {}
 
+    def layer_settings(self, sandbox: Sandbox) -> dict[str, Any]:
+        """Backup-layer settings a user of this system would have (``mcp``, ``sites``, …)."""
+        return {"mcp": self.mcp_servers(sandbox)}
+
 
 # ------------------------------------------------------------------ registry
 SYSTEMS: dict[str, str] = {
@@ -186,6 +190,9 @@ SYSTEMS: dict[str, str] = {
     "postgres": "preimage.bench.systems.postgres:PostgresSystem",
     "imap": "preimage.bench.systems.imap:ImapSystem",
     "kubernetes": "preimage.bench.systems.kubernetes:KubernetesSystem",
+    "browser": "preimage.bench.systems.web:BrowserStorageSystem",
+    "isso": "preimage.bench.systems.web:IssoSystem",
+    "trac": "preimage.bench.systems.web:TracSystem",
 }
 
 
