@@ -201,14 +201,15 @@ def run_one(
             truth_store = stack.enter_context(Store(root / "truth"))
             store = stack.enter_context(Store(root / "store"))
             sandbox.env["PREIMAGE_HOME"] = str(store.home)
-            truth = capture_truth(expected, truth_store)
-            ctx = RunContext(scenario, system, sandbox, call, expected, truth, store, scratch)
+            ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
             for earlier in scenario.before:
                 earlier = CallSpec.model_validate(sandbox.fill(earlier.model_dump()))
                 protector.observe(ctx, earlier)
                 done = run_call(earlier, system, sandbox)
                 if done.exit_code != 0:
                     raise preimage.UsageError(f"earlier call {earlier.tool} failed: {done.output}")
+            # The truth is the state at the moment of the call, after what the agent did first.
+            truth = ctx.truth = capture_truth(expected, truth_store)
             started = time.perf_counter()
             try:
                 protection = protector.before(ctx)

@@ -18,6 +18,7 @@ its site adapter (``sites``).
 from __future__ import annotations
 
 import http.server
+import os
 import re
 import threading
 from pathlib import Path
@@ -38,6 +39,7 @@ class WebSystem(System):
 
     def __init__(self) -> None:
         self.pages: dict[str, Any] = {}
+        self._saved_profile: str | None = None
 
     # ------------------------------------------------------------ browser
     def credentials(self) -> dict[str, Any]:
@@ -62,8 +64,16 @@ class WebSystem(System):
         return page
 
     def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """``{profile}``: the run's Chromium profile directory."""
-        sandbox.variables["profile"] = str(sandbox.root / "profile")
+        """``{profile}``: the run's Chromium profile directory.
+
+        It is also ``PREIMAGE_BROWSER_PROFILE`` for the run — what a user of a
+        browser agent sets so that ``web+`` targets read with the agent's logins.
+        """
+        profile = str(sandbox.root / "profile")
+        sandbox.variables["profile"] = profile
+        sandbox.env["PREIMAGE_BROWSER_PROFILE"] = profile
+        self._saved_profile = os.environ.get("PREIMAGE_BROWSER_PROFILE")
+        os.environ["PREIMAGE_BROWSER_PROFILE"] = profile
 
     def teardown(self, sandbox: Sandbox) -> None:
         """Close the run's tab and profile."""
@@ -71,6 +81,10 @@ class WebSystem(System):
             close_profile,
         )
 
+        if self._saved_profile is None:
+            os.environ.pop("PREIMAGE_BROWSER_PROFILE", None)
+        else:
+            os.environ["PREIMAGE_BROWSER_PROFILE"] = self._saved_profile
         page = self.pages.pop(sandbox.variables.get("run", ""), None)
         if page is not None and not page.is_closed():
             page.close()
