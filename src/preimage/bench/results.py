@@ -138,6 +138,9 @@ def _shortfall(r: RunResult) -> str | None:
     if not r.backed_up:
         missing = r.reason or "the expected state was not captured before the call"
         return f"{r.scenario}: not backed up ({missing})"
+    failed = [n for n in r.notes if n.startswith("restore failed")]
+    if failed:
+        return f"{r.scenario}: {failed[0]}"
     low = [
         f"{name} {value:.3f}"
         for name, value in (("content", r.content), ("metadata", r.metadata))

@@ -227,7 +227,10 @@ def run_one(
             result.damage = damaged.restorable.score
             if protection.backup_id is not None:
                 started = time.perf_counter()
-                result.notes.extend(protector.restore(ctx, protection))
+                try:
+                    result.notes.extend(protector.restore(ctx, protection))
+                except preimage.PreimageError as exc:  # a failed restore is a result: score it
+                    result.notes.append(f"restore failed: {exc}")
                 result.restore_s = time.perf_counter() - started
             system.settle(sandbox)
             final = score_live(truth, truth_store)
