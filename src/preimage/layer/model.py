@@ -37,7 +37,8 @@ Given a tool call, answer with JSON only:
  "rule": {"command": "<program>", "subcommand": ["<word>", ...], "targets": ["<template>", ...]} | null}
 Target URI schemes: file:///abs/path (file or tree), git:///abs/repo, pip:///abs/venv,
 postgresql://user@host:port/db[?tables=s.t1,s.t2|?schema=s|?table=s.t&where=PRED],
-sqlite:////abs/file.db, k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]] (cluster-scoped: _cluster),
+sqlite:////abs/file.db, k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]] (cluster-scoped: _;
+one resource in every namespace: _all/RESOURCE),
 imap://user@host:port/FOLDER, browser:///profile?origin=URL, web+ADAPTER://host:port/path.
 Name exactly the state the call can change. Templates may use {cwd}, {workspace}, {home},
 {arg1}.. (positionals after the subcommand). Generalise the rule to sibling subcommands with

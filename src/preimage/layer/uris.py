@@ -10,7 +10,7 @@ written down once:
 * ``sqlite:////abs/file.db`` (SQLAlchemy's spelling) and ``mysql+pymysql://…``
   with the same ``tables``/``table``+``where`` parameters;
 * ``k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]][?selector=…]``; cluster-scoped
-  resources sit under the pseudo-namespace ``_cluster`` and "every namespace"
+  resources sit under the pseudo-namespace ``_`` and "every namespace"
   is ``_all`` (neither can be a namespace name: those are DNS labels);
 * ``imap://user@host:port/FOLDER[?uids=1,2]`` (``imaps`` for TLS);
 * ``browser://PROFILE_DIR?origin=…`` and ``web+ADAPTER://host:port/path``;
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import quote, urlencode, urlsplit
 
-K8S_CLUSTER = "_cluster"
+K8S_CLUSTER = "_"
 K8S_ALL_NAMESPACES = "_all"
 
 
