@@ -134,3 +134,33 @@ def test_html_report_has_table_and_plots(bench: Callable[..., Any], tmp_path: Pa
         assert data.startswith(b"\x89PNG") and len(data) > 5000
         assert png in page
     assert "| protector |" in (out / "table.md").read_text()
+
+
+def test_truth_is_the_state_after_earlier_calls(bench: Callable[..., Any], tmp_path: Path) -> None:
+    """Calls the agent made first run before the truth is taken: restore brings back their result."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "earlier.yaml").write_text(
+        """
+id: U-earlier
+title: "an edit, then a delete"
+category: terminal
+system: files
+setup:
+  files:
+    - {path: "{home}/proj/notes.txt", text: "v1\\n"}
+before:
+  - {tool: Bash, input: {command: "echo v2 > notes.txt"}}
+call:
+  tool: Bash
+  input: {command: "rm notes.txt"}
+expected_lost:
+  - "file://{home}/proj/notes.txt"
+"""
+    )
+    work = tmp_path / "work"
+    report = bench("--scenarios", str(d), "-k", "U-*", "--protectors", "declared",
+                   "--workdir", str(work))
+    assert report["runs"][0]["content"] == 1.0
+    kept = work / "U-earlier" / "declared" / "sandbox" / "home" / "proj" / "notes.txt"
+    assert kept.read_text() == "v2\n"
