@@ -21,6 +21,7 @@ inside the target — a symlinked parent is replaced, never followed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -28,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from preimage.connectors.files.walk import Walker, file_type
+from preimage.connectors.files.walk import Exclude, Walker, file_type
 from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
@@ -86,12 +87,26 @@ class Plan:
 
 
 class TreeRestorer:
-    """Restores one :class:`FileSnapshot` under the policy given."""
+    """Restores one :class:`FileSnapshot` under the policy given.
 
-    def __init__(self, snap: FileSnapshot, blobs: BlobStore, policy: RestorePolicy) -> None:
+    ``exclude`` (the predicate the snapshot was walked with) keeps live paths
+    out of the plan: they are neither compared nor removed, and a directory
+    removed because the snapshot lacks it is kept when an excluded path
+    remains inside it.
+    """
+
+    def __init__(
+        self,
+        snap: FileSnapshot,
+        blobs: BlobStore,
+        policy: RestorePolicy,
+        *,
+        exclude: Exclude | None = None,
+    ) -> None:
         self.snap = snap
         self.blobs = blobs
         self.policy = policy
+        self.exclude = exclude
         self.root = Path(snap.root)
         self.report = RestoreReport(
             target=snap.target, connector="file", dry_run=policy.dry_run
@@ -118,7 +133,8 @@ class TreeRestorer:
             if e.hardlink_to is not None:
                 check_path(e.hardlink_to)
         wanted = {e.path: e for e in self.snap.items}
-        live = {e.path: e for e in Walker(self.root, self.blobs, store_content=False).entries()}
+        walker = Walker(self.root, self.blobs, store_content=False, exclude=self.exclude)
+        live = {e.path: e for e in walker.entries()}
         plan = Plan([], [], [], [], [])
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         conflicts: list[str] = []
@@ -166,11 +182,36 @@ class TreeRestorer:
             raise RestoreConflictError(self.snap.target, conflicts)
         plan.remove.sort(key=lambda p: (-p.count("/") if p != "." else 1, p))
         # a type change removes before it writes; a removed dir takes its subtree
+        self._fix_parents(plan, wanted)
         return plan
 
+    def _fix_parents(self, plan: Plan, wanted: dict[str, FileEntry]) -> None:
+        """Directories whose entries are written or removed get their metadata set again.
+
+        Creating, replacing (temp file + rename) or removing an entry moves its
+        directory's mtime, so a directory that matched before the restore
+        would not match after it.
+        """
+        changed = [*plan.remove, *(e.path for e in plan.write)]
+        parents = {str(PurePosixPath(rel).parent) for rel in changed if rel != "."}
+        fixing = {e.path for e in plan.fix}
+        added = False
+        for rel in parents:
+            entry = wanted.get(rel)
+            if entry is None or entry.path in fixing or entry.type != "dir" or not self._in_scope(rel):
+                continue
+            plan.fix.append(entry)
+            added = True
+            if rel in plan.unchanged:
+                plan.unchanged.remove(rel)
+        if added:
+            order = {e.path: i for i, e in enumerate(self.snap.items)}
+            plan.fix.sort(key=lambda e: order[e.path])
+
     # ------------------------------------------------------------ run
-    def run(self) -> RestoreReport:
-        plan = self.plan()
+    def run(self, plan: Plan | None = None) -> RestoreReport:
+        """Carry out ``plan`` (made now when not given); see the module docstring."""
+        plan = plan if plan is not None else self.plan()
         if self.policy.dry_run:
             for rel in plan.remove:
                 self.report.add(rel, Outcome.PLANNED, "remove")
@@ -187,8 +228,10 @@ class TreeRestorer:
         self._preflight(plan)
         self._ensure_parent()
         for rel in plan.remove:
-            self._remove(rel)
-            if rel not in {e.path for e in plan.write}:
+            kept = self._remove(rel)
+            if kept:
+                self.report.add(rel, Outcome.SKIPPED, "remove", kept)
+            elif rel not in {e.path for e in plan.write}:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
         for e in plan.write:
@@ -254,15 +297,24 @@ class TreeRestorer:
                     raise UnsafePathError(rel, f"parent {cur} is not a real directory (symlink?)")
         return parent
 
-    def _remove(self, rel: str) -> None:
+    def _remove(self, rel: str) -> str:
+        """Remove ``rel``; return a reason when it is kept instead."""
         path = self._abs(rel)
         self._safe_parent(rel)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
-            return
+            return ""
         self._make_writable(path.parent)
-        if stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(st.st_mode) and self.exclude is not None:
+            # children were removed first (deepest first); what is left is excluded
+            try:
+                os.rmdir(path)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                return "holds paths this restore leaves alone (excluded from the capture)"
+        elif stat.S_ISDIR(st.st_mode):
             for dirpath, dirnames, _ in os.walk(path):
                 for d in dirnames:
                     with contextlib.suppress(OSError):
@@ -274,6 +326,7 @@ class TreeRestorer:
             shutil.rmtree(path)
         else:
             os.unlink(path)
+        return ""
 
     @staticmethod
     def _make_writable(directory: Path) -> None:

@@ -12,7 +12,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from preimage._blobs import BlobStore
 
 _NOATIME = getattr(os, "O_NOATIME", 0)
+
+# Decides whether a path (relative to the walk root, never ".") is left out of
+# the walk, with its subtree; it gets the entry's lstat result.
+Exclude = Callable[[str, os.stat_result], bool]
 _CACHE_BATCH = 500
 
 
@@ -92,13 +96,22 @@ class Walker:
 
     With ``store_content`` regular files are stored in ``blobs`` (reusing
     unchanged blobs via the digest cache); without it they are only hashed
-    (planning a restore).
+    (planning a restore).  ``exclude`` leaves paths (and their subtrees) out,
+    e.g. the ``.git`` directory of a working tree.
     """
 
-    def __init__(self, root: Path, blobs: BlobStore | None, *, store_content: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        blobs: BlobStore | None,
+        *,
+        store_content: bool = True,
+        exclude: Exclude | None = None,
+    ) -> None:
         self.root = root
         self.blobs = blobs
         self.store_content = store_content and blobs is not None
+        self.exclude = exclude
         self._cache_rows: list[tuple[int, int, int, int, int, str]] = []
         self._links: dict[tuple[int, int], str] = {}
 
@@ -139,6 +152,8 @@ class Walker:
                 st = os.lstat(path)
             except FileNotFoundError:
                 continue  # vanished while we walked: it is not part of the state
+            if self.exclude is not None and self.exclude(child_rel, st):
+                continue
             yield self._entry(child_rel, path, st)
             if stat.S_ISDIR(st.st_mode):
                 yield from self._walk_dir(path, child_rel)

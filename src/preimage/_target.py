@@ -75,6 +75,11 @@ class Target:
         password = unquote(parts.password) if parts.password is not None else None
         redacted_netloc = _netloc(parts.username, parts.hostname, port)
         clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
+        rest = clean[len(scheme) + 1 :]
+        if uri[len(parts.scheme) + 1 :].startswith("//") and not rest.startswith("//"):
+            # urlunsplit drops an empty authority for schemes it does not know
+            # (pip:///venv → pip:/venv); keep the form the user wrote
+            clean = f"{scheme}://{rest}"
         if password is not None:
             _PASSWORDS[clean] = password
         return cls(

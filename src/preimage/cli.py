@@ -100,6 +100,7 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
             "stored_bytes": backup.stored_bytes,
             "logical_bytes": backup.logical_bytes,
             "seconds": round(backup.seconds, 4),
+            "notes": {s.target: s.notes for s in backup.snapshots if s.notes},
         })
         return
     items = sum(len(s.items) for s in backup.snapshots)
@@ -107,6 +108,9 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
         f"captured {len(backup.snapshots)} target(s), {items} item(s), "
         f"{_size(backup.stored_bytes)} new in the store, {backup.seconds:.2f}s"
     )
+    for snap in backup.snapshots:
+        for note in snap.notes:  # what was not captured, and why
+            err.print(f"  note: {snap.target}: {note}", markup=False)
     click.echo(backup.id)
 
 

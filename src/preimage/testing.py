@@ -61,8 +61,10 @@ class ConnectorContract:
     # ------------------------------------------------------------ helpers
     @staticmethod
     def _live(uri: str, store: Store) -> Snapshot:
+        # Into the test's own store, so that blob-backed items (table rows)
+        # can be expanded by the diff and score that follow.
         return get_connector(preimage.Target.parse(uri).scheme).capture(
-            preimage.Target.parse(uri), store.scratch()
+            preimage.Target.parse(uri), store.blobs
         )
 
     # ------------------------------------------------------------ the contract

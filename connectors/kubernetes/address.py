@@ -1,0 +1,102 @@
+"""``k8s://`` target URIs.
+
+::
+
+    k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]][?selector=LABELS][&owned=true]
+    k8s://CONTEXT/_[/RESOURCE[/NAME]]          cluster-scoped objects
+    k8s://CONTEXT/_all/RESOURCE[?selector=…]   one namespaced resource in every namespace
+
+* ``CONTEXT`` — a kubeconfig context (from ``$KUBECONFIG``); empty
+  (``k8s:///shop``) means the current context.  Percent-encode ``:`` and
+  ``@`` in context names; case does not matter.
+* ``NAMESPACE`` — everything in it, the Namespace object included; ``_``
+  (not a valid namespace name) stands for the cluster scope.
+* ``RESOURCE`` — plural, singular, kind or short name, optionally with its
+  group (``deployments``, ``deploy``, ``widgets.example.com``).
+* ``selector`` — a label selector, as ``kubectl -l`` takes it.
+* ``owned=true`` — also capture what controllers create and own (pods of a
+  ReplicaSet, jobs of a CronJob…), which are skipped by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
+
+CLUSTER = "_"
+ALL_NAMESPACES = "_all"
+_CLUSTER_ALIASES = (CLUSTER, "_cluster")
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Address:
+    """A parsed ``k8s://`` target."""
+
+    uri: str
+    context: str | None
+    namespace: str | None  # None: cluster scope
+    resource: str | None
+    name: str | None
+    selector: str | None
+    include_owned: bool
+    all_namespaces: bool = False
+
+    @property
+    def whole_namespace(self) -> bool:
+        """The target is a namespace with nothing narrowing it."""
+        return self.namespace is not None and not self.resource and not self.selector
+
+    @classmethod
+    def parse(cls, target: Target) -> Address:
+        """Read a target; raise :class:`InvalidTargetError` when it is malformed."""
+        uri = target.redacted
+        if target.username or target.port is not None:
+            raise InvalidTargetError(
+                uri, "k8s:// targets name a kubeconfig context, not user@host:port "
+                "(percent-encode '@' and ':' in context names)"
+            )
+        parts = [p for p in target.path.split("/") if p]
+        if not parts:
+            raise InvalidTargetError(
+                uri, "name a namespace (k8s://CONTEXT/NAMESPACE) or the cluster scope "
+                "(k8s://CONTEXT/_/RESOURCE)"
+            )
+        if len(parts) > 3:
+            raise InvalidTargetError(uri, "expected k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]]")
+        unknown = set(target.query) - {"selector", "owned"}
+        if unknown:
+            raise InvalidTargetError(
+                uri, f"unknown query parameter(s) {', '.join(sorted(unknown))} "
+                "(known: selector, owned)"
+            )
+        all_namespaces = parts[0] == ALL_NAMESPACES
+        if all_namespaces and (len(parts) != 2):
+            raise InvalidTargetError(
+                uri, "_all takes exactly one resource: k8s://CONTEXT/_all/RESOURCE[?selector=…]"
+            )
+        namespace = None if parts[0] in (*_CLUSTER_ALIASES, ALL_NAMESPACES) else parts[0]
+        if namespace is not None and not _dns_label(namespace):
+            raise InvalidTargetError(uri, f"{namespace!r} is not a valid namespace name")
+        selector = target.param("selector") or None
+        return cls(
+            uri=uri,
+            context=target.host or None,
+            namespace=namespace,
+            resource=parts[1] if len(parts) > 1 else None,
+            name=parts[2] if len(parts) > 2 else None,
+            selector=selector,
+            include_owned=(target.param("owned") or "").lower() in _TRUE,
+            all_namespaces=all_namespaces,
+        )
+
+
+def _dns_label(name: str) -> bool:
+    return (
+        0 < len(name) <= 63
+        and name[0].isalnum()
+        and name[-1].isalnum()
+        and all((c.isalnum() and c.islower()) or c.isdigit() or c == "-" for c in name)
+    )

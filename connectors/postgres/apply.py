@@ -1,0 +1,273 @@
+"""Carrying out a restore: one transaction, all or nothing.
+
+A whole-database snapshot whose database is gone first re-creates the
+database (``CREATE DATABASE`` cannot run inside a transaction); if the restore
+into it then fails, the new database is dropped again, so a failure leaves
+the server as it was.  Everything else happens in one transaction with an
+empty ``search_path`` and a lock timeout, and is rolled back on any error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from preimage.connectors.postgres.capture import prepare_session, read_state
+from preimage.connectors.postgres.catalog import read_same_names
+from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
+from preimage.connectors.postgres.ddl import lit, q, qn
+from preimage.connectors.postgres.plan import PHASES, Planner, Step
+from preimage.connectors.postgres.rows import copy_in, live_digest, sync_rows
+from preimage.connectors.postgres.scope import PgScope
+from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
+
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError, RestoreError
+from preimage._target import Target
+
+Cursor = Any
+LOCK_TIMEOUT = "30s"
+
+
+class PgRestorer:
+    """Restore one :class:`PostgresSnapshot` as ``policy`` says."""
+
+    def __init__(self, snapshot: PostgresSnapshot, blobs: BlobStore, policy: RestorePolicy):
+        self.snap = snapshot
+        self.blobs = blobs
+        self.policy = policy
+        self.target = Target.parse(snapshot.target)
+        self.scope = PgScope(snapshot.database, snapshot.scope, list(snapshot.scope_names))
+        self.report = RestoreReport(
+            target=snapshot.target, connector="postgresql", dry_run=policy.dry_run
+        )
+        self.statement = ""
+
+    # ------------------------------------------------------------ entry
+    def run(self) -> RestoreReport:
+        """Restore, or plan only (dry run); raise :class:`RestoreError` on failure."""
+        for t in self.snap.tables():
+            if t.rows_digest and not self.blobs.exists(t.rows_digest):
+                from preimage._errors import BlobMissingError
+
+                raise BlobMissingError(t.rows_digest, path=t.qualified)
+        created = False
+        try:
+            conn = connect(self.target, self.snap.database)
+        except DatabaseMissingError:
+            if not self.snap.database_exists:
+                self.report.add(f"database={self.snap.database}", Outcome.UNCHANGED,
+                                reason="absent at capture and absent now")
+                return self.report
+            if self.snap.scope != "database":
+                raise RestoreError(
+                    f"database {self.snap.database!r} no longer exists; this backup holds only "
+                    f"part of it ({self.snap.scope} scope) — restore a whole-database backup "
+                    "or create the database first; nothing was written"
+                ) from None
+            if self.policy.conflict is ConflictMode.REFUSE:
+                raise RestoreConflictError(self.snap.target, ["database dropped"]) from None
+            if self.policy.dry_run:
+                for item in self.snap.items:
+                    self.report.add(item.natural_key(), Outcome.PLANNED, "create")
+                return self.report
+            self._create_database()
+            created = True
+            conn = connect(self.target, self.snap.database)
+        if not self.snap.database_exists:
+            conn.close()
+            return self._drop_database()
+        try:
+            with conn:
+                self._restore_in(conn)
+        except Exception as exc:
+            if created:
+                self._drop_created_database()
+            if isinstance(exc, RestoreError | RestoreConflictError):
+                raise
+            import psycopg
+
+            if isinstance(exc, psycopg.Error):
+                doing = f" (while running: {self.statement[:300]})" if self.statement else ""
+                raise RestoreError(
+                    f"restore of {self.snap.target} failed and was rolled back, nothing was "
+                    f"changed: {_pg_message(exc)}{doing}"
+                ) from exc
+            raise
+        return self.report
+
+    # ------------------------------------------------------------ database
+    def _database_item(self) -> PgDatabase:
+        for item in self.snap.items:
+            if isinstance(item, PgDatabase):
+                return item
+        raise RestoreError("whole-database snapshot without its database item")
+
+    def _create_database(self) -> None:
+        db = self._database_item()
+        with connect(self.target, MAINTENANCE_DB, autocommit=True) as admin:
+            admin.execute(
+                f"CREATE DATABASE {q(db.name)} WITH TEMPLATE template0 "
+                f"ENCODING {lit(db.encoding)} LC_COLLATE {lit(db.collate)} "
+                f"LC_CTYPE {lit(db.ctype)}".encode()
+            )
+        self.report.notes.append(f"database {db.name} re-created")
+
+    def _drop_created_database(self) -> None:
+        try:
+            with connect(self.target, MAINTENANCE_DB, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {q(self.snap.database)}".encode())
+        except Exception as exc:  # the original error matters more; say what is left
+            self.report.notes.append(f"could not drop the half-restored database: {exc}")
+
+    def _drop_database(self) -> RestoreReport:
+        key = f"database={self.snap.database}"
+        if self.policy.conflict is not ConflictMode.OVERWRITE:
+            self.report.add(key, Outcome.SKIPPED, reason="absent at capture; policy keeps it")
+            return self.report
+        if self.policy.dry_run:
+            self.report.add(key, Outcome.PLANNED, "drop database (absent at capture)")
+            return self.report
+        with connect(self.target, MAINTENANCE_DB, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {q(self.snap.database)}".encode())
+        self.report.add(key, Outcome.REMOVED, "drop database (absent at capture)")
+        return self.report
+
+    # ------------------------------------------------------------ transaction
+    def _restore_in(self, conn: Any) -> None:
+        from psycopg.rows import dict_row
+
+        cur = conn.cursor(row_factory=dict_row)
+        prepare_session(cur)
+        cur.execute(f"SET LOCAL lock_timeout = {lit(LOCK_TIMEOUT)}")
+        live = read_state(cur, self.scope, None)
+        known = {i.natural_key() for i in live}
+        live += [i for i in read_same_names(cur, list(self.snap.items))
+                 if i.natural_key() not in known]
+        if self.snap.scope == "rows":
+            self._restore_rows(cur, live)
+            return
+        planner = Planner(list(self.snap.items), live,
+                          whole_schemas=self.snap.scope in ("schema", "database"))
+        plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
+        steps = [s for s in plan.steps(PHASES) if self.policy.in_scope(s.key)]
+        mode = self.policy.conflict
+        if mode is ConflictMode.MERGE:
+            steps = [s for s in steps if not s.destructive]
+        if mode is ConflictMode.REFUSE and steps:
+            raise RestoreConflictError(self.snap.target, sorted({s.key for s in steps}))
+        touched: dict[str, list[str]] = {}
+        for step in steps:
+            if self.policy.dry_run:
+                touched.setdefault(step.key, []).append(step.action)
+                continue
+            for sql in step.sql:
+                self.statement = sql
+                cur.execute(sql.encode())
+            self.statement = f"{step.action} of {step.key}"
+            detail = step.run(cur) if step.run else ""
+            touched.setdefault(step.key, []).append(step.action + (f" ({detail})" if detail else ""))
+        removed = {s.key for s in steps if s.removes}
+        for key, actions in touched.items():
+            outcome = Outcome.PLANNED if self.policy.dry_run else (
+                Outcome.REMOVED if key in removed else Outcome.RESTORED)
+            self.report.add(key, outcome, "; ".join(actions))
+        for item in self.snap.items:
+            if item.natural_key() not in touched and self.policy.in_scope(item.natural_key()):
+                self.report.add(item.natural_key(), Outcome.UNCHANGED)
+        if not self.policy.dry_run:
+            self._remaps(cur, planner.recreate)
+            if mode is ConflictMode.MERGE:
+                self.report.notes.append(
+                    "merge: only missing objects and rows were put back; changed ones were kept")
+
+    def _data_step(self, cur: Cursor, table: PgTable, have: PgTable | None) -> Step | None:
+        key = table.natural_key()
+        if have is None:
+            if table.rows_digest is None or table.row_count == 0:
+                return None
+
+            def load(c: Cursor) -> str:
+                copy_in(c, table, self.blobs)
+                return f"{table.row_count} rows"
+
+            return Step(key, "copy rows", run=load)
+        if table.rows_digest is None:
+            return None
+        digest, _count = live_digest(cur, table, None)
+        if digest == table.rows_digest:
+            return None
+        merge = self.policy.conflict is ConflictMode.MERGE
+        always = {c.name for c in table.columns if c.identity == "a"}
+
+        def sync(c: Cursor) -> str:
+            name = qn(table.namespace, table.name)
+            if table.triggers:
+                c.execute(f"ALTER TABLE {name} DISABLE TRIGGER USER".encode())
+            n = sync_rows(c, table, self.blobs, delete_extra=not merge,
+                          update_changed=not merge, identity_always=always)
+            return f"{n.deleted} deleted, {n.updated} reverted, {n.inserted} inserted"
+
+        # Rows are synced before constraints come back; merge only inserts.
+        return Step(key, "sync rows by primary key" if table.row_key else "replace rows",
+                    run=sync, destructive=False)
+
+    def _restore_rows(self, cur: Cursor, live: list[Any]) -> None:
+        """Row scope: put back the captured rows (missing ones inserted with their
+        keys, changed ones reverted); rows outside the capture are left alone."""
+        (table,) = self.snap.tables()
+        have = next((t for t in live if isinstance(t, PgTable)), None)
+        key = table.natural_key()
+        if have is None or not have.exists:
+            raise RestoreError(
+                f"table {table.qualified} no longer exists; a row-scope backup holds only some "
+                "rows — restore a backup of the whole table; nothing was written"
+            )
+        if not table.row_key:
+            raise RestoreError(f"{table.qualified} has no primary key; row scope needs one")
+        if [c.name for c in have.columns if c.generated is None] != table.copy_columns:
+            raise RestoreError(
+                f"the columns of {table.qualified} changed since the capture; nothing was written"
+            )
+        digest, _ = live_digest(cur, table, table.row_filter)
+        if digest == table.rows_digest:
+            self.report.add(key, Outcome.UNCHANGED)
+            return
+        if self.policy.conflict is ConflictMode.REFUSE:
+            raise RestoreConflictError(self.snap.target, [key])
+        if self.policy.dry_run:
+            self.report.add(key, Outcome.PLANNED, "put back captured rows")
+            return
+        name = qn(table.namespace, table.name)
+        states = [(t.name, t.enabled) for t in have.triggers]
+        if states:
+            cur.execute(f"ALTER TABLE {name} DISABLE TRIGGER USER".encode())
+        counts = sync_rows(
+            cur, table, self.blobs, delete_extra=False,
+            update_changed=self.policy.conflict is ConflictMode.OVERWRITE,
+            identity_always={c.name for c in table.columns if c.identity == "a"},
+        )
+        from preimage.connectors.postgres.ddl import trigger_enable_statement
+
+        for trg, enabled in states:
+            cur.execute(trigger_enable_statement(name, trg, enabled).encode())
+        self.report.add(key, Outcome.RESTORED,
+                        f"{counts.inserted} rows put back, {counts.updated} rows reverted")
+
+    def _remaps(self, cur: Cursor, recreated: set[str]) -> None:
+        """Report the new OIDs of re-created tables (server-assigned, so they changed)."""
+        for t in self.snap.tables():
+            if t.natural_key() in recreated and t.oid is not None:
+                cur.execute("SELECT to_regclass(%s)::oid AS oid", (qn(t.namespace, t.name),))
+                row = cur.fetchone()
+                if row and row["oid"] and row["oid"] != t.oid:
+                    self.report.remaps.append(
+                        IdRemap(key=t.natural_key(), field="oid", old=t.oid, new=row["oid"]))
+
+
+def _pg_message(exc: Exception) -> str:
+    diag = getattr(exc, "diag", None)
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    detail = getattr(diag, "message_detail", None) if diag else None
+    hint = getattr(diag, "message_hint", None) if diag else None
+    return msg + (f" — {detail}" if detail else "") + (f" ({hint})" if hint else "")

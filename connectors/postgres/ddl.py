@@ -1,0 +1,242 @@
+"""SQL statements that re-create captured objects.
+
+Identifiers are always double-quoted; literals are quoted by :func:`lit`.  The
+definitions PostgreSQL printed at capture (constraints, indexes, triggers,
+functions, views) are replayed verbatim under an empty ``search_path``, which
+is how they were printed.
+"""
+
+from __future__ import annotations
+
+from preimage.snapshot_schemas.postgres import (
+    PgColumn,
+    PgFunction,
+    PgOwned,
+    PgSequence,
+    PgTable,
+    PgType,
+    PgView,
+)
+
+_PRIVILEGES = {
+    "r": "SELECT", "w": "UPDATE", "a": "INSERT", "d": "DELETE", "D": "TRUNCATE",
+    "x": "REFERENCES", "t": "TRIGGER", "X": "EXECUTE", "U": "USAGE", "C": "CREATE",
+    "c": "CONNECT", "T": "TEMPORARY", "m": "MAINTAIN", "s": "SET", "A": "ALTER SYSTEM",
+}
+
+
+def q(name: str) -> str:
+    """A double-quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qn(schema: str, name: str) -> str:
+    """A schema-qualified, quoted name."""
+    return f"{q(schema)}.{q(name)}"
+
+
+def lit(value: str | None) -> str:
+    """A string literal (``NULL`` for ``None``)."""
+    if value is None:
+        return "NULL"
+    return "'" + value.replace("'", "''") + "'"
+
+
+# ---------------------------------------------------------------- object words
+def object_ref(item: PgOwned) -> tuple[str, str]:
+    """(keyword, name) as ALTER/COMMENT/GRANT spell the object."""
+    if isinstance(item, PgTable):
+        return "TABLE", qn(item.namespace, item.name)
+    if isinstance(item, PgView):
+        return ("MATERIALIZED VIEW" if item.materialized else "VIEW"), qn(item.namespace, item.name)
+    if isinstance(item, PgSequence):
+        return "SEQUENCE", qn(item.namespace, item.name)
+    if isinstance(item, PgFunction):
+        word = "PROCEDURE" if item.prokind == "p" else "FUNCTION"
+        return word, f"{qn(item.namespace, item.name)}({item.arguments})"
+    if isinstance(item, PgType):
+        return ("DOMAIN" if item.typtype == "d" else "TYPE"), qn(item.namespace, item.name)
+    raise TypeError(type(item).__name__)
+
+
+def grant_word(keyword: str) -> str:
+    """The object word GRANT uses (views and matviews are granted as tables)."""
+    if keyword in ("VIEW", "MATERIALIZED VIEW"):
+        return "TABLE"
+    return keyword
+
+
+def drop_statement(item: PgOwned) -> str:
+    """DROP for an object created after the capture (no CASCADE: dependents stop it)."""
+    word, name = object_ref(item)
+    return f"DROP {word} {name}"
+
+
+# ---------------------------------------------------------------- ACLs
+def parse_aclitem(item: str) -> tuple[str, str, str]:
+    """``grantee=privs/grantor`` → (grantee or PUBLIC, privs, grantor)."""
+    body, _, grantor = item.rpartition("/")
+    grantee, _, privs = body.rpartition("=")
+    return (_unquote_role(grantee) if grantee else "PUBLIC"), privs, _unquote_role(grantor)
+
+
+def _unquote_role(name: str) -> str:
+    if name.startswith('"') and name.endswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name
+
+
+def _role(name: str) -> str:
+    return "PUBLIC" if name == "PUBLIC" else q(name)
+
+
+def acl_statements(keyword: str, name: str, want: list[str], have: list[str]) -> list[str]:
+    """REVOKE/GRANT statements turning ACL ``have`` into ``want`` (both sorted aclitems)."""
+    if sorted(want) == sorted(have):
+        return []
+    word = grant_word(keyword)
+    out = []
+    for grantee in sorted({parse_aclitem(a)[0] for a in have}):
+        out.append(f"REVOKE ALL ON {word} {name} FROM {_role(grantee)} CASCADE")
+    for entry in want:
+        grantee, privs, _grantor = parse_aclitem(entry)
+        plain: list[str] = []
+        with_option: list[str] = []
+        i = 0
+        while i < len(privs):
+            letter = privs[i]
+            option = i + 1 < len(privs) and privs[i + 1] == "*"
+            (with_option if option else plain).append(_PRIVILEGES.get(letter, letter))
+            i += 2 if option else 1
+        if plain:
+            out.append(f"GRANT {', '.join(plain)} ON {word} {name} TO {_role(grantee)}")
+        if with_option:
+            out.append(
+                f"GRANT {', '.join(with_option)} ON {word} {name} TO {_role(grantee)} "
+                "WITH GRANT OPTION"
+            )
+    return out
+
+
+def owner_statement(keyword: str, name: str, owner: str | None) -> list[str]:
+    """ALTER … OWNER TO (nothing when the owner is unknown)."""
+    return [f"ALTER {keyword} {name} OWNER TO {q(owner)}"] if owner else []
+
+
+def comment_statement(what: str, comment: str | None) -> str:
+    """COMMENT ON ``what`` IS …"""
+    return f"COMMENT ON {what} IS {lit(comment)}"
+
+
+# ---------------------------------------------------------------- tables
+def identity_clause(col: PgColumn, seq: PgSequence | None) -> str:
+    """``GENERATED … AS IDENTITY (…)`` with the captured sequence name and settings."""
+    mode = "ALWAYS" if col.identity == "a" else "BY DEFAULT"
+    if seq is None:
+        return f" GENERATED {mode} AS IDENTITY"
+    opts = (
+        f"SEQUENCE NAME {qn(seq.namespace, seq.name)} START WITH {seq.start} "
+        f"INCREMENT BY {seq.increment} MINVALUE {seq.min_value} MAXVALUE {seq.max_value} "
+        f"CACHE {seq.cache}{' CYCLE' if seq.cycle else ' NO CYCLE'}"
+    )
+    return f" GENERATED {mode} AS IDENTITY ({opts})"
+
+
+def create_table(table: PgTable, identity_seqs: dict[str, PgSequence]) -> str:
+    """CREATE TABLE with columns, defaults, identity, generated columns and partitioning.
+
+    Constraints, indexes, triggers and policies are added after the rows.
+    """
+    name = qn(table.namespace, table.name)
+    unlogged = "UNLOGGED " if table.unlogged else ""
+    if table.partition_of:
+        # partition_of, inherits, collation and owned_by are captured already quoted (%I).
+        sql = f"CREATE {unlogged}TABLE {name} PARTITION OF {table.partition_of} "
+        sql += str(table.partition_bound)
+    else:
+        defs = []
+        for col in table.columns:
+            if not col.local:
+                continue
+            d = f"{q(col.name)} {col.type}"
+            if col.collation:
+                d += f" COLLATE {col.collation}"
+            if col.generated is not None:
+                d += f" GENERATED ALWAYS AS ({col.generated}) STORED"
+            elif col.identity:
+                d += identity_clause(col, identity_seqs.get(col.name))
+            elif col.default is not None:
+                d += f" DEFAULT {col.default}"
+            if col.not_null:
+                d += " NOT NULL"
+            defs.append(d)
+        sql = f"CREATE {unlogged}TABLE {name} ({', '.join(defs)})"
+        if table.inherits:
+            sql += f" INHERITS ({', '.join(table.inherits)})"
+    if table.partition_key:
+        sql += f" PARTITION BY {table.partition_key}"
+    if table.options:
+        sql += f" WITH ({', '.join(table.options)})"
+    return sql
+
+
+def inherited_column_statements(table: PgTable) -> list[str]:
+    """Defaults and NOT NULL that a child sets on columns it inherits."""
+    out = []
+    name = qn(table.namespace, table.name)
+    for col in table.columns:
+        if col.local or col.identity or col.generated is not None:
+            continue
+        if col.default is not None:
+            out.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} SET DEFAULT {col.default}")
+        if col.not_null:
+            out.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} SET NOT NULL")
+    return out
+
+
+def create_sequence(seq: PgSequence) -> str:
+    """CREATE SEQUENCE with every setting."""
+    return (
+        f"CREATE SEQUENCE {qn(seq.namespace, seq.name)} AS {seq.data_type} "
+        f"INCREMENT BY {seq.increment} MINVALUE {seq.min_value} MAXVALUE {seq.max_value} "
+        f"START WITH {seq.start} CACHE {seq.cache}{' CYCLE' if seq.cycle else ' NO CYCLE'}"
+    )
+
+
+def alter_sequence(seq: PgSequence) -> str:
+    """ALTER SEQUENCE back to the captured settings."""
+    return (
+        f"ALTER SEQUENCE {qn(seq.namespace, seq.name)} AS {seq.data_type} "
+        f"INCREMENT BY {seq.increment} MINVALUE {seq.min_value} MAXVALUE {seq.max_value} "
+        f"START WITH {seq.start} CACHE {seq.cache}{' CYCLE' if seq.cycle else ' NO CYCLE'}"
+    )
+
+
+def owned_by_statement(seq: PgSequence) -> str:
+    """ALTER SEQUENCE … OWNED BY the captured column (or NONE)."""
+    owner = seq.owned_by or "NONE"
+    return f"ALTER SEQUENCE {qn(seq.namespace, seq.name)} OWNED BY {owner}"
+
+
+def setval_statement(seq: PgSequence) -> str:
+    """``setval`` so the next ``nextval`` returns what it would have at capture."""
+    regclass = lit(qn(seq.namespace, seq.name))
+    called = "true" if seq.is_called else "false"
+    return f"SELECT pg_catalog.setval({regclass}, {seq.last_value}, {called})"
+
+
+def create_view(view: PgView) -> str:
+    """CREATE [MATERIALIZED] VIEW … AS <captured definition>."""
+    name = qn(view.namespace, view.name)
+    body = view.definition.rstrip().rstrip(";")
+    opts = f" WITH ({', '.join(view.options)})" if view.options else ""
+    if view.materialized:
+        data = "WITH DATA" if view.populated else "WITH NO DATA"
+        return f"CREATE MATERIALIZED VIEW {name}{opts} AS {body} {data}"
+    return f"CREATE VIEW {name}{opts} AS {body}"
+
+
+def trigger_enable_statement(table: str, trigger: str, enabled: str) -> str:
+    """ALTER TABLE … ENABLE/DISABLE TRIGGER as captured (O, D, R, A)."""
+    word = {"O": "ENABLE", "D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}[enabled]
+    return f"ALTER TABLE {table} {word} TRIGGER {q(trigger)}"

@@ -1,0 +1,629 @@
+"""Planning a restore: compare the captured objects with the live ones, emit ordered steps.
+
+The order (every step in one transaction, so a failure anywhere undoes all):
+
+1. database settings (whole-database targets);
+2. drop views in scope when any view or table under them must change;
+3. on tables that are kept: drop foreign keys (re-added after the rows) and
+   constraints, indexes, triggers and policies that differ from the capture;
+4. drop tables created since the capture and tables whose columns changed
+   (``DROP TABLE`` without ``CASCADE``: an object outside the target that
+   depends on one — a new foreign key, a view — stops the restore);
+5. drop sequences, functions, types, extensions and schemas created since;
+6. create schemas, extensions, types, functions, sequences, tables;
+7. rows: ``COPY`` into re-created tables; kept tables are synced by primary
+   key through a temp table (user triggers disabled meanwhile);
+8. constraints and indexes, then foreign keys; triggers (and their enabled
+   state); policies and RLS flags;
+9. sequence ``OWNED BY`` and ``setval(last_value, is_called)``;
+10. views and materialized views (and their indexes);
+11. owners, comments and grants.
+
+``merge`` keeps steps that only add (missing objects, missing rows);
+``refuse`` raises before writing when any step is planned.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from preimage.connectors.postgres import ddl
+from preimage.connectors.postgres.ddl import q, qn
+from preimage.snapshot_schemas.postgres import (
+    PgDatabase,
+    PgExtension,
+    PgFunction,
+    PgOwned,
+    PgSchema,
+    PgSequence,
+    PgTable,
+    PgType,
+    PgView,
+)
+
+Cursor = Any
+
+
+@dataclass
+class Step:
+    """One thing the restore does: SQL statements, or a callable for rows."""
+
+    key: str
+    action: str
+    sql: list[str] = field(default_factory=list)
+    run: Callable[[Cursor], str] | None = None
+    removes: bool = False   # deletes something created after the capture
+    destructive: bool = False  # drops or changes live state (not allowed by merge)
+
+
+@dataclass
+class Plan:
+    """Ordered steps by phase."""
+
+    phases: dict[str, list[Step]] = field(default_factory=dict)
+
+    def add(self, phase: str, step: Step) -> None:
+        self.phases.setdefault(phase, []).append(step)
+
+    def steps(self, order: list[str]) -> list[Step]:
+        return [s for p in order for s in self.phases.get(p, [])]
+
+
+PHASES = [
+    "database", "drop-views", "drop-attached", "drop-tables", "drop-other", "schemas",
+    "extensions", "types", "functions", "sequences", "tables", "rows", "constraints",
+    "foreign-keys", "triggers", "policies", "sequence-state", "views", "finish",
+]
+
+
+def shape(table: PgTable) -> tuple[Any, ...]:
+    """What a table cannot change in place: kind, columns, partitioning, inheritance."""
+    cols = tuple((c.name, c.type, c.collation, c.identity, c.generated, c.local)
+                 for c in table.columns)
+    return (table.relkind, cols, table.partition_of, table.partition_bound,
+            table.partition_key, tuple(table.inherits), table.unlogged)
+
+
+def owner_comment_acl(item: PgOwned, live: PgOwned | None) -> list[str]:
+    """Statements that bring owner, comment and grants back (all of them for a new object)."""
+    word, name = ddl.object_ref(item)
+    out = []
+    if item.owner and (live is None or live.owner != item.owner):
+        out += ddl.owner_statement(word, name, item.owner)
+    if (live is None and item.comment is not None) or (live is not None and (
+        live.comment != item.comment
+    )):
+        out.append(ddl.comment_statement(f"{word} {name}", item.comment))
+    have = live.acl if live is not None else fresh_acl(item.owner)
+    out += ddl.acl_statements(word, name, item.acl, have)
+    return out
+
+
+def fresh_acl(owner: str | None) -> list[str]:
+    """Stand-in ACL of a just-created object: revoke from owner and PUBLIC, then grant."""
+    return [f"={'/'}{owner}", f"{owner}=/{owner}"] if owner else ["=/"]
+
+
+class Planner:
+    """Builds the :class:`Plan` for one snapshot against the live state."""
+
+    def __init__(self, captured: list[Any], live: list[Any], *, whole_schemas: bool) -> None:
+        self.captured = captured
+        self.live = {i.natural_key(): i for i in live}
+        # Schema and database targets own everything in their schemas: objects created
+        # since the capture are dropped.  Table targets drop only dependent views.
+        self.whole_schemas = whole_schemas
+        self.plan = Plan()
+        self.recreate: set[str] = set()   # table keys created (new or re-created)
+
+    def live_of(self, item: Any) -> Any:
+        return self.live.get(item.natural_key())
+
+    # ------------------------------------------------------------ entry
+    def build(self, *, data_step: Callable[[PgTable, PgTable | None], Step | None]) -> Plan:
+        captured_keys = {i.natural_key() for i in self.captured}
+        tables = [t for t in self.captured if isinstance(t, PgTable) and t.exists]
+        # Tables: create, re-create or keep.
+        for t in tables:
+            have = self.live_of(t)
+            if have is None or not have.exists or shape(have) != shape(t):
+                self.recreate.add(t.natural_key())
+        # A child of a re-created parent is dropped with it: re-create it too.
+        changed = True
+        while changed:
+            changed = False
+            for t in tables:
+                k = t.natural_key()
+                if k in self.recreate:
+                    continue
+                parents = [t.partition_of] if t.partition_of else list(t.inherits)
+                for p in parents:
+                    if any(x.natural_key() in self.recreate and _quoted(x) == p for x in tables):
+                        self.recreate.add(k)
+                        changed = True
+        drop_tables = [
+            self.live[t.natural_key()] for t in tables
+            if t.natural_key() in self.recreate and self.live.get(t.natural_key()) is not None
+            and self.live[t.natural_key()].exists
+        ]
+        extras = [i for k, i in self.live.items()
+                  if k not in captured_keys and getattr(i, "exists", True)
+                  and (self.whole_schemas or isinstance(i, PgView))]
+        drop_tables += [i for i in extras if isinstance(i, PgTable)]
+        drop_tables += [
+            self.live[t.natural_key()] for t in self.captured
+            if isinstance(t, PgTable) and not t.exists
+            and t.natural_key() in self.live and self.live[t.natural_key()].exists
+        ]
+        # Sequences owned by a dropped table go with it: treat them as missing.
+        dropped = {_quoted(t) for t in drop_tables}
+        for k, item in list(self.live.items()):
+            if isinstance(item, PgSequence) and item.owned_by and (
+                item.owned_by.rsplit(".", 1)[0] in dropped
+            ):
+                del self.live[k]
+        extras = [i for i in extras if i.natural_key() in self.live]
+        self._database()
+        self._views(drop_tables, extras)
+        kept = [t for t in tables if t.natural_key() not in self.recreate]
+        data_steps = [(t, data_step(t, self.live_of(t) if t in kept else None)) for t in tables]
+        any_data_change = any(s is not None for t, s in data_steps if t in kept)
+        synced = {t.natural_key() for t, s in data_steps if s is not None}
+        for t in kept:
+            self._kept_table(t, self.live_of(t), drop_all_fks=any_data_change,
+                             synced=t.natural_key() in synced)
+        if drop_tables:
+            names = ", ".join(qn(t.namespace, t.name) for t in drop_tables)
+            for t in drop_tables:
+                gone = t.natural_key() not in captured_keys or not self._captured_exists(t)
+                self.plan.add("drop-tables", Step(
+                    t.natural_key(), "drop table (created after the capture)" if gone
+                    else "drop table to re-create it (its columns changed)",
+                    removes=gone, destructive=True,
+                ))
+            self.plan.phases["drop-tables"][0].sql = [f"DROP TABLE {names}"]
+        self._others(extras)
+        for t in tables:
+            if t.natural_key() in self.recreate:
+                self._new_table(t)
+        for _table, step in data_steps:
+            if step is not None:
+                self.plan.add("rows", step)
+        for item in self.captured:
+            if isinstance(item, PgSequence):
+                self._sequence_state(item)
+            elif isinstance(item, PgView):
+                self._view(item)
+        return self.plan
+
+    def _captured_exists(self, live_table: PgTable) -> bool:
+        for t in self.captured:
+            if isinstance(t, PgTable) and t.natural_key() == live_table.natural_key():
+                return t.exists
+        return False
+
+    # ------------------------------------------------------------ database
+    def _database(self) -> None:
+        for item in self.captured:
+            if not isinstance(item, PgDatabase):
+                continue
+            have = self.live_of(item)
+            name = q(item.name)
+            sql = []
+            if have is None or have.owner != item.owner:
+                sql.append(f"ALTER DATABASE {name} OWNER TO {q(item.owner)}")
+            if have is None or have.connection_limit != item.connection_limit:
+                sql.append(f"ALTER DATABASE {name} CONNECTION LIMIT {item.connection_limit}")
+            if have is None or have.comment != item.comment:
+                sql.append(ddl.comment_statement(f"DATABASE {name}", item.comment))
+            if have is None or have.settings != item.settings:
+                sql.append(f"ALTER DATABASE {name} RESET ALL")
+                for setting in item.settings:
+                    var, _, value = setting.partition("=")
+                    sql.append(f"ALTER DATABASE {name} SET {q(var)} = {ddl.lit(value)}")
+            sql += ddl.acl_statements("DATABASE", name, item.acl, have.acl if have else [])
+            if sql:
+                self.plan.add("database", Step(item.natural_key(), "database settings", sql))
+
+    # ------------------------------------------------------------ views
+    def _views(self, drop_tables: list[PgTable], extras: list[Any]) -> None:
+        views = [v for v in self.captured if isinstance(v, PgView)]
+        live_views = [v for v in self.live.values() if isinstance(v, PgView)]
+        need = bool(drop_tables) or any(isinstance(x, PgView) for x in extras)
+        for v in views:
+            have = self.live_of(v)
+            if have is None or _view_sig(have) != _view_sig(v):
+                need = True
+        self.views_dropped = need
+        if not need:
+            return
+        for v in sorted(live_views, key=lambda x: -(x.oid or 0)):
+            word, name = ddl.object_ref(v)
+            gone = v.natural_key() not in {x.natural_key() for x in views}
+            self.plan.add("drop-views", Step(
+                v.natural_key(), "drop view (created after the capture)" if gone
+                else "drop view to re-create it after the tables",
+                [f"DROP {word} IF EXISTS {name}"], removes=gone, destructive=True,
+            ))
+
+    def _view(self, v: PgView) -> None:
+        have = self.live_of(v)
+        if not self.views_dropped and have is not None:
+            sql = owner_comment_acl(v, have)
+            if sql:
+                self.plan.add("finish", Step(v.natural_key(), "owner, comment, grants", sql))
+            return
+        sql = [ddl.create_view(v)]
+        for idx in v.indexes:
+            sql.append(idx.definition)
+            if idx.comment is not None:
+                sql.append(ddl.comment_statement(
+                    f"INDEX {qn(v.namespace, idx.name)}", idx.comment))
+        sql += owner_comment_acl(v, None)
+        self.plan.add("views", Step(v.natural_key(), "create view", sql))
+
+    # ------------------------------------------------------------ tables
+    def _new_table(self, t: PgTable) -> None:
+        seqs = {s.owned_by.rsplit(".", 1)[-1].strip('"'): s for s in self.captured
+                if isinstance(s, PgSequence) and s.identity and s.owned_by
+                and s.owned_by.startswith(_quoted(t) + ".")}
+        name = qn(t.namespace, t.name)
+        sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t)]
+        if t.replica_identity in ("f", "n"):
+            sql.append(f"ALTER TABLE {name} REPLICA IDENTITY "
+                       f"{'FULL' if t.replica_identity == 'f' else 'NOTHING'}")
+        self.plan.add("tables", Step(t.natural_key(), "create table", sql))
+        self._attached(t, None)
+
+    def _kept_table(
+        self, t: PgTable, have: PgTable, *, drop_all_fks: bool, synced: bool
+    ) -> None:
+        name = qn(t.namespace, t.name)
+        key = t.natural_key()
+        have_cons = {c.name: c for c in have.constraints}
+        have_idx = {i.name: i for i in have.indexes}
+        have_trg = {x.name: x for x in have.triggers}
+        have_pol = {p.name: p for p in have.policies}
+        drops = []
+        for con in have.constraints:
+            want_con = next((c for c in t.constraints if c.name == con.name), None)
+            if (con.type == "f" and drop_all_fks) or want_con is None or (
+                want_con.definition != con.definition
+            ):
+                drops.append(f"ALTER TABLE {name} DROP CONSTRAINT {q(con.name)}")
+                have_cons.pop(con.name)
+        for idx in _differing(have.indexes, t.indexes, lambda i: (i.definition, i.attached_to)):
+            drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")
+            have_idx.pop(idx.name)
+        for trg in _differing(have.triggers, t.triggers, lambda x: x.definition):
+            drops.append(f"DROP TRIGGER {q(trg.name)} ON {name}")
+            have_trg.pop(trg.name)
+        for pol in _differing(have.policies, t.policies, lambda p: p.definition):
+            drops.append(f"DROP POLICY {q(pol.name)} ON {name}")
+            have_pol.pop(pol.name)
+        if drops:
+            self.plan.add("drop-attached", Step(
+                key, "drop constraints/indexes/triggers/policies that differ", drops,
+                destructive=True))
+        cols: list[str] = []
+        live_cols = {col.name: col for col in have.columns}
+        for col in t.columns:
+            lc = live_cols[col.name]
+            if col.identity or col.generated is not None:
+                continue
+            if lc.default != col.default:
+                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} " + (
+                    f"SET DEFAULT {col.default}" if col.default is not None else "DROP DEFAULT"))
+            if lc.not_null != col.not_null and col.name not in t.row_key:
+                cols.append(f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} "
+                            f"{'SET' if col.not_null else 'DROP'} NOT NULL")
+        if have.options != t.options:
+            if have.options:
+                opts = ", ".join(o.split("=", 1)[0] for o in have.options)
+                cols.append(f"ALTER TABLE {name} RESET ({opts})")
+            if t.options:
+                cols.append(f"ALTER TABLE {name} SET ({', '.join(t.options)})")
+        if t.replica_identity not in ("i", have.replica_identity):
+            word = {"d": "DEFAULT", "f": "FULL", "n": "NOTHING"}[t.replica_identity]
+            cols.append(f"ALTER TABLE {name} REPLICA IDENTITY {word}")
+        if cols:
+            self.plan.add("tables", Step(key, "column defaults, NOT NULL, options", cols,
+                                         destructive=True))
+        self._attached(t, have, have_cons=have_cons, have_idx=have_idx, have_trg=have_trg,
+                       have_pol=have_pol, synced=synced)
+
+    def _attached(
+        self, t: PgTable, have: PgTable | None, *, have_cons: dict[str, Any] | None = None,
+        have_idx: dict[str, Any] | None = None, have_trg: dict[str, Any] | None = None,
+        have_pol: dict[str, Any] | None = None, synced: bool = False,
+    ) -> None:
+        """Constraints, indexes, triggers, policies, RLS, comments, owner and grants."""
+        name = qn(t.namespace, t.name)
+        key = t.natural_key()
+        have_cons = have_cons or {}
+        have_idx = have_idx or {}
+        have_trg = have_trg or {}
+        have_pol = have_pol or {}
+        cons: list[str] = []
+        fks: list[str] = []
+        trg: list[str] = []
+        pol: list[str] = []
+        fin: list[str] = []
+        for c in t.constraints:
+            if c.name in have_cons:
+                if have_cons[c.name].comment != c.comment:
+                    fin.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON {name}",
+                                                     c.comment))
+                continue
+            stmt = f"ALTER TABLE {name} ADD CONSTRAINT {q(c.name)} {c.definition}"
+            (fks if c.type == "f" else cons).append(stmt)
+            if c.comment is not None:
+                fin.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON {name}", c.comment))
+        for i in t.indexes:
+            if i.name in have_idx:
+                if have_idx[i.name].comment != i.comment:
+                    fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, i.name)}",
+                                                     i.comment))
+                continue
+            cons.append(i.definition)
+            if i.attached_to:
+                cons.append(f"ALTER INDEX {i.attached_to} ATTACH PARTITION "
+                            f"{qn(t.namespace, i.name)}")
+            if i.comment is not None:
+                fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, i.name)}", i.comment))
+        for i in t.indexes:
+            if i.clustered and (i.name not in have_idx or not have_idx[i.name].clustered):
+                fin.append(f"ALTER TABLE {name} CLUSTER ON {q(i.name)}")
+        for x in t.triggers:
+            live_trg = have_trg.get(x.name)
+            if live_trg is None:
+                trg.append(x.definition)
+            if live_trg is None or live_trg.enabled != x.enabled or synced:
+                # A synced table had its user triggers disabled meanwhile: set every state.
+                trg.append(ddl.trigger_enable_statement(name, x.name, x.enabled))
+            if (live_trg.comment if live_trg else None) != x.comment:
+                fin.append(ddl.comment_statement(f"TRIGGER {q(x.name)} ON {name}", x.comment))
+        for p in t.policies:
+            if p.name not in have_pol:
+                pol.append(p.definition)
+            if (have_pol[p.name].comment if p.name in have_pol else None) != p.comment:
+                fin.append(ddl.comment_statement(f"POLICY {q(p.name)} ON {name}", p.comment))
+        live_rls = (have.rls_enabled, have.rls_forced) if have else (False, False)
+        if live_rls[0] != t.rls_enabled:
+            pol.append(f"ALTER TABLE {name} "
+                       f"{'ENABLE' if t.rls_enabled else 'DISABLE'} ROW LEVEL SECURITY")
+        if live_rls[1] != t.rls_forced:
+            pol.append(f"ALTER TABLE {name} "
+                       f"{'' if t.rls_forced else 'NO '}FORCE ROW LEVEL SECURITY")
+        live_cols = {col.name: col for col in have.columns} if have else {}
+        for col in t.columns:
+            live_comment = live_cols[col.name].comment if col.name in live_cols else None
+            if live_comment != col.comment:
+                fin.append(ddl.comment_statement(f"COLUMN {name}.{q(col.name)}", col.comment))
+        if t.replica_identity == "i":
+            idx = next((i.name for i in t.indexes if i.name), None)
+            if idx and (have is None or have.replica_identity != "i"):
+                fin.append(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {q(idx)}")
+        fin += owner_comment_acl(t, have)
+        for phase, sql, action in (
+            ("constraints", cons, "constraints and indexes"),
+            ("foreign-keys", fks, "foreign keys"),
+            ("triggers", trg, "triggers"),
+            ("policies", pol, "row-level security"),
+            ("finish", fin, "owner, comments, grants"),
+        ):
+            if sql:
+                self.plan.add(phase, Step(key, action, sql))
+
+    # ------------------------------------------------------------ other objects
+    def _others(self, extras: list[Any]) -> None:
+        """Schemas, extensions, types, functions and sequences: create, change, drop."""
+        drop: list[Step] = []
+        for item in sorted(extras, key=lambda i: -(getattr(i, "oid", 0) or 0)):
+            if isinstance(item, PgFunction | PgType | PgSequence):
+                if isinstance(item, PgSequence) and item.identity:
+                    continue  # goes with its table
+                drop.append(Step(item.natural_key(), "drop (created after the capture)",
+                                 [ddl.drop_statement(item)], removes=True, destructive=True))
+        for item in extras:
+            if isinstance(item, PgExtension):
+                drop.append(Step(item.natural_key(), "drop extension (created after the capture)",
+                                 [f"DROP EXTENSION {q(item.name)}"], removes=True,
+                                 destructive=True))
+        for item in extras:
+            if isinstance(item, PgSchema):
+                drop.append(Step(item.natural_key(), "drop schema (created after the capture)",
+                                 [f"DROP SCHEMA {q(item.name)}"], removes=True, destructive=True))
+        for item in self.captured:
+            have = self.live_of(item)
+            if isinstance(item, PgSchema):
+                if not item.exists:
+                    if have is not None and have.exists:
+                        drop.append(Step(item.natural_key(), "drop schema (absent at capture)",
+                                         [f"DROP SCHEMA {q(item.name)}"], removes=True,
+                                         destructive=True))
+                    continue
+                sql = []
+                if have is None or not have.exists:
+                    sql.append(f"CREATE SCHEMA {q(item.name)}")
+                    have = None
+                if item.owner and (have is None or have.owner != item.owner):
+                    sql.append(f"ALTER SCHEMA {q(item.name)} OWNER TO {q(item.owner)}")
+                if (have.comment if have else None) != item.comment:
+                    sql.append(ddl.comment_statement(f"SCHEMA {q(item.name)}", item.comment))
+                sql += ddl.acl_statements("SCHEMA", q(item.name), item.acl,
+                                          have.acl if have else fresh_acl(item.owner))
+                if sql:
+                    self.plan.add("schemas", Step(item.natural_key(), "schema", sql))
+            elif isinstance(item, PgExtension) and have is None:
+                self.plan.add("extensions", Step(item.natural_key(), "create extension", [
+                    f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
+                    f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]))
+            elif isinstance(item, PgType):
+                if have is not None and have.definition == item.definition:
+                    sql = owner_comment_acl(item, have)
+                    if sql:
+                        self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
+                                                     sql))
+                    continue
+                if have is not None and item.typtype == "e" and have.typtype == "e":
+                    # Enum values cannot be removed: swap in a new type under the columns.
+                    self.plan.add("types", Step(
+                        item.natural_key(), "re-create enum under its columns",
+                        run=functools.partial(replace_enum, item=item),
+                        destructive=True))
+                    self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
+                                                 owner_comment_acl(item, None)))
+                    continue
+                if have is not None:
+                    drop.append(Step(item.natural_key(), "drop type to re-create it",
+                                     [ddl.drop_statement(have)], destructive=True))
+                self.plan.add("types", Step(item.natural_key(), "create type",
+                                            [item.definition, *owner_comment_acl(item, None)]))
+            elif isinstance(item, PgFunction):
+                if have is not None and have.definition == item.definition:
+                    sql = owner_comment_acl(item, have)
+                    if sql:
+                        self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
+                                                     sql))
+                    continue
+                self.plan.add("functions", Step(
+                    item.natural_key(), "create function" if have is None else "replace function",
+                    [item.definition, *owner_comment_acl(item, have)],
+                    destructive=have is not None))
+            elif isinstance(item, PgSequence) and not item.identity:
+                if have is None:
+                    sql = [ddl.create_sequence(item), *owner_comment_acl(item, None)]
+                    self.plan.add("sequences", Step(item.natural_key(), "create sequence", sql))
+                else:
+                    sql = []
+                    if _seq_settings(have) != _seq_settings(item):
+                        sql.append(ddl.alter_sequence(item))
+                    sql += owner_comment_acl(item, have)
+                    if sql:
+                        self.plan.add("sequences", Step(item.natural_key(), "sequence settings",
+                                                        sql, destructive=True))
+        for step in drop:
+            self.plan.add("drop-other", step)
+
+    def _sequence_state(self, seq: PgSequence) -> None:
+        have = self.live_of(seq)
+        table_key = _table_key_of(seq.owned_by)
+        recreated = table_key is not None and table_key in self.recreate
+        sql = []
+        if seq.identity:
+            if have is not None and not recreated and _seq_settings(have) != _seq_settings(seq):
+                sql.append(ddl.alter_sequence(seq))
+            if have is not None and not recreated:
+                sql += owner_comment_acl(seq, have)
+            elif seq.comment is not None or seq.acl:
+                sql += [s for s in owner_comment_acl(seq, None) if " OWNER TO " not in s]
+        elif have is None or recreated or have.owned_by != seq.owned_by:
+            sql.append(ddl.owned_by_statement(seq))
+        if have is None or recreated or (have.last_value, have.is_called) != (
+            seq.last_value, seq.is_called
+        ):
+            sql.append(ddl.setval_statement(seq))
+        if sql:
+            self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql))
+
+
+def replace_enum(cur: Cursor, item: PgType) -> str:
+    """Put the captured enum in place of the live one: rename the live type, create the
+    captured one, move every column over (values it no longer has become NULL — the row
+    sync puts the captured values back), drop the old type."""
+    name = qn(item.namespace, item.name)
+    old = f"{item.name}__preimage_old"
+    cur.execute(f"ALTER TYPE {name} RENAME TO {q(old)}".encode())
+    cur.execute(item.definition.encode())
+    cur.execute(
+        """SELECT format('%%I.%%I', n.nspname, c.relname) AS tbl, a.attname,
+            pg_get_expr(d.adbin, d.adrelid) AS def
+        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE a.atttypid = to_regtype(%s) AND c.relkind IN ('r', 'p') AND NOT a.attisdropped
+          AND NOT c.relispartition AND a.attinhcount = 0""",
+        (qn(item.namespace, old),),
+    )
+    labels = ", ".join(ddl.lit(v) for v in item.labels)
+    moved = 0
+    for row in cur.fetchall():
+        col = q(row["attname"])
+        if row["def"] is not None:
+            cur.execute(f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} DROP DEFAULT".encode())
+        cur.execute(
+            f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} TYPE {name} USING (CASE WHEN "
+            f"{col}::text = ANY (ARRAY[{labels}]) THEN {col}::text END)::{name}".encode()
+        )
+        if row["def"] is not None:
+            default = row["def"].replace(qn(item.namespace, old), name).replace(
+                f"{item.namespace}.{old}", name)
+            cur.execute(f"ALTER TABLE {row['tbl']} ALTER COLUMN {col} SET DEFAULT "
+                        f"{default}".encode())
+        moved += 1
+    cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
+    return f"{moved} column(s) moved"
+
+
+def _differing(have: list[Any], want: list[Any], sig: Callable[[Any], Any]) -> list[Any]:
+    """Live attached objects (by name) that the capture lacks or defines differently."""
+    wanted = {w.name: sig(w) for w in want}
+    return [h for h in have if wanted.get(h.name, _MISSING) != sig(h)]
+
+
+_MISSING = object()
+
+
+def _seq_settings(s: PgSequence) -> tuple[Any, ...]:
+    return (s.data_type, s.start, s.increment, s.min_value, s.max_value, s.cache, s.cycle)
+
+
+def _view_sig(v: PgView) -> tuple[Any, ...]:
+    return (v.materialized, v.definition, tuple(v.options),
+            tuple((i.name, i.definition) for i in v.indexes))
+
+
+def _quoted(t: PgTable) -> str:
+    """The table as ``%I.%I`` prints it (how parents and owners are captured)."""
+    return f"{_ident(t.namespace)}.{_ident(t.name)}"
+
+
+def _ident(name: str) -> str:
+    import re
+
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return q(name)
+
+
+def _table_key_of(owned_by: str | None) -> str | None:
+    if not owned_by:
+        return None
+    parts = _split_quoted(owned_by)
+    if len(parts) != 3:
+        return None
+    return PgTable(namespace=parts[0], name=parts[1]).natural_key()
+
+
+def _split_quoted(text: str) -> list[str]:
+    parts, buf, quoted, i = [], "", False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            if quoted and i + 1 < len(text) and text[i + 1] == '"':
+                buf += '"'
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(buf)
+            buf = ""
+        else:
+            buf += ch
+        i += 1
+    parts.append(buf)
+    return parts

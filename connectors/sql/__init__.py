@@ -1,0 +1,5 @@
+"""The SQLAlchemy connector: ``sqlite:///…``, ``mysql+pymysql://…`` and any other dialect."""
+
+from preimage.connectors.sql.connector import SQLAlchemyConnector
+
+__all__ = ["SQLAlchemyConnector"]

@@ -1,0 +1,193 @@
+"""Restoring a :class:`SqlSnapshot` inside one open transaction.
+
+Order: drop views and triggers that differ or are new; drop tables that are
+new (or, for a table target, were absent at capture) or whose DDL changed;
+drop indexes that differ; create tables from their DDL and insert their rows;
+replace the rows of kept tables whose digest differs; create indexes,
+triggers and views; set ``sqlite_sequence`` counters and pragmas.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
+
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError
+
+
+class _HashOnly:
+    """A blob sink that only hashes: the digest a capture would store, nothing kept."""
+
+    def put_chunks(self, chunks: Iterable[bytes]) -> str:
+        hasher = hashlib.sha256()
+        for chunk in chunks:
+            hasher.update(chunk)
+        return hasher.hexdigest()
+
+
+@dataclass
+class _Step:
+    key: str
+    action: str
+    run: Callable[[], None]
+    destructive: bool = False
+    removes: bool = False
+
+
+class SqlRestorer:
+    """Plans and (unless a dry run) carries out one restore."""
+
+    def __init__(self, conn: Any, snap: SqlSnapshot, blobs: BlobStore, policy: RestorePolicy,
+                 report: RestoreReport, connector: Any) -> None:
+        self.conn = conn
+        self.snap = snap
+        self.blobs = blobs
+        self.policy = policy
+        self.report = report
+        self.connector = connector
+        self.quote = conn.dialect.identifier_preparer.quote
+
+    def _exec(self, sql: str, params: dict[str, Any] | None = None) -> Callable[[], None]:
+        from sqlalchemy import text
+
+        return lambda: self.conn.execute(text(sql), params or {}) and None
+
+    def run(self) -> None:
+        snap = self.snap
+        names = [t.name for t in snap.items if isinstance(t, SqlTable)] \
+            if snap.scope == "tables" else []
+        live = {i.natural_key(): i for i in self.connector.live_items(self.conn, names)}
+        captured = {i.natural_key(): i for i in snap.items}
+        drops: list[_Step] = []
+        creates: list[_Step] = []
+        loads: list[_Step] = []
+        late: list[_Step] = []
+        tables = [t for t in snap.items if isinstance(t, SqlTable)]
+        objects = [o for o in snap.items if isinstance(o, SqlObject)]
+        recreate: set[str] = set()
+        for t in tables:
+            have = live.get(t.natural_key())
+            if not t.exists:
+                if have is not None and have.exists:
+                    drops.append(_Step(t.natural_key(), "drop table (absent at capture)",
+                                       self._exec(f"DROP TABLE {self.quote(t.name)}"),
+                                       destructive=True, removes=True))
+                continue
+            if have is None or not have.exists or have.ddl != t.ddl or have.columns != t.columns:
+                recreate.add(t.name)
+                if have is not None and have.exists:
+                    drops.append(_Step(t.natural_key(), "drop table to re-create it",
+                                       self._exec(f"DROP TABLE {self.quote(t.name)}"),
+                                       destructive=True))
+                creates.append(_Step(t.natural_key(), "create table", self._create(t)))
+                if t.row_count:
+                    loads.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
+                                       self._insert(t)))
+                continue
+            digest = self.connector._table(self.conn, _inspect(self.conn), t.name,
+                                           _HashOnly(), {}).rows_digest
+            if digest != t.rows_digest:
+                q = self.quote(t.name)
+                if self.policy.conflict is ConflictMode.MERGE:
+                    continue
+                loads.append(_Step(t.natural_key(), "replace rows",
+                                   self._replace_rows(t, q), destructive=True))
+        # Objects: drop what is new or differs (and everything on a re-created table).
+        for key, have in live.items():
+            if isinstance(have, SqlObject):
+                want = captured.get(key)
+                assert want is None or isinstance(want, SqlObject)
+                if want is None and snap.scope == "tables" and have.table not in names:
+                    continue
+                if want is None or want.ddl != have.ddl or have.table in recreate:
+                    drops.insert(0, _Step(key, "drop (created since)" if want is None
+                                          else "drop to re-create",
+                                          self._exec(f"DROP {have.kind.upper()} IF EXISTS "
+                                                     f"{self.quote(have.name)}"),
+                                          destructive=True, removes=want is None))
+            elif isinstance(have, SqlTable) and key not in captured and snap.scope == "database":
+                drops.append(_Step(key, "drop table (created since)",
+                                   self._exec(f"DROP TABLE {self.quote(have.name)}"),
+                                   destructive=True, removes=True))
+        for o in objects:
+            have = live.get(o.natural_key())
+            if have is None or have.ddl != o.ddl or o.table in recreate:
+                late.append(_Step(o.natural_key(), f"create {o.kind}", self._exec(o.ddl)))
+        for c in snap.items:
+            if isinstance(c, SqlCounter):
+                have = live.get(c.natural_key())
+                if have is None or have.value != c.value or (
+                    c.kind == "counter" and c.name in recreate
+                ):
+                    late.append(_Step(c.natural_key(), f"set {c.kind}", self._counter(c)))
+        for key, have in live.items():
+            if isinstance(have, SqlCounter) and have.kind == "counter" and key not in captured \
+                    and (not names or have.name in names):
+                late.append(_Step(key, "reset counter", self._exec(
+                    "DELETE FROM sqlite_sequence WHERE name = :n", {"n": have.name}),
+                    destructive=True, removes=True))
+        steps = [s for s in drops + creates + loads + late if self.policy.in_scope(s.key)]
+        if self.policy.conflict is ConflictMode.MERGE:
+            steps = [s for s in steps if not s.destructive]
+        if self.policy.conflict is ConflictMode.REFUSE and steps:
+            raise RestoreConflictError(snap.target, sorted({s.key for s in steps}))
+        done: dict[str, list[str]] = {}
+        for step in steps:
+            if not self.policy.dry_run:
+                step.run()
+            done.setdefault(step.key, []).append(step.action)
+        removed = {s.key for s in steps if s.removes}
+        for key, actions in done.items():
+            outcome = Outcome.PLANNED if self.policy.dry_run else (
+                Outcome.REMOVED if key in removed else Outcome.RESTORED)
+            self.report.add(key, outcome, "; ".join(actions))
+        for key in captured:
+            if key not in done and self.policy.in_scope(key):
+                self.report.add(key, Outcome.UNCHANGED)
+
+    def _insert(self, t: SqlTable) -> Callable[[], None]:
+        from preimage.connectors.sql.connector import insert_rows
+
+        return lambda: insert_rows(self.conn, t, self.blobs)
+
+    def _replace_rows(self, t: SqlTable, quoted: str) -> Callable[[], None]:
+        from preimage.connectors.sql.connector import insert_rows
+
+        def run() -> None:
+            self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
+            insert_rows(self.conn, t, self.blobs)
+
+        return run
+
+    def _create(self, t: SqlTable) -> Callable[[], None]:
+        ddl = t.ddl or ""
+
+        def run() -> None:
+            self.conn.exec_driver_sql(ddl)
+
+        return run
+
+    def _counter(self, c: SqlCounter) -> Callable[[], None]:
+        if c.kind == "pragma":
+            if c.name not in ("user_version", "application_id"):
+                raise ValueError(f"unknown pragma {c.name!r} in snapshot")
+            return lambda: self.conn.exec_driver_sql(f"PRAGMA {c.name} = {int(c.value)}") and None
+
+        def run() -> None:
+            self.conn.exec_driver_sql("DELETE FROM sqlite_sequence WHERE name = ?", (c.name,))
+            self.conn.exec_driver_sql("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)",
+                                      (c.name, c.value))
+
+        return run
+
+
+def _inspect(conn: Any) -> Any:
+    from sqlalchemy import inspect
+
+    return inspect(conn)

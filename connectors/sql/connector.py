@@ -1,0 +1,295 @@
+"""``SQLAlchemyConnector``: any SQLAlchemy database, SQLite first.
+
+Targets are SQLAlchemy URLs: ``sqlite:////abs/path.db`` (``sqlite:///rel.db``
+is made absolute), ``mysql+pymysql://user@host/db``; ``?tables=a,b`` narrows
+the capture to those tables (names that do not exist are captured as absent).
+
+Capture runs in one transaction and reflects tables, columns, keys,
+constraints and indexes; rows stream into a blob as JSON lines in key order.
+SQLite also keeps the exact DDL of every table, index, view and trigger from
+``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
+``application_id``; MySQL keeps ``SHOW CREATE TABLE``; other dialects keep
+SQLAlchemy's compiled ``CREATE TABLE``.
+
+Restore runs in one transaction with foreign-key checks off: objects created
+since the capture are dropped, changed tables are dropped and re-created from
+their DDL, rows of tables whose digest differs are replaced, then counters and
+pragmas are set.  A SQLite file that was deleted is created again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
+from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
+
+from preimage._blobs import BlobStore
+from preimage._errors import (
+    InvalidTargetError,
+    RestoreConflictError,
+    RestoreError,
+    TerminalConnectorError,
+    TransientConnectorError,
+)
+from preimage._target import Target
+
+_PRAGMAS = ("user_version", "application_id")
+
+
+def engine_url(target: Target) -> tuple[str, str]:
+    """(SQLAlchemy URL with the password, redacted target URI) for ``target``."""
+    from sqlalchemy.engine import URL
+
+    query = {k: v[-1] for k, v in target.query.items() if k != "tables"}
+    if target.scheme == "sqlite":
+        if target.host not in (None, "", "localhost"):
+            raise InvalidTargetError(target.redacted, "sqlite targets are local files")
+        raw = target.path[1:] if target.path.startswith("/") else target.path
+        if not raw or raw == ":memory:":
+            raise InvalidTargetError(target.redacted, "name a database file: sqlite:////abs/x.db")
+        path = str(Path(raw).absolute())
+        redacted = f"sqlite:///{path}"
+        if target.param("tables"):
+            redacted += f"?tables={target.param('tables')}"
+        return f"sqlite:///{path}", redacted
+    url = URL.create(
+        drivername=target.scheme, username=target.username,
+        password=target.resolve_password(), host=target.host, port=target.port,
+        database=target.path.lstrip("/") or None, query=query,
+    )
+    return url.render_as_string(hide_password=False), target.redacted
+
+
+def _sqlite_path(url: str) -> str | None:
+    return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
+
+
+class SQLAlchemyConnector:
+    """Tables and rows of any database SQLAlchemy reaches (SQLite with its exact DDL)."""
+
+    scheme: ClassVar[str] = "sqlite"
+    snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
+
+    # ------------------------------------------------------------ engine
+    def _engine(self, url: str) -> Any:
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.pool import NullPool
+
+        engine = create_engine(url, poolclass=NullPool)
+        if engine.dialect.name == "sqlite":
+            # Let SQLite's own BEGIN/COMMIT work (pysqlite's implicit transactions do not).
+            @event.listens_for(engine, "connect")
+            def _connect(dbapi_conn: Any, _record: Any) -> None:
+                dbapi_conn.isolation_level = None
+
+            @event.listens_for(engine, "begin")
+            def _begin(conn: Any) -> None:
+                conn.exec_driver_sql("BEGIN")
+
+        return engine
+
+    def _connect(self, engine: Any, redacted: str) -> Any:
+        from sqlalchemy import exc as sa_exc
+
+        try:
+            return engine.connect()
+        except sa_exc.OperationalError as exc:
+            msg = str(exc.orig)
+            if "denied" in msg.lower() or "password" in msg.lower():
+                raise TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
+                                             target=redacted) from exc
+            raise TransientConnectorError(f"cannot reach {redacted}: {msg}",
+                                          target=redacted) from exc
+
+    # ------------------------------------------------------------ capture
+    def capture(self, target: Target, blobs: BlobStore) -> SqlSnapshot:
+        """Read tables, rows and (SQLite) every schema object in one transaction."""
+        url, redacted = engine_url(target)
+        names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
+        scope = "tables" if names else "database"
+        dialect = target.scheme.split("+", 1)[0]
+        path = _sqlite_path(url)
+        if path is not None and not os.path.exists(path):
+            return SqlSnapshot(target=redacted, dialect="sqlite", database_exists=False,
+                               scope=scope, notes=[f"{path} did not exist at capture time"])
+        engine = self._engine(url)
+        try:
+            with self._connect(engine, redacted) as conn, conn.begin():
+                items = list(self._read(conn, blobs, names))
+                dialect = conn.dialect.name
+        finally:
+            engine.dispose()
+        return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items)
+
+    def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
+        from sqlalchemy import inspect, text
+
+        insp = inspect(conn)
+        present = [t for t in insp.get_table_names() if t != "sqlite_sequence"]
+        wanted = names or present
+        sqlite = conn.dialect.name == "sqlite"
+        master: dict[tuple[str, str], tuple[str, str]] = {}
+        if sqlite:
+            for typ, name, tbl, sql in conn.exec_driver_sql(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
+            ):
+                master[(typ, name)] = (tbl, sql)
+        for name in wanted:
+            if name not in present:
+                yield SqlTable(name=name, exists=False)
+                continue
+            yield self._table(conn, insp, name, blobs, master)
+        if sqlite:
+            for (typ, name), (tbl, sql) in master.items():
+                if typ == "table" or (names and tbl not in names) or typ not in (
+                    "index", "view", "trigger"
+                ):
+                    continue
+                yield SqlObject(kind=typ, name=name, table=tbl, ddl=sql)
+            has_seq = conn.exec_driver_sql(
+                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").first()
+            if has_seq:
+                for name, seq in conn.exec_driver_sql("SELECT name, seq FROM sqlite_sequence"):
+                    if name in wanted:
+                        yield SqlCounter(kind="counter", name=name, value=int(seq))
+            if not names:
+                for pragma in _PRAGMAS:
+                    value = conn.execute(text(f"PRAGMA {pragma}")).scalar()
+                    yield SqlCounter(kind="pragma", name=pragma, value=int(value or 0))
+
+    def _table(self, conn: Any, insp: Any, name: str, blobs: Any,
+               master: dict[tuple[str, str], tuple[str, str]]) -> SqlTable:
+        from sqlalchemy import MetaData, Table, select
+        from sqlalchemy.schema import CreateTable
+
+        cols = insp.get_columns(name)
+        pk = list(insp.get_pk_constraint(name).get("constrained_columns") or [])
+        fks = [f"({', '.join(f['constrained_columns'])}) -> {f['referred_table']}"
+               f"({', '.join(f['referred_columns'])})" for f in insp.get_foreign_keys(name)]
+        uniques = sorted(",".join(u["column_names"]) for u in insp.get_unique_constraints(name))
+        try:
+            checks = sorted(c["sqltext"] for c in insp.get_check_constraints(name))
+        except NotImplementedError:
+            checks = []
+        indexes = sorted(f"{i['name']}({','.join(c or '' for c in i['column_names'])})"
+                         f"{' unique' if i.get('unique') else ''}" for i in insp.get_indexes(name))
+        table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
+        if conn.dialect.name == "sqlite":
+            ddl = master.get(("table", name), ("", ""))[1]
+        elif conn.dialect.name == "mysql":
+            ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE `{name}`").one()[1]
+        else:
+            ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
+        columns = [SqlColumn(
+            name=c["name"], type=str(c["type"]), nullable=bool(c.get("nullable", True)),
+            default=None if c.get("default") is None else str(c["default"]),
+            autoincrement=c.get("autoincrement") is True,
+        ) for c in cols]
+        item = SqlTable(name=name, columns=columns, primary_key=pk, foreign_keys=sorted(fks),
+                        unique_constraints=uniques, check_constraints=checks, indexes=indexes,
+                        ddl=ddl)
+        if blobs is None:
+            return item
+        order = [table.c[c] for c in pk] or list(table.c)
+        stmt = select(*table.c).order_by(*order)
+        counter = [0]
+
+        def rows() -> Iterator[Any]:
+            for row in conn.execution_options(yield_per=1000).execute(stmt):
+                counter[0] += 1
+                yield tuple(row)
+
+        digest = blobs.put_chunks(encode_rows([c.name for c in table.c], rows()))
+        return item.model_copy(update={"rows_digest": digest, "row_count": counter[0]})
+
+    # ------------------------------------------------------------ restore
+    def restore(
+        self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
+    ) -> RestoreReport:
+        """Bring the database back to ``snapshot`` in one transaction."""
+        assert isinstance(snapshot, SqlSnapshot)
+        report = RestoreReport(target=snapshot.target, connector="sqlalchemy",
+                               dry_run=policy.dry_run)
+        url, _ = engine_url(Target.parse(snapshot.target))
+        path = _sqlite_path(url)
+        for t in snapshot.items:
+            if isinstance(t, SqlTable) and t.rows_digest and not blobs.exists(t.rows_digest):
+                from preimage._errors import BlobMissingError
+
+                raise BlobMissingError(t.rows_digest, path=t.name)
+        if not snapshot.database_exists:
+            if path is not None and os.path.exists(path):
+                if policy.conflict is not ConflictMode.OVERWRITE:
+                    report.add(path, Outcome.SKIPPED, reason="absent at capture; policy keeps it")
+                elif policy.dry_run:
+                    report.add(path, Outcome.PLANNED, "delete the database file")
+                else:
+                    os.unlink(path)
+                    report.add(path, Outcome.REMOVED, "absent at capture")
+            return report
+        if path is not None and not os.path.exists(path):
+            if policy.conflict is ConflictMode.REFUSE:
+                raise RestoreConflictError(snapshot.target, [path])
+            if policy.dry_run:
+                for item in snapshot.items:
+                    report.add(item.natural_key(), Outcome.PLANNED, "create")
+                return report
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            report.notes.append(f"{path} re-created")
+        engine = self._engine(url)
+        try:
+            with self._connect(engine, snapshot.target) as conn:
+                sqlite = conn.dialect.name == "sqlite"
+                # Foreign-key checks off for the restore's session (SQLite ignores the
+                # pragma inside a transaction, so it goes straight to the driver).
+                if sqlite:
+                    conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = OFF")
+                elif conn.dialect.name == "mysql":
+                    conn.exec_driver_sql("SET FOREIGN_KEY_CHECKS = 0")
+                    conn.commit()
+                try:
+                    with conn.begin():
+                        from preimage.connectors.sql.apply import SqlRestorer
+
+                        SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
+                except (RestoreError, RestoreConflictError):
+                    raise
+                except Exception as exc:
+                    from sqlalchemy import exc as sa_exc
+
+                    if isinstance(exc, sa_exc.SQLAlchemyError):
+                        raise RestoreError(
+                            f"restore of {snapshot.target} failed and was rolled back, nothing "
+                            f"was changed: {getattr(exc, 'orig', exc)}"
+                        ) from exc
+                    raise
+        finally:
+            engine.dispose()
+        return report
+
+    def live_items(self, conn: Any, names: list[str]) -> list[Any]:
+        """The live objects (no rows) in the same scope."""
+        return list(self._read(conn, None, names))
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
+        """Tables and objects added, removed or changed (rows compared by digest)."""
+        return diff_snapshots(before, after)
+
+
+def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:
+    """Insert the captured rows of ``table`` in batches."""
+    from sqlalchemy import MetaData, Table
+
+    if table.rows_digest is None:
+        return
+    live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
+    for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
+        conn.execute(live.insert(), batch)

@@ -1,0 +1,69 @@
+"""Rows as JSON lines: one object per row, columns in table order.
+
+JSON keeps integers, floats, strings and ``null`` exactly; bytes are written
+as ``{"$bytes": "<base64>"}``; anything else a driver returns (decimals,
+dates) as its string form, which the database converts back on insert.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+BATCH = 1000
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"$bytes": base64.b64encode(bytes(value)).decode()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"$bytes"}:
+        return base64.b64decode(value["$bytes"])
+    return value
+
+
+def encode_rows(columns: list[str], rows: Iterable[Any]) -> Iterator[bytes]:
+    """JSON lines for ``rows`` (sequences in ``columns`` order), in batches."""
+    batch: list[str] = []
+    for row in rows:
+        batch.append(json.dumps(
+            {c: _encode(v) for c, v in zip(columns, row, strict=True)},
+            ensure_ascii=False, separators=(",", ":"),
+        ))
+        if len(batch) >= BATCH:
+            yield ("\n".join(batch) + "\n").encode()
+            batch = []
+    if batch:
+        yield ("\n".join(batch) + "\n").encode()
+
+
+def decode_rows(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """Rows back from JSON-lines chunks, with bytes decoded."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line:
+                yield {k: _decode(v) for k, v in json.loads(line).items()}
+    if buffer.strip():
+        yield {k: _decode(v) for k, v in json.loads(buffer).items()}
+
+
+def batches(rows: Iterable[dict[str, Any]], size: int = BATCH) -> Iterator[list[dict[str, Any]]]:
+    """``rows`` in lists of ``size``."""
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,308 @@
+"""Snapshot schema of the PostgreSQL connector (v1).
+
+A snapshot holds one item per object in scope — the database itself (whole-
+database targets), schemas, extensions, types, functions, sequences, tables and
+views — read in one ``REPEATABLE READ`` transaction.  Table rows are streamed
+with ``COPY`` into one blob per table; :meth:`PostgresSnapshot.scoring_items`
+expands them into one :class:`~preimage.snapshot_schemas.sql.TableRow` per row
+(natural key: the primary key, else the whole row) so rows are scored one by one.
+
+Definitions are kept as PostgreSQL itself prints them (``pg_get_constraintdef``,
+``pg_get_indexdef``, ``pg_get_triggerdef``, ``pg_get_functiondef``,
+``pg_get_viewdef``, ``format_type``) with an empty ``search_path``, so every
+name in them is schema-qualified.  By class:
+
+* content  — row values, row counts and digests; columns (name, type); type,
+  function and view definitions; whether a named object exists;
+* metadata — NOT NULL, defaults, identity and generated columns, collations;
+  constraints, indexes, triggers (and whether each is enabled), RLS flags and
+  policies; sequence settings and state (``last_value``, ``is_called``,
+  increment, min/max, cache, cycle, owned-by); partition keys and bounds,
+  inheritance parents, storage options, replica identity; owners, grants
+  (ACLs, ``NULL`` read as the type's default ACL) and comments; the database's
+  owner, encoding, collation, connection limit and settings;
+* server   — OIDs and ``relfilenode``: assigned by the server, different after
+  any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
+  line with the rows): they change on every update and no client can set them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Annotated, Any, ClassVar, Literal
+
+from preimage.snapshot_schemas._base import (
+    Item,
+    Record,
+    Snapshot,
+    content,
+    key,
+    metadata,
+    register_snapshot_type,
+    server,
+)
+from preimage.snapshot_schemas.sql import TableRow, row_key
+from pydantic import Field
+
+
+class PgRow(TableRow):
+    """A table row as scored, with the physical identity the server gave it."""
+
+    ctid: str | None = server(None, description="physical location; changes on update")
+    xmin: str | None = server(None, description="inserting transaction id")
+
+
+class PgColumn(Record):
+    """A column of a table (inherited columns included, flagged ``local=False``)."""
+
+    name: str = content()
+    type: str = content(description="format_type(), schema-qualified")
+    not_null: bool = metadata(False)
+    default: str | None = metadata(None, description="default expression (not for generated)")
+    identity: Literal["", "a", "d"] = metadata("", description="a=ALWAYS, d=BY DEFAULT")
+    generated: str | None = metadata(None, description="expression of a STORED generated column")
+    collation: str | None = metadata(None, description="only when not the type's default")
+    local: bool = metadata(True, description="declared on this table, not only inherited")
+    comment: str | None = metadata(None)
+
+
+class PgConstraint(Record):
+    """A table constraint: primary key, unique, foreign key, check, exclusion."""
+
+    name: str = metadata()
+    type: Literal["p", "u", "f", "c", "x"] = metadata()
+    definition: str = metadata(description="pg_get_constraintdef()")
+    comment: str | None = metadata(None)
+
+
+class PgIndex(Record):
+    """An index not created by a constraint."""
+
+    name: str = metadata()
+    definition: str = metadata(description="pg_get_indexdef()")
+    attached_to: str | None = metadata(None, description="partitioned parent index, %I.%I")
+    clustered: bool = metadata(False)
+    comment: str | None = metadata(None)
+
+
+class PgTrigger(Record):
+    """A user trigger (not the internal triggers of foreign keys)."""
+
+    name: str = metadata()
+    definition: str = metadata(description="pg_get_triggerdef()")
+    enabled: Literal["O", "D", "R", "A"] = metadata("O")
+    comment: str | None = metadata(None)
+
+
+class PgPolicy(Record):
+    """A row-level-security policy."""
+
+    name: str = metadata()
+    definition: str = metadata(description="the CREATE POLICY statement")
+    comment: str | None = metadata(None)
+
+
+class PgOwned(Item):
+    """What every schema object has: a place, an owner, grants, a comment and an OID."""
+
+    namespace: str = key(description="the schema")
+    name: str = key()
+    exists: bool = content(True)
+    owner: str | None = metadata(None)
+    acl: list[str] = metadata(default_factory=list, description="aclitems, sorted")
+    comment: str | None = metadata(None)
+    oid: int | None = server(None)
+
+    @property
+    def qualified(self) -> str:
+        """``schema.name`` as written in a target URI."""
+        return f"{self.namespace}.{self.name}"
+
+
+class PgTable(PgOwned):
+    """A table (ordinary or partitioned), its attached objects and a digest of its rows."""
+
+    kind: Literal["table"] = key("table")
+    relkind: Literal["r", "p"] = content("r")
+    unlogged: bool = metadata(False)
+    columns: list[PgColumn] = content(default_factory=list)
+    inherits: list[str] = metadata(default_factory=list, description="parents, in order")
+    partition_of: str | None = metadata(None)
+    partition_bound: str | None = metadata(None)
+    partition_key: str | None = metadata(None)
+    constraints: list[PgConstraint] = metadata(default_factory=list)
+    indexes: list[PgIndex] = metadata(default_factory=list)
+    triggers: list[PgTrigger] = metadata(default_factory=list)
+    policies: list[PgPolicy] = metadata(default_factory=list)
+    rls_enabled: bool = metadata(False)
+    rls_forced: bool = metadata(False)
+    options: list[str] = metadata(default_factory=list, description="reloptions")
+    replica_identity: Literal["d", "n", "f", "i"] = metadata("d")
+    row_key: list[str] = metadata(default_factory=list, description="primary-key columns")
+    copy_columns: list[str] = content(
+        default_factory=list, description="columns in the rows blob (generated ones excluded)"
+    )
+    row_count: int = content(0)
+    rows_digest: str | None = content(None, description="COPY text of the rows, key order")
+    row_filter: str | None = content(None, description="row scope: the normalised predicate")
+    row_system_digest: str | None = server(
+        None, description="per row, in the rows' order: ctid and xmin (COPY text)"
+    )
+    relfilenode: int | None = server(None)
+
+
+class PgSequence(PgOwned):
+    """A sequence with its settings and state (identity sequences included)."""
+
+    kind: Literal["sequence"] = key("sequence")
+    data_type: str = metadata("bigint")
+    start: int = metadata(1)
+    increment: int = metadata(1)
+    min_value: int = metadata(1)
+    max_value: int = metadata(9223372036854775807)
+    cache: int = metadata(1)
+    cycle: bool = metadata(False)
+    last_value: int = metadata(1)
+    is_called: bool = metadata(False)
+    owned_by: str | None = metadata(None, description="schema.table.column")
+    identity: bool = metadata(False, description="belongs to an identity column")
+
+
+class PgFunction(PgOwned):
+    """A function or procedure (trigger functions included)."""
+
+    kind: Literal["function"] = key("function")
+    arguments: str = key(description="pg_get_function_identity_arguments()")
+    prokind: Literal["f", "p", "w"] = content("f")
+    definition: str = content(description="pg_get_functiondef()")
+
+
+class PgType(PgOwned):
+    """A user type: enum, domain, composite or range."""
+
+    kind: Literal["type"] = key("type")
+    typtype: Literal["e", "d", "c", "r"] = content()
+    labels: list[str] = content(default_factory=list, description="enum labels, in order")
+    definition: str = content(description="the CREATE TYPE / CREATE DOMAIN statement")
+
+
+class PgView(PgOwned):
+    """A view or materialized view (for table targets: those depending on the tables)."""
+
+    kind: Literal["view"] = key("view")
+    materialized: bool = content(False)
+    definition: str = content(description="pg_get_viewdef()")
+    options: list[str] = metadata(default_factory=list)
+    populated: bool = metadata(True)
+    indexes: list[PgIndex] = metadata(default_factory=list)
+
+
+class PgSchema(Item):
+    """A schema (schema and whole-database targets)."""
+
+    kind: Literal["schema"] = key("schema")
+    name: str = key()
+    exists: bool = content(True)
+    owner: str | None = metadata(None)
+    acl: list[str] = metadata(default_factory=list)
+    comment: str | None = metadata(None)
+    oid: int | None = server(None)
+
+
+class PgExtension(Item):
+    """An installed extension (whole-database targets); its own objects are not captured."""
+
+    kind: Literal["extension"] = key("extension")
+    name: str = key()
+    namespace: str = metadata(description="the schema it is installed in")
+    version: str = metadata()
+
+
+class PgDatabase(Item):
+    """The database itself (whole-database targets), so ``DROP DATABASE`` can be undone."""
+
+    kind: Literal["database"] = key("database")
+    name: str = key()
+    owner: str = metadata()
+    encoding: str = metadata()
+    collate: str = metadata()
+    ctype: str = metadata()
+    connection_limit: int = metadata(-1)
+    acl: list[str] = metadata(default_factory=list)
+    comment: str | None = metadata(None)
+    settings: list[str] = metadata(default_factory=list, description="ALTER DATABASE SET …")
+    oid: int | None = server(None)
+
+
+PgItem = Annotated[
+    PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView,
+    Field(discriminator="kind"),
+]
+
+Scope = Literal["database", "schema", "tables", "rows"]
+
+
+@register_snapshot_type
+class PostgresSnapshot(Snapshot):
+    """Objects and rows of one PostgreSQL database, in one consistent read."""
+
+    schema_name: ClassVar[str] = "postgres"
+    schema_version: int = 1
+    connector: str = "postgresql"
+    database: str
+    database_exists: bool = True
+    scope: Scope = "database"
+    scope_names: list[str] = Field(
+        default_factory=list, description="schemas (schema scope) or schema.table names"
+    )
+    server_version: int = 0
+    items: list[PgItem] = Field(default_factory=list)
+
+    def tables(self) -> list[PgTable]:
+        """The table items, in capture (dependency) order."""
+        return [i for i in self.items if isinstance(i, PgTable)]
+
+    def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
+        """Every object, then every captured row (read from ``blobs``)."""
+        yield from self.items
+        if blobs is None:
+            return
+        for table in self.tables():
+            if table.rows_digest is None:
+                continue
+            seen: Counter[str] = Counter()  # occurrences of duplicate keyless rows
+            rows = iter_copy_rows(blobs.chunks(table.rows_digest), table.copy_columns)
+            system: Iterator[dict[str, Any]] = iter(())
+            if table.row_system_digest is not None:
+                system = iter_copy_rows(blobs.chunks(table.row_system_digest), ["ctid", "xmin"])
+            for values in rows:
+                phys = next(system, {})
+                yield PgRow(
+                    table=table.qualified,
+                    row=row_key(values, table.row_key, seen),
+                    values=values,
+                    ctid=phys.get("ctid"),
+                    xmin=phys.get("xmin"),
+                )
+
+
+def iter_copy_rows(chunks: Iterator[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:
+    """Rows of a ``COPY … TO STDOUT`` text stream as ``{column: text or None}``.
+
+    Values stay in COPY's escaped text form (``\\N`` becomes ``None``): two
+    values are equal exactly when their escaped forms are.
+    """
+    buffer = b""
+    for chunk in chunks:
+        buffer += bytes(chunk)
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            fields = line.decode("utf-8").split("\t")
+            yield {
+                col: (None if val == "\\N" else val)
+                for col, val in zip(columns, fields, strict=False)
+            }
+    if buffer:
+        fields = buffer.decode("utf-8").split("\t")
+        yield {col: (None if v == "\\N" else v) for col, v in zip(columns, fields, strict=False)}

@@ -1,0 +1,226 @@
+"""Tiers 1-2 for a terminal's other state: git repositories, Python environments, crontabs.
+
+``git`` calls capture ``git:///<toplevel>`` (HEAD, refs, index, stash,
+untracked and ignored files); when the git connector is not installed the
+repository's tree is captured with the file connector instead.  ``git push
+--force`` is rewritten to ``--force-with-lease`` so it cannot overwrite
+remote commits the local repository (and so the backup) has never seen.
+``pip`` calls capture ``pip:///<venv or interpreter>`` of the interpreter
+the ``pip`` on the command's PATH belongs to.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shutil
+
+from preimage.layer._extract import file_targets, finding, shell_extractor, unknown
+from preimage.layer.argv import parse_args
+from preimage.layer.context import Context
+from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
+from preimage.layer.rules import Rule
+from preimage.layer.shell import SimpleCommand, resolve
+from preimage.layer.uris import crontab_uri, file_uri, git_uri, pip_uri
+
+GIT_GLOBAL = ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+              "--config-env", "--super-prefix"]
+
+
+def git_toplevel(start: str) -> str | None:
+    """The working tree root holding ``start`` (found by walking up to ``.git``)."""
+    path = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def _git_target(repo: str, why: str) -> PlannedTarget:
+    return PlannedTarget(git_uri(repo), why, fallback=file_uri(repo))
+
+
+@shell_extractor("git")
+def git(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """Any state-changing ``git`` subcommand: the repository it runs in."""
+    pre = parse_args(cmd.words[1:], GIT_GLOBAL, stop_at_positional=True)
+    where = cmd.cwd
+    for opt, val in pre.options:
+        if opt == "-C" and val:
+            where = os.path.normpath(os.path.join(where, val))
+    work_tree = pre.value("--work-tree")
+    repo = os.path.normpath(os.path.join(where, work_tree)) if work_tree else git_toplevel(where)
+    sub = pre.texts[:1]
+    rest = parse_args(pre.positionals[1:], ["-m", "-o", "--repo", "-e", "--exclude"])
+    if repo is None:
+        if sub == ["clone"] and len(rest.positionals) >= 1:
+            dest = rest.texts[1] if len(rest.positionals) > 1 else \
+                re.sub(r"\.git$", "", rest.texts[0].rstrip("/").rsplit("/", 1)[-1])
+            path = resolve(cmd, os.path.join(where, dest) if not dest.startswith("/") else dest)
+            return finding(cmd, rule, impact=Impact.LOW,
+                           targets=file_targets([path], ctx, "git clone creates it",
+                                                include_absent=True))
+        if sub == ["init"]:
+            return finding(cmd, rule, impact=Impact.LOW)
+        f = finding(cmd, rule, impact=Impact.NONE)
+        f.notes.append(f"`git {' '.join(sub)}` outside a repository changes nothing")
+        return f
+    f = finding(cmd, rule, targets=[_git_target(repo, f"git {' '.join(sub)} changes it")],
+                outside_workspace=ctx.outside_workspace(repo))
+    name = sub[0] if sub else ""
+    if name == "checkout":
+        branchish = [w for w in rest.texts if not os.path.exists(os.path.join(where, w))]
+        discards = (rest.has("-f", "--force", "-p", "--patch") or "--" in cmd.argv
+                    or "." in rest.texts or (rest.texts and not branchish))
+        f.impact = Impact.HIGH if discards else Impact.NORMAL
+        f.tier = Tier.REWRITE if discards else Tier.PAIR
+        f.wide = "." in rest.texts
+    elif name == "push":
+        _push(cmd, f, rest.options, rest.texts)
+    elif name in ("clean", "reset") or (name == "stash" and rest.texts[:1] in (["drop"], ["clear"])):
+        f.wide = name != "stash"
+    return f
+
+
+def _push(cmd: SimpleCommand, f: Finding, options: list[tuple[str, str | None]],
+          refspecs: list[str]) -> None:
+    names = {o for o, _ in options}
+    forced = bool(names & {"--force", "-f"}) or any(r.startswith("+") for r in refspecs)
+    deleting = bool(names & {"--delete", "-d", "--mirror", "--prune"}) or any(
+        r.startswith(":") for r in refspecs)
+    f.outside_workspace = True
+    if not (forced or deleting or "--force-with-lease" in names):
+        f.impact = Impact.NORMAL
+        return
+    f.impact = Impact.HIGH
+    f.tier = Tier.REWRITE
+    f.notes.append("the remote's old branch tips stay in the backup (remote-tracking refs); "
+                   "put one back with `git push --force-with-lease <remote> <old-sha>:<branch>`")
+    if forced and "--force-with-lease" not in names and cmd.span is not None \
+            and not any(r.startswith("+") for r in refspecs):
+        new = re.sub(r"(?<=\s)(--force|-f)(?=\s|$)", "--force-with-lease", cmd.source, count=1)
+        if new != cmd.source:
+            f.rewrite = new
+            f.notes.append("`--force` became `--force-with-lease`: the push now refuses to "
+                           "overwrite remote commits this repository has not fetched")
+
+
+def python_env(cmd: SimpleCommand, program: str | None = None) -> str | None:
+    """The venv (or interpreter) a ``pip``/``python`` command acts on."""
+    prog = program or cmd.words[0].text
+    path = resolve(cmd, prog) if "/" in prog else shutil.which(prog, path=cmd.env.get("PATH"))
+    if path:
+        root = os.path.dirname(os.path.dirname(path))
+        if os.path.exists(os.path.join(root, "pyvenv.cfg")):
+            return root
+    if cmd.env.get("VIRTUAL_ENV"):
+        return cmd.env["VIRTUAL_ENV"]
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(512).decode(errors="replace")
+    except OSError:
+        return path
+    if first.startswith("#!") and "python" in first:
+        interp = first[2:].strip().split()[0]
+        root = os.path.dirname(os.path.dirname(interp))
+        return root if os.path.exists(os.path.join(root, "pyvenv.cfg")) else interp
+    return path
+
+
+def _project_venv(start: str) -> str | None:
+    path = os.path.abspath(start)
+    while True:
+        cand = os.path.join(path, ".venv")
+        if os.path.exists(os.path.join(cand, "pyvenv.cfg")):
+            return cand
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+@shell_extractor("pip")
+def pip(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """``pip``/``python -m pip``/``uv pip``: the environment it installs into."""
+    args = parse_args(cmd.words[1:], ["-t", "--target", "--prefix", "--root", "--python", "-p",
+                                      "-r", "--requirement", "-c", "--constraint", "-e",
+                                      "--editable", "-i", "--index-url", "--extra-index-url",
+                                      "-f", "--find-links", "-m"])
+    target_dir = args.value("-t", "--target", "--prefix", "--root")
+    if target_dir:
+        path = resolve(cmd, target_dir)
+        return finding(cmd, rule, targets=file_targets([path], ctx, "pip installs into it",
+                                                       include_absent=True))
+    if cmd.name == "uv":
+        env = args.value("--python", "-p")
+        env = resolve(cmd, env) if env and "/" in env else None
+        env = env or cmd.env.get("VIRTUAL_ENV") or _project_venv(cmd.cwd)
+    elif cmd.name.startswith("python"):
+        env = python_env(cmd)
+    else:
+        env = python_env(cmd)
+    if env is None:
+        return unknown(cmd, rule, f"`{cmd.name}`: cannot tell which Python environment it changes")
+    env_dir = env if os.path.isdir(env) else None
+    return finding(cmd, rule, targets=[PlannedTarget(
+        pip_uri(env), "pip changes its packages", regenerable=True,
+        fallback=file_uri(env_dir) if env_dir else None)],
+        outside_workspace=ctx.outside_workspace(env))
+
+
+@shell_extractor("python")
+def python(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """``python -m pip`` goes to pip; ``-m venv DIR`` creates DIR; scripts are unknown."""
+    args = parse_args(cmd.words[1:], ["-m", "-c", "-W", "-X"], stop_at_positional=True)
+    module = args.value("-m")
+    if module in ("pip", "ensurepip"):
+        return pip(cmd, rule, ctx)
+    if module == "venv" and args.positionals:
+        path = resolve(cmd, args.texts[-1])
+        return finding(cmd, rule, impact=Impact.LOW,
+                       targets=file_targets([path], ctx, "venv creates it", include_absent=True))
+    if module in ("json.tool", "http.server", "pydoc", "site", "this", "timeit", "platform",
+                  "sysconfig", "calendar", "tokenize", "ast", "dis", "py_compile"):
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    script = os.path.basename(args.texts[0]) if args.positionals else ""
+    if script == "manage.py" and args.texts[1:2] and args.texts[1] in (
+            "flush", "migrate", "reset_db", "loaddata", "sqlflush"):
+        from preimage.layer.ex_sql import orm_reset
+
+        return orm_reset(cmd, rule.model_copy(update={"impact": "high"}), ctx)
+    if not cmd.argv[1:] or cmd.argv[1:2] in (["--version"], ["-V"]):
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    what = f"-m {module}" if module else ("-c code" if args.has("-c") else "a script")
+    return unknown(cmd, rule, f"`{cmd.name} {what}` runs code the layer cannot read")
+
+
+@shell_extractor("project_env")
+def project_env(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """``uv sync/add``, ``poetry add/install``: the project's venv and its manifest files."""
+    venv = _project_venv(cmd.cwd)
+    files = [os.path.join(cmd.cwd, n) for n in rule.params.get("files", [])]
+    targets = file_targets(files, ctx, f"{cmd.name} rewrites it")
+    if venv:
+        targets.append(PlannedTarget(pip_uri(venv), f"{cmd.name} changes its packages",
+                                     fallback=file_uri(venv), regenerable=True))
+    if not targets:
+        return unknown(cmd, rule, f"`{cmd.name}`: no project environment found next to {cmd.cwd}")
+    return finding(cmd, rule, targets=targets)
+
+
+@shell_extractor("crontab")
+def crontab(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """``crontab -r`` / ``crontab FILE`` / ``-e``: the user's crontab."""
+    args = parse_args(cmd.words[1:], ["-u"])
+    if args.has("-l"):
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    user = args.value("-u") or cmd.env.get("USER") or getpass.getuser()
+    spool = f"/var/spool/cron/crontabs/{user}"
+    return finding(cmd, rule, outside_workspace=True, targets=[PlannedTarget(
+        crontab_uri(user), "crontab replaces or removes it", fallback=file_uri(spool))])

@@ -1,0 +1,126 @@
+"""The ``PreToolUse`` hook protocol (Claude Code; Codex reads the same shape).
+
+Input on stdin: ``{"hook_event_name": "PreToolUse", "tool_name", "tool_input",
+"cwd", "session_id", "tool_use_id", …}``.  Output on stdout, always one JSON
+object and exit code 0 — a hook that crashes or hangs must never stop the
+agent:
+
+* nothing to protect → ``{}`` (the harness goes on as usual);
+* backed up → ``hookSpecificOutput.additionalContext`` naming the backup ID
+  (the harness's own permission rules still decide; ``approve`` adds
+  ``permissionDecision: "allow"``);
+* rewritten → ``permissionDecision: "allow"`` with ``updatedInput`` (the
+  harness applies an input change only together with a decision);
+* backup failed (store full or unwritable, target unreachable) →
+  ``additionalContext`` and a ``systemMessage`` saying the call is NOT
+  protected; ``on_failure: ask|deny`` turns that into a question or a refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from preimage.layer.call import ToolCall
+from preimage.layer.config import LayerConfig
+from preimage.layer.decision import Action, Decision
+
+
+def log_path() -> Path:
+    """``$PREIMAGE_LOG`` or ``hook.log`` in the user log directory."""
+    env = os.environ.get("PREIMAGE_LOG")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir("preimage", appauthor=False)) / "hook.log"
+
+
+def log(event: dict[str, Any]) -> None:
+    """Append one JSON line to the hook log; a log that cannot be written is skipped."""
+    try:
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"time": time.time(), **event}, default=str) + "\n")
+    except OSError:
+        pass
+
+
+def answer(decision: Decision, config: LayerConfig) -> dict[str, Any]:
+    """The hook's JSON answer for ``decision``."""
+    changes = any(f.changes_state for f in decision.findings)
+    if decision.action is Action.PASS and not decision.error and not (changes and decision.notes):
+        return {}
+    specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    out: dict[str, Any] = {"hookSpecificOutput": specific}
+    context = decision.additional_context
+    if context:
+        specific["additionalContext"] = context
+    if decision.action is Action.REWRITE and decision.updated_input is not None:
+        specific["permissionDecision"] = "allow"
+        specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
+        specific["updatedInput"] = decision.updated_input
+    elif decision.protected and config.approve:
+        specific["permissionDecision"] = "allow"
+        specific["permissionDecisionReason"] = f"backed up as {decision.backup_id}"
+    if decision.error:
+        out["systemMessage"] = f"preimage: this call is NOT backed up — {decision.error}"
+        if config.on_failure != "allow":
+            specific["permissionDecision"] = config.on_failure
+            specific["permissionDecisionReason"] = out["systemMessage"]
+            specific.pop("updatedInput", None)
+    return out
+
+
+def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
+             harness: str = "claude-code") -> dict[str, Any]:
+    """Read one hook payload, decide, back up, and return the JSON answer (never raises)."""
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else None
+    except ValueError as exc:
+        log({"event": "malformed", "error": str(exc), "input": stdin_text[:500]})
+        return {}
+    event = payload.get("hook_event_name") if isinstance(payload, dict) else None
+    if event not in (None, "PreToolUse"):
+        log({"event": "ignored", "hook_event_name": event})
+        return {}
+    try:
+        call = ToolCall.from_hook_payload(payload, harness=harness)
+    except ValueError as exc:
+        log({"event": "malformed", "error": str(exc), "input": str(payload)[:500]})
+        return {}
+    try:
+        cfg = config or LayerConfig.load()
+    except Exception as exc:  # a broken config file must not stop the agent
+        log({"event": "config-error", "error": str(exc)})
+        return {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
+    decision = _decide_with_deadline(call, cfg)
+    log({"event": "decision", "tool": call.tool, "session": call.session_id,
+         **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
+    return answer(decision, cfg)
+
+
+def _decide_with_deadline(call: ToolCall, config: LayerConfig) -> Decision:
+    from preimage.layer.layer import BackupLayer
+
+    box: dict[str, Decision] = {}
+
+    def work() -> None:
+        try:
+            box["d"] = BackupLayer(config=config).before(call)
+        except Exception as exc:  # never let the harness see a traceback
+            box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(config.timeout)
+    if "d" in box:
+        return box["d"]
+    return Decision(Action.PASS, None, error=f"the backup did not finish within "
+                    f"{config.timeout:.0f} s (the store or a server is slow or locked); the call "
+                    "runs unprotected")

@@ -1,0 +1,329 @@
+"""``BackupLayer``: see a tool call before it runs and preserve what it will change.
+
+``before(call)`` reads the call (tiers 1-2 by rule, tier 3 for calls known to
+write only the workspace, tier 4 — a model — for calls no rule understands),
+narrows by mode and policy, captures the targets as one backup and returns
+the :class:`Decision`.  It never raises for a bad call or a failing store:
+the decision then carries the error and the harness lets the call run (or
+asks, as configured).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+from preimage._errors import PreimageError
+from preimage._registry import BUILTINS, _registered, get_connector
+from preimage._store import Store, default_home
+from preimage._target import Target
+from preimage.layer.analyze import analyze
+from preimage.layer.call import ToolCall
+from preimage.layer.config import LayerConfig, Mode
+from preimage.layer.context import Context
+from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
+from preimage.layer.model import ModelTier
+from preimage.layer.policy import Policy, mode_keeps, select_targets
+from preimage.layer.rules import RuleSet, load_rules
+from preimage.layer.uris import file_uri
+
+
+@dataclass
+class Plan:
+    """What ``before`` would do, without capturing (``rules explain`` prints it)."""
+
+    findings: list[Finding]
+    targets: list[PlannedTarget] = field(default_factory=list)
+    wanted: list[PlannedTarget] = field(default_factory=list)  # before connector fallbacks
+    dropped: list[str] = field(default_factory=list)  # wanted, but no connector can capture them
+    tier: Tier | None = None
+    notes: list[str] = field(default_factory=list)
+    updated_input: dict[str, object] | None = None
+    model_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rules(self) -> list[str]:
+        seen: list[str] = []
+        for f in self.findings:
+            if f.rule not in seen and f.changes_state:
+                seen.append(f.rule)
+        return seen
+
+
+def connector_problem(scheme: str) -> str | None:
+    """Why no connector can capture ``scheme`` here, or ``None`` when one can (nothing imported)."""
+    if scheme in _registered:
+        return None
+    spec = BUILTINS.get(scheme) or (BUILTINS.get(scheme.split("+", 1)[0] + "+") if "+" in scheme
+                                    else None)
+    if spec is None:
+        from importlib.metadata import entry_points
+
+        if any(ep.name == scheme for ep in entry_points(group="preimage.connectors")):
+            return None
+        return f"no connector for {scheme}://"
+    module = spec.path.split(":", 1)[0]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return f"the {scheme} connector is not in this build"
+    except ModuleNotFoundError:
+        return f"the {scheme} connector is not in this build"
+    if spec.requires and importlib.util.find_spec(spec.requires) is None:
+        return f"the {scheme} connector needs pip install 'preimage[{spec.extra}]'"
+    return None
+
+
+class BackupLayer:
+    """The backup layer for one harness process (thread-compatible, not thread-safe)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store | None = None,
+        config: LayerConfig | None = None,
+        rules: RuleSet | None = None,
+        model: ModelTier | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.config = config or LayerConfig.load()
+        self._store = store
+        self.rules = rules or load_rules()
+        self.env = dict(env if env is not None else os.environ)
+        self.model = model if model is not None else (
+            ModelTier(self.config.model) if self.config.model else None)
+        self.policy = Policy.parse(self.config.policy)
+
+    # ------------------------------------------------------------ planning
+    def store_home(self) -> Path:
+        return self._store.home if self._store is not None else default_home()
+
+    def context(self, call: ToolCall) -> Context:
+        workspace = (self.config.workspace or self.env.get("CLAUDE_PROJECT_DIR") or call.cwd)
+        return Context(call, self.config, os.path.normpath(workspace), self.store_home(), self.env)
+
+    def plan(self, call: ToolCall) -> Plan:
+        """Analyse ``call`` and choose targets, capturing nothing."""
+        started = time.perf_counter()
+        ctx = self.context(call)
+        findings, notes = analyze(call, ctx, self.rules)
+        plan = Plan(findings, notes=list(notes) + list(self.rules.problems))
+        mode = self.config.mode
+        unknowns = [f for f in findings if f.unknown]
+        if unknowns and self.model is not None:
+            got = self.model.decide(call, unknowns, ctx, self.rules)
+            plan.model_tokens = got.tokens
+            plan.notes.extend(got.notes)
+            for f in unknowns:
+                if got.read_only:
+                    f.unknown, f.impact, f.tier = False, f.impact.NONE, Tier.READ_ONLY
+                elif got.targets:
+                    f.unknown, f.tier, f.targets = False, Tier.MODEL, list(got.targets)
+        for f in findings:
+            keep, why = mode_keeps(f, mode)
+            if not keep:
+                if why:
+                    plan.notes.append(why)
+                continue
+            if f.unknown or (f.tier is Tier.WORKSPACE and not f.targets):
+                ws = self._workspace_target(ctx, plan)
+                if f.unknown:
+                    reason = "; ".join(f.notes) or "the layer cannot tell what it changes"
+                    if mode is Mode.HIGH_IMPACT:
+                        plan.notes.append(f"{reason}; high-impact mode takes no workspace snapshot")
+                        continue
+                    plan.notes.append(f"{reason} — no model is configured, so the workspace "
+                                      f"{ctx.workspace} is snapshotted instead"
+                                      if self.model is None else f"{reason}; workspace snapshot")
+                f.targets = [ws] if ws else []
+                f.tier = Tier.WORKSPACE
+            targets, why_not = select_targets(f, mode, self.policy)
+            plan.notes.extend(why_not)
+            plan.notes.extend(n for n in f.notes if n not in plan.notes and not f.unknown)
+            if targets and (plan.tier is None or f.tier.rank > plan.tier.rank):
+                plan.tier = f.tier
+            plan.targets.extend(targets)
+        plan.wanted = self._collapse(plan.targets, plan.notes)
+        plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes, plan.dropped), [])
+        if not plan.targets:
+            plan.tier = None
+        plan.updated_input = self._rewrite(call, findings)
+        if self.policy.not_understood:
+            plan.notes.append("policy sentences not understood without a model: "
+                              + "; ".join(self.policy.not_understood))
+        plan.seconds = time.perf_counter() - started
+        return plan
+
+    def _workspace_target(self, ctx: Context, plan: Plan) -> PlannedTarget | None:
+        ws = ctx.workspace
+        if ws == "/" or (ws == ctx.home.rstrip("/") and not self.config.workspace_snapshot_home):
+            plan.notes.append(f"the workspace is {ws}; too broad to snapshot — run with "
+                              "--workspace DIR (or set `workspace:`) to protect a project")
+            return None
+        return PlannedTarget(file_uri(ws), "workspace snapshot")
+
+    def _fallbacks(self, targets: list[PlannedTarget], notes: list[str],
+                   dropped: list[str]) -> list[PlannedTarget]:
+        """Swap in the fallback of a target whose connector is missing (or drop it, saying so)."""
+        out: list[PlannedTarget] = []
+        for t in targets:
+            problem = connector_problem(t.scheme)
+            if problem:
+                if t.fallback and connector_problem(t.fallback.split(":", 1)[0]) is None:
+                    notes.append(f"{problem}; {t.fallback} is captured instead of {t.uri}")
+                    t = PlannedTarget(t.fallback, t.why, regenerable=t.regenerable)
+                else:
+                    notes.append(f"{problem}; {t.uri} is NOT captured")
+                    dropped.append(f"{t.uri} ({problem})")
+                    continue
+            out.append(t)
+        return out
+
+    def _collapse(self, targets: list[PlannedTarget], notes: list[str]) -> list[PlannedTarget]:
+        """Dedupe, drop paths inside other captured paths, and keep the store out."""
+        out: list[PlannedTarget] = []
+        seen: set[str] = set()
+        for t in targets:
+            if t.uri not in seen:
+                seen.add(t.uri)
+                out.append(t)
+        files = sorted((t for t in out if t.scheme == "file"), key=lambda t: len(t.uri))
+        kept: list[PlannedTarget] = []
+        for t in files:
+            if not any(t.uri == k.uri or t.uri.startswith(k.uri.rstrip("/") + "/") for k in kept):
+                kept.append(t)
+        split: list[PlannedTarget] = []
+        for t in kept:
+            split.extend(self._around_store(t, notes))
+        others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
+        return others + split
+
+    @staticmethod
+    def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:
+        """A SQLite target whose file is captured whole already (bytes and metadata)."""
+        if t.scheme != "sqlite":
+            return False
+        path = unquote(t.uri.split("?", 1)[0][len("sqlite:///"):])
+        return any(path == f.uri[len("file://"):] or path.startswith(f.uri[len("file://"):] + "/")
+                   for f in files)
+
+    def _around_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
+        """A file target holding the backup store is split into its siblings of the store."""
+        path = Path(unquote(t.uri[len("file://"):]))
+        home = self.store_home()
+        try:
+            inside = home.resolve() == path.resolve() or path.resolve() in home.resolve().parents
+        except OSError:
+            inside = False
+        if not inside:
+            return [t]
+        if home.resolve() == path.resolve() or home.resolve() in path.resolve().parents:
+            notes.append(f"{path} is the backup store itself; it is not captured")
+            return []
+        notes.append(f"{path} holds the backup store {home}; everything beside the store is "
+                     "captured")
+        out: list[PlannedTarget] = []
+        cur = path.resolve()
+        while cur != home.resolve():
+            nxt = next(p for p in [home.resolve(), *home.resolve().parents] if p.parent == cur)
+            try:
+                for child in sorted(cur.iterdir()):
+                    if child.name != nxt.name:
+                        out.append(PlannedTarget(file_uri(str(child)), t.why,
+                                                 regenerable=t.regenerable))
+            except OSError:
+                pass
+            cur = nxt
+        return out
+
+    @staticmethod
+    def _rewrite(call: ToolCall, findings: list[Finding]) -> dict[str, object] | None:
+        text = call.input.get("command")
+        edits = [f for f in findings if f.rewrite and f.span]
+        if not edits or not isinstance(text, str):
+            return None
+        for f in sorted(edits, key=lambda f: f.span[0], reverse=True):  # type: ignore[index]
+            a, b = f.span  # type: ignore[misc]
+            if text[a:b] != f.source:
+                return None
+            text = text[:a] + f.rewrite + text[b:]  # type: ignore[operator]
+        return {**call.input, "command": text}
+
+    # ------------------------------------------------------------ deciding
+    def before(self, call: ToolCall) -> Decision:
+        """Decide about ``call`` and take the backup before it runs."""
+        started = time.perf_counter()
+        try:
+            plan = self.plan(call)
+        except Exception as exc:  # reading a call must never stop the agent
+            return Decision(Action.PASS, None, notes=[f"preimage could not read this call: {exc}"],
+                            error=f"analysis failed: {exc}", mode=self.config.mode.value,
+                            seconds=time.perf_counter() - started)
+        decision = Decision(
+            Action.PASS, plan.tier, rules=plan.rules, findings=plan.findings,
+            notes=list(dict.fromkeys(plan.notes)), model_tokens=plan.model_tokens,
+            mode=self.config.mode.value, seconds=plan.seconds,
+        )
+        if plan.updated_input is not None:
+            decision.updated_input = plan.updated_input
+            decision.action = Action.REWRITE
+        if plan.dropped:
+            decision.error = "no connector here can capture " + "; ".join(plan.dropped)
+        if not plan.targets:
+            return decision
+        t0 = time.perf_counter()
+        decision.targets = [t.uri for t in plan.targets]
+        backup_id, failed = self._capture(call, plan)
+        decision.capture_seconds = time.perf_counter() - t0
+        decision.backup_id = backup_id
+        if failed:
+            decision.error = "; ".join(filter(None, [decision.error, *failed]))
+            decision.targets = [u for u in decision.targets if not any(u in f for f in failed)]
+        if backup_id and decision.action is Action.PASS:
+            decision.action = Action.CAPTURE
+        return decision
+
+    def _open_store(self) -> Store:
+        if self._store is None:
+            self._store = Store()
+        return self._store
+
+    def _capture(self, call: ToolCall, plan: Plan) -> tuple[str | None, list[str]]:
+        from preimage._engine import capture
+
+        label = (call.command or call.tool)[:120]
+        kw = {"label": label, "tier": plan.tier.value if plan.tier else "layer",
+              "tool_call": call.to_record(), "session": call.session_id, "kind": "layer"}
+        uris = [t.uri for t in plan.targets]
+        try:
+            store = self._open_store()
+            return capture(uris, store=store, **kw).id, []  # type: ignore[arg-type]
+        except PreimageError as exc:
+            if len(uris) == 1 or self._store is None:
+                return None, [f"{', '.join(uris)}: {exc}"]
+            first_error = exc
+        except OSError as exc:
+            return None, [f"the backup store failed: {exc}"]
+        good, failed = [], []
+        scratch = self._store.scratch()
+        try:  # find which targets fail (into a throw-away store), keep the rest in one backup
+            for uri in uris:
+                try:
+                    target = Target.parse(uri)
+                    get_connector(target.scheme).capture(target, scratch)
+                    good.append(uri)
+                except PreimageError as exc:
+                    failed.append(f"{uri}: {exc}")
+        finally:
+            shutil.rmtree(scratch.root, ignore_errors=True)
+        if not good:
+            return None, failed or [str(first_error)]
+        try:
+            return capture(good, store=self._store, **kw).id, failed  # type: ignore[arg-type]
+        except PreimageError as exc:
+            return None, [*failed, str(exc)]

@@ -1,0 +1,220 @@
+"""What a piece of SQL changes, read with sqlglot (never by pattern alone).
+
+Each statement becomes an :class:`SqlEffect`: read-only, a set of tables, a
+row scope (``DELETE``/``UPDATE`` with a ``WHERE`` on one table), a schema,
+the whole database, or another database (``DROP DATABASE``).  Statements
+sqlglot cannot model are classified by their leading keywords; anything
+still unclear is treated as touching the whole database.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from preimage.layer.decision import Impact
+
+Kind = Literal["read", "tables", "rows", "schema", "database", "other-database"]
+_READ_KEYWORDS = ("SELECT", "SHOW", "EXPLAIN", "WITH", "VALUES", "TABLE", "BEGIN", "COMMIT",
+                  "ROLLBACK", "START", "SAVEPOINT", "RELEASE", "SET", "RESET", "LISTEN",
+                  "UNLISTEN", "NOTIFY", "PREPARE", "DEALLOCATE", "DISCARD", "LOCK", "CHECKPOINT",
+                  "VACUUM", "ANALYZE", "ANALYSE", "REINDEX", "CLUSTER", "FETCH", "CLOSE",
+                  "DECLARE", "MOVE", "PRAGMA", "DESCRIBE", "DESC", "USE", "END", "ABORT", "LOAD")
+_SIDE_EFFECT_FUNCS = {"setval", "nextval", "pg_terminate_backend", "lo_unlink", "dblink_exec",
+                      "pg_reload_conf", "pg_rotate_logfile", "lo_import", "pg_drop_replication_slot",
+                      "pg_create_restore_point", "pg_switch_wal", "pg_truncate"}
+
+
+@dataclass
+class SqlEffect:
+    """One statement's effect."""
+
+    kind: Kind
+    impact: Impact = Impact.NONE
+    tables: list[str] = field(default_factory=list)
+    where: str | None = None
+    schema: str | None = None
+    database: str | None = None
+    wide: bool = False
+    note: str = ""
+
+
+def _name(table: object, default_schema: str | None) -> str:
+    from sqlglot import exp
+
+    assert isinstance(table, exp.Table)
+    schema = table.db or default_schema
+    return f"{schema}.{table.name}" if schema else table.name
+
+
+def _strip_alias(where: object, table: object) -> str:
+    """The predicate with the target table's alias and name qualifiers removed."""
+    from sqlglot import exp
+
+    assert isinstance(where, exp.Expression) and isinstance(table, exp.Table)
+    names = {table.name, table.alias_or_name}
+    pred = where.copy()
+    for col in pred.find_all(exp.Column):
+        if col.table in names:
+            col.set("table", None)
+            col.set("db", None)
+    return pred.sql(dialect="postgres")
+
+
+def _first_keywords(sql: str) -> list[str]:
+    return re.findall(r"[A-Za-z_]+", sql.upper())[:4]
+
+
+def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
+    words = _first_keywords(sql)
+    if not words:
+        return SqlEffect("read")
+    head = words[0]
+    if head == "EXPLAIN" and "ANALYZE" not in words[1:3]:
+        return SqlEffect("read")
+    if head in ("VACUUM", "ANALYZE", "ANALYSE") and "FULL" not in words:
+        return SqlEffect("read")
+    if head in _READ_KEYWORDS and head not in ("EXPLAIN",):
+        return SqlEffect("read")
+    if head == "REFRESH":
+        m = re.search(r"VIEW\s+(?:CONCURRENTLY\s+)?([\w.\"]+)", sql, re.I)
+        if m:
+            name = m.group(1).replace('"', "")
+            if "." not in name and default_schema:
+                name = f"{default_schema}.{name}"
+            return SqlEffect("tables", Impact.NORMAL, [name])
+    return SqlEffect("database", Impact.HIGH if head in ("DROP", "TRUNCATE", "DELETE") else
+                     Impact.NORMAL, note=f"`{' '.join(words[:2])}` is not modelled statement by "
+                     "statement; the whole database is captured")
+
+
+def analyze_sql(sql: str, dialect: str = "postgres") -> list[SqlEffect]:
+    """The effect of every statement in ``sql``."""
+    import sqlglot
+    from sqlglot import exp
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    default_schema: str | None = "public" if dialect == "postgres" else None
+    out: list[SqlEffect] = []
+    for stmt in _split(sql):
+        if not stmt.strip():
+            continue
+        m = re.match(r"\s*SET\s+(?:LOCAL\s+|SESSION\s+)?search_path\s*(?:TO|=)\s*([\w\"]+)",
+                     stmt, re.I)
+        if m and dialect == "postgres":
+            default_schema = m.group(1).strip('"')
+            out.append(SqlEffect("read"))
+            continue
+        try:
+            tree = sqlglot.parse_one(stmt, read=dialect)
+        except Exception:  # sqlglot raises many kinds; anything unparsed goes by keywords
+            out.append(_by_keywords(stmt, default_schema))
+            continue
+        out.append(_effect(tree, stmt, default_schema, exp))
+    return out
+
+
+def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # type: ignore[no-untyped-def]
+    if isinstance(tree, exp.Command) or tree is None:
+        return _by_keywords(stmt, default_schema)
+    if isinstance(tree, (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Show,
+                         exp.Describe, exp.Set, exp.Transaction, exp.Commit, exp.Rollback,
+                         exp.Use, exp.Pragma)):
+        funcs = {f.name.lower() for f in tree.find_all(exp.Anonymous)}
+        funcs |= {type(f).__name__.lower() for f in tree.find_all(exp.Func)}
+        if isinstance(tree, exp.Select) and tree.args.get("into") is not None:
+            return SqlEffect("read", Impact.LOW, note="SELECT INTO creates a new table")
+        if funcs & _SIDE_EFFECT_FUNCS:
+            return SqlEffect("database", Impact.NORMAL,
+                             note="the query calls a function that changes server state")
+        return SqlEffect("read")
+    tables = [_name(t, default_schema) for t in tree.find_all(exp.Table)]
+    if isinstance(tree, exp.Drop):
+        kind = (tree.args.get("kind") or "").upper()
+        objs = tree.args.get("tables") or ([tree.this] if tree.this is not None else [])
+        first = objs[0] if objs else None
+        if kind == "DATABASE" and isinstance(first, exp.Table):
+            return SqlEffect("other-database", Impact.HIGH, database=first.name or first.db)
+        if kind == "SCHEMA":
+            name = (first.db or first.name) if isinstance(first, exp.Table) else None
+            return SqlEffect("schema", Impact.HIGH, schema=name or default_schema, wide=True)
+        if kind in ("TABLE", "VIEW", "MATERIALIZED VIEW", "SEQUENCE", "FOREIGN TABLE"):
+            names = [_name(t, default_schema) for t in objs if isinstance(t, exp.Table)]
+            return SqlEffect("tables", Impact.HIGH, names or tables,
+                             wide=bool(tree.args.get("cascade")))
+        schema = first.db if isinstance(first, exp.Table) and first.db else default_schema
+        return SqlEffect("schema", Impact.HIGH, schema=schema)
+    if isinstance(tree, exp.TruncateTable):
+        return SqlEffect("tables", Impact.HIGH, tables)
+    if isinstance(tree, (exp.Delete, exp.Update)):
+        target = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+        name = _name(target, default_schema)
+        where = tree.args.get("where")
+        joined = tree.args.get("using") or tree.args.get("from") or tree.args.get("from_")
+        if where is None:
+            return SqlEffect("tables", Impact.HIGH, [name], wide=True)
+        if joined is not None or tree.find(exp.Placeholder, exp.Parameter) is not None:
+            return SqlEffect("tables", Impact.HIGH, [name],
+                             note="the WHERE reads other tables or parameters; the whole table "
+                             "is captured")
+        return SqlEffect("rows", Impact.HIGH, [name], where=_strip_alias(where.this, target))
+    if isinstance(tree, (exp.Insert, exp.Merge)):
+        target = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+        return SqlEffect("tables", Impact.NORMAL, [_name(target, default_schema)])
+    if isinstance(tree, exp.Alter):
+        return SqlEffect("tables", Impact.NORMAL, tables[:1])
+    if isinstance(tree, exp.Create):
+        kind = (tree.args.get("kind") or "").upper()
+        if tree.args.get("replace") and kind in ("VIEW", "FUNCTION", "PROCEDURE", "TRIGGER"):
+            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+            schema = getattr(target, "db", None) or default_schema
+            return SqlEffect("schema", Impact.NORMAL, schema=schema)
+        return SqlEffect("read", Impact.LOW, note=f"CREATE {kind} adds a new object")
+    if isinstance(tree, exp.Copy):
+        if tree.args.get("kind"):  # COPY … FROM loads rows
+            return SqlEffect("tables", Impact.NORMAL, tables[:1])
+        return SqlEffect("read")
+    if isinstance(tree, (exp.Grant, exp.Comment)) and tables:
+        return SqlEffect("tables", Impact.LOW, tables[:1])
+    return _by_keywords(stmt, default_schema)
+
+
+def _split(sql: str) -> list[str]:
+    """Statements separated by ``;`` outside quotes, comments and dollar-quoted bodies."""
+    out, buf, i, n = [], [], 0, len(sql)
+    quote: str | None = None
+    while i < n:
+        c = sql[i]
+        if quote:
+            end = sql.find(quote, i)
+            if end < 0:
+                buf.append(sql[i:])
+                break
+            buf.append(sql[i:end + len(quote)])
+            i = end + len(quote)
+            quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "$":
+            m = re.match(r"\$[A-Za-z_]*\$", sql[i:])
+            if m:
+                quote = m.group(0)
+                buf.append(quote)
+                i += len(quote)
+                continue
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == ";":
+            out.append("".join(buf))
+            buf = []
+            i += 1
+            continue
+        buf.append(c)
+        i += 1
+    out.append("".join(buf))
+    return [s for s in out if s.strip()]

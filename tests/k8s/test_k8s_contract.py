@@ -1,0 +1,67 @@
+"""The k8s connector passes the conformance kit against the real control plane."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from preimage.testing import ConnectorContract
+
+if TYPE_CHECKING:
+    from tests.k8s.conftest import Kube
+
+pytestmark = [pytest.mark.kubernetes]
+
+
+class TestKubernetesConnectorContract(ConnectorContract):
+    """A namespace with ConfigMaps, a Secret, a Service, a Role and a ServiceAccount."""
+
+    @pytest.fixture
+    def target_uri(self, kube: Kube) -> str:
+        ns = kube.namespace("contract", labels={"env": "test"})
+        kube.apply(f"""
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: a, namespace: {ns}, labels: {{app: x}}}}
+data: {{k: v}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: b, namespace: {ns}, annotations: {{owner: ops}}}}
+data: {{level: info}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: s, namespace: {ns}}}
+stringData: {{password: hunter2}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: api, namespace: {ns}}}
+spec: {{selector: {{app: x}}, ports: [{{port: 80}}]}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: robot, namespace: {ns}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: reader, namespace: {ns}}}
+rules: [{{apiGroups: [""], resources: [configmaps], verbs: [get, list]}}]
+""")
+        return kube.uri(ns)
+
+    @pytest.fixture
+    def mutate(self, kube: Kube) -> Callable[[str], None]:
+        def damage(uri: str) -> None:
+            ns = uri.rsplit("/", 1)[-1]
+            kube.kubectl("delete", "configmap", "a", "-n", ns)
+            kube.kubectl("patch", "configmap", "b", "-n", ns, "--type=merge", "-p",
+                         '{"data":{"level":"debug"},"metadata":{"labels":{"edited":"yes"}}}')
+            kube.kubectl("create", "configmap", "added", "-n", ns, "--from-literal=x=1")
+            kube.kubectl("delete", "secret", "s", "-n", ns)
+            kube.kubectl("annotate", "service", "api", "-n", ns, "note=changed")
+
+        return damage

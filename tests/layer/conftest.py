@@ -1,0 +1,89 @@
+"""Fixtures for the backup layer: a private store and config dir, a seeded world."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
+
+from layer_world import IMAP, PG, World, build_world
+
+from preimage import Store
+from preimage.layer import BackupLayer, LayerConfig, McpServer
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private PREIMAGE_HOME and config dir (outside the world it protects)."""
+    h = tmp_path / "store"
+    monkeypatch.setenv("PREIMAGE_HOME", str(h))
+    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("PREIMAGE_LOG", str(tmp_path / "hook.log"))
+    monkeypatch.delenv("PREIMAGE_MODEL", raising=False)
+    monkeypatch.delenv("PREIMAGE_MODE", raising=False)
+    return h
+
+
+@pytest.fixture
+def store(home: Path) -> Iterator[Store]:
+    """The store at the test's PREIMAGE_HOME."""
+    st = Store(home)
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    """A fake home with documents, a git project with a venv, a kubeconfig and MCP servers."""
+    return build_world(tmp_path / "w")
+
+
+def world_config(world: World, **kw: Any) -> LayerConfig:
+    """Layer settings for the world: MCP targets and a site adapter per origin."""
+    return LayerConfig(
+        workspace=str(world.proj),
+        mcp={"postgres": McpServer(kind="postgres", target=PG),
+             "email": McpServer(kind="email", target=IMAP + "/"),
+             "playwright": McpServer(kind="browser", profile=str(world.profile))},
+        sites={"http://127.0.0.1:8080": "isso", "http://127.0.0.1:8000": "trac",
+               "http://127.0.0.1:9292": "discourse"},
+        **kw,
+    )
+
+
+@pytest.fixture
+def layer(world: World, store: Store) -> BackupLayer:
+    """A layer for the world, with no model."""
+    return BackupLayer(store=store, config=world_config(world), env=world.env)
+
+
+@pytest.fixture
+def cli(home: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `preimage ARGS` in a real process with the test's store."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None, check: bool = False, **kw: Any
+            ) -> subprocess.CompletedProcess[str]:
+        full = {**os.environ, **(env or {})}
+        proc = subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
+                              text=True, env=full, input=input, cwd=cwd, timeout=300, **kw)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"preimage {' '.join(args)} failed: {proc.stderr}")
+        return proc
+
+    return run
+
+
+def as_json(text: str) -> Any:
+    """The JSON document a command printed."""
+    return json.loads(text)

@@ -1,0 +1,47 @@
+"""`preimage rules list|explain`: the rule table and how one call would be handled."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from layer_world import World
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_rules_list_shows_shipped_rules(cli: Cli, home: Path) -> None:
+    """The listing names shipped rules with their tier."""
+    rows = json.loads(cli("rules", "list", "--json", check=True).stdout)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["git-clean"]["tier"] == "rewrite"
+    assert by_name["kubectl-delete"]["tier"] == "pair"
+    assert len(rows) >= 80
+
+
+def test_explain_names_tier_rule_and_targets_without_capturing(cli: Cli, home: Path,
+                                                               world: World) -> None:
+    """Explaining a command shows its rule and targets and takes no backup."""
+    doc = json.loads(cli("rules", "explain", "git clean -fdx && rm notes.txt", "--json",
+                         cwd=world.proj, env=world.env | {"PREIMAGE_HOME": str(home)},
+                         check=True).stdout)
+    assert doc["tier"] == "rewrite"
+    assert doc["rules"] == ["git-clean", "rm"]
+    assert f"git://{world.proj}" in doc["wanted"]
+    assert not (home / "catalog.sqlite").exists()
+
+
+def test_user_rule_in_rules_d_wins(cli: Cli, home: Path, world: World) -> None:
+    """A rule in rules.d is used before the shipped ones and explained as the user's."""
+    rules_d = home.parent / "config" / "rules.d"
+    rules_d.mkdir(parents=True)
+    (rules_d / "mine.yaml").write_text(
+        "rules:\n  - name: my-deploy\n    tier: pair\n    impact: high\n"
+        "    match: {command: [deploy], subcommand: [wipe]}\n"
+        "    targets: ['file://{cwd}/data']\n")
+    doc = json.loads(cli("rules", "explain", "deploy wipe --yes", "--json", cwd=world.proj,
+                         env=world.env, check=True).stdout)
+    assert doc["rules"] == ["my-deploy"]
+    assert doc["wanted"] == [f"file://{world.proj}/data"]

@@ -1,0 +1,172 @@
+"""The Claude Code hook: stdin JSON to stdout JSON, whatever arrives and whatever fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from layer_world import World
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def payload(command: str, cwd: Path, **extra: Any) -> str:
+    """A PreToolUse payload for a Bash call."""
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": command}, "cwd": str(cwd),
+                       "session_id": "s1", "tool_use_id": "t1", **extra})
+
+
+@pytest.mark.parametrize("stdin", [
+    "", "not json", "[1, 2]", '{"tool_name": 5}', '{"tool_name": "Bash", "tool_input": "rm -rf /"}',
+    '{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "rm x"}}',
+    '{"tool_name": "Bash", "tool_input": {"command": "rm -rf \\"unterminated"}}',
+    '{"tool_name": "SomeNewTool", "tool_input": {"x": 1}}',
+])
+def test_malformed_or_unknown_payload_is_allowed(stdin: str, home: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anything the hook cannot read is let through with a JSON answer that decides nothing."""
+    from preimage.layer.hook import run_hook
+
+    monkeypatch.chdir(tmp_path)
+    answer = run_hook(stdin)
+    json.dumps(answer)
+    assert answer.get("hookSpecificOutput", {}).get("permissionDecision") in (None, "allow")
+
+
+def test_hook_process_answers_json_to_garbage(cli: Cli, home: Path, tmp_path: Path) -> None:
+    """The hook process prints valid JSON and exits 0 on a payload that is not JSON."""
+    proc = cli("hook", "claude-code", input="\x00 not json {", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == {}
+    assert "Traceback" not in proc.stderr
+
+
+def test_malformed_payload_is_logged(cli: Cli, home: Path, tmp_path: Path) -> None:
+    """A payload that is not JSON leaves a line in the hook log saying so."""
+    cli("hook", "claude-code", input="{oops")
+    log = (tmp_path / "hook.log").read_text()
+    assert '"event": "malformed"' in log
+
+
+def test_read_only_call_passes_silently(cli: Cli, home: Path, world: World) -> None:
+    """A read-only command gets an empty answer and no backup."""
+    proc = cli("hook", "claude-code", input=payload("ls -la | grep x", world.proj),
+               env=world.env | {"PREIMAGE_HOME": str(home)})
+    assert json.loads(proc.stdout) == {}
+    assert not (home / "catalog.sqlite").exists()
+
+
+def test_force_push_is_rewritten_with_updated_input(cli: Cli, home: Path, world: World) -> None:
+    """`git push --force` comes back as --force-with-lease, allowed, with the backup named."""
+    proc = cli("hook", "claude-code", input=payload("git push --force origin main", world.proj),
+               env=world.env | {"PREIMAGE_HOME": str(home)})
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    assert out["permissionDecision"] == "allow"
+    assert out["updatedInput"] == {"command": "git push --force-with-lease origin main"}
+    assert "preimage backup " in out["additionalContext"]
+
+
+def test_unwritable_store_says_so_and_lets_the_call_run(cli: Cli, world: World,
+                                                        tmp_path: Path) -> None:
+    """With PREIMAGE_HOME under a regular file the answer says the call is NOT backed up."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a directory")
+    env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
+    proc = cli("hook", "claude-code", input=payload("rm -rf ~/Documents", world.home), env=env)
+    answer = json.loads(proc.stdout)
+    assert proc.returncode == 0
+    assert "NOT backed up" in answer["systemMessage"]
+    assert "could NOT back up" in answer["hookSpecificOutput"]["additionalContext"]
+    assert "permissionDecision" not in answer["hookSpecificOutput"]
+
+
+def test_unwritable_store_can_ask_instead(cli: Cli, world: World, tmp_path: Path) -> None:
+    """`--on-failure ask` turns a failed backup into a question to the user."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
+    proc = cli("hook", "claude-code", "--on-failure", "ask",
+               input=payload("rm -rf ~/Documents", world.home), env=env)
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask"
+    assert "NOT backed up" in out["permissionDecisionReason"]
+
+
+def _limit_file_size() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def test_full_store_says_so_and_lets_the_call_run(home: Path, world: World) -> None:
+    """When the store's disk is full (writes fail with EFBIG) the hook still answers at once."""
+    big = world.home / "Documents" / "big.bin"
+    big.write_bytes(os.urandom(512 * 1024))
+    env = {**os.environ, **world.env, "PREIMAGE_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "preimage", "hook", "claude-code"],
+                          input=payload("rm -rf ~/Documents", world.home), capture_output=True,
+                          text=True, env=env, preexec_fn=_limit_file_size, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert "NOT backed up" in answer["systemMessage"]
+    assert big.exists()
+
+
+def test_install_keeps_existing_settings(cli: Cli, tmp_path: Path) -> None:
+    """`install claude-code` adds the hook once and keeps every other key and hook."""
+    project = tmp_path / "p"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    mine = {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}
+    settings.write_text(json.dumps({"model": "opus", "env": {"A": "1"},
+                                    "hooks": {"PreToolUse": [mine], "Stop": [{"hooks": []}]}}))
+    for _ in range(2):
+        proc = cli("install", "claude-code", "--project", str(project))
+        assert proc.returncode == 0, proc.stderr
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["env"] == {"A": "1"} and "Stop" in data["hooks"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == mine
+    ours = [h for g in pre for h in g["hooks"] if "hook claude-code" in h["command"]]
+    assert len(ours) == 1 and ours[0]["type"] == "command"
+
+
+def test_install_refuses_to_clobber_invalid_settings(cli: Cli, tmp_path: Path) -> None:
+    """A settings.json that is not JSON is left exactly as it was, with exit code 2."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{ not json")
+    proc = cli("install", "claude-code", "--project", str(tmp_path))
+    assert proc.returncode == 2
+    assert settings.read_text() == "{ not json"
+
+
+def test_guard_does_not_run_when_backup_fails_and_told_to_deny(cli: Cli, world: World,
+                                                               tmp_path: Path) -> None:
+    """`guard --on-failure deny` leaves the files alone when the store cannot be written."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
+    proc = cli("guard", "--on-failure", "deny", "--", "rm -rf ~/Documents", env=env,
+               cwd=world.home)
+    assert proc.returncode == 3
+    assert (world.home / "Documents" / "notes.md").exists()
+    assert "NOT back up" in proc.stderr or "not run" in proc.stderr
+
+
+def test_target_no_connector_can_capture_is_reported(cli: Cli, home: Path, world: World) -> None:
+    """A call whose system cannot be captured here is answered as NOT backed up, never silently."""
+    proc = cli("hook", "claude-code", input=payload("kubectl delete namespace shop", world.proj),
+               env=world.env | {"PREIMAGE_HOME": str(home)})
+    answer = json.loads(proc.stdout)
+    assert "NOT backed up" in answer["systemMessage"]
+    assert "k8s://preimage-test/shop" in answer["systemMessage"]

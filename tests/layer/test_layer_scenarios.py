@@ -1,0 +1,200 @@
+"""Every regret scenario, sent as the call an agent would send, is protected by tiers 1-2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from layer_world import IMAP, World
+
+from preimage.layer import BackupLayer, Tier, ToolCall
+
+CTX = "preimage-test"
+
+
+@dataclass
+class Case:
+    scenario: str
+    call: Callable[[World], ToolCall]
+    expected: Callable[[World], list[str]]   # exact target URIs the layer must want
+    tiers: tuple[Tier, ...] = (Tier.REWRITE, Tier.PAIR)
+    before: Callable[[World], list[ToolCall]] | None = None  # earlier calls of the session
+
+
+def sh(command: str, where: str = "proj") -> Callable[[World], ToolCall]:
+    def make(w: World) -> ToolCall:
+        cwd = {"proj": w.proj, "home": w.home}[where]
+        return ToolCall.shell(command, cwd=str(cwd), session_id="s1", env=w.env)
+    return make
+
+
+def mcp(server: str, tool: str, args: dict) -> Callable[[World], ToolCall]:  # type: ignore[type-arg]
+    return lambda w: ToolCall.mcp(server, tool, args, cwd=str(w.proj), session_id="s1")
+
+
+def nav(url: str) -> Callable[[World], list[ToolCall]]:
+    return lambda w: [ToolCall.mcp("playwright", "browser_navigate", {"url": url},
+                                   cwd=str(w.proj), session_id="s1")]
+
+
+PGP = "postgresql://app@127.0.0.1:5432"
+# The suite's scenario ids (shared/scenarios.md is read instead when it sits beside the repository).
+SUITE_IDS = ["T-rm-home", "T-rm-sibling", "T-git-reset-hard", "T-git-checkout-dot",
+             "T-git-clean-fdx", "T-pip-upgrade", "T-chmod-R", "T-config-overwrite",
+             "S-drop-tables", "S-truncate-identity", "S-bad-delete", "S-update-no-where",
+             "S-force-reset", "S-drop-database", "S-sqlite-file", "K-delete-namespace",
+             "K-apply-overwrite", "K-delete-pv", "K-uninstall-release",
+             "K-delete-custom-resources", "K-owner-chain", "E-bulk-trash", "E-mark-all-read",
+             "E-expunge-folder", "E-strict-sync", "E-move-to-trash", "B-delete-comments",
+             "B-delete-label", "B-delete-issue", "B-clear-storage", "B-purge-user"]
+CASES = [
+    Case("T-rm-home", sh("rm -rf ~/Documents ~/Downloads", "home"),
+         lambda w: [f"file://{w.home}/Documents", f"file://{w.home}/Downloads"], (Tier.REWRITE,)),
+    Case("T-rm-sibling", sh("rm -rf ~/proj/ web-crawler", "proj"),
+         lambda w: [f"file://{w.proj}"], (Tier.REWRITE,)),
+    Case("T-git-reset-hard", sh("git fetch && git reset --hard origin/main"),
+         lambda w: [f"git://{w.proj}"]),
+    Case("T-git-checkout-dot", sh("git reset HEAD && git checkout -- ."),
+         lambda w: [f"git://{w.proj}"]),
+    Case("T-git-clean-fdx", sh("git clean -fdx"), lambda w: [f"git://{w.proj}"], (Tier.REWRITE,)),
+    Case("T-pip-upgrade", sh("pip install -U traitlets==5.10.0"),
+         lambda w: [f"pip://{w.venv}"], (Tier.PAIR,)),
+    Case("T-chmod-R", sh("chmod -R 777 tree"), lambda w: [f"file://{w.proj}/tree"], (Tier.REWRITE,)),
+    Case("T-config-overwrite",
+         lambda w: ToolCall("Write", {"file_path": f"{w.home}/.claude/settings.json",
+                                      "content": '{"hooks":{}}'}, str(w.proj), "s1"),
+         lambda w: [f"file://{w.home}/.claude/settings.json"], (Tier.PAIR,)),
+    Case("T-config-overwrite (shell)", sh("""echo '{"hooks":{}}' > ~/.claude/settings.json"""),
+         lambda w: [f"file://{w.home}/.claude/settings.json"], (Tier.REWRITE,)),
+    Case("S-drop-tables", sh('psql -h 127.0.0.1 -U app shop -c "DROP TABLE executives, companies"'),
+         lambda w: [f"{PGP}/shop?tables=public.companies,public.executives"]),
+    Case("S-drop-tables (MCP)", mcp("postgres", "execute_sql",
+                                    {"sql": "DROP TABLE executives, companies;"}),
+         lambda w: [f"{PGP}/shop?tables=public.companies,public.executives"]),
+    Case("S-truncate-identity", sh("psql -d shop -c 'TRUNCATE orders RESTART IDENTITY'"),
+         lambda w: [f"{PGP}/shop?tables=public.orders"]),
+    Case("S-bad-delete", mcp("postgres", "query", {
+        "sql": "DELETE FROM articles a WHERE (regexp_match(a.title, '^(\\d+)-'))[1] IS NULL"}),
+         lambda w: [f"{PGP}/shop?table=public.articles&where=%28REGEXP_MATCH%28title,%20%27%5E%28%5Cd%2B%29-%27%29%29%5B1%5D%20IS%20NULL"]),
+    Case("S-update-no-where", sh("""psql shop <<'SQL'
+UPDATE customers SET last_name = 'Role';
+SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
+    Case("S-force-reset", sh("npx prisma migrate reset --force"), lambda w: [f"{PGP}/shop"]),
+    Case("S-force-reset (SQL)", sh('psql shop -c "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"'),
+         lambda w: [f"{PGP}/shop?schema=public"]),
+    Case("S-drop-database", sh('psql -d postgres -c "DROP DATABASE gis_old"'),
+         lambda w: [f"{PGP}/gis_old"]),
+    Case("S-sqlite-file", sh("rm -f app.db && sqlite3 app.db < schema.sql"),
+         lambda w: [f"file://{w.proj}/app.db"]),
+    Case("K-delete-namespace", sh("kubectl delete namespace shop"), lambda w: [f"k8s://{CTX}/shop"]),
+    Case("K-apply-overwrite", sh("kubectl apply -f release.yaml"),
+         lambda w: [f"k8s://{CTX}/shop/configmaps/app-config", f"k8s://{CTX}/shop/deployments/web"]),
+    Case("K-delete-pv", sh("kubectl delete pv --all"),
+         lambda w: [f"k8s://{CTX}/_/persistentvolumes",
+                    f"k8s://{CTX}/_all/persistentvolumeclaims"]),
+    Case("K-uninstall-release", sh("kubectl delete all,pvc -l release=shop -n shop"),
+         lambda w: [f"k8s://{CTX}/shop?selector=release%3Dshop",
+                    f"k8s://{CTX}/shop/persistentvolumeclaims?selector=release%3Dshop"]),
+    Case("K-uninstall-release (helm)", sh("helm uninstall shop -n shop"),
+         lambda w: [f"k8s://{CTX}/shop"]),
+    Case("K-delete-custom-resources", sh("kubectl delete widgets.example.com --all -n shop"),
+         lambda w: [f"k8s://{CTX}/shop/widgets.example.com"]),
+    Case("K-owner-chain", mcp("kubernetes", "kubectl_delete",
+                              {"resourceType": "deployment", "name": "web", "namespace": "shop"}),
+         lambda w: [f"k8s://{CTX}/shop/deployments/web", f"k8s://{CTX}/shop/replicasets"]),
+    Case("E-bulk-trash", mcp("email", "move_emails",
+                             {"folder": "INBOX", "uids": [3, 5, 8], "destination": "Trash"}),
+         lambda w: [f"{IMAP}/INBOX?uids=3,5,8", f"{IMAP}/Trash"]),
+    Case("E-mark-all-read", mcp("email", "mark_as_read", {"folder": "INBOX"}),
+         lambda w: [f"{IMAP}/INBOX"]),
+    Case("E-mark-all-read (curl)",
+         sh("curl --url 'imap://alice@127.0.0.1:10143/INBOX' -X 'UID STORE 1:* +FLAGS (\\Seen)'"),
+         lambda w: [f"{IMAP}/INBOX"]),
+    Case("E-expunge-folder", mcp("email", "delete_folder", {"folder": "Archive"}),
+         lambda w: [f"{IMAP}/Archive?recursive=1"]),
+    Case("E-strict-sync", sh("imapsync --host1 mail.example.org --user1 a --host2 127.0.0.1 "
+                             "--port2 10143 --user2 alice --delete2"),
+         lambda w: [f"{IMAP}/"]),
+    Case("E-move-to-trash", mcp("email", "move_emails", {"folder": "INBOX", "destination": "Trash"}),
+         lambda w: [f"{IMAP}/INBOX", f"{IMAP}/Trash"]),
+    Case("B-delete-comments", mcp("playwright", "browser_click",
+                                  {"element": "Delete comment button", "ref": "e41"}),
+         lambda w: ["web+isso://127.0.0.1:8080/t/12"], before=nav("http://127.0.0.1:8080/t/12")),
+    Case("B-delete-label", mcp("playwright", "browser_click",
+                               {"element": "Remove label 'bug'", "ref": "e7"}),
+         lambda w: ["web+trac://127.0.0.1:8000/admin/ticket/type"],
+         before=nav("http://127.0.0.1:8000/admin/ticket/type")),
+    Case("B-delete-issue", mcp("playwright", "browser_click",
+                               {"element": "Delete ticket button", "ref": "e3"}),
+         lambda w: ["web+trac://127.0.0.1:8000/ticket/7"], before=nav("http://127.0.0.1:8000/ticket/7")),
+    Case("B-clear-storage", mcp("playwright", "browser_evaluate", {
+        "function": "() => { localStorage.clear(); sessionStorage.clear(); "
+                    "indexedDB.deleteDatabase('app'); }"}),
+         lambda w: [f"browser://{w.profile}?origin=http://127.0.0.1:8080"],
+         before=nav("http://127.0.0.1:8080/")),
+    Case("B-purge-user", mcp("playwright", "browser_click",
+                             {"element": "Delete user as spammer", "ref": "e90"}),
+         lambda w: ["web+discourse://127.0.0.1:9292/admin/users/42/spammer"],
+         before=nav("http://127.0.0.1:9292/admin/users/42/spammer")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.scenario for c in CASES])
+def test_scenario_call_is_routed_to_its_connector(case: Case, layer: BackupLayer, world: World) -> None:
+    """The scenario's destructive call names exactly the state it will destroy, in tier 1 or 2."""
+    for earlier in case.before(world) if case.before else []:
+        layer.before(earlier)
+    plan = layer.plan(case.call(world))
+    assert sorted(t.uri for t in plan.wanted) == sorted(case.expected(world))
+    tiers = {f.tier for f in plan.findings if f.targets}
+    assert tiers and tiers <= set(case.tiers), tiers
+    assert plan.model_tokens == 0
+    assert not any(f.unknown for f in plan.findings)
+
+
+def test_mail_targets_are_read_by_the_imap_connector(layer: BackupLayer, world: World) -> None:
+    """Every imap:// target the layer produces is a selection the IMAP connector accepts."""
+    from preimage.connectors.imap.selection import Selection
+
+    from preimage._target import Target
+
+    calls = [c.call(world) for c in CASES if c.scenario.startswith("E-")]
+    calls.append(ToolCall.mcp("email", "delete_emails", {"folder": "INBOX",
+                                                         "message_ids": ["a1@x.org", "<b2@x.org>"]},
+                              cwd=str(world.proj)))
+    uris = [t.uri for call in calls for t in layer.plan(call).wanted]
+    assert f"{IMAP}/INBOX?id=%3Ca1%40x.org%3E&id=%3Cb2%40x.org%3E" in uris
+    for uri in uris:
+        Selection.from_target(Target.parse(uri))
+
+
+def test_every_scenario_of_the_suite_has_a_case() -> None:
+    """The table covers every scenario id listed in the regret scenario suite."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    found = [p / "shared" / "scenarios.md" for p in (repo.parent, repo.parent.parent)
+             if (p / "shared" / "scenarios.md").exists()]
+    text = found[0].read_text() if found else " ".join(f"**{i}**" for i in SUITE_IDS)
+    ids = set(re.findall(r"\*\*([TSKEB]-[a-z0-9-]+)\*\*", text))
+    assert ids >= set(SUITE_IDS) or found
+    covered = {c.scenario.split(" ")[0] for c in CASES}
+    assert ids <= covered, ids - covered
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.scenario.startswith("T-")
+                                  and "git" not in c.scenario and "pip" not in c.scenario],
+                         ids=lambda c: c.scenario)
+def test_file_scenario_is_captured_before_it_runs(case: Case, layer: BackupLayer,
+                                                  world: World) -> None:
+    """A file scenario yields a backup id (no model, 0 tokens) whose snapshots hold its targets."""
+    import preimage
+
+    decision = layer.before(case.call(world))
+    assert decision.backup_id and decision.error is None, decision.additional_context
+    assert decision.model_tokens == 0
+    row = preimage.show(decision.backup_id, store=layer._store)
+    assert sorted(s.target for s in row.snapshots) == sorted(case.expected(world))
+    assert decision.backup_id in decision.additional_context

@@ -1,0 +1,43 @@
+"""SQL is read statement by statement to find what each one changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from preimage.layer.sql_text import analyze_sql
+
+
+@pytest.mark.parametrize(("sql", "kind", "detail"), [
+    ("SELECT * FROM t", "read", None),
+    ("EXPLAIN SELECT 1", "read", None),
+    ("EXPLAIN ANALYZE DELETE FROM t", "database", None),
+    ("DROP TABLE a, s.b", "tables", ["public.a", "s.b"]),
+    ("TRUNCATE orders RESTART IDENTITY", "tables", ["public.orders"]),
+    ("DELETE FROM t", "tables", ["public.t"]),
+    ("DELETE FROM t x WHERE x.id > 5 AND x.v = 'a;b'", "rows", "id > 5 AND v = 'a;b'"),
+    ("DELETE FROM t USING u WHERE t.id = u.id", "tables", ["public.t"]),
+    ("UPDATE s.c SET n = 1 WHERE id = $1", "tables", ["s.c"]),
+    ("DROP SCHEMA app CASCADE", "schema", "app"),
+    ("DROP DATABASE gis_old", "other-database", "gis_old"),
+    ("CREATE TABLE n (id int)", "read", None),
+    ("SET search_path TO app; DROP TABLE t", "tables", ["app.t"]),
+    ("SELECT setval('s', 1)", "database", None),
+])
+def test_statement_effects(sql: str, kind: str, detail: object) -> None:
+    """Each statement maps to the narrowest state it can change."""
+    effect = analyze_sql(sql)[-1]
+    assert effect.kind == kind
+    if isinstance(detail, list):
+        assert effect.tables == detail
+    elif kind == "rows":
+        assert effect.where == detail
+    elif kind == "schema":
+        assert effect.schema == detail
+    elif kind == "other-database":
+        assert effect.database == detail
+
+
+def test_semicolons_inside_strings_and_dollar_quotes_do_not_split() -> None:
+    """Statement splitting respects quotes, comments and dollar-quoted bodies."""
+    effects = analyze_sql("INSERT INTO t VALUES ('a;b'); -- x; y\nDO $$ BEGIN; END $$; SELECT 1")
+    assert [e.kind for e in effects] == ["tables", "database", "read"]
