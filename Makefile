@@ -42,6 +42,14 @@ test: setup venv-all
 	$(VENV)/bin/mypy -p preimage
 	$(PY) -m pytest
 
+# The regret benchmark: every scenario, with the HTML report (bench-report/index.html).
+bench: setup venv-all
+	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(VENV)/bin/preimage bench --report bench-report
+
+bench-quick: venv-all
+	$(VENV)/bin/preimage bench --quick
+
 unit: venv-all
 	$(PY) -m pytest tests/core
 

@@ -1,0 +1,64 @@
+"""preimage as the protector: through the backup layer, or of the declared targets.
+
+* :class:`LayerProtector` — the real thing: the call goes to
+  ``preimage.layer.BackupLayer.before``, which decides what to capture (or
+  rewrites the call); the benchmark runs what the layer says to run and
+  restores by the backup id the layer returned.
+* :class:`DeclaredTargets` — ``preimage.capture`` of the scenario's expected
+  targets.  It measures the connectors alone (capture and restore fidelity)
+  and is labelled so in every report: it is not the layer's own decision.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import preimage
+from preimage.bench.protector import Protection, Protector, RunContext, uri_covers
+
+
+class DeclaredTargets(Protector):
+    """Capture exactly the scenario's expected targets; restore by backup id."""
+
+    name: ClassVar[str] = "declared"
+    label: ClassVar[str] = "preimage (declared targets)"
+
+    def before(self, ctx: RunContext) -> Protection:
+        """``preimage.capture(expected)`` into the run's store."""
+        backup = preimage.capture(
+            ctx.expected, store=ctx.store, label=ctx.scenario.id, tier="declared",
+            tool_call={"tool": ctx.call.tool, "input": ctx.call.input},
+        )
+        return Protection(
+            backup_id=backup.id,
+            targets=[s.target for s in backup.snapshots],
+            stored_bytes=backup.stored_bytes,
+            tier="declared",
+        )
+
+    def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
+        """A captured target contains ``uri``."""
+        return any(uri_covers(t, uri) for t in protection.targets)
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """``preimage.restore(backup_id)``."""
+        assert protection.backup_id is not None
+        result = preimage.restore(protection.backup_id, store=ctx.store)
+        notes: list[str] = []
+        for rep in result.reports:
+            notes.extend(f"{rep.target}: {n}" for n in rep.notes)
+            notes.extend(
+                f"{rep.target}: {i.key} {i.outcome.value}: {i.reason}"
+                for i in rep.items if i.outcome.value == "failed"
+            )
+        return notes
+
+
+def layer_available() -> bool:
+    """Whether this build of preimage ships the backup layer."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("preimage.layer") is not None
+    except ModuleNotFoundError:
+        return False

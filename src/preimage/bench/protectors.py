@@ -1,0 +1,44 @@
+"""The protectors a benchmark run compares, by name."""
+
+from __future__ import annotations
+
+from preimage._errors import UsageError
+from preimage.bench.content_only import ContentOnly
+from preimage.bench.preimage_protector import DeclaredTargets, layer_available
+from preimage.bench.protector import Protector
+from preimage.bench.workspace import WorkspaceOnly
+
+NAMES = ("none", "workspace", "content", "preimage", "declared")
+
+
+def resolve_protectors(spec: str) -> list[Protector]:
+    """Protectors from a comma list of :data:`NAMES`.
+
+    ``preimage`` is the backup layer when this build ships it, else the
+    declared-targets protector (labelled as such).
+    """
+    out: list[Protector] = []
+    for raw in spec.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if name == "none":
+            out.append(Protector())
+        elif name == "workspace":
+            out.append(WorkspaceOnly())
+        elif name == "content":
+            out.append(ContentOnly())
+        elif name == "declared" or (name == "preimage" and not layer_available()):
+            out.append(DeclaredTargets())
+        elif name == "preimage":
+            from preimage.bench.layer_protector import LayerProtector
+
+            out.append(LayerProtector())
+        else:
+            raise UsageError(f"unknown protector {name!r}; choose from {', '.join(NAMES)}")
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise UsageError(f"protector listed twice: {spec}")
+    if not out:
+        raise UsageError("--protectors is empty")
+    return out

@@ -1,0 +1,181 @@
+"""What a benchmark run produces: one result per (scenario, protector), and totals.
+
+Definitions (the same for every protector):
+
+* **backed up** — before the call ran, the protector held the state of every
+  expected target (:meth:`Protector.covers`: its backup's targets contain the
+  expected ones), or — when its targets differ — restoring its backup brought
+  back every leaf the call destroyed (a before-image of exactly the rows a
+  ``DELETE`` matched holds the affected state without holding the table);
+  the **backup rate** is the share of scenarios run where that was so;
+* **content / metadata / server** — similarity per fidelity class of the
+  state after the protector's restore against the ground truth captured
+  just before the call (:func:`preimage.similarity.score`); **damage** is
+  the ``restorable`` score right after the call, before any restore;
+* **capture s** — wall time of the protector's work before the call
+  (deciding + capturing); **restore s** — wall time of its restore;
+* **stored bytes** — what the backup added to its store (blob bytes for
+  preimage, the shadow repository for the workspace baseline, the copy for
+  the content-only baseline); **model tokens** — tokens the protector spent
+  on a model (0 for rule tiers and baselines).
+
+Totals average the scenarios a protector ran; a scenario it does not cover
+(no copier for that system) is listed with the reason and left out of its
+averages.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["ok", "not covered", "error"]
+
+
+class RunResult(BaseModel):
+    """One scenario under one protector."""
+
+    scenario: str
+    title: str
+    category: str
+    system: str
+    protector: str
+    label: str
+    status: Status = "ok"
+    reason: str = ""
+    backed_up: bool = False
+    coverage: float = 0.0
+    damage: float | None = None
+    content: float | None = None
+    metadata: float | None = None
+    server: float | None = None
+    restorable: float | None = None
+    capture_s: float | None = None
+    restore_s: float | None = None
+    stored_bytes: int = 0
+    model_tokens: int = 0
+    seconds: float = 0.0
+    tier: str = ""
+    rules: list[str] = Field(default_factory=list)
+    targets: list[str] = Field(default_factory=list)
+    expected: list[str] = Field(default_factory=list)
+    call_exit: int | None = None
+    differences: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class NotRun(BaseModel):
+    """A scenario that did not run at all, and why."""
+
+    scenario: str
+    title: str
+    category: str
+    system: str
+    reason: str
+
+
+class Totals(BaseModel):
+    """One protector over all the scenarios it ran."""
+
+    protector: str
+    label: str
+    ran: int = 0
+    not_covered: int = 0
+    errors: int = 0
+    backup_rate: float | None = None
+    content: float | None = None
+    metadata: float | None = None
+    server: float | None = None
+    restorable: float | None = None
+    capture_p50_s: float | None = None
+    capture_p95_s: float | None = None
+    restore_mean_s: float | None = None
+    stored_bytes: int = 0
+    model_tokens: int = 0
+    short_of: list[str] = Field(
+        default_factory=list,
+        description="scenarios not backed up or below 1.0 content/metadata, with the reason",
+    )
+
+
+class BenchReport(BaseModel):
+    """A whole benchmark run."""
+
+    version: str
+    suite: str
+    started_at: str
+    seconds: float
+    protectors: dict[str, str] = Field(description="name → label, in column order")
+    runs: list[RunResult] = Field(default_factory=list)
+    not_run: list[NotRun] = Field(default_factory=list)
+    totals: list[Totals] = Field(default_factory=list)
+
+    def total(self, protector: str) -> Totals:
+        """The totals row of ``protector``."""
+        for t in self.totals:
+            if t.protector == protector:
+                return t
+        raise KeyError(protector)
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+def _shortfall(r: RunResult) -> str | None:
+    if r.status == "error":
+        return f"{r.scenario}: error: {r.reason}"
+    if not r.backed_up:
+        missing = r.reason or "the expected state was not captured before the call"
+        return f"{r.scenario}: not backed up ({missing})"
+    failed = [n for n in r.notes if n.startswith("restore failed")]
+    if failed:
+        return f"{r.scenario}: {failed[0]}"
+    low = [
+        f"{name} {value:.3f}"
+        for name, value in (("content", r.content), ("metadata", r.metadata))
+        if value is not None and value < 1.0
+    ]
+    if low:
+        why = "; ".join(r.differences[:3]) or "; ".join(r.notes[:2])
+        return f"{r.scenario}: {', '.join(low)}" + (f" — {why}" if why else "")
+    return None
+
+
+def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
+    """Aggregate the runs of one protector."""
+    mine = [r for r in runs if r.protector == protector]
+    ok = [r for r in mine if r.status == "ok"]
+    scored = [r for r in mine if r.status in ("ok", "error")]
+
+    def vals(attr: str) -> list[float]:
+        return [v for r in ok if (v := getattr(r, attr)) is not None]
+
+    return Totals(
+        protector=protector,
+        label=label,
+        ran=len(ok),
+        not_covered=sum(1 for r in mine if r.status == "not covered"),
+        errors=sum(1 for r in mine if r.status == "error"),
+        backup_rate=_mean([1.0 if r.backed_up else 0.0 for r in scored]),
+        content=_mean(vals("content")),
+        metadata=_mean(vals("metadata")),
+        server=_mean(vals("server")),
+        restorable=_mean(vals("restorable")),
+        capture_p50_s=_quantile(vals("capture_s"), 0.5),
+        capture_p95_s=_quantile(vals("capture_s"), 0.95),
+        restore_mean_s=_mean(vals("restore_s")),
+        stored_bytes=sum(r.stored_bytes for r in ok),
+        model_tokens=sum(r.model_tokens for r in ok),
+        short_of=[s for r in scored if (s := _shortfall(r)) is not None],
+    )

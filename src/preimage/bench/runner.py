@@ -1,0 +1,364 @@
+"""Running scenarios under protectors: seed, ground truth, protect, call, restore, score.
+
+Per (scenario, protector), in a fresh sandbox:
+
+1. the system seeds the scenario's state;
+2. the expected targets are captured into a private *truth* store — the
+   ground truth every protector is scored against;
+3. the protector acts before the call (timed) and says what it holds;
+4. the call runs as the agent sent it (or as the protector rewrote it);
+5. the live state is scored against the truth (*damage*);
+6. the protector restores (timed) and the live state is scored again.
+
+Servers start once per run, on first use, and stop at the end.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import preimage
+from preimage._registry import get_connector
+from preimage._store import Store
+from preimage._target import Target
+from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
+from preimage.bench.results import BenchReport, NotRun, RunResult, totals_for
+from preimage.bench.scenario import CallSpec, Scenario
+from preimage.bench.systems.base import CallOutcome, Sandbox, System, get_system, run_shell
+from preimage.similarity import SimilarityReport, compare, flatten, merge_reports, score
+from preimage.snapshot_schemas import Snapshot
+
+Progress = Callable[[str], None]
+MAX_DIFFERENCES = 8
+
+
+def capture_truth(expected: list[str], store: Store) -> dict[str, Snapshot]:
+    """The ground truth: each expected target captured with its connector."""
+    truth: dict[str, Snapshot] = {}
+    for uri in expected:
+        target = Target.parse(uri)
+        truth[uri] = get_connector(target.scheme).capture(target, store.blobs)
+    return truth
+
+
+def score_live(truth: dict[str, Snapshot], store: Store) -> SimilarityReport:
+    """Similarity of the live state of every expected target to its ground truth.
+
+    A target the connector cannot read any more (a dropped database) scores
+    as empty.  Each difference's item is prefixed with its target's URI.
+    """
+    scratch = store.scratch()
+    reports = []
+    try:
+        for uri, original in truth.items():
+            target = Target.parse(uri)
+            try:
+                live = get_connector(target.scheme).capture(target, scratch)
+            except preimage.PreimageError:
+                o_leaves, o_keys = flatten(original.scoring_items(scratch))
+                rep = compare(o_leaves, o_keys, {}, set())
+            else:
+                rep = score(original, live, scratch)
+            for d in rep.differences:
+                d.item = f"{uri} {d.item}"
+            reports.append(rep)
+    finally:
+        shutil.rmtree(scratch.root, ignore_errors=True)
+    return merge_reports(reports)
+
+
+def run_call(call: CallSpec, system: System, sandbox: Sandbox) -> CallOutcome:
+    """Run the destructive call: a shell line with bash, an MCP call with the system."""
+    if call.is_shell:
+        command = call.input.get("command")
+        if not isinstance(command, str):
+            raise preimage.UsageError("a shell call needs input.command")
+        return run_shell(command, sandbox)
+    server, tool = call.mcp
+    return system.run_mcp(server, tool, call.input, sandbox)
+
+
+def _differences(report: SimilarityReport) -> list[str]:
+    out = []
+    for d in report.differences:
+        if d.fidelity == "server":
+            continue
+        out.append(f"{d.fidelity} {d.reason}: {d.item} {d.path}".rstrip())
+        if len(out) == MAX_DIFFERENCES:
+            break
+    return out
+
+
+@dataclass
+class SeedCache:
+    """Seeded sandboxes of systems whose whole state is files, reused across protectors.
+
+    The first protector's run seeds the scenario and the tree is copied with
+    ``cp -a`` (modes, times, links, xattrs); later runs of the same scenario
+    start from that copy at the same path instead of seeding again (a
+    virtualenv with packages takes a minute to build, a copy a second).
+    """
+
+    seeded: dict[str, tuple[Path, dict[str, str], dict[str, str]]] = field(default_factory=dict)
+
+    def sandbox(self, scenario: Scenario, system: System, where: Path) -> Sandbox:
+        """A seeded sandbox at ``where``: copied from the cache, or seeded (and cached)."""
+        if where.exists():
+            shutil.rmtree(where)
+        hit = self.seeded.get(scenario.id)
+        if hit is not None:
+            template, variables, env = hit
+            subprocess.run(["cp", "-a", str(template), str(where)], check=True)
+            return Sandbox(root=where, variables=dict(variables), env=dict(env))
+        sandbox = Sandbox.create(where, scenario.cwd)
+        system.seed(scenario, sandbox)
+        if system.files_only:
+            template = where.parent / "seeded"
+            subprocess.run(["cp", "-a", str(where), str(template)], check=True)
+            self.seeded[scenario.id] = (template, dict(sandbox.variables), dict(sandbox.env))
+        return sandbox
+
+
+def _shorten_paths(result: RunResult, root: str) -> None:
+    """Write the (deleted) sandbox's path as ``<sandbox>`` in what the report shows."""
+
+    def short(text: str) -> str:
+        return text.replace(root, "<sandbox>")
+
+    result.reason = short(result.reason)
+    for name in ("targets", "expected", "differences", "notes"):
+        setattr(result, name, [short(t) for t in getattr(result, name)])
+
+
+_LOST = ("missing item", "missing field", "changed value")
+
+
+def _backed_up_by_evidence(
+    result: RunResult, damaged: SimilarityReport, final: SimilarityReport
+) -> None:
+    """Count a backup whose targets differ from the expected ones when it brought back
+    every leaf the call destroyed (a predicate-scoped before-image of exactly the rows a
+    DELETE touched holds the affected state without containing the whole table)."""
+    lost = {
+        (d.item, d.path) for d in damaged.differences
+        if d.fidelity != "server" and d.reason in _LOST
+    }
+    still = {(d.item, d.path) for d in final.differences if d.fidelity != "server"}
+    if lost and not lost & still:
+        result.backed_up = True
+        result.notes.append(
+            f"{result.reason}; but every leaf the call changed came back from the backup, "
+            "so it held the affected state"
+        )
+        result.reason = ""
+
+
+def run_one(
+    scenario: Scenario,
+    system: System,
+    protector: Protector,
+    root: Path,
+    *,
+    keep: bool = False,
+    cache: SeedCache | None = None,
+) -> RunResult:
+    """One scenario under one protector, in a fresh sandbox.
+
+    The run's stores live under ``root``; the sandbox is ``root/sandbox``, or
+    with a ``cache`` the scenario's shared ``root/../sandbox`` (so every
+    protector sees the same paths).
+    """
+    result = RunResult(
+        scenario=scenario.id, title=scenario.title, category=scenario.category,
+        system=scenario.system, protector=protector.name, label=protector.label,
+    )
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    began = time.perf_counter()
+    sandbox: Sandbox | None = None
+    try:
+        if cache is not None:
+            sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
+        else:
+            sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
+            system.seed(scenario, sandbox)
+        system.settle(sandbox)
+        expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
+        call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
+        result.expected = expected
+        scratch = root / "scratch"
+        scratch.mkdir()
+        with ExitStack() as stack:
+            truth_store = stack.enter_context(Store(root / "truth"))
+            store = stack.enter_context(Store(root / "store"))
+            sandbox.env["PREIMAGE_HOME"] = str(store.home)
+            ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
+            for earlier in scenario.before:
+                earlier = CallSpec.model_validate(sandbox.fill(earlier.model_dump()))
+                protector.observe(ctx, earlier)
+                done = run_call(earlier, system, sandbox)
+                if done.exit_code != 0:
+                    raise preimage.UsageError(f"earlier call {earlier.tool} failed: {done.output}")
+            # The truth is the state at the moment of the call, after what the agent did first.
+            truth = ctx.truth = capture_truth(expected, truth_store)
+            started = time.perf_counter()
+            try:
+                protection = protector.before(ctx)
+            except NotCoveredError as exc:
+                result.status, result.reason = "not covered", str(exc)
+                return result
+            result.capture_s = time.perf_counter() - started
+            _record_protection(result, ctx, protector, protection)
+            outcome = run_call(protection.call or call, system, sandbox)
+            result.call_exit = outcome.exit_code
+            if outcome.exit_code != 0:
+                result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
+            system.settle(sandbox)
+            damaged = score_live(truth, truth_store)
+            result.damage = damaged.restorable.score
+            if protection.backup_id is not None:
+                started = time.perf_counter()
+                try:
+                    result.notes.extend(protector.restore(ctx, protection))
+                except preimage.PreimageError as exc:  # a failed restore is a result: score it
+                    result.notes.append(f"restore failed: {exc}")
+                result.restore_s = time.perf_counter() - started
+            system.settle(sandbox)
+            final = score_live(truth, truth_store)
+            result.content = final.classes["content"].score
+            result.metadata = final.classes["metadata"].score
+            result.server = final.classes["server"].score
+            result.restorable = final.restorable.score
+            result.differences = _differences(final)
+            if protection.backup_id is not None and not result.backed_up:
+                _backed_up_by_evidence(result, damaged, final)
+    except Exception as exc:  # one broken run must not stop the benchmark
+        result.status = "error"
+        result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+        result.notes.append(traceback.format_exc(limit=4)[-1500:])
+    finally:
+        if sandbox is not None:
+            try:
+                system.teardown(sandbox)
+            except Exception as exc:  # leftovers on a test server are worth a note, no more
+                result.notes.append(f"teardown: {exc}")
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+            if sandbox is not None:
+                shutil.rmtree(sandbox.root, ignore_errors=True)
+                _shorten_paths(result, str(sandbox.root))
+        result.seconds = time.perf_counter() - began
+    return result
+
+
+def _record_protection(
+    result: RunResult, ctx: RunContext, protector: Protector, protection: Protection
+) -> None:
+    result.stored_bytes = protection.stored_bytes
+    result.model_tokens = protection.model_tokens
+    result.tier = protection.tier
+    result.rules = list(protection.rules)
+    result.targets = list(protection.targets)
+    result.notes.extend(protection.notes)
+    covered = [protector.covers(ctx, protection, u) for u in ctx.expected]
+    result.coverage = sum(covered) / len(covered)
+    result.backed_up = all(covered)
+    if not result.backed_up:
+        missing = [u for u, c in zip(ctx.expected, covered, strict=True) if not c]
+        result.reason = "not captured before the call: " + ", ".join(missing)
+
+
+def run_bench(
+    scenarios: list[Scenario],
+    protectors: list[Protector],
+    workdir: Path,
+    *,
+    suite: str = "all",
+    progress: Progress | None = None,
+    keep: bool = False,
+) -> BenchReport:
+    """Run every scenario under every protector; systems start on first use."""
+    say = progress or (lambda _msg: None)
+    began = time.perf_counter()
+    report = BenchReport(
+        version=preimage.__version__, suite=suite,
+        started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), seconds=0.0,
+        protectors={p.name: p.label for p in protectors},
+    )
+    systems: dict[str, System] = {}
+    failed: dict[str, str] = {}
+    cache = None if keep else SeedCache()
+    try:
+        for sc in scenarios:
+            reason = _prepare(sc, systems, failed, workdir / "servers")
+            if reason is not None:
+                say(f"{sc.id}: not run — {reason}")
+                report.not_run.append(NotRun(
+                    scenario=sc.id, title=sc.title, category=sc.category, system=sc.system,
+                    reason=reason,
+                ))
+                continue
+            for prot in protectors:
+                say(f"{sc.id}: {prot.label}")
+                res = run_one(
+                    sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
+                    cache=cache,
+                )
+                report.runs.append(res)
+            shutil.rmtree(workdir / sc.id / "seeded", ignore_errors=True)
+    finally:
+        for system in systems.values():
+            try:
+                system.stop()
+            except Exception as exc:  # stopping a test server must not hide the results
+                say(f"stopping {system.name}: {exc}")
+    report.totals = [totals_for(p.name, p.label, report.runs) for p in protectors]
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def missing_connector(sc: Scenario) -> str | None:
+    """``connector missing: <scheme> (…)`` when a scheme the scenario needs has no connector."""
+    for scheme in sc.requires:
+        try:
+            get_connector(scheme)
+        except preimage.NoSuchConnectorError as exc:
+            return f"connector missing: {scheme} ({exc.hint or 'not installed'})"
+    return None
+
+
+def _prepare(
+    sc: Scenario, systems: dict[str, System], failed: dict[str, str], servers: Path
+) -> str | None:
+    """Start the scenario's system if needed; the reason it cannot run, or ``None``."""
+    missing = missing_connector(sc)
+    if missing is not None:
+        return missing
+    if sc.system in failed:
+        return failed[sc.system]
+    if sc.system not in systems:
+        try:
+            system = get_system(sc.system)
+        except preimage.UsageError as exc:
+            failed[sc.system] = f"system plug-in missing: {exc}"
+            return failed[sc.system]
+        missing = system.unavailable(sc)
+        if missing is not None:
+            return missing
+        try:
+            system.start(servers / sc.system)
+        except Exception as exc:  # the report says which server did not start and why
+            failed[sc.system] = f"server unavailable: {str(exc).splitlines()[0][:300]}"
+            return failed[sc.system]
+        systems[sc.system] = system
+        return None
+    return systems[sc.system].unavailable(sc)

@@ -1,0 +1,180 @@
+"""Scenario files: one destructive tool call against one seeded system.
+
+A scenario is a small YAML document (see ``docs/bench.md``)::
+
+    id: T-chmod-R
+    title: chmod -R 777 over a tree with a setuid binary and a 600 key
+    category: terminal
+    system: files
+    source: serverfault 364677
+    quick: true
+    setup:
+      files:
+        - {path: "{home}/srv/bin/helper", text: "#!/bin/sh\\n", mode: "4755"}
+    call:
+      tool: Bash
+      input: {command: "chmod -R 777 ~/srv"}
+    expected_lost:
+      - "file://{home}/srv"
+
+``{name}`` placeholders are filled from the sandbox's variables (``home``,
+``cwd``, ``work`` and whatever the system adds: ``db``, ``pg_uri``, …); any
+other text in braces is left alone, so JSON in a command survives.  Quote
+values that start with ``{`` — YAML reads them as mappings otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from preimage._errors import UsageError
+
+Category = Literal["terminal", "sql", "kubernetes", "email", "browser"]
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+class CallSpec(BaseModel):
+    """The tool call exactly as an agent sends it.
+
+    ``tool`` is ``Bash`` (``input.command`` is a shell line) or an MCP tool
+    named ``mcp__<server>__<tool>`` (``input`` is its arguments).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str = "Bash"
+    input: dict[str, Any]
+
+    @property
+    def is_shell(self) -> bool:
+        """Whether the call is a shell command line."""
+        return not self.tool.startswith("mcp__")
+
+    @property
+    def mcp(self) -> tuple[str, str]:
+        """``(server, tool)`` of an MCP call."""
+        _, server, tool = self.tool.split("__", 2)
+        return server, tool
+
+
+class Scenario(BaseModel):
+    """One regret scenario: seed, call, and the state the call destroys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    title: str
+    category: Category
+    system: str
+    source: str = ""
+    quick: bool = False
+    requires: list[str] = Field(
+        default_factory=list, description="connector schemes the scenario needs"
+    )
+    cwd: str = Field("{home}/proj", description="the agent's working directory")
+    setup: dict[str, Any] = Field(default_factory=dict)
+    before: list[CallSpec] = Field(
+        default_factory=list,
+        description="calls the agent made first (navigation); they go through the protector too",
+    )
+    call: CallSpec
+    expected_lost: list[str] = Field(min_length=1)
+    notes: str = ""
+    origin: str = Field("", description="the file the scenario was read from")
+
+
+def fill(value: Any, variables: dict[str, str]) -> Any:
+    """``value`` with every known ``{name}`` replaced, walking dicts and lists."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.sub(
+            lambda m: variables.get(m.group(1), m.group(0)), value
+        )
+    if isinstance(value, dict):
+        return {k: fill(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, variables) for v in value]
+    return value
+
+
+def parse_scenario(text: str, origin: str) -> Scenario:
+    """Read one scenario document; raise :class:`UsageError` naming the file and field."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{origin}: not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"{origin}: a scenario is a mapping with id, category, system, call, …")
+    try:
+        return Scenario.model_validate({**doc, "origin": origin})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"{origin}: {where}: {first['msg']}") from exc
+
+
+def _builtin_files() -> Iterator[tuple[str, str]]:
+    root = resources.files("preimage.bench") / "scenarios"
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith((".yaml", ".yml")):
+            yield f"scenarios/{entry.name}", entry.read_text(encoding="utf-8")
+
+
+def load_scenarios(extra_dirs: Iterable[Path] = (), *, builtin: bool = True) -> list[Scenario]:
+    """The built-in scenarios plus every ``*.yaml`` in ``extra_dirs``, ordered by id.
+
+    A scenario id given twice is an error naming both files (a user file does
+    not silently replace a built-in one: give it a new id).
+    """
+    found: dict[str, Scenario] = {}
+    sources: list[tuple[str, str]] = list(_builtin_files()) if builtin else []
+    for d in extra_dirs:
+        if not d.is_dir():
+            raise UsageError(f"--scenarios {d}: not a directory")
+        for path in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
+            sources.append((str(path), path.read_text(encoding="utf-8")))
+    for origin, text in sources:
+        sc = parse_scenario(text, origin)
+        if sc.id in found:
+            raise UsageError(
+                f"scenario {sc.id} is defined twice: {found[sc.id].origin} and {origin}"
+            )
+        found[sc.id] = sc
+    return sorted(found.values(), key=lambda s: _order(s.id))
+
+
+_CATEGORY_ORDER = {"T": 0, "S": 1, "K": 2, "E": 3, "B": 4}
+
+
+def _order(scenario_id: str) -> tuple[int, str]:
+    return _CATEGORY_ORDER.get(scenario_id[:1], 9), scenario_id
+
+
+SUITES = ("all", "quick", "terminal", "sql", "kubernetes", "email", "browser")
+
+
+def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) -> list[Scenario]:
+    """The scenarios of ``suite`` (a name from :data:`SUITES` or a system name), then
+    narrowed to ids matching any of ``patterns`` (shell-style globs)."""
+    import fnmatch
+
+    if suite == "all":
+        chosen = list(scenarios)
+    elif suite == "quick":
+        chosen = [s for s in scenarios if s.quick]
+    else:
+        names = sorted({*SUITES, *(s.system for s in scenarios)})
+        if suite not in names:
+            raise UsageError(f"no suite {suite!r}; choose one of: {', '.join(names)}")
+        chosen = [s for s in scenarios if suite in (s.category, s.system)]
+    pats = [p for p in patterns if p]
+    if pats:
+        chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.id, p) for p in pats)]
+    return chosen
