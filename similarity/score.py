@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 Leaves = dict[tuple[str, str], tuple[str, Any]]
 
 CLASSES = (Fidelity.CONTENT.value, Fidelity.METADATA.value, Fidelity.SERVER.value)
+RESTORABLE = (Fidelity.CONTENT.value, Fidelity.METADATA.value)
 SERVER_REASON = "server-assigned: no client can set it, so a restore cannot bring it back"
 
 
@@ -95,6 +96,14 @@ def _ratio(matched: int, original: int, extra: int) -> float:
     return 1.0 if denominator == 0 else matched / denominator
 
 
+def _union(counts: dict[str, list[int]], names: Iterable[str]) -> ClassScore:
+    """The score over several classes: their original/matched/extra counts summed."""
+    o = sum(counts[n][0] for n in names)
+    m = sum(counts[n][1] for n in names)
+    e = sum(counts[n][2] for n in names)
+    return ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
@@ -147,14 +156,8 @@ def compare(
     for c, (o, m, e) in counts.items():
         report.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
 
-    def union(names: Iterable[str]) -> ClassScore:
-        o = sum(counts[n][0] for n in names)
-        m = sum(counts[n][1] for n in names)
-        e = sum(counts[n][2] for n in names)
-        return ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
-
-    report.restorable = union((Fidelity.CONTENT.value, Fidelity.METADATA.value))
-    report.overall = union(CLASSES)
+    report.restorable = _union(counts, RESTORABLE)
+    report.overall = _union(counts, CLASSES)
     order = {c: i for i, c in enumerate(CLASSES)}
     diffs.sort(key=lambda d: (order.get(d.fidelity, 9), d.item, d.path))
     report.differences = diffs
@@ -187,18 +190,6 @@ def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
             sums[c][2] += s.extra
     for c, (o, m, e) in sums.items():
         total.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
-    rest = [sums[Fidelity.CONTENT.value], sums[Fidelity.METADATA.value]]
-    total.restorable = ClassScore(
-        original=sum(x[0] for x in rest),
-        matched=sum(x[1] for x in rest),
-        extra=sum(x[2] for x in rest),
-        score=_ratio(sum(x[1] for x in rest), sum(x[0] for x in rest), sum(x[2] for x in rest)),
-    )
-    allv = list(sums.values())
-    total.overall = ClassScore(
-        original=sum(x[0] for x in allv),
-        matched=sum(x[1] for x in allv),
-        extra=sum(x[2] for x in allv),
-        score=_ratio(sum(x[1] for x in allv), sum(x[0] for x in allv), sum(x[2] for x in allv)),
-    )
+    total.restorable = _union(sums, RESTORABLE)
+    total.overall = _union(sums, CLASSES)
     return total
