@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from preimage._blobs import BlobStore
 from preimage._catalog import BackupRow, SnapshotRow
 from preimage._errors import (
     BlobCorruptError,
@@ -244,36 +246,41 @@ def restore(
     return result
 
 
-def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> list[StateDiff]:
-    """What differs between the live state and backup ``ref``, per target."""
+@contextmanager
+def _with_live(
+    ref: str, store: Store | None, only: Sequence[str]
+) -> Iterator[tuple[BlobStore, list[tuple[SnapshotRow, Snapshot, Snapshot]]]]:
+    """Each selected snapshot of backup ``ref`` with the live state of its target,
+    captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = st.catalog.get(ref)
     scratch = st.scratch()
     try:
-        out = []
-        for row, _scope in _select(backup, only):
-            original = load_snapshot_row(st, row)
-            conn = get_connector(row.connector)
-            live = conn.capture(Target.parse(row.target), scratch)
-            out.append(conn.diff(original, live))
-        return out
+        pairs = [
+            (
+                row,
+                load_snapshot_row(st, row),
+                get_connector(row.connector).capture(Target.parse(row.target), scratch),
+            )
+            for row, _scope in _select(backup, only)
+        ]
+        yield scratch, pairs
     finally:
         shutil.rmtree(scratch.root, ignore_errors=True)
+
+
+def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> list[StateDiff]:
+    """What differs between the live state and backup ``ref``, per target."""
+    with _with_live(ref, store, only) as (_scratch, pairs):
+        return [get_connector(row.connector).diff(original, live) for row, original, live in pairs]
 
 
 def score(
     ref: str, *, store: Store | None = None, only: Sequence[str] = ()
 ) -> tuple[SimilarityReport, list[tuple[str, SimilarityReport]]]:
     """Score the live state against backup ``ref``: the total and a report per target."""
-    st = _open(store)
-    backup = st.catalog.get(ref)
-    scratch = st.scratch()
-    try:
-        per_target = []
-        for row, _scope in _select(backup, only):
-            original = load_snapshot_row(st, row)
-            live = get_connector(row.connector).capture(Target.parse(row.target), scratch)
-            per_target.append((row.target, score_snapshots(original, live, scratch)))
-        return merge_reports(r for _, r in per_target), per_target
-    finally:
-        shutil.rmtree(scratch.root, ignore_errors=True)
+    with _with_live(ref, store, only) as (scratch, pairs):
+        per_target = [
+            (row.target, score_snapshots(original, live, scratch)) for row, original, live in pairs
+        ]
+    return merge_reports(r for _, r in per_target), per_target
