@@ -1,0 +1,393 @@
+"""``BrowserConnector``: cookies, Web Storage and IndexedDB of origins in a Chromium profile.
+
+Target: ``browser:///abs/profile-dir?origin=http://127.0.0.1:8080`` (``origin``
+may repeat; a relative ``browser://profile-dir?...`` is taken from the
+current directory).
+
+How the state is reached without changing it:
+
+* cookies through the browser context (``httpOnly`` ones included), every
+  cookie whose domain matches the origin's host;
+* localStorage and IndexedDB from a tab at the origin whose document preimage
+  serves itself (the request never reaches the site and no site script runs,
+  so the capture cannot set a cookie or bump a counter — and it works while
+  the site is down);
+* sessionStorage exists per tab.  It is read from, and written back to, the
+  profile's *session tab*: the first open tab at the origin in the Chromium
+  this process drives for the profile.  Without such a tab there is no
+  sessionStorage to read; the snapshot says so (``session_tab = False``) and
+  a restore of it leaves sessionStorage alone.  A restore that has
+  sessionStorage to write and finds no tab opens one and keeps it open: later
+  navigations in that tab see the restored sessionStorage; a new tab never
+  does (that is the web's rule, not a limit of preimage).
+
+Restore order: cookies (cleared for the origin's host, then set with every
+attribute), then localStorage and sessionStorage (cleared, then set), then
+IndexedDB (databases the capture did not have are deleted; each captured
+database is deleted and re-created at its version with its stores, key paths,
+auto-increment flags and indexes, its records put back with their keys, and
+each key generator advanced to where it stood).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
+
+from preimage.connectors.browser.chromium import browser_context
+from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
+from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.browser import (
+    BrowserSnapshot,
+    CookieEntry,
+    IdbDatabase,
+    IdbStore,
+    IndexSpec,
+    StorageEntry,
+)
+
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
+from preimage._target import Target
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Page, Route
+
+# The document preimage serves at the origin.  The data: icon keeps Chromium from
+# fetching /favicon.ico from the real site after the load — that request would
+# reach the site and could set cookies over the ones a restore just wrote.
+BLANK = '<!doctype html><title>preimage</title><link rel="icon" href="data:,">'
+
+
+
+def parse_origin(raw: str, uri: str) -> str:
+    """``scheme://host[:port]`` of ``raw``; raise :class:`InvalidTargetError` otherwise."""
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidTargetError(uri, f"origin {raw!r} must be http(s)://host[:port]")
+    return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+def parse_target(target: Target) -> tuple[Path, list[str]]:
+    """The profile directory and the origins of a ``browser://`` target."""
+    raw_path = (target.host or "") + target.path if target.host else target.path
+    if not raw_path:
+        raise InvalidTargetError(
+            target.redacted, "no profile directory — write browser:///abs/profile?origin=URL"
+        )
+    origins = [parse_origin(o, target.redacted) for o in target.query.get("origin", [])]
+    if not origins:
+        raise InvalidTargetError(
+            target.redacted, "no origin — add ?origin=http://host:port (it may repeat)"
+        )
+    return Path(raw_path).expanduser().resolve(), origins
+
+
+def _host_matches(cookie_domain: str, host: str) -> bool:
+    domain = cookie_domain.lstrip(".").lower()
+    return host == domain or host.endswith("." + domain)
+
+
+def session_tab(ctx: BrowserContext, origin: str) -> Page | None:
+    """The first open tab whose document is at ``origin``."""
+    for page in ctx.pages:
+        url = page.url
+        if url.startswith(("http://", "https://")) and parse_origin(url, url) == origin:
+            return page
+    return None
+
+
+class _OriginPage:
+    """A tab at ``origin`` for reading and writing its storage.
+
+    The session tab when there is one; otherwise a new tab whose document
+    preimage serves itself (``keep`` keeps it open as the new session tab).
+    """
+
+    def __init__(self, ctx: BrowserContext, origin: str, *, keep: bool = False) -> None:
+        self.ctx, self.origin, self.keep = ctx, origin, keep
+        self.page = session_tab(ctx, origin)
+        self.is_session = self.page is not None
+        self.opened = False
+
+    def __enter__(self) -> _OriginPage:
+        if self.page is None:
+            page = self.ctx.new_page()
+            # Nothing of this tab's own reaches the site while preimage works in it:
+            # the document is served here and any other request is refused.
+            page.route(f"{self.origin}/**", self._serve_blank)
+            page.goto(self.origin + "/", wait_until="domcontentloaded")
+            self.page, self.opened = page, True
+            self.is_session = self.keep
+        return self
+
+    def _serve_blank(self, route: Route) -> None:
+        if route.request.resource_type == "document":
+            route.fulfill(status=200, content_type="text/html", body=BLANK)
+        else:
+            route.abort()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.opened or self.page is None:
+            return
+        if self.keep:  # a new session tab: from now on it is the user's, talking to the site
+            self.page.unroute(f"{self.origin}/**", self._serve_blank)
+        else:
+            self.page.close()
+
+
+class BrowserConnector:
+    """Client-side state of origins in a persistent Chromium profile (see module doc)."""
+
+    scheme: ClassVar[str] = "browser"
+    snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
+
+    # ------------------------------------------------------------------ capture
+    def capture(self, target: Target, blobs: BlobStore) -> BrowserSnapshot:
+        """Read cookies, Web Storage and IndexedDB of each origin; change nothing."""
+        profile, origins = parse_target(target)
+        if not profile.is_dir():
+            raise TerminalConnectorError(
+                f"browser profile {profile} does not exist — give the directory the browser "
+                "was started with (--user-data-dir)",
+                target=target.redacted,
+            )
+        ctx = browser_context(profile)
+        items: list[Any] = []
+        notes: list[str] = []
+        had_tab = False
+        all_cookies = ctx.cookies()
+        for origin in origins:
+            host = urlsplit(origin).hostname or ""
+            for c in all_cookies:
+                if _host_matches(c.get("domain", ""), host):
+                    items.append(
+                        CookieEntry(
+                            name=c["name"],
+                            domain=c["domain"],
+                            path=c.get("path", "/"),
+                            partition_key=c.get("partitionKey") or None,
+                            value=c["value"],
+                            expires=float(c.get("expires", -1)),
+                            http_only=bool(c.get("httpOnly", False)),
+                            secure=bool(c.get("secure", False)),
+                            same_site=c.get("sameSite", "Lax"),
+                        )
+                    )
+            with _OriginPage(ctx, origin) as tab:
+                assert tab.page is not None
+                state = tab.page.evaluate(CAPTURE_JS, {"withSession": tab.is_session})
+                had_tab = had_tab or tab.is_session
+            if not tab.is_session:
+                notes.append(
+                    f"no open tab at {origin}: sessionStorage (which lives per tab) not captured"
+                )
+            items += self._storage_items(origin, state, blobs)
+        uri = f"browser://{profile}?" + "&".join(f"origin={o}" for o in origins)
+        return BrowserSnapshot(
+            target=uri,
+            profile=str(profile),
+            origin=origins[0] if len(origins) == 1 else ",".join(origins),
+            session_tab=had_tab,
+            items=items,
+            notes=notes,
+        )
+
+    @staticmethod
+    def _storage_items(origin: str, state: dict[str, Any], blobs: BlobStore) -> list[Any]:
+        items: list[Any] = [
+            StorageEntry(kind="localStorage", origin=origin, name=k, value=v)
+            for k, v in sorted(state["local"].items())
+        ]
+        if state["session"] is not None:
+            items += [
+                StorageEntry(kind="sessionStorage", origin=origin, name=k, value=v)
+                for k, v in sorted(state["session"].items())
+            ]
+        for db in state["idb"]:
+            items.append(IdbDatabase(origin=origin, name=db["name"], version=db["version"]))
+            for store in db["stores"]:
+                lines = (
+                    json.dumps(rec, sort_keys=True, separators=(",", ":")) for rec in store["records"]
+                )
+                digest = blobs.put_chunks((line + "\n").encode() for line in lines)
+                items.append(
+                    IdbStore(
+                        origin=origin,
+                        database=db["name"],
+                        name=store["name"],
+                        key_path=store["keyPath"],
+                        auto_increment=store["autoIncrement"],
+                        next_key=store["nextKey"],
+                        indexes=[
+                            IndexSpec(
+                                name=ix["name"],
+                                key_path=ix["keyPath"],
+                                unique=ix["unique"],
+                                multi_entry=ix["multiEntry"],
+                            )
+                            for ix in store["indexes"]
+                        ],
+                        records=len(store["records"]),
+                        digest=digest,
+                    )
+                )
+        return items
+
+    # ------------------------------------------------------------------ restore
+    def restore(
+        self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
+    ) -> RestoreReport:
+        """Write the captured state back into the same profile (see module doc)."""
+        assert isinstance(snapshot, BrowserSnapshot)
+        report = RestoreReport(
+            target=snapshot.target, connector=self.scheme, dry_run=policy.dry_run
+        )
+        target = Target.parse(snapshot.target)
+        profile, origins = parse_target(target)
+        live = self.capture(target, blobs)
+        changes = diff_snapshots(snapshot, live, blobs)
+        changed = {c.key: c.change for c in changes.changes}
+        if policy.conflict is ConflictMode.REFUSE and changes.changes:
+            raise RestoreConflictError(snapshot.target, sorted(changed))
+        merge = policy.conflict is ConflictMode.MERGE
+        for item in snapshot.items:
+            k = item.natural_key()
+            if not policy.in_scope(item.kind):
+                report.add(k, Outcome.SKIPPED, reason="outside --only scope")
+            elif k not in changed and not self._records_changed(item, changes):
+                report.add(k, Outcome.UNCHANGED)
+            elif policy.dry_run:
+                report.add(k, Outcome.PLANNED, action="write back")
+            else:
+                report.add(k, Outcome.RESTORED, action="written back")
+        for c in changes.changes:
+            if c.change == "added" and not c.key.startswith("kind=idb-record"):
+                if merge:
+                    report.add(c.key, Outcome.SKIPPED, reason="merge keeps state created later")
+                else:
+                    report.add(
+                        c.key,
+                        Outcome.PLANNED if policy.dry_run else Outcome.REMOVED,
+                        action="remove (not in the capture)",
+                    )
+        if not snapshot.session_tab:
+            report.notes.append("sessionStorage was not captured (no open tab); left as it is")
+        if policy.dry_run or not changes.changes:
+            return report
+        ctx = browser_context(profile)
+        self._restore_cookies(ctx, snapshot, origins, merge=merge, policy=policy)
+        for origin in origins:
+            self._restore_storage(ctx, snapshot, origin, blobs, merge=merge, policy=policy)
+        return report
+
+    @staticmethod
+    def _records_changed(item: Any, changes: StateDiff) -> bool:
+        if not isinstance(item, IdbStore):
+            return False
+        prefix = f"kind=idb-record|origin={item.origin}|database={item.database}|store={item.name}|"
+        return any(c.key.startswith(prefix) for c in changes.changes)
+
+    @staticmethod
+    def _restore_cookies(
+        ctx: BrowserContext,
+        snapshot: BrowserSnapshot,
+        origins: list[str],
+        *,
+        merge: bool,
+        policy: RestorePolicy,
+    ) -> None:
+        if not policy.in_scope("cookie"):
+            return
+        hosts = [urlsplit(o).hostname or "" for o in origins]
+        live = ctx.cookies()
+        if not merge:
+            ours = {c["domain"] for c in live if any(_host_matches(c["domain"], h) for h in hosts)}
+            for domain in ours:
+                ctx.clear_cookies(domain=domain)
+        have = {(c["name"], c["domain"], c.get("path", "/")) for c in ctx.cookies()}
+        wanted: list[Any] = []
+        for item in snapshot.items:
+            if not isinstance(item, CookieEntry):
+                continue
+            if merge and (item.name, item.domain, item.path) in have:
+                continue
+            cookie: dict[str, Any] = {
+                "name": item.name,
+                "value": item.value,
+                "domain": item.domain,
+                "path": item.path,
+                "expires": item.expires,
+                "httpOnly": item.http_only,
+                "secure": item.secure,
+                "sameSite": item.same_site,
+            }
+            if item.partition_key:
+                cookie["partitionKey"] = item.partition_key
+            wanted.append(cookie)
+        if wanted:
+            ctx.add_cookies(wanted)
+
+    @staticmethod
+    def _restore_storage(
+        ctx: BrowserContext,
+        snapshot: BrowserSnapshot,
+        origin: str,
+        blobs: BlobStore,
+        *,
+        merge: bool,
+        policy: RestorePolicy,
+    ) -> None:
+        local: dict[str, str] = {}
+        session: dict[str, str] = {}
+        dbs: dict[str, dict[str, Any]] = {}
+        for item in snapshot.items:
+            if getattr(item, "origin", None) != origin:
+                continue
+            if isinstance(item, StorageEntry):
+                (local if item.kind == "localStorage" else session)[item.name] = item.value
+            elif isinstance(item, IdbDatabase):
+                dbs[item.name] = {"name": item.name, "version": item.version, "stores": []}
+            elif isinstance(item, IdbStore):
+                records = []
+                if item.digest:
+                    raw = blobs.get_bytes(item.digest)
+                    records = [json.loads(line) for line in raw.decode().splitlines()]
+                dbs[item.database]["stores"].append(
+                    {
+                        "name": item.name,
+                        "keyPath": item.key_path,
+                        "autoIncrement": item.auto_increment,
+                        "nextKey": item.next_key,
+                        "indexes": [
+                            {
+                                "name": ix.name,
+                                "keyPath": ix.key_path,
+                                "unique": ix.unique,
+                                "multiEntry": ix.multi_entry,
+                            }
+                            for ix in item.indexes
+                        ],
+                        "records": records,
+                    }
+                )
+        write_session = snapshot.session_tab and policy.in_scope("sessionStorage")
+        with _OriginPage(ctx, origin, keep=write_session) as tab:
+            assert tab.page is not None
+            tab.page.evaluate(
+                RESTORE_JS,
+                {
+                    "local": local if policy.in_scope("localStorage") else None,
+                    "session": session if write_session else None,
+                    "idb": list(dbs.values()) if policy.in_scope("idb") else None,
+                    "merge": merge,
+                },
+            )
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
+        """Cookies, storage entries, databases, stores and records added, removed or changed."""
+        return diff_snapshots(before, after)

@@ -1,0 +1,120 @@
+"""Trac's admin channel: Trac's own model API on the environment directory.
+
+This file runs *inside the Python that has Trac installed* (the one behind
+``trac-admin``), as ``python trac_channel.py ENV_DIR``: it reads one JSON
+command per line on stdin and answers one JSON line each on stdout.  It is
+the access ``trac-admin`` has — the environment directory, read and write —
+and it goes through ``trac.ticket.model`` like ``trac-admin`` does, never
+through SQL of its own.  Unlike the web UI it can set who wrote a change and
+when, so reporters, comment authors and all times come back exactly.
+
+Commands (``op``):
+
+* ``create_ticket`` — ``initial`` field values, ``reporter``, ``time`` (ISO),
+  ``changes`` (``author``, ``date`` in µs, ``comment``, ``fields``
+  ``{name: [old, new]}``), replayed in order → ``{"id": N}``;
+* ``append_changes`` — ``id``, ``changes`` replayed on an existing ticket;
+* ``delete_changes`` — ``id``, ``dates`` (µs, newest first) and
+  ``changetime`` (µs): the changes are removed (Trac puts each field back to
+  its old value) and the ticket's change time set;
+* ``delete_ticket`` — ``id``;
+* ``put_milestone`` — ``name``, ``description``, ``due``, ``completed``
+  (ISO or null), created when missing;
+* ``delete_milestone`` — ``name`` (tickets keep their milestone value).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+
+def _dt(iso: str | None) -> datetime | None:
+    if not iso:
+        return None
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def _replay(env: Any, tid: int, changes: list[dict[str, Any]]) -> None:
+    from trac.ticket.model import Ticket
+    from trac.util.datefmt import from_utimestamp
+
+    for ch in changes:
+        t = Ticket(env, tid)
+        for name, (_old, new) in ch["fields"].items():
+            t[name] = new
+        t.save_changes(ch["author"], ch["comment"], when=from_utimestamp(ch["date"]))
+
+
+def run(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
+    """Carry out one command against the Trac environment ``env``."""
+    from trac.ticket.model import Milestone, Ticket
+    from trac.util.datefmt import from_utimestamp
+
+    op = cmd["op"]
+    if op == "create_ticket":
+        t = Ticket(env)
+        for name, value in cmd["initial"].items():
+            t[name] = value
+        t["reporter"] = cmd["reporter"]
+        tid = t.insert(when=_dt(cmd["time"]))
+        _replay(env, tid, cmd["changes"])
+        return {"id": tid}
+    if op == "append_changes":
+        _replay(env, cmd["id"], cmd["changes"])
+        return {"id": cmd["id"]}
+    if op == "delete_changes":
+        for date in cmd["dates"]:
+            Ticket(env, cmd["id"]).delete_change(
+                cdate=from_utimestamp(date), when=from_utimestamp(cmd["changetime"])
+            )
+        return {"id": cmd["id"]}
+    if op == "delete_ticket":
+        Ticket(env, cmd["id"]).delete()
+        return {}
+    if op == "put_milestone":
+        from trac.resource import ResourceNotFound
+
+        try:
+            m = Milestone(env, cmd["name"])
+            exists = True
+        except ResourceNotFound:
+            m = Milestone(env)
+            m.name = cmd["name"]
+            exists = False
+        m.description = cmd["description"]
+        m.due = _dt(cmd["due"])
+        m.completed = _dt(cmd["completed"])
+        if exists:
+            m.update()
+        else:
+            m.insert()
+        return {}
+    if op == "delete_milestone":
+        Milestone(env, cmd["name"]).delete()
+        return {}
+    raise ValueError(f"unknown command {op!r}")
+
+
+def main() -> int:
+    """Serve commands from stdin for the environment named by ``argv[1]``."""
+    from trac.env import Environment
+
+    env = Environment(sys.argv[1])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            out = {"ok": True, "result": run(env, json.loads(line))}
+        except Exception as exc:  # every failure goes back to the caller as text
+            out = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+    env.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

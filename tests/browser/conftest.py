@@ -1,0 +1,278 @@
+"""Session fixtures for the browser area: real Chromium, a real isso, a real Trac.
+
+Everything expensive starts once per session: isso, Trac (created and seeded
+through one long-lived Trac process), a tiny cookie-setting site, and one
+Chromium for the agent's profile (``profile``), signed in to isso's admin page
+and to Trac.  Tests seed what they need cheaply (a new isso thread, a few Trac
+tickets) and never share records.
+
+The CLI tests run ``python -m preimage`` as subprocesses.  A profile directory
+can be open in one Chromium at a time, so they read and write through a second
+profile (``cli_profile``), signed in once at the start and then closed, while the
+agent's destructive actions go through ``profile`` as before.
+
+Servers listen on free loopback ports in temp dirs and are torn down at the end.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from preimage.connectors.browser.chromium import DEFAULT_CHROMIUM, browser_context, close_profile
+
+from preimage import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from fixtures.isso import ADMIN_PASSWORD as ISSO_PASSWORD  # noqa: E402
+from fixtures.isso import IssoServer  # noqa: E402
+from fixtures.trac import ADMIN_PASSWORD as TRAC_PASSWORD  # noqa: E402
+from fixtures.trac import ADMIN_USER as TRAC_USER  # noqa: E402
+from fixtures.trac import TracServer  # noqa: E402
+
+# The cookie-setting site listens on its own loopback address: cookies are kept per
+# host (not per port), and the profile's isso and Trac logins live on 127.0.0.1.
+SHOP_HOST = "127.0.0.2"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chromium() -> str:
+    """The Chromium binary; fail (never skip) with the setup hint when it is missing."""
+    path = os.environ.get("PREIMAGE_CHROMIUM") or DEFAULT_CHROMIUM
+    if not shutil.which(path):
+        pytest.fail(f"Chromium not found at {path}: run fixtures/setup.d/40-chromium.sh as root")
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """A fresh backup store (PREIMAGE_HOME points at it for the CLI too)."""
+    home = tmp_path / "preimage-home"
+    monkeypatch.setenv("PREIMAGE_HOME", str(home))
+    return Store(home)
+
+
+class _Site(http.server.ThreadingHTTPServer):
+    hits: int = 0
+
+    @property
+    def origin(self) -> str:
+        return f"http://{SHOP_HOST}:{self.server_port}"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # sets cookies on every answer (favicon too), as many sites do
+        assert isinstance(self.server, _Site)
+        self.server.hits += 1
+        body = b"<!doctype html><title>shop</title><p>hello</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Set-Cookie", "sid=s3cr3t; HttpOnly; Path=/; Max-Age=86400; SameSite=Strict")
+        self.send_header("Set-Cookie", "cart=3; Path=/shop; Max-Age=3600; SameSite=Lax")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def shop_site() -> Iterator[_Site]:
+    """A tiny loopback site that sets an httpOnly and a path-scoped cookie."""
+    server = _Site((SHOP_HOST, 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def isso_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IssoServer]:
+    """A real isso comment server (admin interface on, moderation off)."""
+    srv = IssoServer(tmp_path_factory.mktemp("isso")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def trac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TracServer]:
+    """A real Trac (tracd) with milestones and tickets that have authored, dated changes."""
+    srv = TracServer(tmp_path_factory.mktemp("trac")).start()
+    srv.seed()
+    yield srv
+    srv.stop()
+
+
+def _sign_in(ctx: Any, isso: IssoServer, trac: TracServer) -> None:
+    page = ctx.new_page()
+    page.goto(isso.url + "/admin/")
+    page.fill("input[type=password]", ISSO_PASSWORD)
+    page.press("input[type=password]", "Enter")
+    page.wait_for_selector("#isso-root", state="attached")
+    page.goto(trac.url + "/login")
+    page.close()
+    assert {"admin-session", "trac_auth"} <= {c["name"] for c in ctx.cookies()}
+
+
+@pytest.fixture(scope="session")
+def cli_profile(
+    tmp_path_factory: pytest.TempPathFactory, isso_server: IssoServer, trac_server: TracServer
+) -> Path:
+    """A profile signed in to isso's admin page and to Trac, closed for the CLI to open."""
+    prof = tmp_path_factory.mktemp("cli-profile")
+    ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD})
+    _sign_in(ctx, isso_server, trac_server)
+    close_profile(prof)
+    return prof
+
+
+@pytest.fixture(scope="session")
+def profile(
+    tmp_path_factory: pytest.TempPathFactory,
+    isso_server: IssoServer,
+    trac_server: TracServer,
+) -> Iterator[Path]:
+    """The agent's browser profile, signed in to isso's admin page and to Trac."""
+    prof = tmp_path_factory.mktemp("profile")
+    ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD})
+    _sign_in(ctx, isso_server, trac_server)
+    yield prof
+    close_profile(prof)
+
+
+@pytest.fixture(scope="session")
+def unsigned_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A browser profile that never signed in anywhere (its Chromium closes at the end)."""
+    prof = tmp_path_factory.mktemp("unsigned-profile")
+    yield prof
+    close_profile(prof)
+
+
+# ---------------------------------------------------------------- the CLI
+CliRunner = Callable[..., Any]
+
+
+@pytest.fixture
+def preimage_cli(store: Store) -> CliRunner:
+    """Run ``python -m preimage ARGS… --json`` against the test's store; return the JSON.
+
+    Fails the test with the command's stderr when it exits non-zero.
+    """
+
+    def run(*args: str) -> Any:
+        env = dict(os.environ, PREIMAGE_HOME=str(store.home))
+        proc = subprocess.run([sys.executable, "-m", "preimage", *args, "--json"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            pytest.fail(f"preimage {' '.join(args)} exited {proc.returncode}:\n"
+                        f"{proc.stderr[-3000:]}\n{proc.stdout[-3000:]}")
+        return json.loads(proc.stdout)
+
+    return run
+
+
+# ---------------------------------------------------------------- site data
+# What a web app keeps in the browser: both storages, a script-set cookie, and an
+# IndexedDB database with indexes, typed values and a key generator past a deleted key.
+SEED_JS = """async () => {
+  await new Promise((ok) => { const r = indexedDB.deleteDatabase('app'); r.onsuccess = ok; });
+  localStorage.clear(); sessionStorage.clear();
+  localStorage.setItem('theme', 'dark'); localStorage.setItem('unicode', 'żółw 🐢');
+  sessionStorage.setItem('draft', 'half-written reply');
+  document.cookie = 'js_pref=compact; max-age=7200; samesite=strict; path=/';
+  const open = indexedDB.open('app', 3);
+  open.onupgradeneeded = () => {
+    const db = open.result;
+    const notes = db.createObjectStore('notes', {keyPath: 'id', autoIncrement: true});
+    notes.createIndex('by_tag', 'tags', {multiEntry: true});
+    notes.createIndex('by_slug', 'slug', {unique: true});
+    db.createObjectStore('blobs');
+  };
+  const db = await new Promise((ok) => { open.onsuccess = () => ok(open.result); });
+  const tx = db.transaction(['notes', 'blobs'], 'readwrite');
+  const notes = tx.objectStore('notes');
+  notes.add({slug: 'a', tags: ['x', 'y'], when: new Date(86400000), n: NaN, big: 2n ** 70n,
+             m: new Map([[1, 'one']]), s: new Set(['p']), re: /ab+c/gi, nested: {deep: [1, null]}});
+  notes.add({slug: 'b', bytes: new Uint8Array([0, 255, 7]), neg0: -0, inf: -Infinity});
+  notes.add({slug: 'c', gone: true});
+  const blobs = tx.objectStore('blobs');
+  blobs.put(new Blob(['hello blob'], {type: 'text/plain'}), [1, 'compound']);
+  blobs.put(new ArrayBuffer(4), new Date(5));
+  await new Promise((ok) => { tx.oncomplete = ok; });
+  const tx2 = db.transaction('notes', 'readwrite');
+  tx2.objectStore('notes').delete(3);  // the key generator stays at 4
+  await new Promise((ok) => { tx2.oncomplete = ok; });
+  db.close();
+}"""
+
+CLEAR_JS = """async () => {
+  localStorage.clear(); sessionStorage.clear();
+  for (const d of await indexedDB.databases())
+    await new Promise((ok) => { const r = indexedDB.deleteDatabase(d.name); r.onsuccess = ok; });
+  localStorage.setItem('after', 'clear');
+}"""
+
+
+def visit(page: Any, site: Any) -> None:
+    """Open the shop's page and wait until the browser's follow-up requests (the favicon,
+    which sets cookies too) are answered, so later cookie changes do not race with them."""
+    page.goto(site.origin + "/", wait_until="networkidle")
+
+
+def seeded_tab(profile: Path, site: Any) -> Any:
+    """A tab at the shop site (which sets its cookies) with SEED_JS's data; any older
+    data of that origin is gone first."""
+    ctx = browser_context(profile)
+    ctx.clear_cookies(domain=SHOP_HOST)
+    page = ctx.new_page()
+    visit(page, site)
+    page.evaluate(SEED_JS)
+    return page
+
+
+def clear_site_data(profile: Path, page: Any) -> None:
+    """What "clear site data" does: storages, databases and the host's cookies go."""
+    page.evaluate(CLEAR_JS)
+    browser_context(profile).clear_cookies(domain=SHOP_HOST)
+
+
+# ---------------------------------------------------------------- what agents do
+def moderator_deletes(server: IssoServer, profile: Path, thread: str, ids: list[int]) -> None:
+    """What a moderator agent does: isso's admin delete action, in the browser."""
+    page = browser_context(profile).new_page()
+    for cid in ids:
+        page.goto(f"{server.url}/admin/?comment_search_url=http://x{thread}%23isso-{cid}")
+        onclick = page.get_attribute(f"#send-edit-btn-{cid}", "onclick") or ""
+        key = re.search(r"'([^']+)'", onclick)
+        assert key is not None
+        status = page.evaluate(
+            "async (u) => (await fetch(u, {method: 'POST', headers: {'Content-Type': "
+            "'application/json'}, body: '{}'})).status",
+            f"{server.url}/id/{cid}/delete/{key.group(1)}",
+        )
+        assert status == 200
+    page.close()
+
+
+def trac_agent_confirms_delete(server: TracServer, profile: Path, path: str, button: str) -> None:
+    """What a browser agent does in Trac: open the delete page and press the button."""
+    page = browser_context(profile).new_page()
+    page.goto(f"{server.url}{path}?action=delete")
+    page.click(f"form#delete-confirm {button}")
+    page.wait_for_load_state()
+    page.close()

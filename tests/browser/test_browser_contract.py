@@ -1,0 +1,51 @@
+"""The connector conformance kit, run against the browser connector and real Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from preimage.connectors.browser import browser_context
+from preimage.connectors.browser.connector import session_tab
+
+from preimage.testing import ConnectorContract
+
+from .conftest import SHOP_HOST, clear_site_data, seeded_tab
+
+pytestmark = pytest.mark.browser
+
+
+class TestBrowserConnectorContract(ConnectorContract):
+    """capture → mutate → restore → score on one origin of the agent's profile."""
+
+    @pytest.fixture
+    def shop_tab(self, profile: Path, shop_site: Any) -> Iterator[Any]:
+        """An open tab at the shop site, seeded with cookies, both storages and IndexedDB."""
+        page = seeded_tab(profile, shop_site)
+        yield page
+        for tab in browser_context(profile).pages:  # a restore may keep a session tab open
+            if tab.url.startswith(shop_site.origin):
+                tab.close()
+
+    @pytest.fixture
+    def target_uri(self, profile: Path, shop_site: Any, shop_tab: Any) -> str:
+        """The shop origin of the agent's profile, sessionStorage included (its tab is open)."""
+        return f"browser://{profile}?origin={shop_site.origin}"
+
+    @pytest.fixture
+    def mutate(self, profile: Path, shop_site: Any, shop_tab: Any) -> Callable[[str], None]:
+        """Clear the site's data, then let the site write a little new state."""
+
+        def damage(_uri: str) -> None:
+            tab = session_tab(browser_context(profile), shop_site.origin)
+            assert tab is not None
+            clear_site_data(profile, tab)
+            tab.evaluate("() => sessionStorage.setItem('fresh', 'tab state')")
+            browser_context(profile).add_cookies([{
+                "name": "consent", "value": "no", "domain": SHOP_HOST, "path": "/",
+                "expires": 1_900_000_000, "sameSite": "Lax",
+            }])
+
+        return damage

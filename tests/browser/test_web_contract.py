@@ -1,0 +1,101 @@
+"""The connector conformance kit, run against the isso and Trac site adapters and the real apps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fixtures.isso import IssoServer, seed_thread
+from fixtures.trac import TracServer
+from preimage.testing import ConnectorContract
+
+from .conftest import moderator_deletes
+
+pytestmark = [pytest.mark.browser, pytest.mark.webapp]
+
+
+class TestIssoAdapterContract(ConnectorContract):
+    """capture → mutate → restore → score on one isso thread, through the agent's profile."""
+
+    @pytest.fixture
+    def thread(self, isso_server: IssoServer, request: pytest.FixtureRequest) -> tuple[str, dict[str, int]]:
+        """A thread of its own for each test: nested replies, authors, e-mails, votes."""
+        name = f"/contract/{request.node.name}"
+        return name, seed_thread(isso_server, name)
+
+    @pytest.fixture
+    def target_uri(
+        self, isso_server: IssoServer, profile: Path, thread: tuple[str, dict[str, int]]
+    ) -> str:
+        """The thread, read through the profile's isso admin session."""
+        return f"web+isso://127.0.0.1:{isso_server.port}{thread[0]}?profile={profile}"
+
+    @pytest.fixture
+    def mutate(
+        self, isso_server: IssoServer, profile: Path, thread: tuple[str, dict[str, int]]
+    ) -> Callable[[str], None]:
+        """A moderator deletes a reply and a top-level comment; a spammer posts one."""
+        name, ids = thread
+
+        def damage(_uri: str) -> None:
+            moderator_deletes(isso_server, profile, name, [ids["reply3"], ids["root2"]])
+            isso_server.post(name, "Cheap watches at example.com", author="spam-bot",
+                             addr="10.9.9.9")
+
+        return damage
+
+
+class TestTracAdapterContract(ConnectorContract):
+    """capture → mutate → restore → score on one Trac milestone and its tickets."""
+
+    @pytest.fixture
+    def milestone(
+        self, trac_server: TracServer, request: pytest.FixtureRequest
+    ) -> tuple[str, list[int]]:
+        """A milestone of its own for each test, with two tickets that have histories."""
+        name = f"contract-{request.node.name.removeprefix('test_')[:40]}"
+        ids = trac_server.seed({
+            "milestones": [{"name": name, "description": "Contract *milestone*.",
+                            "due": "2025-03-01T12:00:00Z"}],
+            "tickets": [
+                {"time": "2024-06-01T10:00:00Z",
+                 "fields": {"summary": "Export to CSV", "reporter": "alice", "milestone": name,
+                            "priority": "major", "keywords": "export", "status": "new"},
+                 "changes": [{"author": "bob", "time": "2024-06-02T10:00:00.500000Z",
+                              "comment": "Which columns?", "set": {"owner": "bob"}}]},
+                {"time": "2024-06-03T10:00:00Z",
+                 "fields": {"summary": "Typo on the login page", "reporter": "carol",
+                            "milestone": name, "type": "defect", "status": "new"},
+                 "changes": [{"author": "dave", "time": "2024-06-04T10:00:00Z",
+                              "comment": "Fixed in the next build.",
+                              "set": {"status": "closed", "resolution": "fixed"}}]},
+            ]})
+        return name, ids
+
+    @pytest.fixture
+    def target_uri(
+        self, trac_server: TracServer, profile: Path, milestone: tuple[str, list[int]]
+    ) -> str:
+        """The milestone and its tickets, read through the profile's Trac login."""
+        return (f"web+trac://127.0.0.1:{trac_server.port}/milestone/{milestone[0]}"
+                f"?profile={profile}&env={trac_server.env}")
+
+    @pytest.fixture
+    def mutate(
+        self, trac_server: TracServer, milestone: tuple[str, list[int]]
+    ) -> Callable[[str], None]:
+        """One ticket gets a new comment and priority, the other is deleted, a third is filed."""
+        name, (first, second) = milestone
+
+        def damage(_uri: str) -> None:
+            trac_server.change_ticket(first, "mallory", "2024-07-01T09:00:00Z",
+                                      "Not needed any more.", {"priority": "trivial"})
+            trac_server.delete_ticket(second)
+            trac_server.seed({"tickets": [
+                {"time": "2024-07-02T09:00:00Z",
+                 "fields": {"summary": "Spam", "reporter": "mallory", "milestone": name,
+                            "status": "new"}}]})
+
+        return damage
