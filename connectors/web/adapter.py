@@ -16,6 +16,8 @@ five methods the :class:`~preimage.connectors.web.WebAppConnector` calls:
   through the best channel the app offers.  ``create`` returns the new
   ``server`` fields (ids); ``update`` returns ``False`` when it cannot bring a
   record back in place (then the record is deleted and re-created).
+  :meth:`SiteAdapter.create_many` re-creates a batch of records none of which
+  depends on another; by default it calls ``create`` for each.
 
 Each record is a :class:`~preimage.snapshot_schemas.web.WebRecord` with its
 fields sorted into ``content``, ``metadata`` and ``server`` maps; the adapter
@@ -202,42 +204,58 @@ class Site:
             )
         return Response(out["status"], out["text"], out["url"])
 
-    def fetch_all(self, paths: Sequence[str], *, concurrency: int = 6) -> list[Response]:
-        """``GET`` every path from inside the tab, up to ``concurrency`` at a time.
+    def fetch_all(
+        self,
+        paths: Sequence[str],
+        *,
+        method: str = "GET",
+        bodies: Sequence[Any] | None = None,
+        cookies: bool = True,
+        concurrency: int = 6,
+    ) -> list[Response]:
+        """:meth:`fetch` every path from inside the tab, up to ``concurrency`` at a time.
 
-        The answers come back in the order of ``paths``; as with :meth:`fetch`,
-        a 5xx answer or a failed request raises.
+        ``bodies`` (one per path) are sent as JSON.  The answers come back in the
+        order of ``paths``; a 5xx answer or a failed request raises.
         """
         from playwright.sync_api import Error as PlaywrightError
 
         urls = [self.url(p) for p in paths]
+        payloads = [json.dumps(b) for b in bodies] if bodies is not None else [None] * len(urls)
+        if len(payloads) != len(urls):
+            raise ValueError("fetch_all: give one body per path")
         try:
             outs = self.page.evaluate(
-                """async ([urls, width]) => {
+                """async ([urls, payloads, method, credentials, width]) => {
                     const out = new Array(urls.length);
                     let next = 0;
                     const worker = async () => {
                         while (next < urls.length) {
                             const i = next++;
-                            const r = await fetch(urls[i], {credentials: 'include'});
+                            const init = {method, credentials, redirect: 'follow'};
+                            if (payloads[i] !== null) {
+                                init.body = payloads[i];
+                                init.headers = {'Content-Type': 'application/json'};
+                            }
+                            const r = await fetch(urls[i], init);
                             out[i] = {status: r.status, text: await r.text(), url: r.url};
                         }
                     };
                     await Promise.all(Array.from({length: width}, worker));
                     return out;
                 }""",
-                [urls, max(1, concurrency)],
+                [urls, payloads, method, "include" if cookies else "omit", max(1, concurrency)],
             )
         except PlaywrightError as exc:
             raise TransientConnectorError(
-                f"GET {self.base_url} failed: {str(exc).splitlines()[0]} — is the application "
-                "running?",
+                f"{method} {self.base_url} failed: {str(exc).splitlines()[0]} — is the "
+                "application running?",
                 target=self.base_url,
             ) from exc
         for out in outs:
             if out["status"] >= 500:
                 raise TransientConnectorError(
-                    f"GET {out['url']} answered HTTP {out['status']}: {out['text'][:200]}",
+                    f"{method} {out['url']} answered HTTP {out['status']}: {out['text'][:200]}",
                     target=out["url"],
                 )
         return [Response(o["status"], o["text"], o["url"]) for o in outs]
@@ -285,6 +303,23 @@ class SiteAdapter:
         Raise :class:`RecordRefusedError` when the application says no.
         """
         raise NotImplementedError
+
+    def create_many(
+        self, site: Site, records: Sequence[WebRecord], refs: Refs
+    ) -> list[dict[str, Any] | RecordRefusedError]:
+        """Re-create ``records``, none of which depends on another of them.
+
+        Returns, per record in order, its new ``server`` fields or the
+        :class:`RecordRefusedError` the app gave.  The default calls
+        :meth:`create` for each; override it to send them at once.
+        """
+        out: list[dict[str, Any] | RecordRefusedError] = []
+        for record in records:
+            try:
+                out.append(self.create(site, record, refs))
+            except RecordRefusedError as exc:
+                out.append(exc)
+        return out
 
     def update(self, site: Site, live: WebRecord, want: WebRecord, refs: Refs) -> bool:
         """Bring ``live`` to ``want`` in place; ``False`` when only re-creating can."""

@@ -9,10 +9,11 @@ Restore, in order:
 
 1. read the live records (and look up captured records that left the listing);
 2. with ``conflict=refuse``, stop if any record differs;
-3. walk the captured records parents-first: unchanged ones are left alone,
-   changed ones are updated in place or, when the app cannot, deleted and
-   re-created, missing ones are re-created (a record whose parent could not
-   come back fails with that reason);
+3. walk the captured records parents first, one wave of mutually independent
+   records at a time: unchanged ones are left alone, changed ones are updated
+   in place or, when the app cannot, deleted and re-created, missing ones are
+   re-created — a wave's re-creations in one :meth:`SiteAdapter.create_many`
+   call (a record whose parent could not come back fails with that reason);
 4. with ``conflict=overwrite``, delete live records the capture did not
    have, children first;
 5. read the records again and report, per record and field, what came back,
@@ -26,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage.connectors.web.adapter import RecordRefusedError, Site, SiteAdapter
+from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
 from preimage.connectors.web.registry import get_site_adapter
 from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -102,6 +103,20 @@ def _ordered(records: list[WebRecord], adapter: SiteAdapter) -> list[WebRecord]:
     for rec in records:
         visit(rec)
     return out
+
+
+def _waves(records: list[WebRecord], adapter: SiteAdapter) -> list[list[WebRecord]]:
+    """``records`` parents first, in waves: no record depends on another of its wave,
+    so an adapter may write a wave at once (:meth:`SiteAdapter.create_many`)."""
+    level: dict[str, int] = {}
+    waves: list[list[WebRecord]] = []
+    for rec in _ordered(records, adapter):
+        n = 1 + max((level[d] for d in adapter.depends_on(rec) if d in level), default=-1)
+        level[rec.ref] = n
+        if n == len(waves):
+            waves.append([])
+        waves[n].append(rec)
+    return waves
 
 
 def _fields(rec: WebRecord) -> dict[str, Any]:
@@ -192,41 +207,39 @@ class WebAppConnector:
         refs = {ref: dict(rec.server) for ref, rec in live.items()}
         done: dict[str, str] = {}  # ref → "created" | "updated"
         failed: dict[str, str] = {}
-        for rec in _ordered(wanted, adapter):
-            ref = rec.ref
-            if ref not in differs and ref not in missing:
-                report.add(ref, Outcome.UNCHANGED)
-                continue
-            if ref in differs and merge:
-                report.add(ref, Outcome.SKIPPED, reason="merge leaves changed records as they are")
-                continue
-            blocked = [d for d in adapter.depends_on(rec) if d in failed]
-            if blocked:
-                failed[ref] = f"it depends on {blocked[0]}, which could not be restored"
-                report.add(ref, Outcome.FAILED, reason=failed[ref])
-                continue
-            action = "update in place" if ref in differs else "re-create"
-            if policy.dry_run:
-                report.add(ref, Outcome.PLANNED, action=f"{action} ({adapter.channel})")
-                continue
-            try:
-                if ref in differs and adapter.update(site, live[ref], rec, refs):
-                    done[ref] = "updated in place"
+        for wave in _waves(wanted, adapter):
+            to_create: list[WebRecord] = []
+            for rec in wave:
+                ref = rec.ref
+                if ref not in differs and ref not in missing:
+                    report.add(ref, Outcome.UNCHANGED)
                     continue
-                if ref in differs:
-                    adapter.delete(site, live[ref])
-                new_server = adapter.create(site, rec, refs)
-            except RecordRefusedError as exc:
-                failed[ref] = exc.reason
-                report.add(ref, Outcome.FAILED, action=action, reason=f"refused: {exc.reason}")
-                continue
-            refs[ref] = dict(new_server)
-            done[ref] = "re-created"
-            for name, old in rec.server.items():
-                if name == "id" and name in new_server and new_server[name] != old:
-                    report.remaps.append(
-                        IdRemap(key=ref, field=f"server.{name}", old=old, new=new_server[name])
-                    )
+                if ref in differs and merge:
+                    report.add(ref, Outcome.SKIPPED,
+                               reason="merge leaves changed records as they are")
+                    continue
+                blocked = [d for d in adapter.depends_on(rec) if d in failed]
+                if blocked:
+                    failed[ref] = f"it depends on {blocked[0]}, which could not be restored"
+                    report.add(ref, Outcome.FAILED, reason=failed[ref])
+                    continue
+                action = "update in place" if ref in differs else "re-create"
+                if policy.dry_run:
+                    report.add(ref, Outcome.PLANNED, action=f"{action} ({adapter.channel})")
+                    continue
+                try:
+                    if ref in differs and adapter.update(site, live[ref], rec, refs):
+                        done[ref] = "updated in place"
+                        continue
+                    if ref in differs:
+                        adapter.delete(site, live[ref])
+                except RecordRefusedError as exc:
+                    failed[ref] = exc.reason
+                    report.add(ref, Outcome.FAILED, action=action, reason=f"refused: {exc.reason}")
+                    continue
+                to_create.append(rec)
+            if to_create:
+                self._create(adapter, site, to_create, refs, differs, done, failed, report)
         for extra in reversed(_ordered(extras, adapter)):
             if merge:
                 report.add(extra.ref, Outcome.SKIPPED, reason="merge keeps records created later")
@@ -241,6 +254,32 @@ class WebAppConnector:
                 report.add(extra.ref, Outcome.REMOVED, action="deleted (not in the capture)")
         if done:
             self._verify(adapter, site, snapshot, wanted, done, report)
+
+    @staticmethod
+    def _create(
+        adapter: SiteAdapter,
+        site: Site,
+        records: list[WebRecord],
+        refs: Refs,
+        differs: set[str],
+        done: dict[str, str],
+        failed: dict[str, str],
+        report: RestoreReport,
+    ) -> None:
+        """Re-create one wave of records and note new ids as remaps."""
+        results = adapter.create_many(site, records, refs)
+        for rec, result in zip(records, results, strict=True):
+            if isinstance(result, RecordRefusedError):
+                failed[rec.ref] = result.reason
+                action = "update in place" if rec.ref in differs else "re-create"
+                report.add(rec.ref, Outcome.FAILED, action=action,
+                           reason=f"refused: {result.reason}")
+                continue
+            refs[rec.ref] = dict(result)
+            done[rec.ref] = "re-created"
+            if "id" in rec.server and "id" in result and result["id"] != rec.server["id"]:
+                report.remaps.append(IdRemap(key=rec.ref, field="server.id",
+                                             old=rec.server["id"], new=result["id"]))
 
     def _verify(
         self,

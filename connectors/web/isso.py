@@ -12,7 +12,9 @@ of the app from inside the browser profile:
 Writing uses isso's HTTP API only (never its database):
 
 * re-create: ``POST /new?uri=THREAD`` with text, author, email, website,
-  parent (mapped to the parent's new id) and the notification flag;
+  parent (mapped to the parent's new id) and the notification flag — the
+  comments of one nesting level several requests at a time, without the
+  profile's cookies;
 * edit in place: the admin moderation endpoint ``/id/ID/edit/KEY`` (text,
   author, website);
 * delete: the admin moderation endpoint ``/id/ID/delete/KEY``.
@@ -39,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -46,12 +49,14 @@ from preimage.connectors.web.adapter import (
     LoginRequiredError,
     RecordRefusedError,
     Refs,
+    Response,
     Site,
     SiteAdapter,
 )
 from preimage.snapshot_schemas.web import WebRecord
 
 ADMIN_PAGE_SIZE = 100  # isso's admin page shows 100 comments per page
+_DUPLICATE_RE = re.compile(r" #\d+$")  # the natural key of a second same-text comment
 _KEY_RE = re.compile(r"send_edit\(\s*\d+\s*,\s*'([^']+)'")
 
 _ADMIN_JS = """() => {
@@ -222,20 +227,58 @@ class IssoAdapter(SiteAdapter):
 
     def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
         """Post the comment again through ``POST /new``."""
-        if record.kind == "thread":
-            # isso creates a thread with its first comment; hand the title to it.
-            return {"title": record.content["title"]}
-        if record.metadata.get("mode") == 4:
-            raise RecordRefusedError(
-                self.name, record.ref,
-                "it was a placeholder of a deleted comment with replies; no isso API creates one",
-            )
-        thread = record.name.split(" ", 1)[0]
+        result = self.create_many(site, [record], refs)[0]
+        if isinstance(result, RecordRefusedError):
+            raise result
+        return result
+
+    def create_many(
+        self, site: Site, records: Sequence[WebRecord], refs: Refs
+    ) -> list[dict[str, Any] | RecordRefusedError]:
+        """Post independent comments through ``POST /new``, several requests at a time.
+
+        Comments that share author and text (natural keys ``… #2``, ``… #3``) are
+        posted one by one after the rest, in their captured order, since that order
+        is what tells them apart.
+        """
+        out: dict[int, dict[str, Any] | RecordRefusedError] = {}
+        batch: list[tuple[int, str, dict[str, Any]]] = []
+        later: list[tuple[int, str, dict[str, Any]]] = []
+        for i, record in enumerate(records):
+            if record.kind == "thread":
+                # isso creates a thread with its first comment; hand the title to it.
+                out[i] = {"title": record.content["title"]}
+            elif record.metadata.get("mode") == 4:
+                out[i] = RecordRefusedError(
+                    self.name, record.ref,
+                    "it was a placeholder of a deleted comment with replies; no isso API "
+                    "creates one",
+                )
+            else:
+                thread = record.name.split(" ", 1)[0]
+                post = (i, thread, self._new_body(record, thread, refs))
+                (later if _DUPLICATE_RE.search(record.name) else batch).append(post)
+        for posts, width in ((batch, 6), *(([p], 1) for p in later)):
+            if not posts:
+                continue
+            # isso answers each new comment with a cookie that lets its author edit it
+            # for a while.  Kept, one per re-created comment would pile up in the user's
+            # profile, and past Chromium's 180 cookies per host the oldest go — the admin
+            # login among them.  So these requests carry and keep no cookies.
+            answers = site.fetch_all([f"/new?uri={quote(t)}" for _, t, _ in posts],
+                                     method="POST", bodies=[b for _, _, b in posts],
+                                     cookies=False, concurrency=width)
+            for (i, thread, _), resp in zip(posts, answers, strict=True):
+                out[i] = self._created(site, records[i], thread, resp)
+        return [out[i] for i in range(len(records))]
+
+    @staticmethod
+    def _new_body(record: WebRecord, thread: str, refs: Refs) -> dict[str, Any]:
         parent_id = None
         if record.content.get("parent"):
             parent_id = refs[f"comment:{record.content['parent']}"]["id"]
         meta = record.metadata
-        body = {
+        return {
             "text": record.content["text"],
             # isso HTML-escapes these on the way in; send what it stored, unescaped.
             "author": html.unescape(meta["author"]) if meta.get("author") else None,
@@ -245,17 +288,20 @@ class IssoAdapter(SiteAdapter):
             "notification": meta.get("notification"),
             "title": refs.get(f"thread:{thread}", {}).get("title"),
         }
-        # isso answers each new comment with a cookie that lets its author edit it for a
-        # while.  Kept, one per re-created comment would pile up in the user's profile,
-        # and past Chromium's 180 cookies per host the oldest go — the admin login first.
-        resp = site.fetch(f"/new?uri={quote(thread)}", method="POST", body=body, cookies=False)
+
+    def _created(
+        self, site: Site, record: WebRecord, thread: str, resp: Response
+    ) -> dict[str, Any] | RecordRefusedError:
         if resp.status not in (201, 202):
-            raise RecordRefusedError(
+            return RecordRefusedError(
                 self.name, record.ref, f"HTTP {resp.status}: {resp.text.strip()[:300]}"
             )
         data = resp.json()
-        if data.get("mode") == 2 and meta.get("mode") == 1:
-            self._moderate(site, data["id"], "activate", thread)
+        if data.get("mode") == 2 and record.metadata.get("mode") == 1:
+            try:
+                self._moderate(site, data["id"], "activate", thread)
+            except RecordRefusedError as exc:
+                return exc
         return {"id": data["id"], "parent_id": data.get("parent"), "created": data.get("created")}
 
     def update(self, site: Site, live: WebRecord, want: WebRecord, refs: Refs) -> bool:

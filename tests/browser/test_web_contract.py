@@ -21,9 +21,14 @@ class TestIssoAdapterContract(ConnectorContract):
 
     @pytest.fixture
     def thread(self, isso_server: IssoServer, request: pytest.FixtureRequest) -> tuple[str, dict[str, int]]:
-        """A thread of its own for each test: nested replies, authors, e-mails, votes."""
+        """A thread of its own for each test: nested replies, authors, e-mails, votes, and
+        two comments with the same author and text (told apart only by their order)."""
         name = f"/contract/{request.node.name}"
-        return name, seed_thread(isso_server, name)
+        ids = seed_thread(isso_server, name)
+        for n, site in enumerate(("https://eve.example.org", "https://eve.example.net")):
+            ids[f"same{n}"] = isso_server.post(name, "+1 from me", author="eve", website=site,
+                                               title="Release notes")["id"]
+        return name, ids
 
     @pytest.fixture
     def target_uri(
@@ -36,11 +41,12 @@ class TestIssoAdapterContract(ConnectorContract):
     def mutate(
         self, isso_server: IssoServer, profile: Path, thread: tuple[str, dict[str, int]]
     ) -> Callable[[str], None]:
-        """A moderator deletes a reply and a top-level comment; a spammer posts one."""
+        """A moderator deletes a reply, a top-level comment and both "+1 from me"s; a spammer posts."""
         name, ids = thread
 
         def damage(_uri: str) -> None:
-            moderator_deletes(isso_server, profile, name, [ids["reply3"], ids["root2"]])
+            moderator_deletes(isso_server, profile, name,
+                              [ids["reply3"], ids["root2"], ids["same0"], ids["same1"]])
             isso_server.post(name, "Cheap watches at example.com", author="spam-bot",
                              addr="10.9.9.9")
 
