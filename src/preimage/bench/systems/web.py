@@ -48,9 +48,7 @@ class WebSystem(System):
 
     def context(self, sandbox: Sandbox) -> Any:
         """The run profile's browser context (shared with the connectors in this process)."""
-        from preimage.connectors.browser.chromium import (  # type: ignore[import-not-found]
-            browser_context,
-        )
+        from preimage.connectors.browser.chromium import browser_context
 
         return browser_context(Path(sandbox.variables["profile"]), **self.credentials())
 
@@ -77,9 +75,7 @@ class WebSystem(System):
 
     def teardown(self, sandbox: Sandbox) -> None:
         """Close the run's tab and profile."""
-        from preimage.connectors.browser.chromium import (  # type: ignore[import-not-found]
-            close_profile,
-        )
+        from preimage.connectors.browser.chromium import close_profile
 
         if self._saved_profile is None:
             os.environ.pop("PREIMAGE_BROWSER_PROFILE", None)
