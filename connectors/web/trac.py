@@ -20,8 +20,9 @@ when Trac's ``[trac] auth_cookie_lifetime`` is set):
 
 Writing goes through Trac's admin channel (:mod:`.trac_channel`): Trac's own
 model API on the environment directory, the access ``trac-admin`` has — so
-the target needs ``env=/path/to/trac/env`` (and ``trac_python=`` if Trac runs
-under another Python than ``trac-admin``'s on ``PATH``).  A deleted ticket is
+the target needs ``env=/path/to/trac/env`` (else ``$PREIMAGE_TRAC_ENV``; and
+``trac_python=`` if Trac runs under another Python than ``trac-admin``'s on
+``PATH``).  A deleted ticket is
 re-created by replaying its history, so every change comes back with its
 author and time; a ticket that was changed after the capture gets those
 changes removed again (Trac puts each field back to its old value).
@@ -204,7 +205,8 @@ class TracAdapter(SiteAdapter):
             ids = self._query_ids(site, "id=1-999999999")
             return out + [r for r in self._tickets(site, ids) if r]
         raise InvalidTargetError(
-            f"web+trac://…{site.location}", "path must be /, /ticket/N or /milestone/NAME"
+            f"web+trac://{site.base_url.partition('://')[2]}{site.location}",
+            "path must be /, /ticket/N or /milestone/NAME",
         )
 
     def lookup(self, site: Site, record: WebRecord) -> WebRecord | None:
@@ -305,12 +307,13 @@ class TracAdapter(SiteAdapter):
     # ------------------------------------------------------------------ writing
     def _admin(self, site: Site) -> TracChannel:
         if self._channel is None:
-            env = site.params.get("env")
+            env = site.params.get("env") or os.environ.get("PREIMAGE_TRAC_ENV")
             if not env:
                 raise InvalidTargetError(
-                    f"web+trac://{site.base_url}{site.location}",
+                    f"web+trac://{site.base_url.partition('://')[2]}{site.location}",
                     "restoring Trac records needs its admin channel: add "
-                    "?env=/path/to/trac/env (the environment directory trac-admin uses)",
+                    "?env=/path/to/trac/env (the environment directory trac-admin uses) "
+                    "or set PREIMAGE_TRAC_ENV",
                 )
             self._channel = TracChannel(env, _trac_python(site))
         return self._channel

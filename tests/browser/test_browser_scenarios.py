@@ -124,10 +124,15 @@ def test_delete_issue(
 
 
 def test_delete_label(
-    trac_server: TracServer, profile: Path, cli_profile: Path, preimage_cli: CliRunner
+    trac_server: TracServer,
+    profile: Path,
+    cli_profile: Path,
+    preimage_cli: CliRunner,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """B-delete-label: deleting a milestone in Trac's UI unlinks its tickets; restore brings
-    the milestone (description, due date) and the same tickets' links back, history intact."""
+    the milestone (description, due date) and the same tickets' links back, history intact
+    (the target names no Trac environment: PREIMAGE_TRAC_ENV does)."""
     trac_server.seed({
         "milestones": [{"name": "cli-label", "description": "Next *major*.",
                         "due": "2025-01-15T09:00:00Z"}],
@@ -140,7 +145,9 @@ def test_delete_label(
              "fields": {"summary": "Dark theme", "reporter": "carol", "milestone": "cli-label",
                         "status": "new"}},
         ]})
-    backup = preimage_cli("capture", _trac_uri(trac_server, "/milestone/cli-label", cli_profile))
+    monkeypatch.setenv("PREIMAGE_TRAC_ENV", str(trac_server.env))
+    uri = f"web+trac://127.0.0.1:{trac_server.port}/milestone/cli-label?profile={cli_profile}"
+    backup = preimage_cli("capture", uri)
     assert backup["items"] == 3
 
     trac_agent_confirms_delete(trac_server, profile, "/milestone/cli-label", "input#delete")
