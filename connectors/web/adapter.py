@@ -127,7 +127,7 @@ class Site:
             self._page = open_page(
                 self.context,
                 self.url("/"),
-                what=f"web+{self.adapter}://{self.base_url}",
+                what=f"web+{self.adapter}://{self.base_url.partition('://')[2]}",
                 skip=self.skip_resources,
             )
         return self._page
@@ -288,6 +288,16 @@ class SiteAdapter:
     def records(self, site: Site) -> list[WebRecord]:
         """Every record under ``site.location``; read-only."""
         raise NotImplementedError
+
+    def location_of(self, path: str, query: Mapping[str, list[str]]) -> str | None:
+        """The target location (``/path``) of the records an app page shows or acts on.
+
+        ``path`` and ``query`` are the page's (the backup layer asks this when an
+        agent clicks "delete" on that page).  ``None`` means the page names no
+        record this adapter reads.  The default is the page's path: UI parameters
+        such as ``?action=delete`` are not part of a record's address.
+        """
+        return path or "/"
 
     def lookup(self, site: Site, record: WebRecord) -> WebRecord | None:
         """The live version of ``record`` found outside the listing, or ``None``."""

@@ -41,9 +41,9 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from preimage.connectors.web.adapter import (
     LoginRequiredError,
@@ -98,6 +98,21 @@ class IssoAdapter(SiteAdapter):
 
     def __init__(self) -> None:
         self._keys: dict[int, str] = {}
+
+    def location_of(self, path: str, query: Mapping[str, list[str]]) -> str | None:
+        """The thread a page is about.
+
+        The admin page filtered to one thread (``/admin/?comment_search_url=URL``)
+        and the API (``/?uri=THREAD``) name it in their query; any other page of
+        the isso server is addressed by its path.  The unfiltered admin page
+        names no single thread.
+        """
+        if path.rstrip("/") == "/admin":
+            url = (query.get("comment_search_url") or [""])[0]
+            return (urlsplit(url).path or None) if url else None
+        if path in ("", "/") and query.get("uri"):
+            return query["uri"][0]
+        return path or None
 
     # ------------------------------------------------------------------ reading
     def records(self, site: Site) -> list[WebRecord]:

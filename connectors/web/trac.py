@@ -52,6 +52,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar
@@ -169,6 +170,23 @@ class TracAdapter(SiteAdapter):
 
     def __init__(self) -> None:
         self._channel: TracChannel | None = None
+
+    def location_of(self, path: str, query: Mapping[str, list[str]]) -> str | None:
+        """A ticket's or milestone's page (``?action=delete`` included) is that record;
+        the milestone admin page of one milestone is that milestone; other ticket
+        pages (reports, queries, the roadmap, ticket admin) act on the whole
+        tracker, ``/``.  The wiki and the timeline hold no record this adapter reads.
+        """
+        loc = path.rstrip("/")
+        if re.fullmatch(r"/ticket/\d+|/milestone/[^/]+", loc):
+            return loc
+        if m := re.fullmatch(r"/admin/ticket/milestones/([^/]+)", loc):
+            return f"/milestone/{m.group(1)}"
+        if loc in ("", "/newticket", "/report", "/query", "/roadmap") or loc.startswith(
+            ("/report/", "/admin")
+        ):
+            return "/"
+        return None
 
     # ------------------------------------------------------------------ reading
     def records(self, site: Site) -> list[WebRecord]:

@@ -55,7 +55,7 @@ def world_config(world: World, **kw: Any) -> LayerConfig:
         mcp={"postgres": McpServer(kind="postgres", target=PG),
              "email": McpServer(kind="email", target=IMAP + "/"),
              "playwright": McpServer(kind="browser", profile=str(world.profile))},
-        sites={"http://127.0.0.1:8080": "isso", "http://127.0.0.1:8000": "trac",
+        sites={"http://127.0.0.1:8080": "isso", "http://127.0.0.1:8000": "trac?env=/srv/trac",
                "http://127.0.0.1:9292": "discourse"},
         **kw,
     )

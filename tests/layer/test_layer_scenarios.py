@@ -120,14 +120,20 @@ SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
          lambda w: [f"{IMAP}/INBOX", f"{IMAP}/Trash"]),
     Case("B-delete-comments", mcp("playwright", "browser_click",
                                   {"element": "Delete comment button", "ref": "e41"}),
-         lambda w: ["web+isso://127.0.0.1:8080/t/12"], before=nav("http://127.0.0.1:8080/t/12")),
+         lambda w: [f"web+isso://127.0.0.1:8080/t/12?profile={w.profile}"],
+         before=nav("http://127.0.0.1:8080/admin/?comment_search_url=https://blog.example/t/12")),
     Case("B-delete-label", mcp("playwright", "browser_click",
-                               {"element": "Remove label 'bug'", "ref": "e7"}),
-         lambda w: ["web+trac://127.0.0.1:8000/admin/ticket/type"],
+                               {"element": "Remove milestone 'sprint-3'", "ref": "e7"}),
+         lambda w: [f"web+trac://127.0.0.1:8000/milestone/sprint-3?env=/srv/trac&profile={w.profile}"],
+         before=nav("http://127.0.0.1:8000/admin/ticket/milestones/sprint-3")),
+    Case("B-delete-label (ticket types)", mcp("playwright", "browser_click",
+                                              {"element": "Remove selected items", "ref": "e7"}),
+         lambda w: [f"web+trac://127.0.0.1:8000/?env=/srv/trac&profile={w.profile}"],
          before=nav("http://127.0.0.1:8000/admin/ticket/type")),
     Case("B-delete-issue", mcp("playwright", "browser_click",
                                {"element": "Delete ticket button", "ref": "e3"}),
-         lambda w: ["web+trac://127.0.0.1:8000/ticket/7"], before=nav("http://127.0.0.1:8000/ticket/7")),
+         lambda w: [f"web+trac://127.0.0.1:8000/ticket/7?env=/srv/trac&profile={w.profile}"],
+         before=nav("http://127.0.0.1:8000/ticket/7?action=delete")),
     Case("B-clear-storage", mcp("playwright", "browser_evaluate", {
         "function": "() => { localStorage.clear(); sessionStorage.clear(); "
                     "indexedDB.deleteDatabase('app'); }"}),
@@ -135,7 +141,7 @@ SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
          before=nav("http://127.0.0.1:8080/")),
     Case("B-purge-user", mcp("playwright", "browser_click",
                              {"element": "Delete user as spammer", "ref": "e90"}),
-         lambda w: ["web+discourse://127.0.0.1:9292/admin/users/42/spammer"],
+         lambda w: [f"web+discourse://127.0.0.1:9292/admin/users/42/spammer?profile={w.profile}"],
          before=nav("http://127.0.0.1:9292/admin/users/42/spammer")),
 ]
 
@@ -198,3 +204,36 @@ def test_file_scenario_is_captured_before_it_runs(case: Case, layer: BackupLayer
     row = preimage.show(decision.backup_id, store=layer._store)
     assert sorted(s.target for s in row.snapshots) == sorted(case.expected(world))
     assert decision.backup_id in decision.additional_context
+
+
+def test_page_without_a_record_captures_the_profile_and_says_so(layer: BackupLayer,
+                                                                 world: World) -> None:
+    """isso's unfiltered admin page names no thread: the profile is captured, and the
+    decision says the server-side comments are not."""
+    for earlier in nav("http://127.0.0.1:8080/admin/")(world):
+        layer.before(earlier)
+    plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete", "ref": "e2"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"browser://{world.profile}?origin=http://127.0.0.1:8080"
+    ]
+    assert any("isso site adapter reads no record" in n for n in plan.notes), plan.notes
+
+
+def test_site_setting_carries_adapter_parameters(layer: BackupLayer, world: World,
+                                                  store: object) -> None:
+    """``sites`` takes ``{adapter, params}`` as well as ``"adapter?k=v"``."""
+    from preimage.layer.config import LayerConfig, Site
+
+    config = LayerConfig.model_validate(
+        {**layer.config.model_dump(), "sites": {"http://127.0.0.1:8000": {
+            "adapter": "trac", "params": {"env": "/srv/other env"}}}}
+    )
+    assert config.site("http://127.0.0.1:8000") == Site(adapter="trac",
+                                                         params={"env": "/srv/other env"})
+    layer = BackupLayer(store=store, config=config, env=world.env)  # type: ignore[arg-type]
+    for earlier in nav("http://127.0.0.1:8000/milestone/a%20b?action=delete")(world):
+        layer.before(earlier)
+    plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete milestone"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"web+trac://127.0.0.1:8000/milestone/a%20b?env=/srv/other%20env&profile={world.profile}"
+    ]

@@ -40,6 +40,27 @@ class McpServer(BaseModel):
     profile: str | None = Field(None, description="browser profile directory (browser kind)")
 
 
+class Site(BaseModel):
+    """A web application's origin read through a site adapter, with the adapter's parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str = Field(description="site adapter name: web+<adapter>://")
+    params: dict[str, str] = Field(
+        default_factory=dict, description="target parameters the adapter needs (Trac: env)"
+    )
+
+    @classmethod
+    def parse(cls, value: str | Site) -> Site:
+        """``"trac"``, ``"trac?env=/srv/trac"`` or a :class:`Site`."""
+        if isinstance(value, Site):
+            return value
+        from urllib.parse import parse_qsl
+
+        name, _, query = value.partition("?")
+        return cls(adapter=name.strip(), params=dict(parse_qsl(query)))
+
+
 class LayerConfig(BaseModel):
     """Every setting of the backup layer."""
 
@@ -54,11 +75,19 @@ class LayerConfig(BaseModel):
     timeout: float = Field(45.0, description="seconds the hook may spend before it lets the call run")
     workspace: str | None = None
     mcp: dict[str, McpServer] = Field(default_factory=dict)
-    sites: dict[str, str] = Field(default_factory=dict, description="origin → site adapter name")
+    sites: dict[str, str | Site] = Field(
+        default_factory=dict,
+        description="origin → site adapter name ('trac', 'trac?env=/srv/trac') or {adapter, params}",
+    )
     browser_profile: str | None = None
     workspace_snapshot_home: bool = Field(
         False, description="allow a workspace snapshot of the whole home directory"
     )
+
+    def site(self, origin: str) -> Site | None:
+        """The site adapter configured for ``origin`` (``scheme://host:port``)."""
+        value = self.sites.get(origin) or self.sites.get(origin.rstrip("/"))
+        return Site.parse(value) if value else None
 
     @classmethod
     def load(cls, **overrides: Any) -> LayerConfig:

@@ -20,7 +20,7 @@ from preimage.layer.config import discover_mcp
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
-from preimage.layer.uris import browser_uri, origin_of, web_uri
+from preimage.layer.uris import browser_uri, origin_of, page_location, web_uri
 
 DESTRUCTIVE = re.compile(r"\b(delete|remove|trash|destroy|purge|erase|wipe|discard|drop|revoke|"
                          r"ban|spam|spammer|unsubscribe|uninstall|deactivate|disable|clear|reset|"
@@ -61,12 +61,19 @@ def _page_targets(call: ToolCall, ctx: Context, why: str, *,
     targets: list[PlannedTarget] = []
     notes: list[str] = []
     if not storage and origin:
-        adapter = ctx.config.sites.get(origin)
-        if adapter:
-            targets.append(PlannedTarget(web_uri(adapter, url), why, external=True))  # type: ignore[arg-type]
-        else:
+        site = ctx.config.site(origin)
+        if site is None:
             notes.append(f"no site adapter is configured for {origin}: the record on the server "
                          f"is NOT captured (add `sites: {{{origin!r}: <adapter>}}` to the config)")
+        else:
+            known, location = page_location(site.adapter, str(url))
+            if known and location is None:
+                notes.append(f"the {site.adapter} site adapter reads no record on {url}: the "
+                             "record on the server is NOT captured")
+            else:
+                params = [*site.params.items(), ("profile", profile or "")]
+                uri = web_uri(site.adapter, str(url), location, params)
+                targets.append(PlannedTarget(uri, why, external=True))
     if profile and (storage or not targets):
         targets.append(PlannedTarget(browser_uri(profile, origin), why, external=True))
     if not targets:

@@ -20,7 +20,7 @@ written down once:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 K8S_CLUSTER = "_"
 K8S_ALL_NAMESPACES = "_all"
@@ -150,11 +150,42 @@ def imap_uri(
     return f"{parts.scheme}://{parts.netloc}{path}{query}"
 
 
-def web_uri(adapter: str, page_url: str) -> str:
-    """``web+ADAPTER://host:port/path?query`` for the page at ``page_url``."""
+def web_uri(
+    adapter: str, page_url: str, location: str | None = None,
+    params: Iterable[tuple[str, str]] = (),
+) -> str:
+    """``web+ADAPTER://host:port/LOCATION?params`` for the app page at ``page_url``.
+
+    ``location`` is where the adapter keeps the page's records (see
+    :func:`page_location`); without it, the page's own path and query.
+    """
     parts = urlsplit(page_url)
-    query = f"?{parts.query}" if parts.query else ""
-    return f"web+{adapter}://{parts.netloc}{parts.path or '/'}{query}"
+    if location is None:
+        location = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    path, _, own = location.partition("?")
+    query = _query([*parse_qsl(own), *params])
+    return f"web+{adapter}://{parts.netloc}{quote(path, safe='/:@!$&()*+,;=-._~%')}{query}"
+
+
+def page_location(adapter: str, page_url: str) -> tuple[bool, str | None]:
+    """Ask site adapter ``adapter`` where the records of ``page_url`` live.
+
+    ``(True, location)`` when the adapter is known (``location`` ``None``: the
+    page names no record it reads); ``(False, None)`` when no adapter of that
+    name is installed.
+    """
+    from urllib.parse import parse_qs
+
+    from preimage._errors import NoSuchConnectorError
+
+    try:
+        from preimage.connectors.web.registry import get_site_adapter
+
+        found = get_site_adapter(adapter)
+    except (NoSuchConnectorError, ImportError):
+        return False, None
+    parts = urlsplit(page_url)
+    return True, found.location_of(parts.path or "/", parse_qs(parts.query))
 
 
 def browser_uri(profile: str, origin: str | None) -> str:

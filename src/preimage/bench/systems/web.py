@@ -333,5 +333,5 @@ class TracSystem(WebSystem):
         page.wait_for_load_state()
 
     def sites(self, sandbox: Sandbox) -> dict[str, str]:
-        """Trac's origin is read through the trac adapter."""
-        return {self.server.url: "trac"}
+        """Trac's origin is read through the trac adapter, which writes through its environment."""
+        return {self.server.url: f"trac?env={self.server.env}"}
