@@ -237,3 +237,20 @@ def test_site_setting_carries_adapter_parameters(layer: BackupLayer, world: Worl
     assert [t.uri for t in plan.wanted] == [
         f"web+trac://127.0.0.1:8000/milestone/a%20b?env=/srv/other%20env&profile={world.profile}"
     ]
+
+
+def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: World) -> None:
+    """A name from a loop variable widens to the whole kind; an object wholly named by a
+    variable is not guessed (no bogus target): the layer says it cannot address it."""
+    plan = layer.plan(sh("for n in a b; do kubectl delete deploy \"$n\" -n shop; done; "
+                         "kubectl patch pv/$X -p '{}'")(world))
+    assert sorted(t.uri for t in plan.wanted) == sorted([
+        f"k8s://{CTX}/shop/deployments", f"k8s://{CTX}/shop/replicasets",
+        f"k8s://{CTX}/_/persistentvolumes",
+    ])
+    plan = layer.plan(sh("kubectl delete pv --all --wait=false && for pv in $(kubectl get pv "
+                         "-o name); do kubectl patch \"$pv\" -p '{}'; done")(world))
+    uris = [t.uri for t in plan.wanted]
+    assert f"k8s://{CTX}/_/persistentvolumes" in uris
+    assert not any(u.startswith(f"k8s://{CTX}/default") for u in uris), uris
+    assert any("names no object" in n for n in plan.notes), plan.notes

@@ -161,14 +161,21 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
             and rest[0] in ("restart", "undo", "pause", "resume", "image", "env", "resources"):
         rest = rest[1:]
     wide = bool(selector) or args.has("--all") or all_ns
+    dynamic = {w.text for w in args.positionals[1:] if w.dynamic}
     if rest and not files:
         kinds: list[tuple[str, str | None]] = []
-        if "/" in rest[0]:
+        if "/" in rest[0] or rest[0] in dynamic:
             for r in rest:
                 k, _, n = r.partition("/")
-                kinds.append((resource_name(k), n or None))
+                if not k:  # "$obj": kind and name come from a shell variable
+                    notes.append(f"`kubectl {verb}` names its object through a shell variable")
+                    continue
+                # "pv/$name": the whole kind, since the name is only known when it runs
+                kinds.append((resource_name(k), None if r in dynamic else n or None))
         else:
             names = rest[1:]
+            if any(n in dynamic for n in names):
+                names = []  # a name from a shell variable: every object of the kind
             for k in rest[0].split(","):
                 res = resource_name(k)
                 if names:
