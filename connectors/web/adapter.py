@@ -1,12 +1,14 @@
 """The site-adapter API: what one web application tells preimage about its records.
 
 A site adapter is a class with a ``name`` (``web+<name>://`` selects it) and
-five methods the :class:`~preimage.connectors.web.WebAppConnector` calls:
+the methods the :class:`~preimage.connectors.web.WebAppConnector` and the backup layer call:
 
 * :meth:`SiteAdapter.records` — list the records under the target's path,
   reading through a tab of the user's browser profile (``site.goto`` for a
   page, ``site.fetch`` for the app's own JSON API from inside that tab, so
   the profile's logins apply).  It must not change anything in the app.
+* :meth:`SiteAdapter.location_of` — which target location an app page is
+  about (the backup layer asks when an agent acts on that page).
 * :meth:`SiteAdapter.lookup` — find one captured record in the live app
   when it is no longer under the listed path (a ticket moved off a deleted
   milestone); the default finds nothing.

@@ -1,6 +1,8 @@
 """Site adapter for isso, the self-hosted comment server (``web+isso://host:port/THREAD``).
 
-The target's path is the thread URI (``/post/1``).  Reading uses two views
+The target's path is the thread URI (``/post/1``); a path ending in ``*`` is
+every thread whose URI starts with the rest (``/blog/*``; ``/*`` is all of
+them, listed from the admin pages).  Reading uses two views
 of the app from inside the browser profile:
 
 * the public JSON API ``GET /?uri=THREAD&plain=1`` — raw comment text,
@@ -105,19 +107,42 @@ class IssoAdapter(SiteAdapter):
         The admin page filtered to one thread (``/admin/?comment_search_url=URL``)
         and the API (``/?uri=THREAD``) name it in their query; any other page of
         the isso server is addressed by its path.  The unfiltered admin page
-        names no single thread.
+        acts on every thread (``/*``).
         """
         if path.rstrip("/") == "/admin":
             url = (query.get("comment_search_url") or [""])[0]
-            return (urlsplit(url).path or None) if url else None
+            return (urlsplit(url).path or "/") if url else "/*"
         if path in ("", "/") and query.get("uri"):
             return query["uri"][0]
         return path or None
 
     # ------------------------------------------------------------------ reading
     def records(self, site: Site) -> list[WebRecord]:
-        """The thread record and every comment of ``site.location``."""
-        thread = site.location
+        """The thread record and every comment of ``site.location``.
+
+        A location ending in ``*`` names every thread whose URI starts with
+        what comes before it (``/*``: all of them, ``/blog/*``: the blog's).
+        """
+        if site.location.endswith("*"):
+            prefix = site.location[:-1]
+            threads = sorted(t for t in self._threads(site) if t.startswith(prefix))
+            return [r for t in threads for r in self._thread_records(site, t)]
+        return self._thread_records(site, site.location)
+
+    def _threads(self, site: Site) -> set[str]:
+        """Every thread with a comment in any mode, from the admin pages."""
+        threads: set[str] = set()
+        for mode in (1, 2, 4):
+            page = 0
+            while True:
+                got = self._admin_page(site, f"/admin/?mode={mode}&page={page}&order_by=id&asc=1")
+                threads |= {r["thread"] for r in got if r["thread"]}
+                if len(got) < ADMIN_PAGE_SIZE:
+                    break
+                page += 1
+        return threads
+
+    def _thread_records(self, site: Site, thread: str) -> list[WebRecord]:
         public = self._public(site, thread)
         admin, title = self._admin(site, thread)
         for c in public:

@@ -79,6 +79,41 @@ def test_delete_comments(
     assert sorted(c["text"] for c in isso_server.comments(thread))[0] == "Anonymous opinion here."
 
 
+def test_purge_user(
+    isso_server: IssoServer, profile: Path, cli_profile: Path, preimage_cli: CliRunner
+) -> None:
+    """B-purge-user: every comment of one commenter goes, in every thread of a forum; the
+    ``/forum/*`` target captures all its threads (and no other), and the comments — and the
+    reply someone wrote to one of them — come back with their authors and e-mails."""
+    threads = ["/forum-p/welcome", "/forum-p/faq"]
+    spam: dict[str, list[int]] = {}
+    for n, thread in enumerate(threads):
+        seed_thread(isso_server, thread)
+        spam[thread] = [isso_server.post(thread, f"Cheap watches {n}.{i}", author="maria",
+                                         email="maria@mail.example", addr=f"10.9.{n}.{i}")["id"]
+                        for i in range(2)]
+    isso_server.post(threads[0], "Please stop.", author="erin", parent=spam[threads[0]][0],
+                     addr="10.1.0.9")
+    seed_thread(isso_server, "/other/untouched")
+    uri = f"web+isso://127.0.0.1:{isso_server.port}/forum-p/*?profile={cli_profile}"
+    backup = preimage_cli("capture", uri)
+    assert backup["items"] == 2 * (1 + 6 + 2) + 1  # two threads: record, 6 + 2 comments; a reply
+
+    for thread, ids in spam.items():
+        moderator_deletes(isso_server, profile, thread, ids)
+    assert not any(c["author"] == "maria" for t in threads for c in isso_server.comments(t))
+
+    restored = preimage_cli("restore", backup["id"])
+    assert restored["ok"]
+    _fully_restored(preimage_cli("score", backup["id"], "--show", "1000"))
+    for thread in threads:
+        maria = [c for c in isso_server.comments(thread) if c["author"] == "maria"]
+        assert len(maria) == 2 and all(c["mode"] == 1 for c in maria)
+    erin = [c for c in isso_server.comments(threads[0]) if c["author"] == "erin"]
+    assert erin and erin[0]["parent"] in {c["id"] for c in isso_server.comments(threads[0])
+                                           if c["author"] == "maria"}
+
+
 def _trac_uri(server: TracServer, path: str, profile: Path) -> str:
     return f"web+trac://127.0.0.1:{server.port}{path}?profile={profile}&env={server.env}"
 

@@ -96,7 +96,9 @@ def _normal(scheme: str) -> str:
 
 
 def _contains(outer: str, inner: str) -> bool:
-    outer = outer.rstrip("/") or "/"
+    # A trailing "*" (web+isso://host/blog/*: every thread under /blog/) is a prefix.
+    outer = outer.rstrip("*").rstrip("/") or "/"
+    inner = inner.rstrip("*") or "/"
     return outer in (inner, "/") or inner.startswith(outer + "/")
 
 

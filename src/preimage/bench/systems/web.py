@@ -220,9 +220,13 @@ class IssoSystem(WebSystem):
     """The isso comment server; one thread per run, the profile signed in as admin.
 
     ``setup.isso.thread`` names the thread (seeded with the launcher's
-    ``seed_thread``: nesting, authors, e-mails, websites, votes).
+    ``seed_thread``: nesting, authors, e-mails, websites, votes);
+    ``setup.isso.threads`` names several, and ``setup.isso.spammer``
+    (``author``, ``email``, ``website``, ``comments``) adds that many comments
+    of one more commenter to each of them, the first one answered by another.
     Variables: ``{isso_url}``, ``{thread}``, ``{isso_uri}`` (the
-    ``web+isso://`` target of the thread), ``{profile}``.
+    ``web+isso://`` target of the first thread), ``{isso_site}``
+    (``web+isso://host:port``), ``{profile}``.
     """
 
     name: ClassVar[str] = "isso"
@@ -246,23 +250,41 @@ class IssoSystem(WebSystem):
             self.server = None
 
     def prepare(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """The thread and its target URI."""
+        """The threads and their target URIs."""
         super().prepare(setup, sandbox)
-        thread = sandbox.fill(str((setup.get("isso") or {}).get("thread", "/post/{run}")))
+        spec = setup.get("isso") or {}
+        named = spec.get("threads") or [spec.get("thread", "/post/{run}")]
+        threads = [sandbox.fill(str(t)) for t in named]
+        site = f"web+isso://127.0.0.1:{self.server.port}"
         sandbox.variables.update(
-            isso_url=self.server.url, thread=thread,
-            isso_uri=f"web+isso://127.0.0.1:{self.server.port}{thread}"
-                     f"?profile={sandbox.variables['profile']}",
+            isso_url=self.server.url, thread=threads[0], threads="\n".join(threads), isso_site=site,
+            isso_uri=f"{site}{threads[0]}?profile={sandbox.variables['profile']}",
         )
 
     def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """Seed the thread; sign the profile in to isso's admin page."""
-        self.fixture.seed_thread(self.server, sandbox.variables["thread"])
+        """Seed the threads (and the spammer's comments); sign the profile in to isso's admin page."""
+        spammer = (setup.get("isso") or {}).get("spammer")
+        for n, thread in enumerate(sandbox.variables["threads"].split("\n")):
+            self.fixture.seed_thread(self.server, thread)
+            if spammer:
+                self._seed_spammer(thread, n, spammer)
         page = self.page(sandbox)
         page.goto(self.server.url + "/admin/")
         page.fill("input[type=password]", self.fixture.ADMIN_PASSWORD)
         page.press("input[type=password]", "Enter")
         page.wait_for_selector("#isso-root", state="attached")
+
+    def _seed_spammer(self, thread: str, n: int, spammer: dict[str, Any]) -> None:
+        who = {k: spammer.get(k) for k in ("author", "email", "website")}
+        first = None
+        for i in range(int(spammer.get("comments", 3))):
+            got = self.server.post(thread, f"Cheap watches, thread {n}, offer {i}: visit my site!",
+                                   title="Release notes", addr=f"10.9.{n}.{i + 1}", **who)
+            first = first or got["id"]
+        if first is not None:  # someone answered the spammer: deleting leaves a placeholder
+            self.server.post(thread, "Please stop posting this here.", author="erin",
+                             email="erin@example.org", parent=first, title="Release notes",
+                             addr="10.1.0.9")
 
     def sites(self, sandbox: Sandbox) -> dict[str, str]:
         """isso's origin is read through the isso adapter."""
