@@ -8,10 +8,10 @@ connector under test.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import itertools
-import os
 import secrets
 import subprocess
 import sys
@@ -25,9 +25,8 @@ from typing import Any
 import imapclient
 import pytest
 
-from preimage import Store
-
 ROOT = Path(__file__).resolve().parents[2]
+CliResult = subprocess.CompletedProcess[str]
 
 
 def load_fixture(name: str) -> ModuleType:
@@ -210,44 +209,6 @@ def imap_password(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME for the test."""
-    h = tmp_path / "home"
-    monkeypatch.setenv("PREIMAGE_HOME", str(h))
-    return h
-
-
-@pytest.fixture
-def store(home: Path) -> Iterator[Store]:
-    """The store at the test's PREIMAGE_HOME."""
-    st = Store(home)
-    yield st
-    st.close()
-
-
-CliResult = subprocess.CompletedProcess[str]
-
-
-@pytest.fixture
-def cli(home: Path) -> Callable[..., CliResult]:
-    """Run ``preimage ARGS`` in a real process with the test's store and IMAP password."""
-
-    def run(*args: str, check: bool = True, env: dict[str, str] | None = None) -> CliResult:
-        full_env = {
-            **os.environ,
-            "PREIMAGE_HOME": str(home),
-            "PREIMAGE_IMAP_PASSWORD": PASSWORD,
-            **(env or {}),
-        }
-        proc = subprocess.run(
-            [sys.executable, "-m", "preimage", *args],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            timeout=300,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"preimage {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
-        return proc
-
-    return run
+def cli(cli: Callable[..., CliResult]) -> Callable[..., CliResult]:
+    """``preimage ARGS`` (see ``tests/conftest.py``), checking the exit code unless told not to."""
+    return functools.partial(cli, check=True)

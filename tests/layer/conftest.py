@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +32,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def store(home: Path) -> Iterator[Store]:
-    """The store at the test's PREIMAGE_HOME."""
-    st = Store(home)
-    yield st
-    st.close()
-
-
-@pytest.fixture
 def world(tmp_path: Path) -> World:
     """A fake home with documents, a git project with a venv, a kubeconfig and MCP servers."""
     return build_world(tmp_path / "w")
@@ -65,23 +54,6 @@ def world_config(world: World, **kw: Any) -> LayerConfig:
 def layer(world: World, store: Store) -> BackupLayer:
     """A layer for the world, with no model."""
     return BackupLayer(store=store, config=world_config(world), env=world.env)
-
-
-@pytest.fixture
-def cli(home: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run `preimage ARGS` in a real process with the test's store."""
-
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-            cwd: Path | None = None, check: bool = False, **kw: Any
-            ) -> subprocess.CompletedProcess[str]:
-        full = {**os.environ, **(env or {})}
-        proc = subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
-                              text=True, env=full, input=input, cwd=cwd, timeout=300, **kw)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"preimage {' '.join(args)} failed: {proc.stderr}")
-        return proc
-
-    return run
 
 
 def as_json(text: str) -> Any:

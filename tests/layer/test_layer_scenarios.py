@@ -208,15 +208,20 @@ def test_file_scenario_is_captured_before_it_runs(case: Case, layer: BackupLayer
 
 def test_page_without_a_record_captures_the_profile_and_says_so(layer: BackupLayer,
                                                                  world: World) -> None:
-    """isso's unfiltered admin page names no thread: the profile is captured, and the
-    decision says the server-side comments are not."""
-    for earlier in nav("http://127.0.0.1:8080/admin/")(world):
+    """A Trac wiki page holds no record the trac adapter reads: the profile is captured,
+    and the decision says the server-side state is not; isso's unfiltered admin page
+    acts on every thread."""
+    for earlier in nav("http://127.0.0.1:8000/wiki/WikiStart")(world):
+        layer.before(earlier)
+    plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete page", "ref": "e2"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"browser://{world.profile}?origin=http://127.0.0.1:8000"
+    ]
+    assert any("trac site adapter reads no record" in n for n in plan.notes), plan.notes
+    for earlier in nav("http://127.0.0.1:8080/admin/?mode=1")(world):
         layer.before(earlier)
     plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete", "ref": "e2"})(world))
-    assert [t.uri for t in plan.wanted] == [
-        f"browser://{world.profile}?origin=http://127.0.0.1:8080"
-    ]
-    assert any("isso site adapter reads no record" in n for n in plan.notes), plan.notes
+    assert [t.uri for t in plan.wanted] == [f"web+isso://127.0.0.1:8080/*?profile={world.profile}"]
 
 
 def test_site_setting_carries_adapter_parameters(layer: BackupLayer, world: World,

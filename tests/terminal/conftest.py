@@ -7,62 +7,16 @@ built from local wheels (``fixtures/wheels.py``) and never touch the network.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from preimage import Store
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 from terminal_kit import seed_repository, wheels
-
-# ---------------------------------------------------------------- store and CLI
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME for the test (outside the trees it protects)."""
-    h = tmp_path / "home"
-    monkeypatch.setenv("PREIMAGE_HOME", str(h))
-    return h
-
-
-@pytest.fixture
-def store(home: Path) -> Iterator[Store]:
-    """The store at the test's PREIMAGE_HOME."""
-    st = Store(home)
-    yield st
-    st.close()
-
-
-CliResult = subprocess.CompletedProcess[str]
-
-
-@pytest.fixture
-def cli(home: Path) -> Callable[..., CliResult]:
-    """Run `preimage ARGS` in a real process with the test's store."""
-
-    def run(*args: str, check: bool = False, env: dict[str, str] | None = None) -> CliResult:
-        full_env = {**os.environ, "PREIMAGE_HOME": str(home), **(env or {})}
-        proc = subprocess.run(
-            [sys.executable, "-m", "preimage", *args],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            timeout=600,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"preimage {' '.join(args)} failed: {proc.stderr}")
-        return proc
-
-    return run
-
 
 # ---------------------------------------------------------------- git
 
