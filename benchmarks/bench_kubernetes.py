@@ -23,7 +23,6 @@ status, no managedFields, new clusterIPs, no owner rewiring.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -34,38 +33,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+
 NS = "bench"
 KINDS = "configmaps,secrets,services,serviceaccounts,roles,deployments,replicasets"
 
 
 def load_fixture() -> Any:
-    path = ROOT / "fixtures" / "kubernetes" / "control_plane.py"
-    spec = importlib.util.spec_from_file_location("k8s_fixture", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The launcher this benchmark starts."""
+    return _common.load_fixture('kubernetes/control_plane.py')
 
 
-def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int, str]:
-    """Run ``args``; return (seconds, peak RSS in MiB, stdout)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.TemporaryFile() as inp:
-        if stdin is not None:
-            inp.write(stdin)
-            inp.seek(0)
-        proc = subprocess.Popen(args, stdin=inp, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode()
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(args[:3])} failed: {err.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss // 1024, stdout
+run = _common.run
 
 
 def seed(total: int) -> str:

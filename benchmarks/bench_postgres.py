@@ -19,10 +19,7 @@ Peak memory is the client's (the server's work is the same for both).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,31 +27,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
 
 
 def load_fixture() -> Any:
-    spec = importlib.util.spec_from_file_location("pg_fixture", ROOT / "fixtures" / "postgres.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The launcher this benchmark starts."""
+    return _common.load_fixture('postgres.py')
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """Run ``args``; return (seconds, peak RSS in MiB, stdout)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode()
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(args[:3])} failed: {err.read().decode()}")
-    return seconds, usage.ru_maxrss // 1024, stdout
+run = _common.run
 
 
 SEED = """

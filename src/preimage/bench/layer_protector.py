@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import preimage
-from preimage.bench.protector import Protection, Protector, RunContext, uri_covers
+from preimage.bench.preimage_protector import PreimageBackup
+from preimage.bench.protector import Protection, RunContext
 from preimage.bench.scenario import CallSpec
 
 
-class LayerProtector(Protector):
+class LayerProtector(PreimageBackup):
     """``BackupLayer.before(call)``, then ``preimage.restore(decision.backup_id)``."""
 
     name: ClassVar[str] = "preimage"
@@ -69,22 +69,3 @@ class LayerProtector(Protector):
         if decision.backup_id is not None:
             protection.stored_bytes = ctx.store.catalog.get(decision.backup_id).stored_bytes
         return protection
-
-    def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
-        """A target the layer captured contains ``uri``."""
-        return protection.backup_id is not None and any(
-            uri_covers(t, uri) for t in protection.targets
-        )
-
-    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
-        """``preimage.restore(backup_id)`` of the layer's backup."""
-        assert protection.backup_id is not None
-        result = preimage.restore(protection.backup_id, store=ctx.store)
-        notes: list[str] = []
-        for rep in result.reports:
-            notes.extend(f"{rep.target}: {n}" for n in rep.notes)
-            notes.extend(
-                f"{rep.target}: {i.key} {i.outcome.value}: {i.reason}"
-                for i in rep.items if i.outcome.value == "failed"
-            )
-        return notes

@@ -17,7 +17,30 @@ import preimage
 from preimage.bench.protector import Protection, Protector, RunContext, uri_covers
 
 
-class DeclaredTargets(Protector):
+class PreimageBackup(Protector):
+    """A protector whose backup is a preimage backup id: covered by its targets, restored by id."""
+
+    def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
+        """A captured target contains ``uri``."""
+        return protection.backup_id is not None and any(
+            uri_covers(t, uri) for t in protection.targets
+        )
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """``preimage.restore(backup_id)``; the report's notes and failed items."""
+        assert protection.backup_id is not None
+        result = preimage.restore(protection.backup_id, store=ctx.store)
+        notes: list[str] = []
+        for rep in result.reports:
+            notes.extend(f"{rep.target}: {n}" for n in rep.notes)
+            notes.extend(
+                f"{rep.target}: {i.key} {i.outcome.value}: {i.reason}"
+                for i in rep.items if i.outcome.value == "failed"
+            )
+        return notes
+
+
+class DeclaredTargets(PreimageBackup):
     """Capture exactly the scenario's expected targets; restore by backup id."""
 
     name: ClassVar[str] = "declared"
@@ -35,23 +58,6 @@ class DeclaredTargets(Protector):
             stored_bytes=backup.stored_bytes,
             tier="declared",
         )
-
-    def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
-        """A captured target contains ``uri``."""
-        return any(uri_covers(t, uri) for t in protection.targets)
-
-    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
-        """``preimage.restore(backup_id)``."""
-        assert protection.backup_id is not None
-        result = preimage.restore(protection.backup_id, store=ctx.store)
-        notes: list[str] = []
-        for rep in result.reports:
-            notes.extend(f"{rep.target}: {n}" for n in rep.notes)
-            notes.extend(
-                f"{rep.target}: {i.key} {i.outcome.value}: {i.reason}"
-                for i in rep.items if i.outcome.value == "failed"
-            )
-        return notes
 
 
 def layer_available() -> bool:

@@ -1,0 +1,48 @@
+"""Helpers the benchmark scripts share: server launchers by path, and measured child processes."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_fixture(relative: str) -> Any:
+    """Import the launcher ``fixtures/<relative>`` (the fixtures folder is not a package)."""
+    name = "bench_fixture_" + relative.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "fixtures" / relative)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int, str]:
+    """Run ``args`` as a child process; return (seconds, its peak RSS in MiB, stdout).
+
+    The peak is the child's own, read with ``wait4``; a non-zero exit stops the benchmark.
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as inp:
+        if stdin is not None:
+            inp.write(stdin)
+            inp.seek(0)
+        proc = subprocess.Popen(args, stdin=inp, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode()
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(args[:3])} failed: {err.read().decode()[-2000:]}")
+    return seconds, usage.ru_maxrss // 1024, stdout
