@@ -14,7 +14,12 @@ kind of state:
   ``tables=``), re-inserted after ``DELETE``; a missing table is re-created
   from its column names, types and primary key only.  Sequence /
   AUTOINCREMENT state, other constraints, defaults, indexes, triggers,
-  comments, functions and types are not kept.
+  comments, functions and types are not kept;
+* ``k8s`` — the objects' specs without their metadata
+  (:class:`preimage.bench.systems.kubernetes.K8sSpecCopier`);
+* ``browser``, ``web+isso``, ``web+trac`` — JSON and CSV exports of storage,
+  comments and tickets, written back through the apps' own APIs and forms
+  (:mod:`preimage.bench.web_copiers`).
 
 A scheme without a copier here raises :class:`NotCoveredError`, and the
 report lists the scenario as not covered by this baseline, with the reason.
@@ -245,6 +250,9 @@ COPIERS: dict[str, str] = {
     "postgres": "preimage.bench.content_only:SqlRowsCopier",
     "imap": "preimage.bench.systems.imap:ImapCopier",
     "k8s": "preimage.bench.systems.kubernetes:K8sSpecCopier",
+    "browser": "preimage.bench.web_copiers:BrowserCopier",
+    "web+isso": "preimage.bench.web_copiers:IssoCopier",
+    "web+trac": "preimage.bench.web_copiers:TracCopier",
 }
 
 

@@ -97,7 +97,10 @@ class WebSystem(System):
         page = self.page(sandbox)
         try:
             if tool == "browser_navigate":
+                # Like the MCP server, answer once the page has settled: the browser's own
+                # follow-up requests (the favicon) may set cookies too.
                 page.goto(str(arguments["url"]))
+                page.wait_for_load_state("networkidle")
                 return CallOutcome(0, page.url)
             if tool == "browser_evaluate":
                 result = page.evaluate(str(arguments["function"]))
