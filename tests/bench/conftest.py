@@ -14,19 +14,11 @@ import pytest
 
 
 @pytest.fixture
-def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME (the benchmark keeps its own stores per run)."""
-    h = tmp_path / "home"
-    monkeypatch.setenv("PREIMAGE_HOME", str(h))
-    return h
-
-
-@pytest.fixture
-def bench(bench_home: Path) -> Callable[..., Any]:
+def bench(home: Path) -> Callable[..., Any]:
     """Run `preimage bench ARGS --json` in a real process; return the parsed results."""
 
     def run(*args: str, expect_exit: int = 0) -> Any:
-        env = {**os.environ, "PREIMAGE_HOME": str(bench_home)}
+        env = {**os.environ, "PREIMAGE_HOME": str(home)}
         proc = subprocess.run(
             [sys.executable, "-m", "preimage", "bench", *args, "--json"],
             capture_output=True, text=True, env=env, timeout=600,

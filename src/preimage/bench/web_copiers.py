@@ -76,6 +76,14 @@ _IMPORT_JS = """async (data) => {
 }"""
 
 
+def _keep(dest: Path, data: Any) -> int:
+    """Write the export to ``dest`` as JSON (what a user would keep); its size in bytes."""
+    text = json.dumps(data)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    return len(text.encode())
+
+
 def _profile(target: Target, env: dict[str, str]) -> Path:
     raw = (target.query.get("profile") or [""])[0] or env.get("PREIMAGE_BROWSER_PROFILE")
     if not raw:
@@ -109,10 +117,7 @@ class BrowserCopier:
             data["cookies"] = {c["name"]: c["value"] for c in page.context.cookies([origin])}
         finally:
             page.close()
-        text = json.dumps(data)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text)
-        return (profile, origin, data), len(text.encode())
+        return (profile, origin, data), _keep(dest, data)
 
     def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """Set the cookie values, storage items and IndexedDB records again."""
@@ -176,10 +181,7 @@ class IssoCopier:
         """Every comment's text and parent, per thread."""
         base = self._base(target)
         copies = {t: self._tree(base, t) for t in self._threads(target)}
-        text = json.dumps(copies)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text)
-        return (base, copies), len(text.encode())
+        return (base, copies), _keep(dest, copies)
 
     def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """Post every copied comment whose text is missing under its parent, parents first."""
@@ -254,10 +256,7 @@ class TracCopier:
         rows = [{k.lower(): v for k, v in row.items()}
                 for row in csv.DictReader(io.StringIO(resp.text().lstrip("\ufeff")))]
         data = {"tickets": rows, "milestones": milestones}
-        text = json.dumps(data)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text)
-        return (base, data), len(text.encode())
+        return (base, data), _keep(dest, data)
 
     def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """Create missing milestones, then missing tickets (matched by summary)."""
