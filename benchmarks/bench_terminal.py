@@ -32,6 +32,7 @@ from typing import Any
 
 import preimage
 from preimage import Store
+from preimage._sizes import human_bytes, tree_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,17 +51,6 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
     ).stdout
-
-
-def du(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def capture(uri: str, store: Store) -> dict[str, Any]:
@@ -106,8 +96,8 @@ def bench_git(work: Path, n: int) -> dict[str, Any]:
     uri = f"git://{repo}"
     out: dict[str, Any] = {
         "tracked_files": n,
-        "repo_bytes_on_disk": du(repo),
-        "git_dir_bytes_on_disk": du(repo / ".git"),
+        "repo_bytes_on_disk": tree_bytes(repo),
+        "git_dir_bytes_on_disk": tree_bytes(repo / ".git"),
     }
     out["first"] = capture(uri, store)
     out["unchanged"] = capture(uri, store)
@@ -124,7 +114,7 @@ def bench_git(work: Path, n: int) -> dict[str, Any]:
     total, _ = preimage.score(backup_id, store=store)
     out["restore_ok"] = result.ok
     out["score"] = {c: total.classes[c].score for c in ("content", "metadata")}
-    out["store_bytes_on_disk"] = du(home)
+    out["store_bytes_on_disk"] = tree_bytes(home)
     store.close()
     return out
 
@@ -153,7 +143,7 @@ def bench_pip(work: Path, n: int) -> dict[str, Any]:
     site = next((venv / "lib").glob("python*/site-packages"))
     out: dict[str, Any] = {
         "packages": n,
-        "site_packages_bytes_on_disk": du(site),
+        "site_packages_bytes_on_disk": tree_bytes(site),
         "pip_install_seconds": round(install_seconds, 3),
     }
     out["first"] = capture(uri, store)
@@ -167,30 +157,22 @@ def bench_pip(work: Path, n: int) -> dict[str, Any]:
     total, _ = preimage.score(backup_id, store=store)
     out["restore_ok"] = result.ok
     out["score"] = {c: total.classes[c].score for c in ("content", "metadata")}
-    out["store_bytes_on_disk"] = du(home)
+    out["store_bytes_on_disk"] = tree_bytes(home)
     store.close()
     return out
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n:.1f} TiB"
 
 
 def report(name: str, res: dict[str, Any], keys: list[str]) -> None:
     print(f"\n== {name}")
     for k, v in res.items():
         if k not in keys and not isinstance(v, dict):
-            print(f"  {k:28} {_size(v) if k.endswith('bytes_on_disk') else v}")
+            print(f"  {k:28} {human_bytes(v) if k.endswith('bytes_on_disk') else v}")
     print(f"  {'capture':20} {'seconds':>8} {'stored':>12} {'logical':>12} {'new blobs':>10}")
     for k in keys:
         r = res[k]
         print(
-            f"  {k:20} {r['seconds']:8.2f} {_size(r['stored_bytes']):>12} "
-            f"{_size(r['logical_bytes']):>12} {r['new_blobs']:>10}"
+            f"  {k:20} {r['seconds']:8.2f} {human_bytes(r['stored_bytes']):>12} "
+            f"{human_bytes(r['logical_bytes']):>12} {r['new_blobs']:>10}"
         )
     print(f"  score after restore: {res['score']}")
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from preimage._errors import PreimageError
+from preimage._sizes import human_bytes
 from preimage._target import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,15 +67,6 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="preimage")
 def main() -> None:
@@ -106,7 +98,7 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
     items = sum(len(s.items) for s in backup.snapshots)
     err.print(
         f"captured {len(backup.snapshots)} target(s), {items} item(s), "
-        f"{_size(backup.stored_bytes)} new in the store, {backup.seconds:.2f}s"
+        f"{human_bytes(backup.stored_bytes)} new in the store, {backup.seconds:.2f}s"
     )
     for snap in backup.snapshots:
         for note in snap.notes:  # what was not captured, and why
@@ -293,7 +285,7 @@ def list_(limit: int, as_json: bool) -> None:
             r.tier,
             r.status,
             "\n".join(s.target for s in r.snapshots),
-            _size(r.stored_bytes),
+            human_bytes(r.stored_bytes),
             r.label,
         )
     out.print(table)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from preimage._sizes import tree_bytes
 from preimage._target import Target
 from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
 
@@ -63,12 +64,7 @@ class FileCopier:
             return None, 0
         dest.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["cp", "-r", str(src), str(dest)], check=True, capture_output=True)
-        size = 0
-        for base, _dirs, files in os.walk(dest):
-            size += sum(os.lstat(os.path.join(base, f)).st_size for f in files)
-        if dest.is_file():
-            size = dest.stat().st_size
-        return dest, size
+        return dest, tree_bytes(dest)
 
     def put_back(self, target: Target, handle: Any, env: dict[str, str]) -> None:
         """``cp -rT COPY SRC`` (over whatever is there now)."""

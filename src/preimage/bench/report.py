@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from preimage._sizes import human_bytes
 from preimage.bench.results import BenchReport, RunResult, Totals
 
 
@@ -25,15 +26,6 @@ def _ms(value: float | None) -> str:
     return f"{value * 1000:.0f} ms" if value < 10 else f"{value:.1f} s"
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 TOTAL_COLUMNS = (
     "protector", "scenarios", "backup rate", "content", "metadata", "server",
     "capture p50", "capture p95", "restore (mean)", "stored", "model tokens",
@@ -47,7 +39,7 @@ def total_cells(t: Totals) -> list[str]:
     return [
         t.label, ran, _pct(t.backup_rate), _f(t.content, 3), _f(t.metadata, 3),
         _f(t.server, 3), _ms(t.capture_p50_s), _ms(t.capture_p95_s), _ms(t.restore_mean_s),
-        _size(t.stored_bytes), str(t.model_tokens),
+        human_bytes(t.stored_bytes), str(t.model_tokens),
     ]
 
 

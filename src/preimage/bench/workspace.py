@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import ClassVar
 
+from preimage._sizes import tree_bytes
 from preimage._target import Target
 from preimage.bench.protector import Protection, Protector, RunContext
 from preimage.snapshot_schemas.files import FileSnapshot
@@ -43,17 +44,6 @@ def _git(shadow: Path, work: Path, *args: str) -> str:
     return proc.stdout
 
 
-def _size(path: Path) -> int:
-    total = 0
-    for base, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(base, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 class WorkspaceOnly(Protector):
     """Shadow-git checkpoint of the cwd before every call; checkout to restore."""
 
@@ -73,7 +63,7 @@ class WorkspaceOnly(Protector):
         return Protection(
             backup_id=commit if tracked else None,  # an empty checkpoint holds nothing
             targets=[f"file://{work}"],
-            stored_bytes=_size(shadow),
+            stored_bytes=tree_bytes(shadow),
             tier="checkpoint",
             handle=(shadow, work, tracked),
         )

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, load_fixture
-from preimage.bench.systems.sqlite import SQL_TOOLS
+from preimage.bench.systems.sqlite import SQL_TOOLS, sql_argument
 
 
 class PostgresSystem(System):
@@ -136,9 +136,7 @@ class PostgresSystem(System):
         """Run the SQL of a PostgreSQL MCP tool call in the run's database."""
         if tool not in SQL_TOOLS:
             return super().run_mcp(server, tool, arguments, sandbox)
-        sql = arguments.get("query") or arguments.get("sql")
-        if not isinstance(sql, str):
-            raise UsageError(f"MCP {server}/{tool}: no 'query' or 'sql' argument")
+        sql = sql_argument(server, tool, arguments)
         return self.psql(sql, sandbox.variables["pg_db"])
 
     def mcp_servers(self, sandbox: Sandbox) -> dict[str, dict[str, Any]]:

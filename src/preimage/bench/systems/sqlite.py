@@ -19,6 +19,14 @@ from preimage.bench.systems.base import CallOutcome, Sandbox, System
 SQL_TOOLS = ("write_query", "execute_sql", "query", "execute", "read_query", "run_sql")
 
 
+def sql_argument(server: str, tool: str, arguments: dict[str, Any]) -> str:
+    """The SQL text of a database MCP tool call (``query`` or ``sql``)."""
+    sql = arguments.get("query") or arguments.get("sql")
+    if not isinstance(sql, str):
+        raise UsageError(f"MCP {server}/{tool}: no 'query' or 'sql' argument")
+    return sql
+
+
 def execute_script(path: str, sql: str) -> None:
     """Run ``sql`` (several statements) on the SQLite file ``path`` and commit."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -52,9 +60,7 @@ class SqliteSystem(System):
         """Execute the SQL of a SQLite MCP tool call on ``{db}``."""
         if tool not in SQL_TOOLS:
             return super().run_mcp(server, tool, arguments, sandbox)
-        sql = arguments.get("query") or arguments.get("sql")
-        if not isinstance(sql, str):
-            raise UsageError(f"MCP {server}/{tool}: no 'query' or 'sql' argument")
+        sql = sql_argument(server, tool, arguments)
         try:
             execute_script(arguments.get("db_path") or sandbox.variables["db"], sql)
         except sqlite3.Error as exc:
