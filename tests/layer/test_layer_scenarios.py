@@ -259,3 +259,26 @@ def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: Wor
     assert f"k8s://{CTX}/_/persistentvolumes" in uris
     assert not any(u.startswith(f"k8s://{CTX}/default") for u in uris), uris
     assert any("names no object" in n for n in plan.notes), plan.notes
+
+
+def test_web_target_profile_prefers_the_one_preimage_is_given(store: object, world: World,
+                                                               layer: BackupLayer) -> None:
+    """The agent's browser holds its profile open: a profile set for the site, or
+    PREIMAGE_BROWSER_PROFILE, lends the logins instead."""
+    from preimage.layer.config import LayerConfig
+
+    env = {**world.env, "PREIMAGE_BROWSER_PROFILE": "/srv/preimage-profile"}
+    own = BackupLayer(store=store, config=layer.config, env=env)  # type: ignore[arg-type]
+    for earlier in nav("http://127.0.0.1:8000/ticket/3")(world):
+        own.before(earlier)
+    plan = own.plan(mcp("playwright", "browser_click", {"element": "Delete ticket"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        "web+trac://127.0.0.1:8000/ticket/3?env=/srv/trac&profile=/srv/preimage-profile"]
+    config = LayerConfig.model_validate({**layer.config.model_dump(), "sites": {
+        "http://127.0.0.1:8000": "trac?env=/srv/trac&profile=/srv/trac-login"}})
+    site = BackupLayer(store=store, config=config, env=env)  # type: ignore[arg-type]
+    for earlier in nav("http://127.0.0.1:8000/ticket/3")(world):
+        site.before(earlier)
+    plan = site.plan(mcp("playwright", "browser_click", {"element": "Delete ticket"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        "web+trac://127.0.0.1:8000/ticket/3?env=/srv/trac&profile=/srv/trac-login"]

@@ -71,8 +71,12 @@ def _page_targets(call: ToolCall, ctx: Context, why: str, *,
                 notes.append(f"the {site.adapter} site adapter reads no record on {url}: the "
                              "record on the server is NOT captured")
             else:
-                params = [*site.params.items(), ("profile", profile or "")]
-                uri = web_uri(site.adapter, str(url), location, params)
+                # The profile that lends its logins: the site's own setting, else the one
+                # preimage is told to use (a signed-in copy, since the agent's browser holds
+                # its profile open), else the agent's.
+                params = dict(site.params)
+                params.setdefault("profile", ctx.env.get("PREIMAGE_BROWSER_PROFILE") or profile or "")
+                uri = web_uri(site.adapter, str(url), location, params.items())
                 targets.append(PlannedTarget(uri, why, external=True))
     if profile and (storage or not targets):
         targets.append(PlannedTarget(browser_uri(profile, origin), why, external=True))
