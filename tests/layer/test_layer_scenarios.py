@@ -184,7 +184,7 @@ def test_every_scenario_of_the_suite_has_a_case() -> None:
     found = [p / "shared" / "scenarios.md" for p in (repo.parent, repo.parent.parent)
              if (p / "shared" / "scenarios.md").exists()]
     text = found[0].read_text() if found else " ".join(f"**{i}**" for i in SUITE_IDS)
-    ids = set(re.findall(r"\*\*([TSKEB]-[a-z0-9-]+)\*\*", text))
+    ids = set(re.findall(r"\*\*([TSKEB]-[A-Za-z0-9-]+)\*\*", text))
     assert ids >= set(SUITE_IDS) or found
     covered = {c.scenario.split(" ")[0] for c in CASES}
     assert ids <= covered, ids - covered
