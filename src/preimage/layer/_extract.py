@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from preimage.layer.call import ToolCall
@@ -70,6 +70,17 @@ def unknown(source: SimpleCommand | ToolCall, rule: Rule | None, note: str) -> F
     span = source.span if isinstance(source, SimpleCommand) else None
     return Finding(source=text, tier=Tier.WORKSPACE, rule=rule.name if rule else "unknown",
                    impact=Impact.NORMAL, unknown=True, notes=[note], span=span)
+
+
+def ancestors(start: str) -> Iterator[str]:
+    """``start`` (made absolute), then each directory above it, up to ``/``."""
+    path = os.path.abspath(start)
+    while True:
+        yield path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
 
 
 def regenerable(path: str) -> bool:

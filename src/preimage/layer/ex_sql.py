@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from preimage.layer._extract import finding, shell_extractor, tool_extractor, unknown
+from preimage.layer._extract import ancestors, finding, shell_extractor, tool_extractor, unknown
 from preimage.layer.argv import parse_args
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
@@ -292,20 +292,16 @@ def database_url(cmd: SimpleCommand, ctx: Context, names: list[str]) -> str | No
     for n in names:
         if cmd.env.get(n):
             return cmd.env[n]
-    here = cmd.cwd
-    while True:
+    for here in ancestors(cmd.cwd):
         for cand in (os.path.join(here, ".env"), os.path.join(here, "prisma", ".env")):
             text = read_small(cand)
             for line in (text or "").splitlines():
                 m = re.match(r"\s*(?:export\s+)?(\w+)\s*=\s*(.+)", line)
                 if m and m.group(1) in names:
                     return m.group(2).strip().strip("'\"")
-        if here in (ctx.workspace, "/") or not ctx.workspace:
-            return None
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+        if here == ctx.workspace or not ctx.workspace:
+            break  # the project's own .env files only
+    return None
 
 
 @shell_extractor("orm_reset")

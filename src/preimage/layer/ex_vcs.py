@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 
-from preimage.layer._extract import file_targets, finding, shell_extractor, unknown
+from preimage.layer._extract import ancestors, file_targets, finding, shell_extractor, unknown
 from preimage.layer.argv import parse_args
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
@@ -30,14 +30,7 @@ GIT_GLOBAL = ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-pat
 
 def git_toplevel(start: str) -> str | None:
     """The working tree root holding ``start`` (found by walking up to ``.git``)."""
-    path = os.path.abspath(start)
-    while True:
-        if os.path.exists(os.path.join(path, ".git")):
-            return path
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    return next((p for p in ancestors(start) if os.path.exists(os.path.join(p, ".git"))), None)
 
 
 def _git_target(repo: str, why: str) -> PlannedTarget:
@@ -134,15 +127,8 @@ def python_env(cmd: SimpleCommand, program: str | None = None) -> str | None:
 
 
 def _project_venv(start: str) -> str | None:
-    path = os.path.abspath(start)
-    while True:
-        cand = os.path.join(path, ".venv")
-        if os.path.exists(os.path.join(cand, "pyvenv.cfg")):
-            return cand
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
+    found = (os.path.join(p, ".venv") for p in ancestors(start))
+    return next((v for v in found if os.path.exists(os.path.join(v, "pyvenv.cfg"))), None)
 
 
 @shell_extractor("pip")
