@@ -162,6 +162,13 @@ def _normalize_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
             return f'k:{{"uid":"$owner({owners[m.group(1)]})"}}'
         return k
 
+    return _with_renamed_managed_fields(obj, entries, rename)
+
+
+def _with_renamed_managed_fields(
+    obj: dict[str, Any], entries: list[dict[str, Any]], rename: Callable[[str], str]
+) -> dict[str, Any]:
+    """``obj`` with every managedFields entry's field keys passed through ``rename``."""
     new_entries = [
         {**e, "fieldsV1": _rename_keys(e["fieldsV1"], rename)} if "fieldsV1" in e else e
         for e in entries
@@ -181,11 +188,7 @@ def _denormalize_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
             return f'k:{{"uid":"{uids[m.group(1)]}"}}'
         return k
 
-    new_entries = [
-        {**e, "fieldsV1": _rename_keys(e["fieldsV1"], rename)} if "fieldsV1" in e else e
-        for e in entries
-    ]
-    return {**obj, "metadata": {**obj["metadata"], "managedFields": new_entries}}
+    return _with_renamed_managed_fields(obj, entries, rename)
 
 
 # ----------------------------------------------------------- split / join
