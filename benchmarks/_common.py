@@ -25,6 +25,17 @@ def load_fixture(relative: str) -> Any:
     return module
 
 
+def timed_restore(backup_id: str, store: Any) -> tuple[float, Any, Any]:
+    """``preimage.restore`` timed, then ``preimage.score``: (seconds, result, total score)."""
+    import preimage
+
+    start = time.perf_counter()
+    result = preimage.restore(backup_id, store=store)
+    seconds = time.perf_counter() - start
+    total, _ = preimage.score(backup_id, store=store)
+    return seconds, result, total
+
+
 def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int, str]:
     """Run ``args`` as a child process; return (seconds, its peak RSS in MiB, stdout).
 

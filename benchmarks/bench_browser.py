@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from preimage.connectors.browser import browser_context  # noqa: E402
@@ -52,10 +56,7 @@ def bench_comments(n: int, tmp: Path, profile: Path) -> None:
         con.execute("DELETE FROM comments")  # the whole thread is gone
         con.commit()
         con.close()
-        t = time.perf_counter()
-        result = preimage.restore(backup.id, store=store)
-        rest = time.perf_counter() - t
-        score, _ = preimage.score(backup.id, store=store)
+        rest, result, score = _common.timed_restore(backup.id, store)
         print(f"isso {n} comments: capture {cap:.1f} s, restore {rest:.1f} s "
               f"(incl. undo capture and read-back), stored {backup.stored_bytes} B, "
               f"ok={result.ok}, content={score.classes['content'].score:.3f} "
@@ -92,10 +93,7 @@ def bench_idb(mb: int, tmp: Path, profile: Path) -> None:
     page.goto(origin + "/")
     page.evaluate("() => new Promise((ok) => { indexedDB.deleteDatabase('big').onsuccess = ok; })")
     page.close()
-    t = time.perf_counter()
-    result = preimage.restore(backup.id, store=store)
-    rest = time.perf_counter() - t
-    score, _ = preimage.score(backup.id, store=store)
+    rest, result, score = _common.timed_restore(backup.id, store)
     print(f"IndexedDB ~{mb} MB ({mb * 100} records): capture {cap:.1f} s, restore {rest:.1f} s "
           f"(incl. undo capture), logical {backup.logical_bytes / 1e6:.1f} MB, "
           f"stored {backup.stored_bytes / 1e6:.2f} MB, ok={result.ok}, "

@@ -35,6 +35,9 @@ from preimage import Store
 from preimage._sizes import human_bytes, tree_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
 
 
 def _wheels() -> Any:
@@ -108,10 +111,8 @@ def bench_git(work: Path, n: int) -> dict[str, Any]:
     backup_id = out["after_small_change"]["id"]
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     git(repo, "clean", "-q", "-fdx")
-    t = time.perf_counter()
-    result = preimage.restore(backup_id, store=store)
-    out["restore_seconds"] = round(time.perf_counter() - t, 3)
-    total, _ = preimage.score(backup_id, store=store)
+    seconds, result, total = _common.timed_restore(backup_id, store)
+    out["restore_seconds"] = round(seconds, 3)
     out["restore_ok"] = result.ok
     out["score"] = {c: total.classes[c].score for c in ("content", "metadata")}
     out["store_bytes_on_disk"] = tree_bytes(home)
@@ -151,10 +152,8 @@ def bench_pip(work: Path, n: int) -> dict[str, Any]:
     backup_id = out["unchanged"]["id"]
     wheels.pip_install(python, wh, "pkg000", upgrade=True)
     out["after_upgrade"] = capture(uri, store)
-    t = time.perf_counter()
-    result = preimage.restore(backup_id, store=store)
-    out["restore_seconds"] = round(time.perf_counter() - t, 3)
-    total, _ = preimage.score(backup_id, store=store)
+    seconds, result, total = _common.timed_restore(backup_id, store)
+    out["restore_seconds"] = round(seconds, 3)
     out["restore_ok"] = result.ok
     out["score"] = {c: total.classes[c].score for c in ("content", "metadata")}
     out["store_bytes_on_disk"] = tree_bytes(home)
