@@ -18,7 +18,7 @@ from preimage.layer._extract import (
     shell_extractor,
     unknown,
 )
-from preimage.layer.argv import parse_args
+from preimage.layer.argv import Args, parse_args
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
@@ -55,18 +55,26 @@ def remove(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
                           wide=recursive)
 
 
+def _sources_and_destination(args: Args) -> tuple[list[Word], Word] | None:
+    """``mv``/``cp`` operands: ``-t DIR`` and every operand a source, else the last one the
+    destination; ``None`` with fewer than two operands."""
+    words = args.positionals
+    target_dir = args.value("-t", "--target-directory")
+    if target_dir is not None:
+        return words, Word(target_dir)
+    if len(words) >= 2:
+        return words[:-1], words[-1]
+    return None
+
+
 @shell_extractor("move")
 def move(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     """``mv``: the sources and what the destination would replace."""
     args = parse_args(cmd.words[1:], ["-t", "--target-directory", "-S", "--suffix"])
-    words = args.positionals
-    target_dir = args.value("-t", "--target-directory")
-    if target_dir is not None:
-        sources, dest_word = words, Word(target_dir)
-    elif len(words) >= 2:
-        sources, dest_word = words[:-1], words[-1]
-    else:
+    split = _sources_and_destination(args)
+    if split is None:
         return unknown(cmd, rule, "`mv` without a source and a destination")
+    sources, dest_word = split
     return _copy_like(cmd, rule, ctx, sources, dest_word, args.has("-T"),
                       args.has("-n", "--no-clobber"), move=True)
 
@@ -77,15 +85,12 @@ def copy(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     args = parse_args(cmd.words[1:], ["-t", "--target-directory", "-S", "--suffix", "-m",
                                       "--mode", "-o", "--owner", "-g", "--group"])
     words = args.positionals
-    target_dir = args.value("-t", "--target-directory")
-    if target_dir is not None:
-        sources, dest_word = words, Word(target_dir)
-    elif len(words) >= 2:
-        sources, dest_word = words[:-1], words[-1]
-    elif len(words) == 1 and cmd.name == "ln":
-        sources, dest_word = words, Word(os.path.basename(words[0].text))
-    else:
+    split = _sources_and_destination(args)
+    if split is None and len(words) == 1 and cmd.name == "ln":
+        split = words, Word(os.path.basename(words[0].text))  # `ln -s /x/y`: ./y
+    if split is None:
         return unknown(cmd, rule, f"`{cmd.name}` without a destination")
+    sources, dest_word = split
     return _copy_like(cmd, rule, ctx, sources, dest_word, args.has("-T"),
                       args.has("-n", "--no-clobber"), move=False)
 
