@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
@@ -131,16 +131,18 @@ class IssoAdapter(SiteAdapter):
 
     def _threads(self, site: Site) -> set[str]:
         """Every thread with a comment in any mode, from the admin pages."""
-        threads: set[str] = set()
+        return {r["thread"] for r in self._every_admin_row(site) if r["thread"]}
+
+    def _every_admin_row(self, site: Site) -> Iterator[dict[str, Any]]:
+        """Every comment row of the admin pages: published, pending and deleted, page by page."""
         for mode in (1, 2, 4):
             page = 0
             while True:
                 got = self._admin_page(site, f"/admin/?mode={mode}&page={page}&order_by=id&asc=1")
-                threads |= {r["thread"] for r in got if r["thread"]}
+                yield from got
                 if len(got) < ADMIN_PAGE_SIZE:
                     break
                 page += 1
-        return threads
 
     def _thread_records(self, site: Site, thread: str) -> list[WebRecord]:
         public = self._public(site, thread)
@@ -214,17 +216,7 @@ class IssoAdapter(SiteAdapter):
         """E-mail, moderation key and raw text by comment id; and the thread title."""
         rows = self._admin_page(site, f"/admin/?comment_search_url={quote('http://x' + thread)}")
         if len(rows) >= ADMIN_PAGE_SIZE:  # the search shows one page only: walk every page
-            rows = []
-            for mode in (1, 2, 4):
-                page = 0
-                while True:
-                    got = self._admin_page(
-                        site, f"/admin/?mode={mode}&page={page}&order_by=id&asc=1"
-                    )
-                    rows += [r for r in got if r["thread"] == thread]
-                    if len(got) < ADMIN_PAGE_SIZE:
-                        break
-                    page += 1
+            rows = [r for r in self._every_admin_row(site) if r["thread"] == thread]
         out: dict[int, dict[str, Any]] = {}
         title = None
         for r in rows:
