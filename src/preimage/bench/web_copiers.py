@@ -149,18 +149,19 @@ def _http(method: str, url: str, body: Any = None) -> Any:
         raise
 
 
-class IssoCopier:
-    """isso threads' comment bodies and nesting from the public API; re-posted anonymously."""
+def _app_url(target: Target) -> str:
+    """The web application's base URL for a ``web+ADAPTER://host:port/…`` target."""
+    return f"http://{target.host}:{target.port}"
 
-    @staticmethod
-    def _base(target: Target) -> str:
-        return f"http://{target.host}:{target.port}"
+
+class IssoCopier:
+    """isso comments (text, nesting, public author and website) from the public API; re-posted."""
 
     def _threads(self, target: Target) -> list[str]:
         if not target.path.endswith("*"):
             return [target.path]
         prefix = target.path[:-1]
-        latest = _http("GET", f"{self._base(target)}/latest?limit=100000") or []
+        latest = _http("GET", f"{_app_url(target)}/latest?limit=100000") or []
         return sorted({c["uri"] for c in latest if c.get("uri", "").startswith(prefix)})
 
     def _tree(self, base: str, thread: str) -> list[dict[str, Any]]:
@@ -179,7 +180,7 @@ class IssoCopier:
 
     def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
         """Every comment's text and parent, per thread."""
-        base = self._base(target)
+        base = _app_url(target)
         copies = {t: self._tree(base, t) for t in self._threads(target)}
         return (base, copies), _keep(dest, copies)
 
@@ -212,16 +213,12 @@ _TICKET_FIELDS = ("summary", "description", "type", "priority", "component", "mi
 class TracCopier:
     """Trac tickets as a CSV export and milestone descriptions; missing ones re-entered in forms."""
 
-    @staticmethod
-    def _base(target: Target) -> str:
-        return f"http://{target.host}:{target.port}"
-
     def take(self, target: Target, dest: Path, env: dict[str, str]) -> tuple[Any, int]:
         """``/query?format=csv`` of the target's tickets; its milestone's description."""
         from preimage.connectors.browser.chromium import browser_context
 
-        base, loc = self._base(target), target.path.rstrip("/")
-        request = browser_context(_profile(target, env)).request
+        base, loc = _app_url(target), target.path.rstrip("/")
+        context = browser_context(_profile(target, env))
         cols = "&".join(f"col={f}" for f in ("id", *_TICKET_FIELDS))
         milestones: dict[str, str] = {}
         if loc.startswith("/ticket/"):
@@ -229,29 +226,15 @@ class TracCopier:
         elif loc.startswith("/milestone/"):
             name = loc.split("/", 2)[2]
             query = f"milestone={quote(name)}"
-            page = request.get(f"{base}/milestone/{quote(name)}?action=edit")
-            from html.parser import HTMLParser
-
-            class _Area(HTMLParser):
-                text: str | None = None
-                inside = False
-
-                def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-                    self.inside = tag == "textarea" and ("name", "description") in attrs
-
-                def handle_endtag(self, tag: str) -> None:
-                    self.inside = False
-
-                def handle_data(self, data: str) -> None:
-                    if self.inside:
-                        self.text = (self.text or "") + data
-
-            area = _Area()
-            area.feed(page.text())
-            milestones[name] = (area.text or "").strip("\r\n")
+            page = context.new_page()
+            try:
+                page.goto(f"{base}/milestone/{quote(name)}?action=edit")
+                milestones[name] = page.input_value("textarea[name=description]")
+            finally:
+                page.close()
         else:
             query = "id=1-999999999"
-        resp = request.get(f"{base}/query?{query}&{cols}&format=csv&max=0")
+        resp = context.request.get(f"{base}/query?{query}&{cols}&format=csv&max=0")
         # The CSV's header holds the fields' labels ("Summary"); lower-cased they are the names.
         rows = [{k.lower(): v for k, v in row.items()}
                 for row in csv.DictReader(io.StringIO(resp.text().lstrip("\ufeff")))]
