@@ -235,6 +235,9 @@ def test_site_setting_carries_adapter_parameters(layer: BackupLayer, world: Worl
     )
     assert config.site("http://127.0.0.1:8000") == Site(adapter="trac",
                                                          params={"env": "/srv/other env"})
+    slash = LayerConfig.model_validate({**layer.config.model_dump(),
+                                        "sites": {"http://127.0.0.1:8000/": "trac"}})
+    assert slash.site("http://127.0.0.1:8000") == Site(adapter="trac")
     layer = BackupLayer(store=store, config=config, env=world.env)  # type: ignore[arg-type]
     for earlier in nav("http://127.0.0.1:8000/milestone/a%20b?action=delete")(world):
         layer.before(earlier)

@@ -86,7 +86,7 @@ class LayerConfig(BaseModel):
 
     def site(self, origin: str) -> Site | None:
         """The site adapter configured for ``origin`` (``scheme://host:port``)."""
-        value = self.sites.get(origin) or self.sites.get(origin.rstrip("/"))
+        value = next((v for k, v in self.sites.items() if k.rstrip("/") == origin), None)
         return Site.parse(value) if value else None
 
     @classmethod

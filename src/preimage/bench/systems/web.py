@@ -23,6 +23,7 @@ import re
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, load_fixture
@@ -359,4 +360,4 @@ class TracSystem(WebSystem):
 
     def sites(self, sandbox: Sandbox) -> dict[str, str]:
         """Trac's origin is read through the trac adapter, which writes through its environment."""
-        return {self.server.url: f"trac?env={self.server.env}"}
+        return {self.server.url: "trac?" + urlencode({"env": str(self.server.env)})}
