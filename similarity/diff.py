@@ -23,11 +23,14 @@ class StateDiff(BaseModel):
 
     target: str
     changes: list[ItemChange] = Field(default_factory=list)
+    # State in scope that either snapshot never read: nobody can say it is unchanged.
+    uncaptured: list[str] = Field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        """True when nothing differs (``server``-class fields ignored)."""
-        return not self.changes
+        """True when nothing differs (``server``-class fields ignored) and
+        nothing in scope went unread."""
+        return not self.changes and not self.uncaptured
 
     def summary(self) -> dict[str, int]:
         """Counts of added, removed and changed items."""
@@ -69,4 +72,5 @@ def diff_snapshots(
         changes.append(
             ItemChange(key=item, change="changed", fields=sorted(fields), classes=sorted(classes))
         )
-    return StateDiff(target=before.target, changes=changes)
+    unread = sorted({f"{u.label()}: {u.reason}" for u in (*before.uncaptured, *after.uncaptured)})
+    return StateDiff(target=before.target, changes=changes, uncaptured=unread)

@@ -11,7 +11,10 @@ For each fidelity class *c*::
     extra_c   = |{ l ∈ R_c : l ∉ O }|
     score_c   = matched_c / (|O_c| + extra_c)        (1.0 when both are 0)
 
-where ``O`` are the original's leaves and ``R`` the restored state's.  The
+where ``O`` are the original's leaves and ``R`` the restored state's.  Every
+entry of the original's ``uncaptured`` list (state in scope the capture never
+read) counts as one original leaf of its class that nothing can match, so a
+snapshot that missed something never scores 1.0.  The
 same formula over the union of ``content`` and ``metadata`` gives
 ``restorable`` (what a client can bring back — the number CI gates on), and
 over all three classes gives ``overall``.
@@ -68,6 +71,7 @@ class SimilarityReport(BaseModel):
     overall: ClassScore = Field(default_factory=ClassScore)
     items_original: int = 0
     items_restored: int = 0
+    uncaptured: int = 0
     differences: list[LeafDifference] = Field(default_factory=list)
 
     def value(self, which: str = "restorable") -> float:
@@ -164,15 +168,37 @@ def compare(
     return report
 
 
+UNCAPTURED_PATH = "(not captured)"
+
+
 def score(original: Snapshot, restored: Snapshot, blobs: Any | None = None) -> SimilarityReport:
     """Score ``restored`` against ``original``.
 
     ``blobs`` is the store to expand blob-backed items from (table rows); it is
-    only needed for snapshots that keep bulk data outside their items.
+    only needed for snapshots that keep bulk data outside their items.  The
+    original's uncaptured entries are unmatched original leaves (see above).
     """
     o_leaves, o_keys = flatten(original.scoring_items(blobs))
     r_leaves, r_keys = flatten(restored.scoring_items(blobs))
-    return compare(o_leaves, o_keys, r_leaves, r_keys)
+    report = compare(o_leaves, o_keys, r_leaves, r_keys)
+    if not original.uncaptured:
+        return report
+    counts = {c: [s.original, s.matched, s.extra] for c, s in report.classes.items()}
+    for u in original.uncaptured:
+        fidelity = u.fidelity if u.fidelity in counts else Fidelity.CONTENT.value
+        counts[fidelity][0] += 1
+        report.differences.append(
+            LeafDifference(
+                item=u.label(), path=UNCAPTURED_PATH, fidelity=fidelity,
+                reason="not captured", note=u.reason,
+            )
+        )
+    for c, (o, m, e) in counts.items():
+        report.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
+    report.restorable = _union(counts, RESTORABLE)
+    report.overall = _union(counts, CLASSES)
+    report.uncaptured = len(original.uncaptured)
+    return report
 
 
 def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
@@ -182,6 +208,7 @@ def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
     for rep in reports:
         total.items_original += rep.items_original
         total.items_restored += rep.items_restored
+        total.uncaptured += rep.uncaptured
         total.differences.extend(rep.differences)
         for c in CLASSES:
             s = rep.classes.get(c, ClassScore())

@@ -98,8 +98,33 @@ class Item(Record):
         return "|".join(parts)
 
 
+class Uncaptured(Record):
+    """Something inside the target's scope that the capture did not read.
+
+    A connector that meets state it cannot (or may not) read — an object kind
+    it does not model, a file over the size cap, a resource RBAC forbids —
+    records it here instead of leaving it out silently.  The meter counts every
+    entry as an original leaf no restore can match, so a snapshot with
+    uncaptured state never scores 1.0, and ``diff`` names it.
+    """
+
+    name: str                               # what it is: "public.median(numeric)", "big.iso"
+    kind: str                               # the kind of object or entry: "aggregate", "file"
+    reason: str                             # why it was not read, and what to do about it
+    fidelity: str = Fidelity.CONTENT.value  # the class the unread state belongs to
+
+    def label(self) -> str:
+        """``kind name`` as a person reads it."""
+        return f"{self.kind} {self.name}"
+
+
 class Snapshot(BaseModel):
-    """A versioned, frozen record of one target's state at one moment."""
+    """A versioned, frozen record of one target's state at one moment.
+
+    ``uncaptured`` lists what lies in the target's scope but was not read
+    (see :class:`Uncaptured`); it is additive and defaults to empty, so
+    documents written before it existed load unchanged.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -110,6 +135,7 @@ class Snapshot(BaseModel):
     captured_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     notes: list[str] = Field(default_factory=list)
     items: list[Any] = Field(default_factory=list)
+    uncaptured: list[Uncaptured] = Field(default_factory=list)
 
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
         """Items to score.  Snapshots that keep bulk data in blobs (table rows)

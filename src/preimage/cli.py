@@ -184,6 +184,8 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
             for c in d.changes[:200]:
                 detail = f" ({', '.join(c.fields[:6])})" if c.fields else ""
                 out.print(f"  {c.change:8} {c.key}{detail}", markup=False)
+            for u in d.uncaptured:
+                out.print(f"  unknown  {u} (never captured, so no one can tell)", markup=False)
     if all(d.empty for d in diffs):
         sys.exit(1)
 
@@ -233,6 +235,11 @@ def score(
                 f"  {d.fidelity:8} {d.reason:13} {d.item} {d.path}: "
                 f"{d.original!r} → {d.restored!r}",
                 markup=False,
+            )
+        if total.uncaptured:
+            out.print(
+                f"  {total.uncaptured} item(s) in scope were never captured; the score counts "
+                "each as lost (see 'not captured' above)"
             )
         server_n = sum(1 for d in total.differences if d.fidelity == "server")
         if server_n:

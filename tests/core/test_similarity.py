@@ -73,3 +73,32 @@ def test_server_fields_are_scored_apart_and_explained() -> None:
 def test_order_of_items_does_not_matter() -> None:
     """Items are matched by natural key, not position."""
     assert score(ORIGINAL, snap(*reversed(ORIGINAL.items))).overall.score == 1.0
+
+
+def test_uncaptured_state_never_scores_one() -> None:
+    """State in scope the capture never read keeps every score below 1.0 and is named."""
+    from preimage.snapshot_schemas import Uncaptured
+
+    blind = FileSnapshot(
+        target="file:///t", root="/t", root_type="dir", items=list(ORIGINAL.items),
+        uncaptured=[Uncaptured(name="big.iso", kind="file", reason="over the size cap")],
+    )
+    rep = score(blind, ORIGINAL)
+    assert rep.restorable.score < 1.0
+    assert rep.uncaptured == 1
+    assert [(d.item, d.reason) for d in rep.differences] == [("file big.iso", "not captured")]
+
+
+def test_diff_is_never_empty_over_uncaptured_state() -> None:
+    """A diff cannot say 'nothing changed' about state it never read."""
+    from preimage.similarity import diff_snapshots
+    from preimage.snapshot_schemas import Uncaptured
+
+    blind = FileSnapshot(
+        target="file:///t", root="/t", root_type="dir", items=list(ORIGINAL.items),
+        uncaptured=[Uncaptured(name="big.iso", kind="file", reason="over the size cap")],
+    )
+    d = diff_snapshots(blind, ORIGINAL)
+    assert d.changes == []
+    assert not d.empty
+    assert d.uncaptured == ["file big.iso: over the size cap"]
