@@ -52,29 +52,31 @@ def hook() -> None:
 @click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
               help="What to answer when the backup fails (default: allow, and say so).")
 @click.option("--timeout", type=float, default=None, help="Seconds before the call is let through.")
-def hook_claude_code(mode: str | None, policy: str | None, workspace: str | None,
-                     approve: bool | None, on_failure: str | None, timeout: float | None) -> None:
+@click.pass_context
+def hook_claude_code(ctx: click.Context, mode: str | None, policy: str | None,
+                     workspace: str | None, approve: bool | None, on_failure: str | None,
+                     timeout: float | None) -> None:
     """A PreToolUse hook for Claude Code and Codex: JSON in on stdin, JSON out on stdout."""
-    from preimage.layer.hook import log, run_hook
+    from preimage.layer.hook import handle, log
 
     try:
         text = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:
         log({"event": "stdin-error", "error": str(exc)})
         text = ""
-    try:
-        cfg = LayerConfig.load(mode=mode, policy=policy, approve=approve, on_failure=on_failure,
-                               timeout=timeout,
-                               workspace=os.path.abspath(workspace) if workspace else None)
-    except Exception as exc:  # bad settings: answer, never crash the harness
-        log({"event": "config-error", "error": str(exc)})
-        click.echo(json.dumps({"systemMessage": f"preimage: settings unreadable — {exc}"}))
-        sys.stdout.flush()
-        os._exit(0)
-    out = run_hook(text, config=cfg)
-    click.echo(json.dumps(out))
+    args: list[str] = []
+    for flag, value in (("--mode", mode), ("--policy", policy), ("--workspace", workspace),
+                        ("--on-failure", on_failure), ("--timeout", timeout)):
+        if value is not None:
+            args += [flag, str(value)]
+    if approve:
+        args.append("--approve")
+    outcome = handle(ctx.info_name or "claude-code", args, text)
+    sys.stdout.write(outcome.stdout + "\n")
+    sys.stderr.write(outcome.stderr)
     sys.stdout.flush()
-    os._exit(0)  # a capture thread that overran its deadline must not hold the harness
+    sys.stderr.flush()
+    os._exit(outcome.exit_code)  # a capture thread that overran its deadline must not hold the harness
 
 
 hook.add_command(hook_claude_code, name="codex")  # Codex reads and writes the same JSON

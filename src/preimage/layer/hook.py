@@ -18,10 +18,13 @@ agent:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +78,49 @@ def answer(decision: Decision, config: LayerConfig) -> dict[str, Any]:
             specific["permissionDecisionReason"] = out["systemMessage"]
             specific.pop("updatedInput", None)
     return out
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What a hook process prints and how it exits."""
+
+    stdout: str
+    stderr: str = ""
+    exit_code: int = 0
+
+
+def _hook_options(args: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="preimage hook", add_help=False, exit_on_error=False)
+    parser.add_argument("--mode")
+    parser.add_argument("--policy")
+    parser.add_argument("--workspace")
+    parser.add_argument("--approve", action="store_true", default=None)
+    parser.add_argument("--on-failure", dest="on_failure", choices=["allow", "ask", "deny"])
+    parser.add_argument("--timeout", type=float)
+    return parser.parse_args(list(args))
+
+
+def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
+    """One hook call, start to finish, as a value: never raises, never exits.
+
+    ``harness`` names the payload format (``claude-code``, ``codex``), ``args``
+    are the options after ``preimage hook HARNESS`` (``--mode``, ``--policy``,
+    ``--workspace``, ``--approve``, ``--on-failure``, ``--timeout``) and
+    ``stdin_text`` the payload.  Both the in-process hook and a resident
+    decision service answer through this one function.
+    """
+    try:
+        opts = _hook_options(args)
+        cfg = LayerConfig.load(
+            mode=opts.mode, policy=opts.policy, approve=opts.approve,
+            on_failure=opts.on_failure, timeout=opts.timeout,
+            workspace=os.path.abspath(opts.workspace) if opts.workspace else None,
+        )
+    except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
+        log({"event": "config-error", "error": str(exc)})
+        message = {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
+        return HookOutcome(json.dumps(message))
+    return HookOutcome(json.dumps(run_hook(stdin_text, config=cfg, harness=harness)))
 
 
 def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
