@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from preimage.connectors.postgres.apply import PgRestorer
-from preimage.connectors.postgres.capture import prepare_session, read_state
+from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
 from preimage.connectors.postgres.ddl import qn
 from preimage.connectors.postgres.scope import parse_scope
@@ -58,6 +58,7 @@ class PostgresConnector:
                 prepare_session(cur)
                 try:
                     items = read_state(cur, scope, blobs)
+                    uncaptured = audit_state(cur, scope, items)
                 except ValueError as exc:
                     raise InvalidTargetError(target.redacted, str(exc)) from exc
                 version = conn.info.server_version
@@ -97,7 +98,7 @@ class PostgresConnector:
         notes += [f"table {t.qualified} did not exist at capture time"
                   for t in tables if not t.exists]
         return PostgresSnapshot(
-            **base, server_version=version, items=items, notes=notes,
+            **base, server_version=version, items=items, notes=notes, uncaptured=uncaptured,
         )
 
     def restore(
