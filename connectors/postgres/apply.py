@@ -241,10 +241,8 @@ class PgRestorer:
                     f"table {table.qualified} no longer exists; a row-scope backup holds only "
                     "some rows — restore a backup of the whole table; nothing was written"
                 )
-            if table.rows_digest is None:
-                continue  # a partitioned parent: its rows are in the partitions
-            if not table.row_key:
-                raise RestoreError(f"{table.qualified} has no primary key; row scope needs one")
+            if table.rows_digest is None or table.row_count == 0:
+                continue  # a partitioned parent, or no row matched: nothing to put back
             if [c.name for c in have.columns if c.generated is None] != table.copy_columns:
                 raise RestoreError(
                     f"the columns of {table.qualified} changed since the capture; nothing was "

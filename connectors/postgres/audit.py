@@ -44,7 +44,7 @@ _GLOBAL = [
     ("pg_cast", "true"), ("pg_event_trigger", "true"), ("pg_publication", "true"),
     ("pg_foreign_data_wrapper", "true"), ("pg_foreign_server", "true"),
 ("pg_default_acl", "true"), ("pg_language", "true"),
-    ("pg_am", "true"), ("pg_transform", "true"), ("pg_largeobject_metadata", "true"),
+    ("pg_am", "true"), ("pg_transform", "true"),
     ("pg_subscription", "subdbid = (SELECT oid FROM pg_database "
                         "WHERE datname = current_database())"),
 ]
@@ -57,7 +57,7 @@ REASONS = {
     "pg_language": "procedural languages outside an extension are not captured",
     "pg_transform": "transforms are not captured",
     "pg_user_mapping": "user mappings hold credentials; they are never stored",
-    "pg_largeobject_metadata": "large objects are not captured",
+    "pg_largeobject": "large objects are not captured",
     "pg_subscription": "subscriptions hold connection strings; they are never stored",
 }
 
@@ -88,6 +88,8 @@ def audit(cur: Cursor, captured: set[Address], *, schemas: list[str] | None,
     if whole_database:
         # pg_user_mapping itself is for superusers only; the view shows every mapping.
         parts.append("SELECT 'pg_user_mapping', x.umid FROM pg_user_mappings x")
+        # Large objects are identified by pg_largeobject, listed in its metadata catalog.
+        parts.append("SELECT 'pg_largeobject', x.oid FROM pg_largeobject_metadata x")
     if relations:
         # Objects attached to captured tables that are modelled as objects of their own.
         parts.append("SELECT 'pg_rewrite', x.oid FROM pg_rewrite x "

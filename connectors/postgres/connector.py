@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
-from preimage.connectors.postgres.ddl import qn
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restore import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -88,12 +87,6 @@ class PostgresConnector:
                     f"table {scope.names[0]} does not exist in database {scope.database} — a "
                     "row-scope capture needs the table; capture ?tables= to record its absence",
                     target=target.redacted,
-                )
-            if not table.row_key:
-                raise InvalidTargetError(
-                    target.redacted,
-                    f"{qn(table.namespace, table.name)} has no primary key; a row scope needs one "
-                    "to put rows back — capture the whole table with ?tables=",
                 )
         notes += [f"table {t.qualified} did not exist at capture time"
                   for t in tables if not t.exists]

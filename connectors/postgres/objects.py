@@ -34,6 +34,9 @@ CATALOG = {
     "publication": "pg_publication", "default acl": "pg_default_acl",
 }
 
+# Kinds that carry grants (GRANT … ON FUNCTION / TABLE / FOREIGN DATA WRAPPER / SERVER).
+ACL_KINDS = frozenset({"aggregate", "foreign table", "foreign-data wrapper", "server"})
+
 _NOT_EXT = """NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '{cls}'::regclass
                         AND dx.objid = {oid} AND dx.deptype = 'e')"""
 

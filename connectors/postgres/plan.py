@@ -40,6 +40,7 @@ from typing import Any
 
 from preimage.connectors.postgres import ddl
 from preimage.connectors.postgres.ddl import q, qn
+from preimage.connectors.postgres.objects import ACL_KINDS
 from preimage.snapshot_schemas.postgres import (
     PgDatabase,
     PgExtension,
@@ -106,6 +107,8 @@ def owner_comment_acl(item: PgOwned, live: PgOwned | None) -> list[str]:
         live.comment != item.comment
     )):
         out.append(ddl.comment_statement(f"{word} {name}", item.comment))
+    if isinstance(item, PgObject) and item.objtype not in ACL_KINDS:
+        return out  # rules, casts, operators, … have no grants
     have = live.acl if live is not None else fresh_acl(item.owner)
     out += ddl.acl_statements(word, name, item.acl, have)
     return out

@@ -218,15 +218,15 @@ def merge_rows_in_order(cur: Cursor, table: PgTable, blobs: BlobStore) -> str | 
     """Row scope: put the captured rows back where they were in storage order.
 
     The live rows the capture does not hold keep their place; each captured row
-    (matched by primary key, replacing the live one) goes back to its captured
-    ``ctid``; the table is rewritten in that merged order.  Returns why it could not
-    (no ``ctid`` record, or a foreign key forbids the truncate; nothing changed then).
+    (matched by primary key — or, without one, by its whole value and occurrence —
+    replacing the live one) goes back to its captured ``ctid``; the table is rewritten
+    in that merged order.  Returns why it could not (no ``ctid`` record, or a foreign key
+    forbids the truncate; nothing changed then).
     """
-    if table.row_system_digest is None or not table.row_key:
+    if table.row_system_digest is None:
         return "the backup has no storage positions for its rows"
     name = qn(table.namespace, table.name)
     cols = ", ".join(q(c) for c in table.copy_columns)
-    match = " AND ".join(f"t.{q(k)} = r.{q(k)}" for k in table.row_key)
     cur.execute(
         f"CREATE TEMP TABLE {_TEMP} ON COMMIT DROP AS SELECT {cols} FROM ONLY {name} WITH NO DATA")
     copy_in(cur, table, blobs, into=f"pg_temp.{_TEMP}")
@@ -234,17 +234,23 @@ def merge_rows_in_order(cur: Cursor, table: PgTable, blobs: BlobStore) -> str | 
     with cur.copy("COPY pg_temp._preimage_pos FROM STDIN") as copy:
         for chunk in blobs.chunks(table.row_system_digest, path=table.qualified):
             copy.write(chunk)
-    rcols = ", ".join(f"r.{q(c)}" for c in table.copy_columns)
-    tcols = ", ".join(f"t.{q(c)}" for c in table.copy_columns)
+    if table.row_key:
+        ident = ""
+        match = " AND ".join(f"c.{q(k)} = l.{q(k)}" for k in table.row_key)
+    else:  # the whole row, and which of its equal copies
+        ident = (f", ROW({cols})::text AS _txt, row_number() OVER "
+                 f"(PARTITION BY ROW({cols})::text ORDER BY pos) AS _occ")
+        match = "c._txt = l._txt AND c._occ = l._occ"
     cur.execute(
         f"""CREATE TEMP TABLE _preimage_merged ON COMMIT DROP AS
-        SELECT p.pos, 0 AS src, {rcols}
-          FROM (SELECT row_number() OVER (ORDER BY ctid) AS n, * FROM pg_temp.{_TEMP}) r
-          JOIN (SELECT row_number() OVER (ORDER BY ctid) AS n, pos FROM pg_temp._preimage_pos) p
-            USING (n)
+        WITH r AS (SELECT row_number() OVER (ORDER BY ctid) AS n, {cols} FROM pg_temp.{_TEMP}),
+        p AS (SELECT row_number() OVER (ORDER BY ctid) AS n, pos FROM pg_temp._preimage_pos),
+        cap AS (SELECT p.pos, {cols} FROM r JOIN p USING (n)),
+        c AS (SELECT *{ident} FROM cap),
+        l AS (SELECT *{ident} FROM (SELECT ctid AS pos, {cols} FROM ONLY {name}) x)
+        SELECT pos, 0 AS src, {cols} FROM cap
         UNION ALL
-        SELECT t.ctid, 1, {tcols} FROM ONLY {name} t
-         WHERE NOT EXISTS (SELECT 1 FROM pg_temp.{_TEMP} r WHERE {match})""")
+        SELECT pos, 1, {cols} FROM l WHERE NOT EXISTS (SELECT 1 FROM c WHERE {match})""")
     why = truncate(cur, name)
     if why is None:
         cur.execute(f"INSERT INTO {name} ({cols}) OVERRIDING SYSTEM VALUE SELECT {cols} "
