@@ -209,3 +209,60 @@ class Checks:
 def check() -> type[Checks]:
     """Shared assertions (dump identity, full fidelity, sequence positions)."""
     return Checks
+
+
+mariadb_fixture = _load_fixture("mariadb")
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[Any]:
+    """One throw-away MariaDB server for the whole session."""
+    try:
+        server = mariadb_fixture.MariaDBServer.start()
+    except mariadb_fixture.MariaDBServerError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class MyDatabase:
+    """A fresh database on the session's MariaDB server."""
+
+    def __init__(self, server: Any, name: str) -> None:
+        self.server = server
+        self.name = name
+
+    def uri(self, query: str = "", *, driver: str = "mariadb+pymysql") -> str:
+        return str(self.server.uri(self.name, driver=driver, query=query))
+
+    def sql(self, statements: str) -> str:
+        return str(self.server.sql(statements, self.name))
+
+    def dump(self) -> str:
+        """mysqldump (routines, events, triggers), without its date line."""
+        return str(self.server.dump(self.name))
+
+
+@pytest.fixture(scope="session")
+def my_samples(mariadb_server: Any) -> Callable[[str], str]:
+    """Sample name → database holding it on the MariaDB server, loaded once per session."""
+    loaded: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in loaded:
+            loaded[name] = samples_fixture.load_mariadb(mariadb_server, name)
+        return loaded[name]
+
+    return get
+
+
+@pytest.fixture
+def mydb(mariadb_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[MyDatabase]:
+    """A new, empty MariaDB database (dropped afterwards); its password in MYSQL_PWD."""
+    name = f"m{next(_counter)}"
+    mariadb_server.sql(f"CREATE DATABASE {name}")
+    monkeypatch.setenv("MYSQL_PWD", mariadb_server.password)
+    yield MyDatabase(mariadb_server, name)
+    mariadb_server.sql(f"DROP DATABASE IF EXISTS {name}")
