@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.browser import (

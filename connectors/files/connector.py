@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.walk import Walker, file_type, resolve_root
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot

@@ -37,7 +37,7 @@ from preimage.connectors.git.layout import (
     private_git_dir_exclude,
     worktree_exclude,
 )
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 from preimage.snapshot_schemas.git import GitSnapshot
 

@@ -19,7 +19,7 @@ from preimage.connectors.git.layout import (
     worktree_exclude,
 )
 from preimage.connectors.git.repo import Repository, locate
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry

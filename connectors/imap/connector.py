@@ -9,7 +9,7 @@ from preimage.connectors.imap.capture import MailboxCapture
 from preimage.connectors.imap.plan import Planner
 from preimage.connectors.imap.selection import Selection
 from preimage.connectors.imap.session import ImapSession
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.imap import ImapSnapshot

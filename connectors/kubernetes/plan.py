@@ -29,7 +29,7 @@ from preimage.connectors.kubernetes.capture import get_object, list_objects
 from preimage.connectors.kubernetes.client import ApiError, KubeClient
 from preimage.connectors.kubernetes.derived import derived_reason
 from preimage.connectors.kubernetes.discovery import Discovery, ResourceType
-from preimage.restore import ConflictMode, RestorePolicy
+from preimage.restoration import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot, split_object
 
 from preimage._errors import RestoreConflictError

@@ -43,7 +43,7 @@ from preimage.connectors.pip.wheel import (
     installed_path,
     record_hash,
 )
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipSnapshot
 
 from preimage._blobs import BlobStore

@@ -16,7 +16,7 @@ from preimage.connectors.pip.environment import (
     scan,
 )
 from preimage.connectors.pip.wheel import record_hash
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry

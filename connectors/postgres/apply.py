@@ -18,7 +18,7 @@ from preimage.connectors.postgres.ddl import lit, q, qn
 from preimage.connectors.postgres.plan import PHASES, Planner, Step
 from preimage.connectors.postgres.rows import copy_in, live_digest, sync_rows
 from preimage.connectors.postgres.scope import PgScope
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
 
 from preimage._blobs import BlobStore

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
 from preimage.connectors.web.registry import get_site_adapter
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot

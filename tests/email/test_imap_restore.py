@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from preimage.restore import Outcome
+from preimage.restoration import Outcome
 
 import preimage
 from preimage import RestoreConflictError, Store

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from preimage.restore import Outcome
+from preimage.restoration import Outcome
 from preimage.snapshot_schemas.pip import PipDistribution, PipSnapshot
 from terminal_kit import wheels
 
