@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Fidelity,
     Item,
@@ -46,7 +48,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 CONTENT, METADATA, SERVER = Fidelity.CONTENT.value, Fidelity.METADATA.value, Fidelity.SERVER.value
 

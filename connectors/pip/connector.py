@@ -6,6 +6,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 from preimage.connectors.files.walk import Walker
 from preimage.connectors.pip.environment import (
     Environment,
@@ -21,10 +24,6 @@ from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipItem, PipSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 
 
 def open_environment(target: Target) -> Environment:
