@@ -31,7 +31,6 @@ re-created compares equal, and the UID is put back when joining.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -356,8 +355,3 @@ class KubernetesSnapshot(Snapshot):
         "resources, PVs of claims); never removed by a restore",
     )
     items: list[KubeObject] = Field(default_factory=list)
-
-
-def canonical(obj: Any) -> str:
-    """A stable text form of a JSON value (for equality checks and hashing)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

@@ -32,13 +32,6 @@ def server_name(folder: str, separator: str | None) -> str:
     return folder
 
 
-def uri_name(folder: str, separator: str | None) -> str:
-    """The inverse of :func:`server_name`."""
-    if separator and separator != "/":
-        return folder.replace(separator, "/")
-    return folder
-
-
 def account_separator(infos: Iterable[FolderInfo]) -> str | None:
     """The hierarchy separator the account's folders use (INBOX's when they differ)."""
     seps = {f.name.upper(): f.separator for f in infos if f.separator}
