@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -36,7 +38,6 @@ from preimage.snapshot_schemas._base import (
     register_migration,
     register_snapshot_type,
 )
-from pydantic import Field
 
 
 class TableRow(Item):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from preimage._blobs import BlobStore
 from preimage.connectors.postgres import catalog, objects
 from preimage.connectors.postgres.audit import audit
 from preimage.connectors.postgres.order import addresses, dependencies
@@ -11,8 +12,6 @@ from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.postgres import PgObject, PgSchema, PgTable, PgView
-
-from preimage._blobs import BlobStore
 
 Cursor = Any
 

@@ -20,10 +20,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.snapshot_schemas.postgres import PgTable
-
-from preimage._blobs import BlobStore
 
 Cursor = Any
 
