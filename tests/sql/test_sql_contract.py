@@ -61,6 +61,14 @@ class TestPostgresContract(_LiveInStore, ConnectorContract):
 
         return damage
 
+    @pytest.fixture
+    def add_uncapturable(self, db: Any) -> Callable[[str], str]:
+        def add(_uri: str) -> str:
+            db.sql("GRANT SELECT (owner) ON accounts TO PUBLIC")  # column privileges
+            return "accounts.owner"
+
+        return add
+
 
 @pytest.mark.postgres
 class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
@@ -81,6 +89,14 @@ class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
             """)
 
         return damage
+
+    @pytest.fixture
+    def add_uncapturable(self, db: Any) -> Callable[[str], str]:
+        def add(_uri: str) -> str:
+            db.sql("CREATE OPERATOR FAMILY public.loose_ops USING btree")
+            return "loose_ops"
+
+        return add
 
 
 class TestSqliteContract(_LiveInStore, ConnectorContract):
@@ -119,3 +135,13 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
             con.close()
 
         return damage
+
+    @pytest.fixture
+    def add_uncapturable(self) -> Callable[[str], str]:
+        def add(uri: str) -> str:
+            con = sqlite3.connect(uri[len("sqlite:///"):])
+            con.execute("CREATE VIRTUAL TABLE docs USING rtree(id, x0, x1)")
+            con.close()
+            return "docs"
+
+        return add
