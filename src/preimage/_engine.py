@@ -23,7 +23,7 @@ from preimage._ids import new_backup_id
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.snapshot_schemas import Snapshot, load_snapshot
@@ -54,6 +54,11 @@ class RestoreResult:
     def ok(self) -> bool:
         """True when every report is free of failures."""
         return all(r.ok for r in self.reports)
+
+    @property
+    def remaps(self) -> list[IdRemap]:
+        """Every server-assigned identity the restore changed, old → new."""
+        return [m for r in self.reports for m in r.remaps]
 
 
 def _open(store: Store | None) -> Store:
@@ -276,11 +281,21 @@ def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> l
 
 
 def score(
-    ref: str, *, store: Store | None = None, only: Sequence[str] = ()
+    ref: str,
+    *,
+    store: Store | None = None,
+    only: Sequence[str] = (),
+    remaps: Iterable[IdRemap] = (),
 ) -> tuple[SimilarityReport, list[tuple[str, SimilarityReport]]]:
-    """Score the live state against backup ``ref``: the total and a report per target."""
+    """Score the live state against backup ``ref``: the total and a report per target.
+
+    ``remaps`` (a restore's :attr:`RestoreResult.remaps`) let server-class
+    differences name the identity remap that explains them.
+    """
+    remaps = list(remaps)
     with _with_live(ref, store, only) as (scratch, pairs):
         per_target = [
-            (row.target, score_snapshots(original, live, scratch)) for row, original, live in pairs
+            (row.target, score_snapshots(original, live, scratch, remaps=remaps))
+            for row, original, live in pairs
         ]
     return merge_reports(r for _, r in per_target), per_target

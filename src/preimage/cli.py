@@ -175,17 +175,11 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         _emit_json([d.model_dump(mode="json") for d in diffs])
     else:
+        from preimage.similarity.render import diff_lines
+
         for d in diffs:
-            s = d.summary()
-            out.print(
-                f"[bold]{d.target}[/]: {s['removed']} removed, {s['added']} added, "
-                f"{s['changed']} changed since the backup"
-            )
-            for c in d.changes[:200]:
-                detail = f" ({', '.join(c.fields[:6])})" if c.fields else ""
-                out.print(f"  {c.change:8} {c.key}{detail}", markup=False)
-            for u in d.uncaptured:
-                out.print(f"  unknown  {u} (never captured, so no one can tell)", markup=False)
+            for line in diff_lines(d):
+                out.print(line, markup=False)
     if all(d.empty for d in diffs):
         sys.exit(1)
 
@@ -197,10 +191,10 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--on",
     "on",
-    type=click.Choice(["restorable", "overall", "content", "metadata", "server"]),
     default="restorable",
     show_default=True,
-    help="Which score --min applies to (restorable = content + metadata).",
+    help="Which score --min applies to: restorable (content + metadata), overall, a class "
+    "(content, metadata, access, server) or classes joined by '+' (content+metadata+access).",
 )
 @click.option("--show", "show_n", type=int, default=20, show_default=True,
               help="Differences to list.")
@@ -209,59 +203,50 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 def score(
     ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int, as_json: bool
 ) -> None:
-    """Score how faithfully the live state reproduces backup REF."""
+    """Score how faithfully the live state reproduces backup REF.
+
+    A class with no field in scope scores n/a (null in --json); a gate on it passes,
+    since nothing of that class could be lost.
+    """
     import preimage
+    from preimage.similarity import CLASSES
+    from preimage.similarity.render import SCORE_COLUMNS, report_lines
 
     with _working("scoring…", not as_json):
         total, per_target = preimage.score(ref, only=list(only))
-    value = total.value(on)
+    try:
+        value = total.value(on)
+    except ValueError as exc:
+        raise preimage.UsageError(f"--on: {exc}") from exc
     if as_json:
         doc = total.model_dump(mode="json")
-        doc["content"] = total.classes["content"].score
-        doc["metadata"] = total.classes["metadata"].score
-        doc["server"] = total.classes["server"].score
+        for c in CLASSES:  # restorable and overall stay whole ClassScore objects
+            doc[c] = total.score_of(c).score
         doc["differences"] = doc["differences"][: max(show_n, 0)] if show_n >= 0 else []
         doc["targets"] = {
-            t: {c: r.classes[c].score for c in r.classes} | {"restorable": r.restorable.score}
-            for t, r in per_target
+            t: {c: r.score_of(c).score for c in SCORE_COLUMNS} for t, r in per_target
         }
         doc["gate"] = {"on": on, "min": minimum, "value": value}
         _emit_json(doc)
     else:
         print_score_table(total, per_target)
-        restorable_diffs = [d for d in total.differences if d.fidelity != "server"]
-        for d in restorable_diffs[:show_n]:
-            out.print(
-                f"  {d.fidelity:8} {d.reason:13} {d.item} {d.path}: "
-                f"{d.original!r} → {d.restored!r}",
-                markup=False,
-            )
-        if total.uncaptured:
-            out.print(
-                f"  {total.uncaptured} item(s) in scope were never captured; the score counts "
-                "each as lost (see 'not captured' above)"
-            )
-        server_n = sum(1 for d in total.differences if d.fidelity == "server")
-        if server_n:
-            out.print(f"  {server_n} server-assigned field(s) differ (no client can set them)")
-    if minimum is not None and value < minimum:
+        for line in report_lines(total, show_n):
+            out.print(f"  {line}", markup=False)
+    if minimum is not None and value is not None and value < minimum:
         err.print(f"score {on} {value:.4f} is below --min {minimum}")
         sys.exit(1)
 
 
 def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
-    """The similarity table: one row per target plus the total."""
+    """The similarity table: one row per target plus the total; n/a for an empty class."""
+    from preimage.similarity.render import SCORE_COLUMNS, score_rows
+
     table = Table(title="similarity (live state vs backup)")
     table.add_column("target")
-    for col in ("content", "metadata", "server", "restorable"):
+    for col in SCORE_COLUMNS:
         table.add_column(col, justify="right")
-    rows = [*per_target, ("total", total)] if len(per_target) > 1 else per_target
-    for name, rep in rows:
-        table.add_row(
-            name,
-            *(f"{rep.classes[c].score:.4f}" for c in ("content", "metadata", "server")),
-            f"{rep.restorable.score:.4f}",
-        )
+    for row in score_rows(total, per_target):
+        table.add_row(*row)
     out.print(table)
 
 
