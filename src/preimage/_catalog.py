@@ -184,11 +184,17 @@ class Catalog:
             )
 
     def resolve(self, ref: str) -> str:
-        """Turn ``last``, a full ID or a unique ID prefix into a full ID."""
+        """Turn ``last``, a full ID or a unique ID prefix into a full ID.
+
+        ``last`` is the newest complete backup a user or the layer *took*: an
+        undo backup (kind ``pre-restore``) is never ``last``, or restoring
+        ``last`` right after a restore would undo it.
+        """
         ref = ref.strip().lower()
         if ref in ("last", "latest", "@"):
             row = self._db.execute(
-                "SELECT id FROM backups WHERE status='complete' ORDER BY id DESC LIMIT 1"
+                "SELECT id FROM backups WHERE status='complete' AND kind != 'pre-restore'"
+                " ORDER BY id DESC LIMIT 1"
             ).fetchone()
         else:
             rows = self._db.execute(

@@ -169,6 +169,18 @@ def _select(backup: BackupRow, only: Iterable[str]) -> list[tuple[SnapshotRow, t
     return out
 
 
+def _complete(st: Store, ref: str, verb: str) -> BackupRow:
+    """Backup ``ref``, refused unless its capture finished (a killed or failed capture
+    holds only part of its targets, so it can neither be restored nor vouch for a score)."""
+    backup = st.catalog.get(ref)
+    if backup.status != "complete":
+        raise UsageError(
+            f"backup {backup.id} is {backup.status}, not complete (its capture did not finish); "
+            f"it cannot be {verb} — pick a complete backup from `preimage list`"
+        )
+    return backup
+
+
 def show(ref: str, *, store: Store | None = None) -> BackupRow:
     """The catalog entry of backup ``ref``."""
     return _open(store).catalog.get(ref)
@@ -191,11 +203,7 @@ def restore(
     returns the plan.
     """
     st = _open(store)
-    backup = st.catalog.get(ref)
-    if backup.status != "complete":
-        raise UsageError(
-            f"backup {backup.id} is {backup.status}, not complete; it cannot be restored"
-        )
+    backup = _complete(st, ref, "restored")
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     mode = ConflictMode(conflict)
@@ -253,7 +261,7 @@ def _with_live(
     """Each selected snapshot of backup ``ref`` with the live state of its target,
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
-    backup = st.catalog.get(ref)
+    backup = _complete(st, ref, "compared")
     scratch = st.scratch()
     try:
         pairs = [
