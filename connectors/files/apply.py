@@ -33,6 +33,7 @@ from preimage.connectors.files.walk import Exclude, Walker, file_type
 from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
+from preimage import _crash
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError, RestoreError, UnsafePathError
 
@@ -235,6 +236,7 @@ class TreeRestorer:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
         for e in plan.write:
+            _crash.point("restore-write")
             reason = self._write(e)
             if reason:
                 not_written.add(e.path)

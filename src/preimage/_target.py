@@ -58,6 +58,12 @@ class Target:
         if not isinstance(uri, str) or not uri.strip():
             raise InvalidTargetError(str(uri), "empty URI — give e.g. file:///path/to/dir")
         uri = uri.strip()
+        bad = next((c for c in uri if ord(c) < 0x20 or ord(c) == 0x7F), None)
+        if bad is not None:
+            raise InvalidTargetError(
+                uri, f"contains the control character {bad!r} — percent-encode it (%{ord(bad):02X})"
+                if bad != "\x00" else "contains a NUL byte"
+            )
         if "://" not in uri and ":" not in uri.split("/", 1)[0]:
             raise InvalidTargetError(
                 uri, "no scheme — write file:///abs/path, postgresql://user@host/db, …"
@@ -70,16 +76,22 @@ class Target:
         scheme = parts.scheme.lower()
         if not scheme or not _SCHEME_RE.match(scheme):
             raise InvalidTargetError(uri, f"bad scheme {parts.scheme!r}")
-        if "\x00" in uri:
-            raise InvalidTargetError(uri, "contains a NUL byte")
+        path = unquote(parts.path, errors="surrogateescape")
+        if "\x00" in path:
+            raise InvalidTargetError(uri, "its path contains a NUL byte (%00)")
         password = unquote(parts.password) if parts.password is not None else None
         redacted_netloc = _netloc(parts.username, parts.hostname, port)
-        clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
-        rest = clean[len(scheme) + 1 :]
-        if uri[len(parts.scheme) + 1 :].startswith("//") and not rest.startswith("//"):
-            # urlunsplit drops an empty authority for schemes it does not know
-            # (pip:///venv → pip:/venv); keep the form the user wrote
-            clean = f"{scheme}://{rest}"
+        if uri[len(parts.scheme) + 1 :].startswith("//"):
+            # built by hand: urlunsplit turns an empty authority with a path that
+            # starts with "//" (sqlite:////abs/db) into a host, and drops an empty
+            # authority for schemes it does not know (pip:///venv → pip:/venv)
+            clean = f"{scheme}://{redacted_netloc}{parts.path}"
+            if parts.query:
+                clean += f"?{parts.query}"
+            if parts.fragment:
+                clean += f"#{parts.fragment}"
+        else:
+            clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
         if password is not None:
             _PASSWORDS[clean] = password
         return cls(
@@ -88,7 +100,7 @@ class Target:
             username=unquote(parts.username) if parts.username else None,
             host=parts.hostname,
             port=port,
-            path=unquote(parts.path),
+            path=path,
             query=parse_qs(parts.query, keep_blank_values=True),
             password=password,
         )
