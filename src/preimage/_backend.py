@@ -75,6 +75,9 @@ class BlobStore(ABC):
         self.bytes_seen = 0      # uncompressed bytes handed to put_*
         self.blobs_written = 0
         self.digest_cache: DigestCache | None = None
+        # the store's per-file cap: a connector records a larger source as
+        # uncaptured instead of reading it (None: no cap)
+        self.max_file_size: int | None = None
 
     # ------------------------------------------------------------ what connectors use
     @abstractmethod
@@ -125,6 +128,10 @@ class BlobStore(ABC):
     @abstractmethod
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
+
+    @abstractmethod
+    def raw_size(self, digest: str) -> int | None:
+        """The blob's uncompressed size (None when missing or unreadable)."""
 
     # ------------------------------------------------------------ what lifecycle uses
     @abstractmethod
@@ -276,6 +283,7 @@ class Catalog(ABC):
         tool_call: dict[str, Any] | None = None,
         session: str | None = None,
         parent_id: str | None = None,
+        created_at: float | None = None,
     ) -> None:
         """Open a new backup (status ``open`` until :meth:`finish_backup`)."""
 
@@ -319,8 +327,13 @@ class Catalog(ABC):
         """Blobs a backup (or one of its snapshots) references."""
 
     @abstractmethod
-    def referenced(self) -> set[str]:
-        """Every blob any backup in the catalog references, whatever its status."""
+    def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
+        """Every blob a backup references, leaving out backups in ``skip_statuses``
+        (``prune`` skips ``failed`` and ``abandoned``: what they stored is garbage)."""
+
+    @abstractmethod
+    def ref_rows(self) -> Iterator[tuple[str, int, str]]:
+        """Every ``(backup_id, idx, digest)`` reference (for ``stats``)."""
 
     @abstractmethod
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
@@ -488,6 +501,9 @@ class RecordingBlobs(BlobStore):
 
     def stored_size(self, digest: str) -> int:
         return self.inner.stored_size(digest)
+
+    def raw_size(self, digest: str) -> int | None:
+        return self.inner.raw_size(digest)
 
     def digests(self) -> Iterator[str]:
         return self.inner.digests()

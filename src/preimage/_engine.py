@@ -20,6 +20,9 @@ from preimage._errors import (
 )
 from preimage._format import digests_in
 from preimage._ids import new_backup_id
+from preimage._quota import enforce as enforce_quota
+from preimage._quota import load as load_quota
+from preimage._redact import redact, redact_value
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
@@ -40,6 +43,7 @@ class Backup:
     logical_bytes: int
     seconds: float
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what the store did (quota)
 
 
 @dataclass
@@ -114,13 +118,14 @@ def capture(
     for t in targets:
         _check_not_store(t, st)
     backup_id = new_backup_id()
+    quota = load_quota(st)
     with st.catalog.lease(backup_id):
         st.catalog.add_backup(
             backup_id,
-            label=label,
+            label=redact(label),
             kind=kind,
             tier=tier,
-            tool_call=tool_call,
+            tool_call=redact_value(tool_call) if tool_call is not None else None,
             session=session,
             parent_id=parent_id,
         )
@@ -130,6 +135,7 @@ def capture(
         try:
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
+                view.max_file_size = quota.max_file_size
                 snap = conn.capture(target, view)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
@@ -156,7 +162,8 @@ def capture(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,
             seconds=seconds, snapshots=len(snapshots),
         )
-    return Backup(backup_id, snapshots, stored, logical, seconds)
+    notes = enforce_quota(st) if quota.max_size is not None else []
+    return Backup(backup_id, snapshots, stored, logical, seconds, notes=notes)
 
 
 def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
@@ -244,12 +251,12 @@ def _check_whole(
             try:
                 st.blobs.verify(digest, backup_id=backup.id)
             except (BlobCorruptError, BlobMissingError) as exc:
-                where = _item_naming(snap, digest)
+                where = item_naming(snap, digest)
                 path = f"{row.target} {where}" if where else row.target
                 raise type(exc)(digest, backup_id=backup.id, path=path) from exc
 
 
-def _item_naming(snap: Snapshot, digest: str) -> str:
+def item_naming(snap: Snapshot, digest: str) -> str:
     """The natural key of the first item whose fields mention ``digest`` (for messages)."""
     for item in snap.items:
         try:
