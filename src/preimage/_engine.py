@@ -26,10 +26,10 @@ from preimage._redact import redact, redact_value
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
-from preimage.similarity.score import flatten
+from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot, load_snapshot
 
 
