@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._errors import (
@@ -16,6 +17,7 @@ from preimage._errors import (
     PreimageError,
     RestoreError,
     StoreError,
+    TerminalConnectorError,
     UsageError,
 )
 from preimage._format import digests_in
@@ -136,7 +138,7 @@ def capture(
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
                 view.max_file_size = quota.max_file_size
-                snap = conn.capture(target, view)
+                snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
                 named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
@@ -164,6 +166,28 @@ def capture(
         )
     notes = enforce_quota(st) if quota.max_size is not None else []
     return Backup(backup_id, snapshots, stored, logical, seconds, notes=notes)
+
+
+T = TypeVar("T")
+
+
+def _guarded(call: Callable[[], T], verb: str, target: str) -> T:
+    """Run a connector's ``call``; an exception that is not a preimage error (a client
+    library's, a bug) becomes a connector error naming the target, in one line."""
+    try:
+        return call()
+    except (PreimageError, KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except OSError as exc:
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""), target=target) from exc
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {text} — check that the target is what its URI says",
+            target=target,
+        ) from exc
 
 
 def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
@@ -327,7 +351,8 @@ def restore(
         conn = get_connector(row.connector)
         policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
         try:
-            reports.append(conn.restore(snap, st.blobs, policy=policy))
+            reports.append(_guarded(partial(conn.restore, snap, st.blobs, policy=policy),
+                                    "restore", row.target))
         except (BlobCorruptError, BlobMissingError) as exc:
             raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
         except PreimageError as exc:
