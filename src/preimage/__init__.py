@@ -3,31 +3,54 @@ backup ID, and score how faithfully it came back.
 
 Importing this package imports no heavy client (psycopg, kubernetes,
 imapclient, playwright, litellm); connectors load them when first used.
+Names are imported on first use (PEP 562), so ``import preimage.layer.hook_client``
+— the hook's path — costs nothing beyond the standard library.
 """
 
-from preimage._blobs import BlobStore
-from preimage._connector import Connector
-from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
-from preimage._errors import (
-    BackupNotFoundError,
-    BlobCorruptError,
-    BlobMissingError,
-    ConnectorError,
-    InvalidTargetError,
-    NoSuchConnectorError,
-    PreimageError,
-    RestoreConflictError,
-    RestoreError,
-    StoreError,
-    StoreUnavailableError,
-    TerminalConnectorError,
-    TransientConnectorError,
-    UnsafePathError,
-    UsageError,
-)
-from preimage._registry import get_connector, known_schemes, register_connector
-from preimage._store import Store
-from preimage._target import Target
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from preimage._blobs import BlobStore
+    from preimage._connector import Connector
+    from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
+    from preimage._errors import (
+        BackupNotFoundError,
+        BlobCorruptError,
+        BlobMissingError,
+        ConnectorError,
+        InvalidTargetError,
+        NoSuchConnectorError,
+        PreimageError,
+        RestoreConflictError,
+        RestoreError,
+        StoreError,
+        StoreUnavailableError,
+        TerminalConnectorError,
+        TransientConnectorError,
+        UnsafePathError,
+        UsageError,
+    )
+    from preimage._registry import get_connector, known_schemes, register_connector
+    from preimage._store import Store
+    from preimage._target import Target
+
+_EXPORTS = {
+    "BlobStore": "_blobs", "Connector": "_connector",
+    **dict.fromkeys(("Backup", "RestoreResult", "capture", "diff", "restore", "score", "show"),
+                    "_engine"),
+    **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
+                     "ConnectorError", "InvalidTargetError", "NoSuchConnectorError",
+                     "PreimageError", "RestoreConflictError", "RestoreError", "StoreError",
+                     "StoreUnavailableError", "TerminalConnectorError", "TransientConnectorError",
+                     "UnsafePathError", "UsageError"), "_errors"),
+    **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
+    "Store": "_store", "Target": "_target",
+}
 
 __version__ = "0.1.0"
 
@@ -63,3 +86,29 @@ __all__ = [
     "score",
     "show",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'preimage' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"preimage.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """``preimage.restore`` names the function even after the ``preimage.restore``
+    subpackage is imported (the import system would otherwise bind the module)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "restore" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,31 +100,37 @@ def _hook_options(args: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(list(args))
 
 
-def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
+def handle(harness: str, args: Sequence[str], stdin_text: str, *,
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> HookOutcome:
     """One hook call, start to finish, as a value: never raises, never exits.
 
     ``harness`` names the payload format (``claude-code``, ``codex``), ``args``
     are the options after ``preimage hook HARNESS`` (``--mode``, ``--policy``,
     ``--workspace``, ``--approve``, ``--on-failure``, ``--timeout``) and
     ``stdin_text`` the payload.  Both the in-process hook and a resident
-    decision service answer through this one function.
+    decision service answer through this one function; the service passes the
+    calling hook process's ``env`` (what command lines expand in) and ``cwd``
+    (for a payload without one and a relative ``--workspace``).
     """
     try:
         opts = _hook_options(args)
         cfg = LayerConfig.load(
             mode=opts.mode, policy=opts.policy, approve=opts.approve,
             on_failure=opts.on_failure, timeout=opts.timeout,
-            workspace=os.path.abspath(opts.workspace) if opts.workspace else None,
+            workspace=os.path.abspath(os.path.join(cwd or os.getcwd(), opts.workspace))
+            if opts.workspace else None,
         )
     except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
         log({"event": "config-error", "error": str(exc)})
         message = {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
         return HookOutcome(json.dumps(message))
-    return HookOutcome(json.dumps(run_hook(stdin_text, config=cfg, harness=harness)))
+    return HookOutcome(json.dumps(run_hook(stdin_text, config=cfg, harness=harness, env=env,
+                                           cwd=cwd)))
 
 
 def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
-             harness: str = "claude-code") -> dict[str, Any]:
+             harness: str = "claude-code", env: Mapping[str, str] | None = None,
+             cwd: str | None = None) -> dict[str, Any]:
     """Read one hook payload, decide, back up, and return the JSON answer (never raises)."""
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
@@ -137,6 +143,8 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
         return {}
     try:
         call = ToolCall.from_hook_payload(payload, harness=harness)
+        if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+            call.cwd = cwd
     except ValueError as exc:
         log({"event": "malformed", "error": str(exc), "input": str(payload)[:500]})
         return {}
@@ -145,20 +153,22 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     except Exception as exc:  # a broken config file must not stop the agent
         log({"event": "config-error", "error": str(exc)})
         return {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
-    decision = _decide_with_deadline(call, cfg)
+    decision = _decide_with_deadline(call, cfg, env)
     log({"event": "decision", "tool": call.tool, "session": call.session_id,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
     return answer(decision, cfg)
 
 
-def _decide_with_deadline(call: ToolCall, config: LayerConfig) -> Decision:
+def _decide_with_deadline(call: ToolCall, config: LayerConfig,
+                          env: Mapping[str, str] | None = None) -> Decision:
     from preimage.layer.layer import BackupLayer
 
     box: dict[str, Decision] = {}
 
     def work() -> None:
         try:
-            box["d"] = BackupLayer(config=config).before(call)
+            box["d"] = BackupLayer(config=config,
+                                   env=dict(env) if env is not None else None).before(call)
         except Exception as exc:  # never let the harness see a traceback
             box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
 
