@@ -32,7 +32,6 @@ import socket
 import stat
 import sys
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +113,17 @@ def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None, *, create:
     return path
 
 
-@dataclass(frozen=True)
 class Address:
-    """The files of one service: socket, lock, start marker and log."""
+    """The files of one service: its socket, its lock and the start marker."""
 
-    key: str
-    folder: Path
+    __slots__ = ("folder", "key")
+
+    def __init__(self, key: str, folder: Path) -> None:
+        self.key = key
+        self.folder = folder
+
+    def __repr__(self) -> str:
+        return f"Address({self.key!r}, {str(self.folder)!r})"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None) -> Address:
