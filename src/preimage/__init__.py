@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
     from preimage._connector import Connector
@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'preimage' has no attribute {name!r}")
@@ -105,7 +105,7 @@ class _Package(types.ModuleType):
     """``preimage.restore`` names the function even after the ``preimage.restore``
     subpackage is imported (the import system would otherwise bind the module)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name == "restore" and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
