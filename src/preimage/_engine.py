@@ -196,6 +196,11 @@ def restore(
         raise UsageError(
             f"backup {backup.id} is {backup.status}, not complete; it cannot be restored"
         )
+    if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
+        from preimage._trash import restore_trash
+
+        return restore_trash(st, backup, only=only, dry_run=dry_run,
+                             conflict=ConflictMode(conflict).value)
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     mode = ConflictMode(conflict)
@@ -254,6 +259,12 @@ def _with_live(
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = st.catalog.get(ref)
+    if backup.kind == "trash":
+        raise UsageError(
+            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
+            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
+            "renames it back"
+        )
     scratch = st.scratch()
     try:
         pairs = [

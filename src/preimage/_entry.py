@@ -19,6 +19,11 @@ def main() -> None:
 
         hook_main(sys.argv[2:])
         return
+    if command == "trash":
+        from preimage._trash import main as trash_main
+
+        trash_main(sys.argv[2:])
+        return
     from preimage.cli import main as cli_main
 
     cli_main()

@@ -125,16 +125,18 @@ def test_service_up_answers_and_backs_up(service: Service, tmp_path: Path) -> No
     (work / "build" / "out.o").write_bytes(b"\x7fELF")
     answer, err = finish(service.hook("ls -la", work))
     assert answer == {} and "in-process" not in err
-    answer, err = finish(service.hook("rm -r build/out.o", work))
+    answer, err = finish(service.hook("truncate -s 0 build/out.o", work))
     assert "in-process" not in err
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "preimage backup " in context
     backup_id = context.split("preimage backup ", 1)[1].split()[0]
-    (work / "build" / "out.o").unlink()
+    (work / "build" / "out.o").write_bytes(b"")
     service.cli("restore", backup_id).check_returncode()
     assert (work / "build" / "out.o").read_bytes() == b"\x7fELF"
+    answer, err = finish(service.hook("rm -r build", work))
+    assert " trash " in answer["hookSpecificOutput"]["updatedInput"]["command"]
     status = service.status()
-    assert status is not None and status["served"]["hook"] == 2
+    assert status is not None and status["served"]["hook"] == 3
 
 
 def test_service_down_decides_in_process_and_starts_one(service: Service, tmp_path: Path) -> None:
@@ -143,7 +145,7 @@ def test_service_down_decides_in_process_and_starts_one(service: Service, tmp_pa
     work = tmp_path / "w"
     work.mkdir()
     (work / "notes.txt").write_text("mine")
-    answer, err = finish(service.hook("rm notes.txt", work))
+    answer, err = finish(service.hook("truncate -s 0 notes.txt", work))
     assert "decided in-process" in err and "not reachable" in err
     assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
     wait_for(lambda: service.status() is not None, "the hook started a service")

@@ -9,8 +9,12 @@ agent:
 * backed up → ``hookSpecificOutput.additionalContext`` naming the backup ID
   (the harness's own permission rules still decide; ``approve`` adds
   ``permissionDecision: "allow"``);
-* rewritten → ``permissionDecision: "allow"`` with ``updatedInput`` (the
-  harness applies an input change only together with a decision);
+* rewritten → ``updatedInput`` with ``permissionDecision: "ask"``: the user
+  sees and approves the rewritten command, so a hook never approves a
+  destructive call by itself (Claude Code applies ``updatedInput`` with
+  ``allow`` or ``ask``; ``allow`` would also skip the user's own prompt).
+  ``--approve``, or a session already in ``bypassPermissions`` mode, answers
+  ``allow``;
 * backup failed (store full or unwritable, target unreachable) →
   ``additionalContext`` and a ``systemMessage`` saying the call is NOT
   protected; ``on_failure: ask|deny`` turns that into a question or a refusal.
@@ -54,8 +58,9 @@ def log(event: dict[str, Any]) -> None:
         pass
 
 
-def answer(decision: Decision, config: LayerConfig) -> dict[str, Any]:
-    """The hook's JSON answer for ``decision``."""
+def answer(decision: Decision, config: LayerConfig, *,
+           permission_mode: str | None = None) -> dict[str, Any]:
+    """The hook's JSON answer for ``decision`` (``permission_mode`` from the payload)."""
     changes = any(f.changes_state for f in decision.findings)
     if decision.action is Action.PASS and not decision.error and not (changes and decision.notes):
         return {}
@@ -65,7 +70,8 @@ def answer(decision: Decision, config: LayerConfig) -> dict[str, Any]:
     if context:
         specific["additionalContext"] = context
     if decision.action is Action.REWRITE and decision.updated_input is not None:
-        specific["permissionDecision"] = "allow"
+        auto = config.approve or permission_mode == "bypassPermissions"
+        specific["permissionDecision"] = "allow" if auto else "ask"
         specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
         specific["updatedInput"] = decision.updated_input
     elif decision.protected and config.approve:
@@ -156,7 +162,8 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     decision = _decide_with_deadline(call, cfg, env)
     log({"event": "decision", "tool": call.tool, "session": call.session_id,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
-    return answer(decision, cfg)
+    mode = payload.get("permission_mode") if isinstance(payload, dict) else None
+    return answer(decision, cfg, permission_mode=mode if isinstance(mode, str) else None)
 
 
 def _decide_with_deadline(call: ToolCall, config: LayerConfig,
