@@ -10,8 +10,6 @@ Names are imported on first use (PEP 562), so ``import preimage.layer.hook_clien
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
@@ -99,16 +97,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """``preimage.restore`` names the function even after the ``preimage.restore``
-    subpackage is imported (the import system would otherwise bind the module)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "restore" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

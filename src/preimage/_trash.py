@@ -148,7 +148,7 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
     from preimage._engine import RestoreResult, capture
     from preimage._errors import RestoreConflictError, UsageError
     from preimage.layer.uris import file_uri
-    from preimage.restore import Outcome, RestoreReport
+    from preimage.restoration import Outcome, RestoreReport
 
     entries = store.catalog.trash_of(backup.id)
     if only:
