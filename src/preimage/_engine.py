@@ -317,6 +317,11 @@ def restore(
     """
     st = _open(store)
     backup = _complete(st, ref, "restored")
+    if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
+        from preimage._trash import restore_trash
+
+        return restore_trash(st, backup, only=only, dry_run=dry_run,
+                             conflict=ConflictMode(conflict).value)
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     _check_whole(st, backup, loaded)
@@ -380,9 +385,9 @@ def restore(
 def _restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, tuple[str, Any]]]:
     leaves, keys = flatten(snap.scoring_items(blobs))
     items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
-    for (key, path), (fidelity, value) in leaves.items():
-        if fidelity != "server":
-            items[key][path] = (fidelity, value)
+    for (key, path), leaf in leaves.items():
+        if leaf.fidelity != "server":
+            items[key][path] = (leaf.fidelity, leaf.value)
     return items
 
 
@@ -440,6 +445,12 @@ def _with_live(
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = _complete(st, ref, "compared")
+    if backup.kind == "trash":
+        raise UsageError(
+            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
+            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
+            "renames it back"
+        )
     with st.scratch_area() as scratch:
         pairs = [
             (

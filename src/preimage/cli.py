@@ -15,6 +15,7 @@ Exit codes (the README's table is this one):
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -36,8 +37,27 @@ from preimage._target import redact
 __all__ = ["_fail", "err", "handle_errors", "main", "out", "print_score_table", "redact"]
 
 
+class _LazyGroup(click.Group):
+    """A group whose subpackage commands are imported when first named."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    lazy_loader: Callable[[str], click.Command | None] | None = None
+    lazy_names: tuple[str, ...] = ()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n in self.lazy_names if self.get_command(ctx, n) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and self.lazy_loader is not None and cmd_name in self.lazy_names:
+            cmd = self.lazy_loader(cmd_name)
+            if cmd is not None:
+                self.add_command(cmd, cmd_name)
+        return cmd
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="preimage")
 def main() -> None:
     """Capture state before an agent changes it, restore it by backup ID, score the result."""
@@ -352,24 +372,35 @@ def _attach_store_commands() -> None:
         main.add_command(cmd)
 
 
-def _attach_optional_commands() -> None:
-    """Commands that live in subpackages (backup layer, benchmark), when present."""
+# Commands that live in subpackages, imported only when named (so `preimage list` does
+# not import the backup layer or the benchmark); a subpackage missing from this build
+# simply has no command.
+_LAZY_COMMANDS = {
+    "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
+    "serve": "preimage.layer.service_cli",
+    "bench": "preimage.bench.cli",
+}
+
+
+def _lazy_command(name: str) -> click.Command | None:
     import importlib
 
-    for module, names in (
-        ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
-        ("preimage.bench.cli", ("bench",)),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        for name in names:
-            cmd = getattr(mod, name, None)
-            if isinstance(cmd, click.Command):
-                main.add_command(cmd)
+    module = _LAZY_COMMANDS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            return None
+        raise
+    cmd = getattr(mod, name, None)
+    return cmd if isinstance(cmd, click.Command) else None
+
+
+def _attach_optional_commands() -> None:
+    """Route the subpackage commands through :func:`_lazy_command`."""
+    main.lazy_loader = _lazy_command
+    main.lazy_names = tuple(_LAZY_COMMANDS)
 
 
 _attach_store_commands()
