@@ -60,6 +60,9 @@ class PgRow(TableRow):
     xmin: str | None = server(None, description="inserting transaction id")
 
 
+_OID = "PostgreSQL assigns an OID to every object it creates; a re-created one gets a new OID"
+
+
 class PgColumn(Record):
     """A column of a table (inherited columns included, flagged ``local=False``)."""
 
@@ -117,13 +120,14 @@ class PgOwned(Item):
     name: str = key()
     exists: bool = content(True)
     owner: str | None = metadata(None)
-    acl: list[str] = metadata(default_factory=list, description="aclitems, sorted")
+    acl: list[str] = metadata(default_factory=list, description="aclitems, sorted", unordered=True)
     comment: str | None = metadata(None)
     depends: list[str] = metadata(
         default_factory=list,
         description="natural keys of captured objects this one needs first (pg_depend)",
+        unordered=True,
     )
-    oid: int | None = server(None)
+    oid: int | None = server(None, reason=_OID)
 
     @property
     def qualified(self) -> str:
@@ -142,13 +146,13 @@ class PgTable(PgOwned):
     partition_of: str | None = metadata(None)
     partition_bound: str | None = metadata(None)
     partition_key: str | None = metadata(None)
-    constraints: list[PgConstraint] = metadata(default_factory=list)
-    indexes: list[PgIndex] = metadata(default_factory=list)
-    triggers: list[PgTrigger] = metadata(default_factory=list)
-    policies: list[PgPolicy] = metadata(default_factory=list)
+    constraints: list[PgConstraint] = metadata(default_factory=list, keyed_by=("name",))
+    indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
+    triggers: list[PgTrigger] = metadata(default_factory=list, keyed_by=("name",))
+    policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)
     rls_forced: bool = metadata(False)
-    options: list[str] = metadata(default_factory=list, description="reloptions")
+    options: list[str] = metadata(default_factory=list, description="reloptions", unordered=True)
     replica_identity: Literal["d", "n", "f", "i"] = metadata("d")
     row_key: list[str] = metadata(default_factory=list, description="primary-key columns")
     copy_columns: list[str] = content(
@@ -164,9 +168,12 @@ class PgTable(PgOwned):
     )
     row_filter: str | None = content(None, description="row scope: the normalised predicate")
     row_system_digest: str | None = server(
-        None, description="per row, in the rows' order: ctid and xmin (COPY text)"
+        None, description="per row, in the rows' order: ctid and xmin (COPY text)",
+        reason="ctid and xmin say where a row version lives and which transaction wrote it",
     )
-    relfilenode: int | None = server(None)
+    relfilenode: int | None = server(
+        None, reason="PostgreSQL names a table's file anew when it is re-created or rewritten"
+    )
 
 
 class PgSequence(PgOwned):
@@ -210,9 +217,9 @@ class PgView(PgOwned):
     kind: Literal["view"] = key("view")
     materialized: bool = content(False)
     definition: str = content(description="pg_get_viewdef()")
-    options: list[str] = metadata(default_factory=list)
+    options: list[str] = metadata(default_factory=list, unordered=True)
     populated: bool = metadata(True)
-    indexes: list[PgIndex] = metadata(default_factory=list)
+    indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
     late: bool = metadata(
         False, description="depends on a constraint (GROUP BY a key): created after constraints"
     )
@@ -244,9 +251,9 @@ class PgSchema(Item):
     name: str = key()
     exists: bool = content(True)
     owner: str | None = metadata(None)
-    acl: list[str] = metadata(default_factory=list)
+    acl: list[str] = metadata(default_factory=list, unordered=True)
     comment: str | None = metadata(None)
-    oid: int | None = server(None)
+    oid: int | None = server(None, reason=_OID)
 
 
 class PgExtension(Item):
@@ -269,10 +276,12 @@ class PgDatabase(Item):
     collate: str = metadata()
     ctype: str = metadata()
     connection_limit: int = metadata(-1)
-    acl: list[str] = metadata(default_factory=list)
+    acl: list[str] = metadata(default_factory=list, unordered=True)
     comment: str | None = metadata(None)
-    settings: list[str] = metadata(default_factory=list, description="ALTER DATABASE SET …")
-    oid: int | None = server(None)
+    settings: list[str] = metadata(
+        default_factory=list, description="ALTER DATABASE SET …", unordered=True
+    )
+    oid: int | None = server(None, reason=_OID)
 
 
 PgItem = Annotated[
