@@ -159,6 +159,6 @@ class ConnectorContract:
         entries = [u for s in backup.snapshots for u in s.uncaptured]
         assert any(name in u.name for u in entries), entries
         total, _ = preimage.score(backup.id, store=store)
-        assert total.overall.score < 1.0
+        assert total.overall.score is not None and total.overall.score < 1.0
         diffs = preimage.diff(backup.id, store=store)
         assert any(name in line for d in diffs for line in d.uncaptured)
