@@ -87,40 +87,45 @@ def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[byte
 
 
 def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
-    """``blobs.put_chunks(chunks)`` with hashing and compression in a second thread, so
-    they overlap the reading of ``chunks`` (the connection stays in this thread)."""
+    """``blobs.put_chunks(chunks)`` with ``chunks`` read in a second thread, so reading
+    (libpq) and hashing and compression (the store, in this thread) overlap.  The store
+    is only ever used from the calling thread; the connection is used by the reader
+    alone until it is done."""
     import queue
     import threading
 
-    pipe: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
-    result: list[str] = []
-    failed: list[BaseException] = []
+    pipe: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                if stop.is_set():
+                    return
+                pipe.put(chunk)
+        except BaseException as exc:  # handed to the storing thread below
+            pipe.put(exc)
+            return
+        pipe.put(None)
 
     def drain() -> Iterator[bytes]:
         while (item := pipe.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
             yield item
 
-    def store() -> None:
-        try:
-            result.append(blobs.put_chunks(drain()))
-        except BaseException as exc:  # handed to the reading thread below
-            failed.append(exc)
-            while pipe.get() is not None:  # keep the reader from blocking
-                pass
-
-    worker = threading.Thread(target=store, name="preimage-blob-writer", daemon=True)
-    worker.start()
+    reader = threading.Thread(target=read, name="preimage-copy-reader", daemon=True)
+    reader.start()
     try:
-        for chunk in chunks:
-            if failed:
-                break
-            pipe.put(chunk)
+        return blobs.put_chunks(drain())
     finally:
-        pipe.put(None)
-        worker.join()
-    if failed:
-        raise failed[0]
-    return result[0]
+        stop.set()
+        while reader.is_alive():  # let a blocked reader finish its put
+            try:
+                pipe.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        reader.join()
 
 
 @dataclass
