@@ -258,4 +258,6 @@ def check(
     say: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Check the store (see the module docstring); never raises for what it finds."""
-    return _Checker(store, read_data, repair, say or (lambda _t: None)).run()
+    report = _Checker(store, read_data, repair, say or (lambda _t: None)).run()
+    store.blobs.flush()
+    return report

@@ -141,7 +141,8 @@ def capture(
                 snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
-                named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
+                view.flush()
+                named = {d for d in digests_in(raw) - view.touched if st.blobs.stored_size(d)}
                 st.catalog.add_snapshot(
                     SnapshotRow(backup_id, idx, target.scheme, snap.target, digest,
                                 len(snap.items)),

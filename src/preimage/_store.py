@@ -86,8 +86,11 @@ class Store:
             raise
 
     def close(self) -> None:
-        """Release the catalog connection."""
-        self.catalog.close()
+        """Write what the blob store buffers and release the catalog connection."""
+        try:
+            self.blobs.flush()
+        finally:
+            self.catalog.close()
 
     def __enter__(self) -> Store:
         return self
