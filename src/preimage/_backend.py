@@ -326,6 +326,10 @@ class Catalog(ABC):
         """Number of backups."""
 
     @abstractmethod
+    def stored_since(self, when: float) -> int:
+        """Bytes the backups finished after ``when`` added to the store."""
+
+    @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one of its snapshots) references."""
 

@@ -361,6 +361,13 @@ class SqliteCatalog(Catalog):
         """Number of backups."""
         return int(self._db.execute("SELECT count(*) FROM backups").fetchone()[0])
 
+    def stored_since(self, when: float) -> int:
+        """Sum of ``stored_bytes`` of backups finished after ``when``."""
+        row = self._db.execute(
+            "SELECT coalesce(sum(stored_bytes), 0) FROM backups WHERE finished_at > ?", (when,)
+        ).fetchone()
+        return int(row[0])
+
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one snapshot of it) references."""
         if idx is None:
