@@ -380,7 +380,7 @@ def _attach_optional_commands() -> None:
     import importlib
 
     for module, names in (
-        ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
+        ("preimage.layer.cli", ("hook", "install", "uninstall", "guard", "rules", "mcp_proxy")),
         ("preimage.bench.cli", ("bench",)),
     ):
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,10 +41,10 @@ def _config(mode: str | None, policy: str | None, workspace: str | None, **kw: A
 # ------------------------------------------------------------------ hook
 @click.group()
 def hook() -> None:
-    """Run as an agent harness's hook (reads the payload on stdin)."""
+    """Run as an agent harness's hook (reads the harness's payload on stdin)."""
 
 
-@hook.command("claude-code")
+@click.command("claude-code")
 @click.option("--mode", type=_MODES, default=None, help="Capture mode (default: full).")
 @click.option("--policy", default=None, help="Plain-words policy, e.g. 'never back up node_modules'.")
 @click.option("--workspace", default=None, help="Project directory for workspace snapshots.")
@@ -53,10 +54,14 @@ def hook() -> None:
               help="What to answer when the backup fails (default: allow, and say so).")
 @click.option("--timeout", type=float, default=None, help="Seconds before the call is let through.")
 @click.pass_context
-def hook_claude_code(ctx: click.Context, mode: str | None, policy: str | None,
-                     workspace: str | None, approve: bool | None, on_failure: str | None,
-                     timeout: float | None) -> None:
-    """A PreToolUse hook for Claude Code and Codex: JSON in on stdin, JSON out on stdout."""
+def _hook_command(ctx: click.Context, mode: str | None, policy: str | None,
+                  workspace: str | None, approve: bool | None, on_failure: str | None,
+                  timeout: float | None) -> None:
+    """A tool-call hook: the harness's JSON in on stdin, its answer out on stdout.
+
+    claude-code: PreToolUse / PostToolUse(Failure); codex: PreToolUse / PostToolUse;
+    gemini: BeforeTool / AfterTool; opencode: what preimage's OpenCode plugin sends.
+    """
     from preimage.layer.hook import handle, log
 
     try:
@@ -79,39 +84,126 @@ def hook_claude_code(ctx: click.Context, mode: str | None, policy: str | None,
     os._exit(outcome.exit_code)  # a capture thread that overran its deadline must not hold the harness
 
 
-hook.add_command(hook_claude_code, name="codex")  # Codex reads and writes the same JSON
+for _name in ("claude-code", "codex", "gemini", "opencode"):
+    hook.add_command(_hook_command, name=_name)
 
 
 # ------------------------------------------------------------------ install
-@click.group()
-def install() -> None:
-    """Install preimage's hook into an agent harness."""
+_SCOPE_OPTIONS = [
+    click.option("--project", type=click.Path(file_okay=False), default=None,
+                 help="Project directory (default: the current directory)."),
+    click.option("--user", "user_scope", is_flag=True,
+                 help="The user's own settings (e.g. ~/.claude/settings.json)."),
+    click.option("--local", is_flag=True,
+                 help="Claude Code only: .claude/settings.local.json (not committed)."),
+    click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing."),
+]
 
 
-@install.command("claude-code")
-@click.option("--project", type=click.Path(file_okay=False), default=None,
-              help="Project directory (default: the current directory).")
-@click.option("--user", "user_scope", is_flag=True, help="Write ~/.claude/settings.json instead.")
-@click.option("--local", is_flag=True, help="Write .claude/settings.local.json (not committed).")
-@click.option("--mode", type=_MODES, default=None, help="Capture mode baked into the hook.")
-@click.option("--matcher", default="*", show_default=True, help="Which tools the hook sees.")
-def install_claude_code_cmd(project: str | None, user_scope: bool, local: bool, mode: str | None,
-                            matcher: str) -> None:
-    """Write the PreToolUse hook into .claude/settings.json, keeping every other setting."""
-    from preimage.layer.install import hook_command, install_claude_code
+def _scope_options(fn: Any) -> Any:
+    for option in reversed(_SCOPE_OPTIONS):
+        fn = option(fn)
+    return fn
 
-    if user_scope:
-        settings = Path.home() / ".claude" / "settings.json"
-    else:
-        base = Path(project or os.getcwd())
-        settings = base / ".claude" / ("settings.local.json" if local else "settings.json")
-    extra = f"--mode {mode}" if mode else ""
-    try:
-        path, changed = install_claude_code(settings, hook_command(extra), matcher=matcher)
-    except UsageError as exc:
-        _fail(str(exc))
+
+def _scope(user_scope: bool, local: bool) -> str:
+    if user_scope and local:
+        _fail("--user and --local exclude each other")
+    return "user" if user_scope else "local" if local else "project"
+
+
+def _harnesses(names: tuple[str, ...], every: bool) -> list[str]:
+    from preimage.layer.harnesses import ALIASES, harness_names
+
+    if every:
+        return harness_names()
+    if not names:
+        _fail(f"name a harness ({', '.join(harness_names())}), or --all, or --list")
+    known = harness_names()
+    out = []
+    for n in names:
+        key = ALIASES.get(n, n)
+        if key not in known:
+            _fail(f"no adapter for harness {n!r}; known: {', '.join(known)}")
+        out.append(key)
+    return out
+
+
+def _apply(change: Any, dry_run: bool, done: str, same: str) -> None:
+    if dry_run:
+        click.echo(change.diff() or f"{change.path}: no change", nl=False)
+        if change.diff():
+            click.echo(f"(dry run: {change.path} not written)")
+        else:
+            click.echo("")
         return
-    click.echo(f"{'installed' if changed else 'already installed'}: PreToolUse hook in {path}")
+    change.apply()
+    click.echo(f"{done if change.changed else same}: {change.path}")
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every harness preimage knows.")
+@click.option("--list", "listing", is_flag=True, help="Show each harness and where it is installed.")
+@_scope_options
+@click.option("--mode", type=_MODES, default=None, help="Capture mode baked into the hook.")
+@click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
+              help="Baked into the hook: what to do when a backup fails.")
+def install(names: tuple[str, ...], every: bool, listing: bool, project: str | None,
+            user_scope: bool, local: bool, dry_run: bool, mode: str | None,
+            on_failure: str | None) -> None:
+    """Install preimage's hook into agent harnesses: preimage install claude-code codex."""
+    from preimage.layer.install import plan_install
+
+    base = Path(project or os.getcwd()).absolute()
+    if listing:
+        _list(base)
+        return
+    scope = _scope(user_scope, local)
+    for name in _harnesses(names, every):
+        try:
+            change = plan_install(name, scope, base, mode=mode,  # type: ignore[arg-type]
+                                  on_failure=on_failure)
+        except UsageError as exc:
+            _fail(str(exc))
+            return
+        _apply(change, dry_run, f"installed {name}", f"{name} already installed")
+    if scope != "user" and not dry_run and shutil.which("preimage") is None:
+        click.echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
+                   "by that name (install with pipx or uv tool, or use --user)", err=True)
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every harness preimage knows.")
+@_scope_options
+def uninstall(names: tuple[str, ...], every: bool, project: str | None, user_scope: bool,
+              local: bool, dry_run: bool) -> None:
+    """Remove preimage's hook from agent harnesses, keeping every other hook."""
+    from preimage.layer.install import plan_uninstall
+
+    base = Path(project or os.getcwd()).absolute()
+    scope = _scope(user_scope, local)
+    for name in _harnesses(names, every):
+        try:
+            change = plan_uninstall(name, scope, base)  # type: ignore[arg-type]
+        except UsageError as exc:
+            _fail(str(exc))
+            return
+        _apply(change, dry_run, f"uninstalled {name}", f"{name} was not installed")
+
+
+def _list(project: Path) -> None:
+    from preimage.layer.harnesses import get_harness, harness_names
+    from preimage.layer.install import status
+
+    click.echo(f"{'harness':12} {'binary':9} {'scope':8} {'status':16} settings")
+    for name in harness_names():
+        adapter = get_harness(name)
+        found = "found" if shutil.which(adapter.binary) else "not found"
+        for scope in adapter.scopes():
+            path = adapter.settings_path(scope, project)
+            click.echo(f"{name:12} {found:9} {scope:8} {status(name, scope, project):16} {path}")
 
 
 # ------------------------------------------------------------------ guard
