@@ -14,7 +14,6 @@ from harnesses import BIN, Sandbox
 from model_server import ModelServer, Script
 
 
-
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private PREIMAGE_HOME, config dir and hook log (outside every project it protects)."""

@@ -342,3 +342,45 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
         click.echo(f"rewritten to: {plan.updated_input.get('command')}")
     for n in plan.notes:
         click.echo(f"note: {n}")
+
+
+# ------------------------------------------------------------------ mcp-proxy
+@click.command("mcp-proxy", context_settings={"ignore_unknown_options": True,
+                                              "allow_interspersed_args": False})
+@click.option("--name", default=None,
+              help="The server's name in preimage's settings (mcp.NAME); default: the command's.")
+@click.option("--url", default=None,
+              help="Upstream streamable-HTTP MCP server URL (instead of a command).")
+@click.option("--listen", default=None, metavar="HOST:PORT",
+              help="Serve streamable HTTP on this loopback address (default: stdio).")
+@click.option("--mode", type=_MODES, default=None, help="Capture mode.")
+@click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
+              help="When a backup fails: forward and say so (default), or refuse the call.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def mcp_proxy(name: str | None, url: str | None, listen: str | None, mode: str | None,
+              on_failure: str | None, command: tuple[str, ...]) -> None:
+    """Protect every tool call to an MCP server: preimage mcp-proxy --name pg -- SERVER CMD."""
+    import anyio
+
+    from preimage.layer.mcp_proxy import serve
+
+    if bool(command) == bool(url):
+        _fail("give the upstream server as `-- COMMAND ...` or as --url URL (one of them)")
+    where: tuple[str, int] | None = None
+    if listen:
+        host, _, port = listen.rpartition(":")
+        if not port.isdigit() or host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+            _fail(f"--listen {listen!r}: give a loopback HOST:PORT such as 127.0.0.1:8765")
+        where = (host.strip("[]"), int(port))
+    server = name or (os.path.basename(command[0]) if command else
+                      (url or "").split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0])
+    cfg = _config(mode, None, None, on_failure=on_failure)
+    try:
+        anyio.run(lambda: serve(server, cfg, command=list(command) or None, url=url,
+                                listen=where))
+    except PreimageError as exc:
+        _fail(str(exc))
+    except (OSError, ConnectionError) as exc:
+        _fail(f"cannot reach the MCP server: {exc}")
+    except KeyboardInterrupt:
+        pass

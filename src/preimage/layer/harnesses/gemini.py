@@ -58,6 +58,10 @@ class Gemini(Harness):
             if isinstance(server, str) and isinstance(tool, str):
                 raw.tool = f"mcp__{server}__{tool}"
                 return raw
+        server = _mcp_server(raw.tool, raw.cwd)
+        if server is not None:  # Gemini CLI names MCP tools mcp_<server>_<tool>
+            raw.tool = f"mcp__{server}__{raw.tool[len('mcp_') + len(server) + 1:]}"
+            return raw
         name = TOOLS.get(raw.tool, raw.tool)
         args = dict(raw.input)
         if name == "Bash":
@@ -104,3 +108,19 @@ class Gemini(Harness):
         if scope == "user":
             return home() / ".gemini" / "settings.json"
         return project / ".gemini" / "settings.json"
+
+
+def _mcp_server(tool: str, cwd: str) -> str | None:
+    """The MCP server (from Gemini CLI's settings) whose name follows ``mcp_`` in ``tool``."""
+    if not tool.startswith("mcp_") or tool.startswith("mcp__"):
+        return None
+    names: list[str] = []
+    for path in (home() / ".gemini" / "settings.json", Path(cwd) / ".gemini" / "settings.json"):
+        try:
+            servers = json.loads(path.read_text()).get("mcpServers")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(servers, dict):
+            names += list(servers)
+    return next((n for n in sorted(names, key=len, reverse=True)
+                 if tool.startswith(f"mcp_{n}_")), None)
