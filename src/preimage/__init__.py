@@ -31,6 +31,23 @@ from preimage._target import Target
 
 __version__ = "0.1.0"
 
+# The in-process agent API lives with the backup layer; it is imported on first use.
+_LAZY = {"protect": "preimage.layer.protect", "protected": "preimage.layer.protect",
+         "Guard": "preimage.layer.protect", "UnprotectedCallError": "preimage.layer.protect",
+         "ToolCall": "preimage.layer.call"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'preimage' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "Backup",
     "BackupNotFoundError",
@@ -39,6 +56,7 @@ __all__ = [
     "BlobStore",
     "Connector",
     "ConnectorError",
+    "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
@@ -50,7 +68,9 @@ __all__ = [
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
+    "ToolCall",
     "TransientConnectorError",
+    "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
     "__version__",
@@ -58,6 +78,8 @@ __all__ = [
     "diff",
     "get_connector",
     "known_schemes",
+    "protect",
+    "protected",
     "register_connector",
     "restore",
     "score",
