@@ -61,8 +61,7 @@ def setup(make: Make, harness: str, script: Script, opencode_home: Path,
     (box.project / "notes.txt").write_text("hello\n")
     env = box.env()
     args = [f"--{k.replace('_', '-')}={v}" for k, v in install.items()]
-    scope = ["--user"] if harness == "opencode" else []
-    preimage("install", harness, *scope, *args, env=env, cwd=box.project)
+    preimage("install", harness, *args, env=env, cwd=box.project)
     return box, server, env
 
 
@@ -153,7 +152,9 @@ def test_failed_backup_with_deny_blocks_the_call(harness: str, sandbox: Make,
     assert "NOT backed up" in " ".join(server.tool_results)
 
 
-@pytest.mark.parametrize("harness", HARNESSES)
+# Codex 0.171 offers MCP tools to gpt-5.5 only behind tool_search, which a one-step scripted
+# model cannot use; Codex's MCP calls are covered by the MCP proxy (test_mcp_proxy.py).
+@pytest.mark.parametrize("harness", ["claude-code", "gemini", "opencode"])
 def test_mcp_delete_is_backed_up_and_restored(harness: str, sandbox: Make, opencode_home: Path,
                                               home: Path) -> None:
     """An MCP `write_query` DELETE through the harness is backed up; restore brings the rows back."""
