@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -26,7 +28,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 FileType = Literal["file", "dir", "symlink", "fifo", "chardev", "blockdev", "socket"]
 

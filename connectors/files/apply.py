@@ -29,12 +29,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from preimage.connectors.files.walk import Exclude, Walker, file_type
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
-
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError, RestoreError, UnsafePathError
+from preimage.connectors.files.walk import Exclude, Walker, file_type
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
 _TMP_PREFIX = ".preimage-tmp-"
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from preimage.connectors.files.apply import TreeRestorer
-from preimage.connectors.files.walk import Walker, file_type, resolve_root
-from preimage.restore import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
-from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.files import FileSnapshot
-
 from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
+from preimage.connectors.files.apply import TreeRestorer
+from preimage.connectors.files.walk import Walker, file_type, resolve_root
+from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.files import FileSnapshot
 
 
 class FileConnector:

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from preimage.snapshot_schemas.files import FileEntry, FileType
-
 from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage.snapshot_schemas.files import FileEntry, FileType
 
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore

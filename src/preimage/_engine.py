@@ -23,7 +23,7 @@ from preimage._ids import new_backup_id
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.snapshot_schemas import Snapshot, load_snapshot

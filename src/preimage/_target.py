@@ -123,19 +123,6 @@ class Target:
                 return auth[2]
         return None
 
-    def with_password(self, password: str | None) -> Target:
-        """A copy carrying ``password`` in memory."""
-        return Target(
-            uri=self.uri,
-            scheme=self.scheme,
-            username=self.username,
-            host=self.host,
-            port=self.port,
-            path=self.path,
-            query=self.query,
-            password=password,
-        )
-
     def __str__(self) -> str:
         return self.redacted
 

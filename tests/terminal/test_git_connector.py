@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from preimage.restore import Outcome
-from preimage.snapshot_schemas.git import GitOperation, GitSnapshot
 from terminal_kit import as_json, git, git_views, seed_repository, sh
 
 import preimage
 from preimage import InvalidTargetError, RestoreConflictError, RestoreError, Store
+from preimage.restoration import Outcome
+from preimage.snapshot_schemas.git import GitOperation, GitSnapshot
 
 CliResult = subprocess.CompletedProcess[str]
 
