@@ -143,8 +143,10 @@ async def serve(name: str, config: LayerConfig, *, command: list[str] | None = N
                 ready: Callable[[str], Awaitable[None] | None] | None = None) -> None:
     """Run the proxy until the harness (stdio) or the process (HTTP) ends."""
     _require_sdk()
+    from preimage.layer.harnesses.mcp_servers import remember_launch
     from preimage.layer.layer import BackupLayer
 
+    remember_launch(name, command, url)  # what the server talks to is in how it starts
     layer = BackupLayer(config=config)
     async with AsyncExitStack() as stack:
         upstream, capabilities = await _upstream(stack, command, url)

@@ -114,13 +114,8 @@ def _mcp_server(tool: str, cwd: str) -> str | None:
     """The MCP server (from Gemini CLI's settings) whose name follows ``mcp_`` in ``tool``."""
     if not tool.startswith("mcp_") or tool.startswith("mcp__"):
         return None
-    names: list[str] = []
-    for path in (home() / ".gemini" / "settings.json", Path(cwd) / ".gemini" / "settings.json"):
-        try:
-            servers = json.loads(path.read_text()).get("mcpServers")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(servers, dict):
-            names += list(servers)
+    from preimage.layer.harnesses.mcp_servers import server_names
+
+    names = server_names("gemini", cwd, str(home()))
     return next((n for n in sorted(names, key=len, reverse=True)
                  if tool.startswith(f"mcp_{n}_")), None)

@@ -6,9 +6,10 @@ by ``preimage install opencode``) sends each call to ``preimage hook opencode``:
 
 payload (stdin): ``hook_event_name`` (``tool.execute.before``/``tool.execute.after``),
 ``tool``, ``session_id``, ``tool_use_id`` (OpenCode's ``callID``), ``tool_input`` (the
-call's ``args``), ``cwd`` (the project directory), and after the call ``tool_response``
-(``title``, ``output``, ``metadata``).  OpenCode fires ``tool.execute.after`` only for
-calls that succeeded.
+call's ``args``), ``cwd`` (the instance's directory, where OpenCode runs the tool), and
+after the call ``tool_response`` (``title``, ``output``, ``metadata``; for an MCP tool
+``output`` — its text items — and ``isError``).  OpenCode fires ``tool.execute.after``
+only for calls that did not throw.
 
 answer (stdout): ``block`` (the plugin throws, which refuses the call and hands the
 message to the model), ``args`` (merged over the call's arguments), ``note`` (appended
@@ -87,8 +88,10 @@ class OpenCode(Harness):
         response = payload.get("tool_response")
         meta = response.get("metadata") if isinstance(response, dict) else None
         code = meta.get("exit") if isinstance(meta, dict) else None
-        # OpenCode fires tool.execute.after only for calls that succeeded.
-        status: Status = "error" if isinstance(code, int) and code != 0 else "ok"
+        failed = (isinstance(code, int) and code != 0) or (
+            isinstance(response, dict) and response.get("isError") is True)   # an MCP result
+        # OpenCode fires tool.execute.after only for calls that did not throw.
+        status: Status = "error" if failed else "ok"
         output = response.get("output") if isinstance(response, dict) else response
         return ToolResult(status=status, output=_shorten(output))
 
@@ -123,57 +126,10 @@ def _sanitize(name: str) -> str:
 
 def _mcp_server(tool: str, cwd: str) -> str | None:
     """The configured MCP server whose (sanitised) name prefixes ``tool``, longest first."""
-    names = sorted(mcp_servers(cwd), key=len, reverse=True)
+    from preimage.layer.harnesses.mcp_servers import server_names
+
+    names = sorted(server_names("opencode", cwd, str(home())), key=len, reverse=True)
     return next((n for n in names if tool.startswith(_sanitize(n) + "_")), None)
-
-
-def mcp_servers(cwd: str) -> list[str]:
-    """MCP server names from ``opencode.json(c)`` in ``cwd`` and its parents, and the user's."""
-    base = os.environ.get("XDG_CONFIG_HOME")
-    candidates = [(Path(base) if base else home() / ".config") / "opencode"]
-    here = Path(cwd)
-    candidates += [d for p in (here, *here.parents) for d in (p, p / ".opencode")]
-    names: list[str] = []
-    for folder in candidates:
-        for file in ("opencode.json", "opencode.jsonc"):
-            try:
-                doc = json.loads(strip_jsonc((folder / file).read_text()))
-            except (OSError, ValueError):
-                continue
-            mcp = doc.get("mcp") if isinstance(doc, dict) else None
-            if isinstance(mcp, dict):
-                names += [n for n in mcp if n not in names]
-    return names
-
-
-def strip_jsonc(text: str) -> str:
-    """JSON with ``//`` and ``/* */`` comments and trailing commas, as plain JSON."""
-    out: list[str] = []
-    i, n, in_str = 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_str:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            out.append(c)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        else:
-            out.append(c)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
 
 
 def plugin_source(preimage: str, args: list[str], on_failure: str) -> str:

@@ -62,13 +62,22 @@ export const Preimage = async ({ directory, worktree }) => ({
     if (answer.note) notes.set(input.callID, answer.note)
   },
   "tool.execute.after": async (input, output) => {
+    // A built-in tool's output is {title, output, metadata}; an MCP tool's is the server's
+    // result ({content: [...], isError}), turned into text only after this hook.
+    const mcp = Array.isArray(output.content) && typeof output.output !== "string"
+    const response = mcp
+      ? { output: output.content.filter((c) => c && c.type === "text").map((c) => c.text).join("\n"),
+          isError: output.isError === true }
+      : { title: output.title, output: output.output, metadata: output.metadata }
     const answer = await ask({
       hook_event_name: "tool.execute.after", tool: input.tool, session_id: input.sessionID,
       tool_use_id: input.callID, tool_input: input.args, cwd: directory, worktree,
-      tool_response: { title: output.title, output: output.output, metadata: output.metadata },
+      tool_response: response,
     })
     const note = notes.get(input.callID) || answer.note || (answer.failed && `preimage: ${answer.failed}`)
     notes.delete(input.callID)
-    if (note && typeof output.output === "string") output.output += `\n\n${note}`
+    if (!note) return
+    if (mcp) output.content.push({ type: "text", text: note })
+    else if (typeof output.output === "string") output.output += `\n\n${note}`
   },
 })
