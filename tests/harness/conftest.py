@@ -1,17 +1,17 @@
-"""Fixtures for the harness adapters: a private store, and real harness binaries in sandboxes."""
+"""Fixtures for the harness adapters: a private store, and the scripted model server."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 
-from harnesses import BIN, Sandbox
-from model_server import ModelServer, Script
+from harnesses import RUNS
+from model_server import ModelServer
 
 
 @pytest.fixture
@@ -26,26 +26,23 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return h
 
 
-@pytest.fixture
-def sandbox(home: Path, tmp_path: Path) -> Iterator[Callable[..., tuple[Sandbox, ModelServer]]]:
-    """``make(harness, script)``: a sandbox for a real harness, its model scripted."""
-    servers: list[ModelServer] = []
-
-    def make(harness: str, script: Script, shared_home: Path | None = None,
-             ) -> tuple[Sandbox, ModelServer]:
-        server = ModelServer(script).__enter__()
-        servers.append(server)
-        box = Sandbox(harness, tmp_path / harness, server.url, path_dirs=[BIN],
-                      home_dir=shared_home)
-        return box, server
-
-    yield make
-    for s in servers:
-        s.__exit__(None, None, None)
-
-
 @pytest.fixture(scope="session")
-def opencode_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One OpenCode home for the session: its first start migrates a database and installs
-    the plugin's dependency, which later runs reuse."""
-    return tmp_path_factory.mktemp("opencode-home")
+def model() -> Iterator[ModelServer]:
+    """One scripted model server for the session; each harness run takes a route of its own."""
+    with ModelServer() as server:
+        yield server
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What each real harness run cost (CPU of its process tree, and wall time): information
+    for whoever watches the suite's budget, never an assertion."""
+    if not RUNS:
+        return
+    terminalreporter.section("real harness runs")
+    total_cpu = total_wall = 0.0
+    for harness, label, run in RUNS:
+        terminalreporter.write_line(f"{harness:12} {label:28} cpu {run.cpu_seconds:6.1f} s   "
+                                    f"wall {run.wall_seconds:6.1f} s")
+        total_cpu += run.cpu_seconds
+        total_wall += run.wall_seconds
+    terminalreporter.write_line(f"{len(RUNS)} runs: cpu {total_cpu:.1f} s, wall {total_wall:.1f} s")
