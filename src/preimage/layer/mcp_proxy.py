@@ -124,7 +124,6 @@ async def _upstream(stack: AsyncExitStack, command: list[str] | None,
                     url: str | None) -> tuple[ClientSession, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamablehttp_client
 
     if command:
         params = StdioServerParameters(command=command[0], args=command[1:],
@@ -132,10 +131,18 @@ async def _upstream(stack: AsyncExitStack, command: list[str] | None,
         read, write = await stack.enter_async_context(stdio_client(params))
     else:
         assert url is not None
-        read, write, _ = await stack.enter_async_context(streamablehttp_client(url))
+        read, write, _ = await stack.enter_async_context(http_client(url))
     session = await stack.enter_async_context(ClientSession(read, write))
     init = await session.initialize()
     return session, init.capabilities
+
+
+def http_client(url: str) -> Any:
+    """The SDK's streamable-HTTP client transport for ``url`` (its 1.2x and 1.3x names)."""
+    from mcp.client import streamable_http
+
+    connect = getattr(streamable_http, "streamable_http_client", None)
+    return (connect or streamable_http.streamablehttp_client)(url)
 
 
 async def serve(name: str, config: LayerConfig, *, command: list[str] | None = None,
