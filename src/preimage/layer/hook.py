@@ -7,9 +7,11 @@ and then
 
 * before a tool call: :meth:`BackupLayer.before` decides and backs up, within
   ``timeout`` seconds; the adapter writes the decision in the harness's terms —
-  nothing to say, the backup ID for the model, a rewritten input, or (when the
-  backup failed) a message saying the call is NOT protected, turned into a
-  refusal by ``on_failure: deny`` (or ``ask`` where the harness can ask);
+  nothing to say, the backup ID for the model, a rewritten input (which Claude Code
+  shows the user to approve, unless ``--approve`` or the session bypasses
+  permissions; harnesses that cannot ask apply it), or (when the backup failed) a
+  message saying the call is NOT protected, turned into a refusal by
+  ``on_failure: deny`` (or ``ask`` where the harness can ask);
 * after it: :meth:`BackupLayer.after` records how the call ended against the
   backup taken before it.
 
@@ -24,7 +26,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,14 +50,31 @@ def log_path() -> Path:
 
 
 def log(event: dict[str, Any]) -> None:
-    """Append one JSON line to the hook log; a log that cannot be written is skipped."""
+    """Append one JSON line to the hook log (created 0600, secrets redacted); a log that
+    cannot be written is skipped."""
+    from preimage._redact import redact_value
+
     try:
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as fh:
-            fh.write(json.dumps({"time": time.time(), **event}, default=str) + "\n")
-    except OSError:
+        line = json.dumps(redact_value({"time": time.time(), **event}), default=str)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(line + "\n")
+    except (OSError, ValueError):
         pass
+
+
+def answer(decision: Decision, config: LayerConfig, *, permission_mode: str | None = None,
+           harness: str = "claude-code") -> dict[str, Any]:
+    """``harness``'s JSON answer to a pre-call hook for ``decision`` (``permission_mode``
+    from the payload, where the harness sends one)."""
+    from preimage.layer.harnesses import get_harness
+
+    adapter = get_harness(harness)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, config, permission_mode=permission_mode).stdout)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -78,7 +97,8 @@ def _hook_options(args: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(list(args))
 
 
-def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
+def handle(harness: str, args: Sequence[str], stdin_text: str, *,
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> HookOutcome:
     """One hook call, start to finish, as a value: never raises, never exits.
 
     ``harness`` names the payload format (``claude-code``, ``codex``, ``gemini``,
@@ -87,7 +107,9 @@ def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
     ``--on-failure``, ``--timeout``) and ``stdin_text`` the payload.  Before a tool call
     the layer decides and backs up; after it, :meth:`BackupLayer.after` records how the
     call ended against that backup.  Both the in-process hook and a resident decision
-    service answer through this one function.
+    service answer through this one function; the service passes the calling hook
+    process's ``env`` (what command lines expand in) and ``cwd`` (for a payload without
+    one and a relative ``--workspace``).
     """
     from preimage.layer.harnesses import get_harness
 
@@ -102,7 +124,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
         cfg = LayerConfig.load(
             mode=opts.mode, policy=opts.policy, approve=opts.approve,
             on_failure=opts.on_failure, timeout=opts.timeout,
-            workspace=os.path.abspath(opts.workspace) if opts.workspace else None,
+            workspace=os.path.abspath(os.path.join(cwd or os.getcwd(), opts.workspace))
+            if opts.workspace else None,
         )
     except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
         log({"event": "config-error", "error": str(exc)})
@@ -110,7 +133,7 @@ def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
         event = adapter.event(payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:   # a payload nested past the parser's depth too
         log({"event": "malformed", "harness": harness, "error": str(exc),
              "input": stdin_text[:500]})
         return adapter.answer_unread(
@@ -118,9 +141,11 @@ def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
     if event.phase == "other" or event.call is None:
         log({"event": "ignored", "harness": harness, "hook_event_name": event.name})
         return HookOutcome("{}")
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
     if event.phase == "post":
-        return adapter.answer_after(_after(event.call, event.result, cfg))
-    decision = _decide_with_deadline(event.call, cfg)
+        return adapter.answer_after(_after(event.call, event.result, cfg, env))
+    decision = _decide_with_deadline(event.call, cfg, env)
     log({"event": "decision", "harness": harness, "tool": event.call.tool,
          "session": event.call.session_id, "tool_use_id": event.call.tool_use_id,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
@@ -128,18 +153,18 @@ def handle(harness: str, args: Sequence[str], stdin_text: str) -> HookOutcome:
 
     remember(event.call, backup_id=decision.backup_id, error=decision.error,
              targets=decision.targets)
-    return adapter.answer(decision, cfg)
+    return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
 def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
-             harness: str = "claude-code") -> dict[str, Any]:
-    """A Claude Code ``PreToolUse`` payload in, its JSON answer out (never raises).
+             harness: str = "claude-code", env: Mapping[str, str] | None = None,
+             cwd: str | None = None) -> dict[str, Any]:
+    """A pre-call payload in, ``harness``'s JSON answer out (never raises).
 
-    A convenience over :func:`handle` for tests and embedding; ``config`` replaces the
-    settings file and environment.
+    A convenience over the same steps as :func:`handle` for tests and embedding;
+    ``config`` replaces the settings file and environment.
     """
     from preimage.layer.harnesses import get_harness
-    from preimage.layer.harnesses.claude_code import ClaudeCode
 
     adapter = get_harness(harness)
     try:
@@ -151,14 +176,16 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
                                  "nothing was backed up"}
     if event.phase != "pre" or event.call is None:
         return {}
-    decision = _decide_with_deadline(event.call, cfg)
-    if isinstance(adapter, ClaudeCode):
-        return adapter.answer_doc(decision, cfg)
-    answer: dict[str, Any] = json.loads(adapter.answer(decision, cfg).stdout)
-    return answer
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
+    decision = _decide_with_deadline(event.call, cfg, env)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, cfg, permission_mode=event.permission_mode).stdout)
+    return doc
 
 
-def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig) -> Completion:
+def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
+           env: Mapping[str, str] | None = None) -> Completion:
     """Hand a finished call to the layer and log its completion (never raises)."""
     from preimage.layer.completion import ToolResult, complete
 
@@ -166,7 +193,8 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig) -> Co
     try:
         from preimage.layer.layer import BackupLayer
 
-        completion = BackupLayer(config=config).after(call, done)
+        layer = BackupLayer(config=config, env=dict(env) if env is not None else None)
+        completion = layer.after(call, done)
     except Exception as exc:  # recording must never disturb the agent
         log({"event": "after-error", "error": str(exc)})
         completion = complete(call, done)
@@ -174,14 +202,16 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig) -> Co
     return completion
 
 
-def _decide_with_deadline(call: ToolCall, config: LayerConfig) -> Decision:
+def _decide_with_deadline(call: ToolCall, config: LayerConfig,
+                          env: Mapping[str, str] | None = None) -> Decision:
     from preimage.layer.layer import BackupLayer
 
     box: dict[str, Decision] = {}
 
     def work() -> None:
         try:
-            box["d"] = BackupLayer(config=config).before(call)
+            box["d"] = BackupLayer(config=config,
+                                   env=dict(env) if env is not None else None).before(call)
         except Exception as exc:  # never let the harness see a traceback
             box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
 

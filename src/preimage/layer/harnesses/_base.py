@@ -26,6 +26,7 @@ class HookEvent:
     name: str
     call: ToolCall | None = None
     result: ToolResult | None = None
+    permission_mode: str | None = None   # the harness's own, where it says (Claude Code)
 
 
 class Harness:
@@ -48,7 +49,9 @@ class Harness:
         if name is None and self.pre_events:
             name = self.pre_events[0]
         if name in self.pre_events:
-            return HookEvent("pre", str(name), self.call(payload))
+            mode = payload.get("permission_mode")
+            return HookEvent("pre", str(name), self.call(payload),
+                             permission_mode=mode if isinstance(mode, str) else None)
         if name in self.post_events or name in self.failure_events:
             return HookEvent("post", str(name), self.call(payload),
                              self.result(payload, failed=name in self.failure_events))
@@ -71,7 +74,8 @@ class Harness:
         )
 
     # ------------------------------------------------------------ answering
-    def answer(self, decision: Decision, config: LayerConfig) -> HookOutcome:
+    def answer(self, decision: Decision, config: LayerConfig, *,
+               permission_mode: str | None = None) -> HookOutcome:
         """The harness's answer to a pre-call hook."""
         raise NotImplementedError
 

@@ -8,7 +8,8 @@ MCP tools named ``mcp__<server>__<tool>``.
 
 Answer (stdout, exit 0): ``hookSpecificOutput.additionalContext`` reaches the model;
 ``permissionDecision`` ``allow``/``deny``/``ask`` with ``permissionDecisionReason``;
-``updatedInput`` replaces the tool input (only together with ``allow``);
+``updatedInput`` replaces the tool input (with ``allow``, or ``ask``: the user approves
+the rewritten call);
 ``systemMessage`` is shown to the user.  The command's ``timeout`` is in seconds.
 """
 
@@ -36,11 +37,19 @@ class ClaudeCode(Harness):
     failure_events = ("PostToolUseFailure",)
     can_ask = True
 
-    def answer(self, decision: Decision, config: LayerConfig) -> HookOutcome:
-        return HookOutcome(json.dumps(self.answer_doc(decision, config)))
+    def answer(self, decision: Decision, config: LayerConfig, *,
+               permission_mode: str | None = None) -> HookOutcome:
+        return HookOutcome(json.dumps(self.answer_doc(decision, config,
+                                                      permission_mode=permission_mode)))
 
-    def answer_doc(self, decision: Decision, config: LayerConfig) -> dict[str, Any]:
-        """The JSON answer as a dict (``{}`` when there is nothing to say)."""
+    def answer_doc(self, decision: Decision, config: LayerConfig, *,
+                   permission_mode: str | None = None) -> dict[str, Any]:
+        """The JSON answer as a dict (``{}`` when there is nothing to say).
+
+        A rewritten call goes to the user to approve (``ask``): a hook never approves
+        a destructive call by itself.  ``--approve``, or a session already in
+        ``bypassPermissions`` mode, answers ``allow``.
+        """
         if not self.worth_saying(decision):
             return {}
         specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
@@ -49,7 +58,8 @@ class ClaudeCode(Harness):
         if context:
             specific["additionalContext"] = context
         if decision.action is Action.REWRITE and decision.updated_input is not None:
-            specific["permissionDecision"] = "allow"
+            auto = config.approve or permission_mode == "bypassPermissions"
+            specific["permissionDecision"] = "allow" if auto else "ask"
             specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
             specific["updatedInput"] = decision.updated_input
         elif decision.protected and config.approve:

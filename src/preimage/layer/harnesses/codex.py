@@ -47,7 +47,8 @@ class Codex(Harness):
             "ok" if int(code.group(1)) == 0 else "error")
         return ToolResult(status=status, output=_shorten(text))
 
-    def answer(self, decision: Decision, config: LayerConfig) -> HookOutcome:
+    def answer(self, decision: Decision, config: LayerConfig, *,
+               permission_mode: str | None = None) -> HookOutcome:
         if not self.worth_saying(decision):
             return HookOutcome("{}")
         specific: dict[str, Any] = {"hookEventName": "PreToolUse"}

@@ -82,7 +82,8 @@ class Gemini(Harness):
         return ToolResult(status=status, output=_shorten(content),
                           error=json.dumps(error, default=str) if error else None)
 
-    def answer(self, decision: Decision, config: LayerConfig) -> HookOutcome:
+    def answer(self, decision: Decision, config: LayerConfig, *,
+               permission_mode: str | None = None) -> HookOutcome:
         if not self.worth_saying(decision):
             return HookOutcome("{}")
         out: dict[str, Any] = {}

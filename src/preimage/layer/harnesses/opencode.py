@@ -95,7 +95,8 @@ class OpenCode(Harness):
         output = response.get("output") if isinstance(response, dict) else response
         return ToolResult(status=status, output=_shorten(output))
 
-    def answer(self, decision: Decision, config: LayerConfig) -> HookOutcome:
+    def answer(self, decision: Decision, config: LayerConfig, *,
+               permission_mode: str | None = None) -> HookOutcome:
         out: dict[str, Any] = {}
         if not self.worth_saying(decision):
             return HookOutcome("{}")
