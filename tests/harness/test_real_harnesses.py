@@ -16,6 +16,10 @@ Three runs per harness, each asserted on by several tests:
   second project's directory;
 * **denied** (project install with ``--on-failure deny``, the store unwritable): the
   shell delete never runs and the model hears why.
+
+Claude Code's work run bypasses permissions (an unattended run), so the call the layer
+rewrites (``rm`` → ``preimage trash``) runs; one more run shows that in its default
+mode the rewritten call waits for the user instead.
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 
 def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
           home: Path | None = None, unwritable_store: bool = False, user_scope: bool = False,
-          on_failure: str | None = None) -> Ran:
+          on_failure: str | None = None, permission_mode: str | None = None) -> Ran:
     """A sandbox with a project (build/, notes.txt, shop.db, MCP server `shop` in the
     harness's own settings), preimage installed, and the harness run once."""
     route = model.route(Script(calls))
@@ -133,7 +137,8 @@ def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
         blocker = root / "blocker"
         blocker.write_text("a file where the store's parent directory should be")
         env_extra["PREIMAGE_HOME"] = str(blocker / "store")
-    box = Sandbox(harness, root, route.url, path_dirs=[BIN], home_dir=home, extra_env=env_extra)
+    box = Sandbox(harness, root, route.url, path_dirs=[BIN], home_dir=home, extra_env=env_extra,
+                  permission_mode=permission_mode)
     (box.project / "build").mkdir()
     (box.project / "build" / "app.o").write_bytes(b"\x7fELF object code")
     (box.project / "notes.txt").write_text("hello\n")
@@ -168,7 +173,11 @@ def work(request: pytest.FixtureRequest, model: ModelServer, homes: dict[str, Pa
     calls = [shell(harness, "ls -la"), shell(harness, "rm -rf build"),
              edit(harness, project / "notes.txt", "hello\n", "overwritten\n"),
              *mcp_delete(harness, "shop")]
-    return start(model, harness, root, calls, home=homes[harness], user_scope=True)
+    # Claude Code puts a rewritten call (rm → preimage trash) to the user unless the session
+    # bypasses permissions, as an unattended run does (see the test of the asking path).
+    mode = "bypassPermissions" if harness == "claude-code" else None
+    return start(model, harness, root, calls, home=homes[harness], user_scope=True,
+                 permission_mode=mode)
 
 
 @pytest.fixture(scope="module", params=HARNESSES)
@@ -202,11 +211,17 @@ def test_read_only_call_takes_no_backup(work: Ran) -> None:
 
 
 def test_shell_delete_is_backed_up_and_restored(work: Ran) -> None:
-    """`rm -rf build` leaves a backup naming the call; the model is told; restore brings it back."""
+    """`rm -rf build` leaves a backup tied to the call; the model is told; restore brings it back.
+
+    Where the harness runs the layer's rewrite (Claude Code: `rm` → `preimage trash`), the
+    backup is the move into the store's trash, under the ID the hook's decision gave."""
     assert not (work.box.project / "build").exists()
-    backup = work.backup_of("Bash", "build")
-    assert backup["tool_call"]["harness"] == work.box.harness
-    assert "rm -r" in backup["tool_call"]["input"]["command"]
+    (backup,) = [b for b in work.backups() if "/build" in json.dumps(b["tool_call"]["input"])]
+    (decision,) = [d for d in work.decisions() if backup["id"] in json.dumps(d)]
+    assert decision["harness"] == work.box.harness and decision["tool"] == "Bash"
+    if backup["tool_call"]["tool"] != "trash":
+        assert "rm -r" in backup["tool_call"]["input"]["command"]
+        assert backup["tool_call"]["harness"] == work.box.harness
     assert backup["id"] in work.route.seen_after_tools()
     preimage("restore", backup["id"], env=work.env)
     assert (work.box.project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
@@ -246,3 +261,14 @@ def test_failed_backup_with_deny_blocks_the_call(denied: Ran) -> None:
     """`install --on-failure deny`: an unwritable store stops the call; the model hears why."""
     assert (denied.box.project / "build" / "app.o").exists()
     assert "NOT backed up" in " ".join(denied.route.tool_results)
+
+
+def test_claude_code_asks_before_a_rewritten_call(model: ModelServer,
+                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+    """In Claude Code's default mode the rewritten `rm` goes to the user; with nobody to
+    approve it (print mode) neither it nor the original runs, and the model is told why."""
+    root = tmp_path_factory.mktemp("claude-code-asked")
+    asked = start(model, "claude-code", root, [shell("claude-code", "rm -rf build")])
+    assert (asked.box.project / "build" / "app.o").exists()
+    assert asked.backups() == []
+    assert "rewrote the call" in asked.route.tool_results[0]

@@ -149,9 +149,12 @@ def _apply(change: Any, dry_run: bool, done: str, same: str) -> None:
 @click.option("--mode", type=_MODES, default=None, help="Capture mode baked into the hook.")
 @click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
               help="Baked into the hook: what to do when a backup fails.")
+@click.option("--approve", is_flag=True,
+              help="Baked into the hook: allow backed-up and rewritten calls without asking "
+                   "(Claude Code; the others never ask).")
 def install(names: tuple[str, ...], every: bool, listing: bool, project: str | None,
             user_scope: bool, local: bool, dry_run: bool, mode: str | None,
-            on_failure: str | None) -> None:
+            on_failure: str | None, approve: bool) -> None:
     """Install preimage's hook into agent harnesses: preimage install claude-code codex."""
     from preimage.layer.install import plan_install
 
@@ -163,7 +166,7 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
     for name in _harnesses(names, every):
         try:
             change = plan_install(name, scope, base, mode=mode,  # type: ignore[arg-type]
-                                  on_failure=on_failure)
+                                  on_failure=on_failure, approve=approve)
         except UsageError as exc:
             _fail(str(exc))
             return

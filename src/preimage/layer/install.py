@@ -257,23 +257,26 @@ def plan_plugin_uninstall(path: Path) -> Change:
 
 
 # ------------------------------------------------------------------ per harness
-def hook_options(mode: str | None = None, on_failure: str | None = None) -> list[str]:
+def hook_options(mode: str | None = None, on_failure: str | None = None,
+                 approve: bool = False) -> list[str]:
     """The options baked into the hook's command line."""
     options: list[str] = []
     if mode:
         options += ["--mode", mode]
     if on_failure:
         options += ["--on-failure", on_failure]
+    if approve:
+        options.append("--approve")
     return options
 
 
 def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None = None,
-                 on_failure: str | None = None) -> Change:
+                 on_failure: str | None = None, approve: bool = False) -> Change:
     """What ``preimage install HARNESS`` would write for ``scope``."""
     adapter = get_harness(harness)
     _check_scope(adapter, scope)
     path = adapter.settings_path(scope, project)
-    options = hook_options(mode, on_failure)
+    options = hook_options(mode, on_failure, approve)
     if adapter.name == "opencode":
         from preimage.layer.harnesses.opencode import plugin_source
 
