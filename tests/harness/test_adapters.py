@@ -69,7 +69,28 @@ def test_install_list_shows_every_harness_and_status(home: Path, tmp_path: Path)
         assert name in out
     codex_project = next(line for line in out.splitlines()
                          if line.startswith("codex") and " project " in line)
-    assert " installed " in codex_project
+    assert " installed" in codex_project and "not installed" not in codex_project
+
+
+def test_uninstall_leaves_the_project_as_before_install(home: Path, tmp_path: Path) -> None:
+    """Install then uninstall of every harness leaves no file and no folder behind."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert cli("install", "--all", cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".opencode" / "plugin" / "preimage.js").exists()
+    assert cli("uninstall", "--all", cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_list_shows_baked_options_and_a_hook_that_cannot_run(home: Path, tmp_path: Path) -> None:
+    """`--list` names the options in the hook and says when its preimage is not on PATH."""
+    cli("install", "gemini", "--on-failure", "deny", cwd=tmp_path)
+    with_path = cli("install", "--list", cwd=tmp_path,
+                    env={"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    row = next(r for r in with_path.stdout.splitlines() if r.startswith("gemini") and "project" in r)
+    assert "installed (--on-failure deny)" in row and "cannot run" not in row
+    without = cli("install", "--list", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    row = next(r for r in without.stdout.splitlines() if r.startswith("gemini") and "project" in r)
+    assert "cannot run: preimage" in row and "pipx" in without.stderr
 
 
 def test_install_refuses_invalid_settings(home: Path, tmp_path: Path) -> None:

@@ -198,15 +198,23 @@ def uninstall(names: tuple[str, ...], every: bool, project: str | None, user_sco
 
 def _list(project: Path) -> None:
     from preimage.layer.harnesses import get_harness, harness_names
-    from preimage.layer.install import status
+    from preimage.layer.install import NOT_FOUND, status
 
-    click.echo(f"{'harness':12} {'binary':9} {'scope':8} {'status':16} settings")
+    rows = [("harness", "binary", "scope", "status", "settings")]
     for name in harness_names():
         adapter = get_harness(name)
         found = "found" if shutil.which(adapter.binary) else "not found"
         for scope in adapter.scopes():
-            path = adapter.settings_path(scope, project)
-            click.echo(f"{name:12} {found:9} {scope:8} {status(name, scope, project):16} {path}")
+            rows.append((name, found, scope, status(name, scope, project),  # type: ignore[arg-type]
+                         str(adapter.settings_path(scope, project))))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+                   + "  " + row[4])
+    if any(NOT_FOUND in r[3] for r in rows):
+        click.echo(f"'{NOT_FOUND} X': the hook runs X, which is not on this PATH — the harness "
+                   "cannot run it either; install preimage with pipx or uv tool, or reinstall "
+                   "the hook with --user", err=True)
 
 
 # ------------------------------------------------------------------ guard

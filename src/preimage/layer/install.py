@@ -36,6 +36,8 @@ from preimage.layer.harnesses import get_harness
 from preimage.layer.harnesses._base import Harness, Scope
 
 HOOK_TIMEOUT_SECONDS = 60   # above the layer's own 45 s deadline, so preimage answers first
+# Folders install may have created, removed again by uninstall when it leaves them empty.
+_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", "plugin"})
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,19 @@ class Change:
             f"{self.path}" if self.after is not None else "/dev/null"))
 
     def apply(self) -> None:
-        """Write the change atomically (or remove the file)."""
+        """Write the change atomically (or remove the file, and the harness's settings
+        folder it leaves empty)."""
         if not self.changed:
             return
         if self.after is None:
             self.path.unlink(missing_ok=True)
+            for folder in (self.path.parent, self.path.parent.parent):
+                if folder.name not in _SETTINGS_FOLDERS:
+                    break
+                try:
+                    folder.rmdir()        # only when empty
+                except OSError:
+                    break
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -212,6 +222,8 @@ def plan_json_uninstall(adapter: Harness, path: Path) -> Change:
         del data["hooks"]
     if json.loads(before or "{}") == data:
         return Change(path, before, before)
+    if not data:   # nothing but preimage's hooks was there: the file goes, as before install
+        return Change(path, before, None)
     return Change(path, before, _dump(data))
 
 
@@ -231,8 +243,35 @@ def json_status(adapter: Harness, path: Path) -> str:
     if not found:
         return "not installed"
     if len(found) == len(SPECS[adapter.name].events):
-        return "installed"
+        commands = {h["command"] for groups in lists.values() for g in groups
+                    if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    for h in g["hooks"] if isinstance(h, dict)
+                    and _is_ours(h.get("command"), adapter.name)}
+        return _with_options("installed", sorted(commands)[0], adapter.name)
     return f"partly installed ({', '.join(found)} only; run install again)"
+
+
+def _with_options(state: str, command: str, harness: str) -> str:
+    """``installed`` plus the options baked into the hook's command line, and a warning
+    when the ``preimage`` it runs cannot be found from here."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return state
+    at = next((i for i in range(len(words) - 1)
+               if words[i] == "hook" and words[i + 1] == harness), None)
+    return _describe(state, words[0] if words else "preimage",
+                     words[at + 2:] if at is not None else [])
+
+
+def _describe(state: str, exe: str, options: list[str]) -> str:
+    text = f"{state} ({' '.join(options)})" if options else state
+    if shutil.which(exe) is None:
+        text += f"; {NOT_FOUND} {exe}"
+    return text
+
+
+NOT_FOUND = "cannot run:"   # a status saying the hook's preimage is not found from here
 
 
 # ------------------------------------------------------------------ OpenCode's plugin file
@@ -308,7 +347,12 @@ def status(harness: str, scope: Scope, project: Path) -> str:
             return "not installed"
         except OSError as exc:
             return f"unreadable: {exc.strerror}"
-        return "installed" if PLUGIN_MARK in text else "not installed (another plugin file)"
+        if PLUGIN_MARK not in text:
+            return "not installed (another plugin file)"
+        found = re.search(r"^const ARGS = (\[.*\])$", text, re.M)
+        exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
+        return _describe("installed", exe.group(1) if exe else "preimage",
+                         json.loads(found.group(1)) if found else [])
     return json_status(adapter, path)
 
 
