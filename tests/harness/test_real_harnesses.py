@@ -216,7 +216,7 @@ def test_shell_delete_is_backed_up_and_restored(work: Ran) -> None:
     Where the harness runs the layer's rewrite (Claude Code: `rm` → `preimage trash`), the
     backup is the move into the store's trash, under the ID the hook's decision gave."""
     assert not (work.box.project / "build").exists()
-    (backup,) = [b for b in work.backups() if "/build" in json.dumps(b["tool_call"]["input"])]
+    (backup,) = [b for b in work.backups() if "build" in json.dumps(b["tool_call"]["input"])]
     (decision,) = [d for d in work.decisions() if backup["id"] in json.dumps(d)]
     assert decision["harness"] == work.box.harness and decision["tool"] == "Bash"
     if backup["tool_call"]["tool"] != "trash":
