@@ -125,9 +125,10 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 
 def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
           home: Path | None = None, unwritable_store: bool = False, user_scope: bool = False,
-          on_failure: str | None = None, permission_mode: str | None = None) -> Ran:
-    """A sandbox with a project (build/, notes.txt, shop.db, MCP server `shop` in the
-    harness's own settings), preimage installed, and the harness run once."""
+          on_failure: str | None = None, permission_mode: str | None = None,
+          mcp: bool = False) -> Ran:
+    """A sandbox with a project (build/, notes.txt, shop.db; with ``mcp``, MCP server `shop`
+    in the harness's own settings), preimage installed, and the harness run once."""
     route = model.route(Script(calls))
     store = root / "preimage"
     env_extra = {"PREIMAGE_HOME": str(store / "store"),
@@ -146,8 +147,9 @@ def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
         con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
         con.executemany("INSERT INTO orders (item) VALUES (?)", [(i,) for _, i in ROWS])
     con.close()
-    box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"),
-                                "--db-path", str(box.project / "shop.db")])
+    if mcp:
+        box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"),
+                                    "--db-path", str(box.project / "shop.db")])
     env = box.env()
     options = (["--user"] if user_scope else []) + (
         [f"--on-failure={on_failure}"] if on_failure else [])
@@ -177,7 +179,7 @@ def work(request: pytest.FixtureRequest, model: ModelServer, homes: dict[str, Pa
     # bypasses permissions, as an unattended run does (see the test of the asking path).
     mode = "bypassPermissions" if harness == "claude-code" else None
     return start(model, harness, root, calls, home=homes[harness], user_scope=True,
-                 permission_mode=mode)
+                 permission_mode=mode, mcp=True)
 
 
 @pytest.fixture(scope="module", params=HARNESSES)
