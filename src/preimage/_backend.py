@@ -126,6 +126,19 @@ class BlobStore(ABC):
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
 
+    def flush(self) -> None:
+        """Make every blob put so far durable and visible to other processes.
+
+        The engine calls it before marking a backup complete.  A store that
+        writes each blob through (the local one) has nothing to do; a packed
+        store uploads its last pack and the index naming it.
+        """
+        return
+
+    def close(self) -> None:
+        """Release what the blob side holds (upload threads, leases); idempotent."""
+        return
+
     # ------------------------------------------------------------ what lifecycle uses
     @abstractmethod
     def digests(self) -> Iterator[str]:
@@ -488,6 +501,9 @@ class RecordingBlobs(BlobStore):
 
     def stored_size(self, digest: str) -> int:
         return self.inner.stored_size(digest)
+
+    def flush(self) -> None:
+        self.inner.flush()
 
     def digests(self) -> Iterator[str]:
         return self.inner.digests()

@@ -382,6 +382,7 @@ def _attach_optional_commands() -> None:
     for module, names in (
         ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
         ("preimage.bench.cli", ("bench",)),
+        ("preimage._cli_store", ("store", "copy")),
     ):
         try:
             mod = importlib.import_module(module)
