@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from preimage import _crash
 from preimage._errors import StoreConfigError
 from preimage.packstore._crypto import BoxError, Keys
 from preimage.packstore._format import (
@@ -307,6 +308,7 @@ class PackRepository:
 
     def _upload(self, pack_id: str, data: bytes) -> None:
         self.storage.put(pack_name(pack_id), data)
+        _crash.point("pack")   # uploaded, not yet named by an index: the worst moment to die
         with self._lock:  # readable from storage from now on; free the memory
             self._sealed.pop(pack_id, None)
 
