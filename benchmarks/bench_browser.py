@@ -24,11 +24,10 @@ import _common  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from preimage.connectors.browser import browser_context  # noqa: E402
-
 import preimage  # noqa: E402
 from fixtures.isso import ADMIN_PASSWORD, IssoServer  # noqa: E402
 from preimage import Store  # noqa: E402
+from preimage.connectors.browser import browser_context  # noqa: E402
 
 
 def bench_comments(n: int, tmp: Path, profile: Path) -> None:

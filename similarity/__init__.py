@@ -1,7 +1,7 @@
 """Field-class similarity scoring, state diffs and the CI gate."""
 
 from preimage.similarity.diff import ItemChange, StateDiff, diff_snapshots
-from preimage.similarity.score import (
+from preimage.similarity.scoring import (
     ClassScore,
     LeafDifference,
     SimilarityReport,

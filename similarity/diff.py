@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.similarity.score import flatten
-from preimage.snapshot_schemas import Snapshot
 from pydantic import BaseModel, Field
+
+from preimage.similarity.scoring import flatten
+from preimage.snapshot_schemas import Snapshot
 
 
 class ItemChange(BaseModel):

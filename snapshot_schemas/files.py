@@ -5,17 +5,28 @@ with the path ``"."``.  What is kept, by class:
 
 * content  — type, bytes (``digest`` + ``size``), symlink target, hardlink grouping;
 * metadata — mode bits incl. setuid/setgid/sticky, uid/gid, mtime/atime in
-  nanoseconds, extended attributes, device numbers of device nodes;
+  nanoseconds, extended attributes, device numbers of device nodes, and the
+  data extents of a sparse file (where its holes are);
 * server   — inode and ctime: the kernel assigns them and no client can set them.
 
 ``atime`` is captured before the file is read (reads use ``O_NOATIME`` where
 allowed) so a capture does not move it.  Sockets are recorded but cannot be
 re-created by a client; restore reports them as skipped.
+
+Paths are the kernel's bytes as ``os.fsdecode`` strings: a name that is not
+UTF-8 holds surrogate escapes, stored as ``\\udcXX`` escapes in the JSON document.  A
+regular file with no ``digest`` was not read (over the store's per-file cap;
+the snapshot's ``uncaptured`` says so): a restore leaves its live content alone.
+
+v2 (this version) added ``FileEntry.extents`` and ``FileSnapshot.root_parent``;
+a v1 document migrates with both unset.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from preimage.snapshot_schemas._base import (
     Item,
@@ -23,10 +34,10 @@ from preimage.snapshot_schemas._base import (
     content,
     key,
     metadata,
+    register_migration,
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 FileType = Literal["file", "dir", "symlink", "fifo", "chardev", "blockdev", "socket"]
 
@@ -52,6 +63,9 @@ class FileEntry(Item):
         default_factory=dict, description="name → hex value; security.* included when readable"
     )
     rdev: tuple[int, int] | None = metadata(None, description="(major, minor) of device nodes")
+    extents: list[tuple[int, int]] | None = metadata(
+        None, description="(offset, length) of each data region of a sparse file; None: no holes"
+    )
     inode: int = server()
     ctime_ns: int = server()
 
@@ -61,8 +75,19 @@ class FileSnapshot(Snapshot):
     """A file or a directory tree."""
 
     schema_name: ClassVar[str] = "file"
-    schema_version: int = 1
+    schema_version: int = 2
     connector: str = "file"
     root: str = Field(description="absolute path of the target")
+    root_parent: str | None = Field(
+        None,
+        description="the real path (symlinks resolved) of the target's parent at capture: a "
+        "restore refuses to write when it resolves elsewhere now",
+    )
     root_type: FileType | None = Field(None, description="None when the target did not exist")
     items: list[FileEntry] = Field(default_factory=list)
+
+
+@register_migration("file", 1)
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v1 had neither extents nor root_parent: both stay unset."""
+    return {**document, "schema_version": 2}

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -35,7 +37,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 Scope = Literal["account", "folder", "messages"]
 

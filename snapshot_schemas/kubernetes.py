@@ -31,10 +31,11 @@ re-created compares equal, and the UID is put back when joining.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar
+
+from pydantic import Field
 
 from preimage.snapshot_schemas._base import (
     Fidelity,
@@ -46,7 +47,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 CONTENT, METADATA, SERVER = Fidelity.CONTENT.value, Fidelity.METADATA.value, Fidelity.SERVER.value
 
@@ -355,8 +355,3 @@ class KubernetesSnapshot(Snapshot):
         "resources, PVs of claims); never removed by a restore",
     )
     items: list[KubeObject] = Field(default_factory=list)
-
-
-def canonical(obj: Any) -> str:
-    """A stable text form of a JSON value (for equality checks and hashing)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

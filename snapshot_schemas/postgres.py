@@ -32,6 +32,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -43,7 +45,6 @@ from preimage.snapshot_schemas._base import (
     server,
 )
 from preimage.snapshot_schemas.sql import TableRow, row_key
-from pydantic import Field
 
 
 class PgRow(TableRow):

@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -29,7 +31,6 @@ from preimage.snapshot_schemas._base import (
     metadata,
     register_snapshot_type,
 )
-from pydantic import Field
 
 
 class TableRow(Item):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -30,7 +32,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 
 class WebRecord(Item):

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError, RestoreError
+from preimage._target import Target
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
@@ -18,12 +21,8 @@ from preimage.connectors.postgres.ddl import lit, q, qn
 from preimage.connectors.postgres.plan import PHASES, Planner, Step
 from preimage.connectors.postgres.rows import copy_in, live_digest, sync_rows
 from preimage.connectors.postgres.scope import PgScope
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
 
 Cursor = Any
 LOCK_TIMEOUT = "30s"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from preimage._blobs import BlobStore
 from preimage.connectors.postgres import catalog
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
 from preimage.snapshot_schemas.postgres import PgSchema, PgTable
-
-from preimage._blobs import BlobStore
 
 Cursor = Any
 

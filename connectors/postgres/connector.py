@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
 from preimage.connectors.postgres.ddl import qn
 from preimage.connectors.postgres.scope import parse_scope
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError, TerminalConnectorError
-from preimage._target import Target
 
 
 class PostgresConnector:

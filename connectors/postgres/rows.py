@@ -15,10 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.snapshot_schemas.postgres import PgTable
-
-from preimage._blobs import BlobStore
 
 Cursor = Any
 

@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
-
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 
 class _HashOnly:

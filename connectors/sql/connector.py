@@ -24,12 +24,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
-from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
-
 from preimage._blobs import BlobStore
 from preimage._errors import (
     InvalidTargetError,
@@ -39,6 +33,11 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
+from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 _PRAGMAS = ("user_version", "application_id")
 

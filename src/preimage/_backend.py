@@ -75,6 +75,9 @@ class BlobStore(ABC):
         self.bytes_seen = 0      # uncompressed bytes handed to put_*
         self.blobs_written = 0
         self.digest_cache: DigestCache | None = None
+        # the store's per-file cap: a connector records a larger source as
+        # uncaptured instead of reading it (None: no cap)
+        self.max_file_size: int | None = None
 
     # ------------------------------------------------------------ what connectors use
     @abstractmethod
@@ -138,6 +141,10 @@ class BlobStore(ABC):
     def close(self) -> None:
         """Release what the blob side holds (upload threads, leases); idempotent."""
         return
+
+    @abstractmethod
+    def raw_size(self, digest: str) -> int | None:
+        """The blob's uncompressed size (None when missing or unreadable)."""
 
     # ------------------------------------------------------------ what lifecycle uses
     @abstractmethod
@@ -289,6 +296,7 @@ class Catalog(ABC):
         tool_call: dict[str, Any] | None = None,
         session: str | None = None,
         parent_id: str | None = None,
+        created_at: float | None = None,
     ) -> None:
         """Open a new backup (status ``open`` until :meth:`finish_backup`)."""
 
@@ -332,8 +340,13 @@ class Catalog(ABC):
         """Blobs a backup (or one of its snapshots) references."""
 
     @abstractmethod
-    def referenced(self) -> set[str]:
-        """Every blob any backup in the catalog references, whatever its status."""
+    def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
+        """Every blob a backup references, leaving out backups in ``skip_statuses``
+        (``prune`` skips ``failed`` and ``abandoned``: what they stored is garbage)."""
+
+    @abstractmethod
+    def ref_rows(self) -> Iterator[tuple[str, int, str]]:
+        """Every ``(backup_id, idx, digest)`` reference (for ``stats``)."""
 
     @abstractmethod
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
@@ -504,6 +517,9 @@ class RecordingBlobs(BlobStore):
 
     def flush(self) -> None:
         self.inner.flush()
+
+    def raw_size(self, digest: str) -> int | None:
+        return self.inner.raw_size(digest)
 
     def digests(self) -> Iterator[str]:
         return self.inner.digests()

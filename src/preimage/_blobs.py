@@ -20,9 +20,10 @@ once; a damaged blob is then rewritten from the new bytes (``put_*``) or
 reported absent (``exists``, so the caller reads its source again).
 
 **Hidden blobs** (``blobs/hidden/<generation>/``) are phase one of ``prune``:
-still readable by a restore, brought back by a capture that needs them
-(an atomic rename back, which ``prune`` cannot race: its delete is an
-``unlink`` of the hidden path), deleted by :meth:`LocalBlobStore.purge_hidden`.
+whoever asks for one — a capture's ``exists`` or ``put_*``, a restore's read —
+brings it back with an atomic rename, which ``prune`` cannot race (its delete
+is an ``unlink`` of the hidden path); :meth:`LocalBlobStore.purge_hidden`
+deletes the rest.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class SoundnessCache(Protocol):
     def blob_key(self, digest: str) -> BlobKey | None: ...
 
     def set_blob_key(self, digest: str, key: BlobKey | None) -> None: ...
+
+    def raw_size(self, digest: str) -> int | None: ...
+
+    def set_raw_sizes(self, rows: list[tuple[str, int]]) -> None: ...
 
 
 def _private_dir(path: Path) -> None:
@@ -199,6 +204,7 @@ class LocalBlobStore(BlobStore):
         """Store the concatenation of ``chunks`` without holding it in memory."""
         hasher = hashlib.sha256()
         tmp = self._tempfile()
+        raw = 0
         try:
             with tmp:
                 fcntl.flock(tmp.fileno(), fcntl.LOCK_EX)
@@ -206,17 +212,21 @@ class LocalBlobStore(BlobStore):
                 with cctx.stream_writer(tmp, closefd=False) as writer:
                     for chunk in chunks:
                         hasher.update(chunk)
-                        self.bytes_seen += len(chunk)
+                        raw += len(chunk)
                         writer.write(chunk)
+                self.bytes_seen += raw
                 digest = hasher.hexdigest()
                 final = self.path(digest)
                 if not self._needs_write(digest, final):
                     return digest
                 _private_dir(final.parent)
+                tmp.flush()
                 size = os.fstat(tmp.fileno()).st_size
                 _crash.point("blob")
                 os.replace(tmp.name, final)
             self._forget_key(digest)
+            if self.soundness is not None:
+                self.soundness.set_raw_sizes([(digest, raw)])
             self.bytes_written += size
             self.blobs_written += 1
             return digest
@@ -241,11 +251,12 @@ class LocalBlobStore(BlobStore):
 
     # ------------------------------------------------------------ reading
     def _source(self, digest: str) -> Path | None:
+        """The blob's file; a hidden blob is brought back first (whoever reads a
+        blob while a prune runs may be about to reference it)."""
         final = self.path(digest)
-        if final.exists():
+        if final.exists() or self._rescue(digest):
             return final
-        hidden = self._hidden_paths(digest)
-        return hidden[0] if hidden else None
+        return None
 
     def _read_verified(
         self, digest: str, source: Path, *, backup_id: str | None = None, path: str | None = None
@@ -295,14 +306,12 @@ class LocalBlobStore(BlobStore):
                 self.fallback.verify(digest, backup_id=backup_id, path=path)
                 return
             raise BlobMissingError(digest, backup_id=backup_id, path=path)
-        if source == self.path(digest):
-            sound = self._sound(digest, source)
-            if sound:
-                return
-            if sound is None:
-                raise BlobMissingError(digest, backup_id=backup_id, path=path)
-            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
-        self._read_verified(digest, source, backup_id=backup_id, path=path)
+        sound = self._sound(digest, source)
+        if sound:
+            return
+        if sound is None:
+            raise BlobMissingError(digest, backup_id=backup_id, path=path)
+        raise BlobCorruptError(digest, backup_id=backup_id, path=path)
 
     def stored_size(self, digest: str) -> int:
         """Compressed size on disk (0 when only in the fallback or missing)."""
@@ -310,6 +319,25 @@ class LocalBlobStore(BlobStore):
             return self.path(digest).stat().st_size
         except FileNotFoundError:
             return 0
+
+    def raw_size(self, digest: str) -> int | None:
+        """Uncompressed size: from the record, the zstd frame header, or by reading."""
+        cache = self.soundness
+        if cache is not None and (known := cache.raw_size(digest)) is not None:
+            return known
+        source = self._source(digest)
+        if source is None:
+            return None
+        try:
+            with open(source, "rb") as fh:
+                size = zstandard.frame_content_size(fh.read(18))
+            if size < 0:
+                size = sum(len(c) for c in self._stream(digest, source))
+        except (OSError, zstandard.ZstdError, BlobCorruptError, BlobMissingError):
+            return None
+        if cache is not None:
+            cache.set_raw_sizes([(digest, size)])
+        return int(size)
 
     # ------------------------------------------------------------ lifecycle
     def digests(self) -> Iterator[str]:
@@ -340,8 +368,10 @@ class LocalBlobStore(BlobStore):
 
     def inspect(self, digest: str, *, read_data: bool) -> BlobProblem | None:
         """Whether the blob is present; with ``read_data`` also read and hashed
-        (even when a verification is on record)."""
-        source = self._source(digest)
+        (even when a verification is on record).  A hidden blob counts as present."""
+        final = self.path(digest)
+        hidden = [] if final.exists() else self._hidden_paths(digest)
+        source = hidden[0] if hidden else (final if final.exists() else None)
         if source is None:
             return BlobProblem(digest, "missing", "no blob file")
         if not read_data:
@@ -360,12 +390,13 @@ class LocalBlobStore(BlobStore):
         except BlobCorruptError:
             self._forget_key(digest)
             return BlobProblem(digest, "corrupt", "content does not hash to its name")
-        if source == self.path(digest):
-            with contextlib.suppress(OSError):
-                st = source.stat()
-                self._verified[digest] = _key(st)
-                if self.soundness is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
-                    self.soundness.set_blob_key(digest, _key(st))
+        with contextlib.suppress(OSError):
+            if source != final:
+                return None
+            st = source.stat()
+            self._verified[digest] = _key(st)
+            if self.soundness is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
+                self.soundness.set_blob_key(digest, _key(st))
         return None
 
     def hide(self, digest: str, generation: str) -> bool:

@@ -94,6 +94,7 @@ CREATE TABLE IF NOT EXISTS stat_cache (
 CREATE TABLE IF NOT EXISTS blob_sound (
     digest TEXT PRIMARY KEY, size INTEGER, ino INTEGER, mtime_ns INTEGER, ctime_ns INTEGER
 );
+CREATE TABLE IF NOT EXISTS blob_raw_size (digest TEXT PRIMARY KEY, raw INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS trash (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     backup_id   TEXT NOT NULL,
@@ -218,6 +219,7 @@ class SqliteCatalog(Catalog):
         tool_call: dict[str, Any] | None = None,
         session: str | None = None,
         parent_id: str | None = None,
+        created_at: float | None = None,
     ) -> None:
         """Open a new backup (status ``open`` until :meth:`finish_backup`)."""
         with self._tx() as db:
@@ -226,7 +228,7 @@ class SqliteCatalog(Catalog):
                 " parent_id) VALUES (?,?,?,?,?,?,?,?)",
                 (
                     backup_id,
-                    time.time(),
+                    time.time() if created_at is None else created_at,
                     label,
                     kind,
                     tier,
@@ -369,9 +371,23 @@ class SqliteCatalog(Catalog):
             )
         return {str(r[0]) for r in cur}
 
-    def referenced(self) -> set[str]:
-        """Every blob any backup references (one consistent read)."""
-        return {str(r[0]) for r in self._db.execute("SELECT DISTINCT digest FROM refs")}
+    def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
+        """Every blob a backup references (one consistent read), backups in
+        ``skip_statuses`` left out."""
+        marks = ",".join("?" * len(skip_statuses)) or "''"
+        return {
+            str(r[0])
+            for r in self._db.execute(
+                "SELECT DISTINCT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
+                f" WHERE b.status NOT IN ({marks})",
+                skip_statuses,
+            )
+        }
+
+    def ref_rows(self) -> Iterator[tuple[str, int, str]]:
+        """Every reference row."""
+        for r in self._db.execute("SELECT backup_id, idx, digest FROM refs"):
+            yield str(r[0]), int(r[1]), str(r[2])
 
     def orphan_rows(self) -> list[str]:
         """Snapshot and reference rows whose backup row is gone."""
@@ -585,6 +601,17 @@ class SqliteCatalog(Catalog):
                 db.execute("DELETE FROM blob_sound WHERE digest=?", (digest,))
             else:
                 db.execute("INSERT OR REPLACE INTO blob_sound VALUES (?,?,?,?,?)", (digest, *key))
+
+    def raw_size(self, digest: str) -> int | None:
+        """A blob's uncompressed size, when recorded."""
+        row = self._db.execute("SELECT raw FROM blob_raw_size WHERE digest=?", (digest,)).fetchone()
+        return int(row[0]) if row else None
+
+    def set_raw_sizes(self, rows: list[tuple[str, int]]) -> None:
+        """Record uncompressed sizes of blobs."""
+        if rows:
+            with self._tx() as db:
+                db.executemany("INSERT OR REPLACE INTO blob_raw_size VALUES (?,?)", rows)
 
     # ------------------------------------------------------------ trash
     def add_trash(self, backup_id: str, original: str, stored_at: str) -> None:

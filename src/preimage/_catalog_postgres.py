@@ -245,13 +245,15 @@ class PostgresCatalog(Catalog):
     # ------------------------------------------------------------ backups
     def add_backup(self, backup_id: str, *, label: str = "", kind: str = "capture",
                    tier: str = "manual", tool_call: dict[str, Any] | None = None,
-                   session: str | None = None, parent_id: str | None = None) -> None:
-        """Open a new backup (status ``open``)."""
+                   session: str | None = None, parent_id: str | None = None,
+                   created_at: float | None = None) -> None:
+        """Open a new backup (status ``open``); ``created_at`` keeps an imported one's time."""
         c = self.cipher
         self._q(
             "INSERT INTO backups (id, created_at, label, kind, tier, tool_call, session, parent_id)"
             " VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
-            (backup_id, time.time(), c.text(label, "label") if label else "", kind, tier,
+            (backup_id, time.time() if created_at is None else created_at,
+             c.text(label, "label") if label else "", kind, tier,
              c.text(json.dumps(tool_call), "tool_call") if tool_call is not None else None,
              session, parent_id),
         )
@@ -354,9 +356,17 @@ class PostgresCatalog(Catalog):
                            (backup_id, idx))
         return {self.cipher.untoken(str(r[0])) for r in rows}
 
-    def referenced(self) -> set[str]:
-        """Every blob any backup references."""
-        return {self.cipher.untoken(str(r[0])) for r in self._q("SELECT DISTINCT digest FROM refs")}
+    def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
+        """Every blob a backup references (one statement, so one consistent read),
+        backups in ``skip_statuses`` left out."""
+        rows = self._q("SELECT DISTINCT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
+                       " WHERE NOT (b.status = ANY(%s))", (list(skip_statuses),))
+        return {self.cipher.untoken(str(r[0])) for r in rows}
+
+    def ref_rows(self) -> Iterator[tuple[str, int, str]]:
+        """Every reference row."""
+        for r in self._q("SELECT backup_id, idx, digest FROM refs"):
+            yield str(r[0]), int(r[1]), self.cipher.untoken(str(r[2]))
 
     def orphan_rows(self) -> list[str]:
         """Snapshot and reference rows whose backup is gone."""

@@ -1,213 +1,311 @@
-"""``preimage store init|migrate|status|key`` and ``preimage copy``: the shared store's commands.
-
-A shared store is named by ``PREIMAGE_STORE`` / ``PREIMAGE_CATALOG`` (or
-``--store`` / ``--catalog``); its key by ``PREIMAGE_STORE_KEY`` or
-``PREIMAGE_STORE_KEY_FILE``.  No command prints a key or a password: URLs are
-shown redacted, the key only by where it came from.
-"""
+"""The store's lifecycle commands: forget, prune, check, stats, quota, export, import."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.table import Table
 
-from preimage._errors import StoreConfigError, UsageError
-from preimage.cli import _emit_json, err, handle_errors, out
-
-
-def _settings(store: str | None, catalog: str | None) -> Any:
-    from preimage._remote import CATALOG_ENV, STORE_ENV, RemoteSettings, configured
-
-    env = dict(os.environ)
-    if store:
-        env[STORE_ENV] = store
-    if catalog:
-        env[CATALOG_ENV] = catalog
-    settings = configured(env)
-    if settings is None:
-        raise StoreConfigError(
-            f"no shared store named — set {STORE_ENV}=s3://bucket/prefix?endpoint=… and "
-            f"{CATALOG_ENV}=postgresql://… (or pass --store and --catalog)")
-    assert isinstance(settings, RemoteSettings)
-    return settings
+from preimage._cli_io import emit_json, err, handle_errors, iso, out, when, working
+from preimage._sizes import human_bytes
 
 
-def _key_source() -> str:
-    if os.environ.get("PREIMAGE_STORE_KEY"):
-        return "PREIMAGE_STORE_KEY"
-    if os.environ.get("PREIMAGE_STORE_KEY_FILE"):
-        return f"PREIMAGE_STORE_KEY_FILE ({os.environ['PREIMAGE_STORE_KEY_FILE']})"
-    return "none (unencrypted)"
+def _store() -> Any:
+    from preimage._store import Store
+
+    return Store()
 
 
-_store_opt = click.option("--store", "store_url", help="Store URL (default: $PREIMAGE_STORE).")
-_catalog_opt = click.option("--catalog", "catalog_url",
-                            help="Catalog URL (default: $PREIMAGE_CATALOG).")
+def _policy(keep_last: int | None, keep_within: str | None, keep_hourly: int | None,
+            keep_daily: int | None, keep_weekly: int | None, keep_monthly: int | None,
+            per_session: bool) -> Any:
+    from preimage._retention import RetentionPolicy, parse_duration
+
+    return RetentionPolicy(
+        keep_last=keep_last,
+        keep_within=parse_duration(keep_within) if keep_within else None,
+        keep_hourly=keep_hourly, keep_daily=keep_daily, keep_weekly=keep_weekly,
+        keep_monthly=keep_monthly, per_session=per_session,
+    )
 
 
-@click.group()
-def store() -> None:
-    """Set up and inspect a store shared by many machines (S3 + PostgreSQL)."""
-
-
-@store.command()
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@handle_errors
-def key(path: Path) -> None:
-    """Write a new random encryption key to PATH (0600; never printed)."""
-    from preimage.packstore import new_key_text
-
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; refusing to overwrite a key — choose a new path") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "w") as fh:
-        fh.write(new_key_text() + "\n")
-    err.print(f"wrote a new key to {path} — keep a copy somewhere safe: without it the store "
-              f"cannot be read. Use it with PREIMAGE_STORE_KEY_FILE={path}", markup=False)
-
-
-@store.command()
-@_store_opt
-@_catalog_opt
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@handle_errors
-def init(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
-    """Create the shared store (the repository and the catalog tables); idempotent."""
-    from preimage._remote import init_backend
-
-    settings = _settings(store_url, catalog_url)
-    repo_id, created, before = init_backend(settings)
-    doc = {"store": settings.store_where, "catalog": settings.catalog_where,
-           "repository": repo_id, "created": created, "catalog_schema_before": before}
-    if as_json:
-        _emit_json(doc)
-        return
-    verb = "initialised" if created else "already initialised"
-    out.print(f"{verb} {settings.store_where} (repository {repo_id[:12]}), catalog "
-              f"{settings.catalog_where}", markup=False)
-
-
-@store.command()
-@_store_opt
-@_catalog_opt
-@handle_errors
-def migrate(store_url: str | None, catalog_url: str | None) -> None:
-    """Bring the catalog's tables and the store format up to this preimage's."""
-    from preimage._catalog_postgres import SCHEMA_VERSION
-
-    settings = _settings(store_url, catalog_url)
-    with _home_store(settings) as st:   # opening upgrades an older store format
-        before = st.catalog.migrate()
-    out.print(f"catalog schema {before} → {SCHEMA_VERSION}; store format is current",
-              markup=False)
-
-
-@contextlib.contextmanager
-def _home_store(settings: Any) -> Iterator[Any]:
-    from preimage._remote import remote_store
-    from preimage._store import default_home
-
-    st = remote_store(settings, default_home())
-    try:
-        yield st
-    finally:
-        st.close()
-
-
-@store.command()
-@_store_opt
-@_catalog_opt
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@handle_errors
-def status(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
-    """Where the shared store is, its format, and what it holds."""
-    from preimage._catalog_postgres import SCHEMA_VERSION
-    from preimage._sizes import human_bytes
-
-    settings = _settings(store_url, catalog_url)
-    with _home_store(settings) as st:
-        repo = st.blobs.repo
-        repo.refresh()
-        packs = repo.stored_packs()
-        doc = {
-            "store": settings.store_where,
-            "catalog": settings.catalog_where,
-            "repository": repo.config.id,
-            "format": repo.config.version,
-            "store_format": st.catalog.format_version(),
-            "catalog_schema": SCHEMA_VERSION,
-            "cipher": repo.config.cipher,
-            "key": _key_source(),
-            "backups": st.catalog.count(),
-            "packs": len(packs),
-            "pack_bytes": sum(packs.values()),
-            "index_files": len(repo.index_files()),
-            "blobs": len(repo.all_blobs()),
-            "hidden_blobs": sum(len(v) for v in st.blobs.hidden().values()),
-            "cache": str(repo.cache_dir) if repo.cache_dir else None,
-        }
-    if as_json:
-        _emit_json(doc)
-        return
-    for k, v in doc.items():
-        shown = human_bytes(int(v)) if k == "pack_bytes" else v
-        out.print(f"{k:>15}: {shown}", markup=False)
-
-
-def _open_named(spec: str | None, catalog_url: str | None) -> Any:
-    """``local`` → the machine's own store; a URL → that shared store; None → the default."""
-    from preimage._blobs import LocalBlobStore
-    from preimage._catalog import SqliteCatalog
-    from preimage._store import Store, default_home
-
-    if spec is None:
-        return Store()
-    if spec == "local":
-        home = default_home()
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return Store(home, blobs=LocalBlobStore(home / "blobs"),
-                     catalog=SqliteCatalog(home / "catalog.sqlite"))
-    from preimage._remote import remote_store
-
-    return remote_store(_settings(spec, catalog_url), default_home())
+def _keep_options(fn: Any) -> Any:
+    for option in reversed([
+        click.option("--keep-last", type=click.IntRange(min=1), help="Keep the N newest backups."),
+        click.option("--keep-within", metavar="DURATION",
+                     help="Keep every backup within DURATION (2d, 36h, 1w) of the newest."),
+        click.option("--keep-hourly", type=click.IntRange(min=1),
+                     help="Keep the newest backup of each of the N newest hours."),
+        click.option("--keep-daily", type=click.IntRange(min=1),
+                     help="Keep the newest backup of each of the N newest days."),
+        click.option("--keep-weekly", type=click.IntRange(min=1),
+                     help="Keep the newest backup of each of the N newest weeks."),
+        click.option("--keep-monthly", type=click.IntRange(min=1),
+                     help="Keep the newest backup of each of the N newest months."),
+        click.option("--per-session", is_flag=True,
+                     help="Apply the rules to each agent session's backups separately."),
+    ]):
+        fn = option(fn)
+    return fn
 
 
 @click.command()
-@click.argument("ref")
-@click.option("--to", "to", required=True,
-              help="Destination: `local` (this machine's store) or a store URL (s3://…, file://…).")
-@click.option("--from", "from_", default=None,
-              help="Source: `local` or a store URL (default: the configured store).")
-@click.option("--catalog", "catalog_url", help="Catalog URL of a shared store named by URL.")
+@click.argument("refs", nargs=-1)
+@_keep_options
+@click.option("--prune", "then_prune", is_flag=True, help="Run `prune` afterwards.")
+@click.option("--dry-run", is_flag=True, help="Show what would be forgotten; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
-def copy(ref: str, to: str, from_: str | None, catalog_url: str | None, as_json: bool) -> None:
-    """Copy backup REF (with every blob it needs) into another store."""
-    from preimage._copy import copy_backup
+def forget(refs: tuple[str, ...], keep_last: int | None, keep_within: str | None,
+           keep_hourly: int | None, keep_daily: int | None, keep_weekly: int | None,
+           keep_monthly: int | None, per_session: bool, then_prune: bool, dry_run: bool,
+           as_json: bool) -> None:
+    """Remove backups by ID, or those a retention policy does not keep.
 
-    src = _open_named(from_, catalog_url)
-    try:
-        dst = _open_named(to, catalog_url)
-        try:
-            result = copy_backup(src, dst, ref)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+    Like `restic forget`: only the catalog entries go; `prune` reclaims the space.
+    """
+    from preimage._prune import forget as do_forget
+    from preimage._prune import prune
+
+    policy = _policy(keep_last, keep_within, keep_hourly, keep_daily, keep_weekly, keep_monthly,
+                     per_session)
+    with _store() as store:
+        report = do_forget(store, list(refs), policy=None if refs else policy, dry_run=dry_run)
+        pruned = prune(store) if then_prune and not dry_run else None
     if as_json:
-        _emit_json(result)
+        emit_json({
+            "dry_run": report.dry_run, "policy": report.policy, "kept": report.kept,
+            "forgotten": [{"id": r.id, "created_at": iso(r.created_at), "kind": r.kind,
+                           "status": r.status, "session": r.session,
+                           "targets": [s.target for s in r.snapshots]}
+                          for r in report.forgotten],
+            "prune": _prune_doc(pruned) if pruned else None,
+        })
         return
-    if result["copied"]:
-        out.print(f"copied {result['id']}: {result['blobs_copied']} blob(s), "
-                  f"{result['bytes_copied']} bytes sent ({result['blobs_present']} already there)",
-                  markup=False)
+    verb = "would forget" if dry_run else "forgot"
+    for r in report.forgotten:
+        out.print(f"{verb} {r.id}  {when(r.created_at)}  {r.kind:11} {r.status:9} "
+                  f"{', '.join(s.target for s in r.snapshots)}", markup=False)
+    out.print(f"{verb} {len(report.forgotten)} backup(s), kept {report.kept}"
+              + (f" ({report.policy})" if report.policy else ""), markup=False)
+    if pruned:
+        _print_prune(pruned)
+    elif report.forgotten and not dry_run:
+        out.print("run `preimage prune` to reclaim the space")
+
+
+def _prune_doc(r: Any) -> dict[str, Any]:
+    return {
+        "dry_run": r.dry_run, "abandoned": r.abandoned,
+        "unreferenced_blobs": r.unreferenced_blobs, "unreferenced_bytes": r.unreferenced_bytes,
+        "deleted_blobs": r.deleted_blobs, "freed_bytes": r.freed_bytes, "kept_back": r.kept_back,
+        "leftovers": r.leftovers, "trash": r.trash, "pending": r.pending,
+        "waited_for": r.waited_for,
+    }
+
+
+def _print_prune(r: Any) -> None:
+    for b in r.abandoned:
+        out.print(f"backup {b} was left open by a killed capture: marked abandoned")
+    if r.dry_run:
+        out.print(f"would reclaim {r.unreferenced_blobs} unreferenced blob(s), "
+                  f"{human_bytes(r.unreferenced_bytes)}, {r.leftovers} leftover(s) and "
+                  f"{len(r.trash)} trash director(ies)")
+        return
+    out.print(f"deleted {r.deleted_blobs} blob(s) and {r.leftovers} leftover(s), "
+              f"{len(r.trash)} trash director(ies); reclaimed {human_bytes(r.freed_bytes)}")
+    if r.pending:
+        out.print(f"{len(r.pending)} prune generation(s) wait for captures still running; "
+                  "the next `preimage prune` finishes them")
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Show what would be reclaimed; change nothing.")
+@click.option("--no-wait", is_flag=True,
+              help="Do not wait for running captures; a later prune finishes the sweep.")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds to wait for running captures (default: as long as they run).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def prune(dry_run: bool, no_wait: bool, timeout: float | None, as_json: bool) -> None:
+    """Reclaim every blob no backup references, partial writes, and forgotten trash.
+
+    Two-phase, as `restic prune`: safe while captures run in parallel.
+    """
+    from preimage._prune import prune as do_prune
+
+    with _store() as store, working("pruning…", not as_json):
+        report = do_prune(store, wait=not no_wait, timeout=timeout, dry_run=dry_run,
+                          say=lambda t: err.print(t, markup=False))
+    if as_json:
+        emit_json(_prune_doc(report))
     else:
-        out.print(f"{result['id']} is already in the destination", markup=False)
+        _print_prune(report)
+
+
+@click.command()
+@click.option("--read-data", is_flag=True, help="Read and hash every referenced blob.")
+@click.option("--repair", is_flag=True, help="Fix what can be fixed without inventing data.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def check(read_data: bool, repair: bool, as_json: bool) -> None:
+    """Check catalog ↔ snapshots ↔ blobs; name every problem; exit 1 when any remain."""
+    from preimage._check import check as do_check
+
+    with _store() as store, working("checking…", not as_json):
+        report = do_check(store, read_data=read_data, repair=repair)
+    if as_json:
+        emit_json({"ok": report.ok, "read_data": report.read_data, "repair": report.repair,
+                   "backups": report.backups, "blobs_checked": report.blobs_checked,
+                   "problems": [p.to_dict() for p in report.problems], "notes": report.notes})
+    else:
+        for p in report.problems:
+            fixed = " [repaired]" if p.repaired else (f" (--repair: {p.repair})" if p.repair else "")
+            out.print(f"problem: {p.message}{fixed}", markup=False)
+        for note in report.notes:
+            out.print(f"note: {note}", markup=False)
+        data = "read and hashed" if read_data else "present (use --read-data to hash them)"
+        out.print(f"checked {report.backups} backup(s) and {report.blobs_checked} blob(s), "
+                  f"{data}: {len(report.problems)} problem(s)", markup=False)
+    if not report.ok:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def stats(as_json: bool) -> None:
+    """Size of the store, what deduplication and compression save, per target and session."""
+    from preimage._stats import stats as do_stats
+
+    with _store() as store, working("measuring…", not as_json):
+        doc = do_stats(store)
+    if as_json:
+        emit_json(doc)
+        return
+    out.print(f"store {doc['home']} (format {doc['format']}): {doc['backups']} backup(s) "
+              f"{doc['by_status']}, {doc['blobs']} blob(s)", markup=False)
+    out.print(f"stored {human_bytes(doc['stored_bytes'])}; restore size "
+              f"{human_bytes(doc['restore_size'])}; dedup x{doc['dedup_ratio']}, compression "
+              f"x{doc['compression_ratio']}, together x{doc['total_ratio']}", markup=False)
+    if doc["unreferenced_bytes"]:
+        out.print(f"unreferenced: {human_bytes(doc['unreferenced_bytes'])} "
+                  "(`preimage prune` reclaims it)")
+    if doc["trash_bytes"]:
+        out.print(f"trash: {human_bytes(doc['trash_bytes'])}")
+    for title, key in (("per target", "per_target"), ("per session", "per_session")):
+        if not doc[key]:
+            continue
+        table = Table(title=title)
+        for col in (title.split()[1], "backups", "restore size", "only here"):
+            table.add_column(col)
+        for name, row in doc[key].items():
+            table.add_row(name, str(row["backups"]), human_bytes(row["restore_size"]),
+                          human_bytes(row["unique_stored"]))
+        out.print(table)
+
+
+@click.command()
+@click.option("--max-size", metavar="SIZE", help="Store size cap (20GiB); 0 removes it.")
+@click.option("--max-file-size", metavar="SIZE",
+              help="Files larger than this are recorded as not captured; 0 removes it.")
+@_keep_options
+@click.option("--clear-policy", is_flag=True, help="Remove the retention policy.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def quota(max_size: str | None, max_file_size: str | None, keep_last: int | None,
+          keep_within: str | None, keep_hourly: int | None, keep_daily: int | None,
+          keep_weekly: int | None, keep_monthly: int | None, per_session: bool,
+          clear_policy: bool, as_json: bool) -> None:
+    """Show or set the store's quotas and the retention policy they apply."""
+    from dataclasses import replace
+
+    from preimage import _quota
+
+    policy = _policy(keep_last, keep_within, keep_hourly, keep_daily, keep_weekly, keep_monthly,
+                     per_session)
+    with _store() as store:
+        current = _quota.load(store)
+        new = current
+        if max_size is not None:
+            new = replace(new, max_size=_quota.parse_size(max_size) or None)
+        if max_file_size is not None:
+            new = replace(new, max_file_size=_quota.parse_size(max_file_size) or None)
+        if clear_policy:
+            new = replace(new, policy=type(policy)())
+        elif not policy.empty:
+            new = replace(new, policy=policy)
+        if new != current:
+            _quota.save(store, new)
+        used = _quota.usage(store)
+    if as_json:
+        emit_json({**new.to_dict(), "usage": used})
+        return
+    out.print(f"store size: {human_bytes(used)}"
+              + (f" of {human_bytes(new.max_size)} allowed" if new.max_size else " (no cap)"))
+    out.print("per-file cap: " + (human_bytes(new.max_file_size) if new.max_file_size else "none"))
+    out.print(f"retention policy applied over the cap: {new.policy.describe()}")
+
+
+@click.command(name="export")
+@click.argument("ref")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write here instead of stdout.")
+@handle_errors
+def export_cmd(ref: str, output: Path | None) -> None:
+    """Write backup REF as one verifiable archive (.tar.zst): `preimage export ID > file`."""
+    from preimage._archive import export_backup
+    from preimage._errors import UsageError
+
+    if output is None and sys.stdout.isatty():
+        raise UsageError("the archive is binary — redirect it: preimage export ID > backup.tar.zst")
+    with _store() as store:
+        if output is None:
+            manifest = export_backup(store, ref, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            tmp = output.with_name(output.name + ".part")
+            with open(tmp, "wb") as fh:
+                manifest = export_backup(store, ref, fh)
+            tmp.replace(output)
+    n = len({d for s in manifest["snapshots"] for d in s["refs"]})
+    err.print(f"exported backup {manifest['backup']['id']}: {len(manifest['snapshots'])} "
+              f"target(s), {n} blob(s)", markup=False)
+
+
+@click.command(name="import")
+@click.argument("archive", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def import_cmd(archive: Path, as_json: bool) -> None:
+    """Add the backup in ARCHIVE (from `preimage export`; - for stdin) to this store."""
+    from preimage._archive import import_backup
+
+    with _store() as store:
+        if str(archive) == "-":
+            result = import_backup(store, sys.stdin.buffer)
+        else:
+            try:
+                fh = open(archive, "rb")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                from preimage._errors import UsageError
+
+                raise UsageError(f"cannot read {archive}: {exc.strerror}") from exc
+            with fh:
+                result = import_backup(store, fh)
+    if as_json:
+        emit_json({"id": result.backup_id, "blobs": result.blobs, "new_bytes": result.new_bytes,
+                   "already_present": result.already_present})
+        return
+    if result.already_present:
+        err.print(f"backup {result.backup_id} is already in this store; nothing to do")
+    else:
+        err.print(f"imported backup {result.backup_id}: {result.blobs} blob(s), "
+                  f"{human_bytes(result.new_bytes)} new in the store", markup=False)
+    click.echo(result.backup_id)
+
+
+COMMANDS = [forget, prune, check, stats, quota, export_cmd, import_cmd]

@@ -39,7 +39,8 @@ def copy_backup(src: Store, dst: Store, ref: str) -> dict[str, Any]:
     with dst.catalog.lease(backup.id):
         dst.catalog.add_backup(backup.id, label=backup.label, kind=backup.kind,
                                tier=backup.tier, tool_call=backup.tool_call,
-                               session=backup.session, parent_id=backup.parent_id)
+                               session=backup.session, parent_id=backup.parent_id,
+                               created_at=backup.created_at)
         try:
             for digest in sorted(set().union(*refs.values()) if refs else set()):
                 if dst.blobs.exists(digest):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._errors import (
@@ -16,17 +17,21 @@ from preimage._errors import (
     PreimageError,
     RestoreError,
     StoreError,
+    TerminalConnectorError,
     UsageError,
 )
 from preimage._format import digests_in
 from preimage._ids import new_backup_id
+from preimage._quota import enforce as enforce_quota
+from preimage._quota import load as load_quota
+from preimage._redact import redact, redact_value
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
-from preimage.similarity.score import flatten
+from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot, load_snapshot
 
 
@@ -40,6 +45,7 @@ class Backup:
     logical_bytes: int
     seconds: float
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what the store did (quota)
 
 
 @dataclass
@@ -114,13 +120,14 @@ def capture(
     for t in targets:
         _check_not_store(t, st)
     backup_id = new_backup_id()
+    quota = load_quota(st)
     with st.catalog.lease(backup_id):
         st.catalog.add_backup(
             backup_id,
-            label=label,
+            label=redact(label),
             kind=kind,
             tier=tier,
-            tool_call=tool_call,
+            tool_call=redact_value(tool_call) if tool_call is not None else None,
             session=session,
             parent_id=parent_id,
         )
@@ -130,7 +137,8 @@ def capture(
         try:
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
-                snap = conn.capture(target, view)
+                view.max_file_size = quota.max_file_size
+                snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
                 named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
@@ -157,7 +165,30 @@ def capture(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,
             seconds=seconds, snapshots=len(snapshots),
         )
-    return Backup(backup_id, snapshots, stored, logical, seconds)
+    notes = enforce_quota(st) if quota.max_size is not None else []
+    return Backup(backup_id, snapshots, stored, logical, seconds, notes=notes)
+
+
+T = TypeVar("T")
+
+
+def _guarded(call: Callable[[], T], verb: str, target: str) -> T:
+    """Run a connector's ``call``; an exception that is not a preimage error (a client
+    library's, a bug) becomes a connector error naming the target, in one line."""
+    try:
+        return call()
+    except (PreimageError, KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except OSError as exc:
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""), target=target) from exc
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {text} — check that the target is what its URI says",
+            target=target,
+        ) from exc
 
 
 def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
@@ -245,12 +276,12 @@ def _check_whole(
             try:
                 st.blobs.verify(digest, backup_id=backup.id)
             except (BlobCorruptError, BlobMissingError) as exc:
-                where = _item_naming(snap, digest)
+                where = item_naming(snap, digest)
                 path = f"{row.target} {where}" if where else row.target
                 raise type(exc)(digest, backup_id=backup.id, path=path) from exc
 
 
-def _item_naming(snap: Snapshot, digest: str) -> str:
+def item_naming(snap: Snapshot, digest: str) -> str:
     """The natural key of the first item whose fields mention ``digest`` (for messages)."""
     for item in snap.items:
         try:
@@ -321,7 +352,8 @@ def restore(
         conn = get_connector(row.connector)
         policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
         try:
-            reports.append(conn.restore(snap, st.blobs, policy=policy))
+            reports.append(_guarded(partial(conn.restore, snap, st.blobs, policy=policy),
+                                    "restore", row.target))
         except (BlobCorruptError, BlobMissingError) as exc:
             raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
         except PreimageError as exc:

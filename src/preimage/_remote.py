@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from preimage._errors import StoreConfigError
-from preimage._target import redact
+from preimage._redact import redact
 
 if TYPE_CHECKING:
     from preimage._catalog_postgres import PostgresCatalog

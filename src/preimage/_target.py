@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 from preimage._errors import InvalidTargetError
+from preimage._redact import is_secret_name, redact
+
+__all__ = ["Target", "redact"]
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*$")
 
@@ -81,6 +84,10 @@ class Target:
             raise InvalidTargetError(uri, "its path contains a NUL byte (%00)")
         password = unquote(parts.password) if parts.password is not None else None
         redacted_netloc = _netloc(parts.username, parts.hostname, port)
+        kept, secret = _split_query(parts.query)
+        if password is None:
+            password = next((secret[k] for k in ("password", "passwd", "pwd") if k in secret), None)
+        parts = parts._replace(query=kept)
         if uri[len(parts.scheme) + 1 :].startswith("//"):
             # built by hand: urlunsplit turns an empty authority with a path that
             # starts with "//" (sqlite:////abs/db) into a host, and drops an empty
@@ -101,7 +108,7 @@ class Target:
             host=parts.hostname,
             port=port,
             path=path,
-            query=parse_qs(parts.query, keep_blank_values=True),
+            query=parse_qs(urlsplit(uri).query, keep_blank_values=True),
             password=password,
         )
 
@@ -135,21 +142,24 @@ class Target:
                 return auth[2]
         return None
 
-    def with_password(self, password: str | None) -> Target:
-        """A copy carrying ``password`` in memory."""
-        return Target(
-            uri=self.uri,
-            scheme=self.scheme,
-            username=self.username,
-            host=self.host,
-            port=self.port,
-            path=self.path,
-            query=self.query,
-            password=password,
-        )
-
     def __str__(self) -> str:
         return self.redacted
+
+
+def _split_query(query: str) -> tuple[str, dict[str, str]]:
+    """The query string without secret parameters (``password``, ``token``, …), and
+    those parameters: they stay in memory for this process, never in a stored URI."""
+    if not query:
+        return query, {}
+    kept: list[str] = []
+    secret: dict[str, str] = {}
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if is_secret_name(unquote(name)):
+            secret[unquote(name).lower()] = unquote(value)
+        else:
+            kept.append(pair)
+    return "&".join(kept), secret
 
 
 def _netloc(username: str | None, host: str | None, port: int | None) -> str:
@@ -161,8 +171,3 @@ def _netloc(username: str | None, host: str | None, port: int | None) -> str:
     if port is not None:
         netloc += f":{port}"
     return netloc
-
-
-def redact(text: str) -> str:
-    """Replace ``user:password@`` in any URI inside ``text`` with ``user:***@``."""
-    return re.sub(r"(?P<pre>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", r"\g<pre>:***@", text)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from preimage.connectors.browser import browser_context, close_profile
 
 from fixtures.isso import IssoServer, seed_thread
 from fixtures.trac import TracServer
+from preimage.connectors.browser import browser_context, close_profile
 
 from .conftest import (
     CliRunner,

@@ -1,4 +1,4 @@
-"""Invariants of the similarity score (see preimage.similarity.score)."""
+"""Invariants of the similarity score (see preimage.similarity.scoring)."""
 
 from __future__ import annotations
 

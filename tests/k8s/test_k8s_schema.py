@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+
+from preimage import InvalidTargetError, Target
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.derived import derived_reason
 from preimage.connectors.kubernetes.discovery import ResourceType
@@ -19,8 +21,6 @@ from preimage.snapshot_schemas.kubernetes import (
     leaf_class,
     split_object,
 )
-
-from preimage import InvalidTargetError, Target
 
 OWNER_UID = "11111111-1111-1111-1111-111111111111"
 

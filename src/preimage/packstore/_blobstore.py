@@ -287,6 +287,11 @@ class PackBlobStore(BlobStore):
         """Bytes the blob's chunks take in packs (shared chunks count in full)."""
         return self.repo.stored_size(digest)
 
+    def raw_size(self, digest: str) -> int | None:
+        """The blob's size in bytes, from the index (None when unknown)."""
+        found = self.repo.readable_blob(digest)
+        return None if found is None else found[0]
+
     # ------------------------------------------------------------ lifecycle
     def digests(self) -> Iterator[str]:
         """Every indexed blob that is not hidden."""
@@ -332,8 +337,8 @@ class PackBlobStore(BlobStore):
         self.coordinator.unhide_blob(generation, digest)
 
     def hidden(self) -> dict[str, list[str]]:
-        """Hidden blobs by generation."""
-        return self.coordinator.hidden_blobs()
+        """Hidden blobs by generation (not the ones set aside as damaged: those stay)."""
+        return {g: ds for g, ds in self.coordinator.hidden_blobs().items() if g != DAMAGED}
 
     def purge_hidden(self, generation: str, digests: Iterable[str]) -> int:
         """Phase two: drop these hidden blobs; repack the packs they shared.  Bytes freed."""

@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from preimage.snapshot_schemas import Fidelity, Item, Snapshot, iter_leaves
 from pydantic import BaseModel, Field
+
+from preimage.snapshot_schemas import Fidelity, Item, Snapshot, iter_leaves
 
 Leaves = dict[tuple[str, str], tuple[str, Any]]
 
