@@ -1,6 +1,6 @@
 """Packed, content-defined-chunked, optionally encrypted blob storage.
 
-The repository format (``docs/store-format.md``) over a :class:`Storage`: an
+The repository format (``docs/remote-store.md``) over a :class:`Storage`: an
 S3-compatible bucket for a store shared by many machines, or a plain
 directory.  :class:`PackBlobStore` gives the connectors the same blob API as
 the embedded default store.

@@ -16,6 +16,7 @@ vanished (``prune`` repacked it) the index is reloaded once and the read retried
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import secrets
@@ -47,6 +48,7 @@ from preimage.packstore._storage import ObjectMissing, Storage
 
 _READ_GROUP = 8 << 20   # at most this many bytes per ranged GET
 _READ_AHEAD = 4         # ranged GETs in flight ahead of the reader
+_READ_WINDOW = 4 << 20  # small boxes read along with a requested one (into the cache)
 _CACHE_LIMIT = int(os.environ.get("PREIMAGE_CHUNK_CACHE_MB", "512")) << 20
 
 
@@ -94,6 +96,7 @@ class PackRepository:
         self._lock = threading.RLock()
         self._loaded: dict[str, set[str]] = {}      # index file -> packs it names
         self._packs: dict[str, list[Entry]] = {}     # pack -> its entries
+        self._offsets: dict[str, list[int]] = {}    # pack -> its entries' offsets
         self._chunks: dict[str, tuple[str, Entry]] = {}  # chunk id -> (pack, entry)
         self._blobs: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._index_loaded = False
@@ -107,6 +110,7 @@ class PackRepository:
         self._new_blobs: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._uploads: list[Future[None]] = []
         self._pool: ThreadPoolExecutor | None = None
+        self._readers: ThreadPoolExecutor | None = None
         self._cache_bytes = 0
         # Named in every pack this process writes; ``before_first_pack`` takes the
         # writer's lease, so ``prune`` can tell a pack still being indexed from one
@@ -148,6 +152,7 @@ class PackRepository:
             if gone:  # a prune replaced index files: rebuild from what is there now
                 self._loaded.clear()
                 self._packs.clear()
+                self._offsets.clear()
                 self._chunks.clear()
                 self._blobs.clear()
             for name in sorted(names - set(self._loaded)):
@@ -185,6 +190,7 @@ class PackRepository:
         self._loaded[name] = set(packs)
         for pack, entries in packs.items():
             self._packs[pack] = list(entries)
+            self._offsets.pop(pack, None)
             for e in entries:
                 self._chunks[e[0]] = (pack, e)
         self._blobs.update(blobs)
@@ -273,8 +279,11 @@ class PackRepository:
             self._open.body += box
             self._open.entries.append(entry)
             self._open_chunks[chunk_id] = entry
-            if len(self._open.body) >= self.config.pack_size:
+            full = len(self._open.body) >= self.config.pack_size
+            if full:
                 self._seal_open_pack()
+        if full:
+            self._throttle()
         return chunk_id, len(box)
 
     def add_blob(self, digest: str, size: int, chunk_ids: Iterable[str]) -> None:
@@ -298,19 +307,21 @@ class PackRepository:
         self._open_chunks.clear()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="preimage-upload")
-        # At most a few packs wait in memory: block on the oldest upload first.
-        while True:
-            inflight = [f for f in self._uploads if not f.done()]
-            if len(inflight) < 3:
-                break
-            inflight[0].exception()
         self._uploads.append(self._pool.submit(self._upload, pack_id, data))
+
+    def _throttle(self) -> None:
+        """At most a few packs wait in memory: block on the oldest upload (never while
+        holding the lock — the upload threads do not take it, but a reader may)."""
+        while True:
+            inflight = [f for f in list(self._uploads) if not f.done()]
+            if len(inflight) < 3:
+                return
+            inflight[0].exception()
 
     def _upload(self, pack_id: str, data: bytes) -> None:
         self.storage.put(pack_name(pack_id), data)
         _crash.point("pack")   # uploaded, not yet named by an index: the worst moment to die
-        with self._lock:  # readable from storage from now on; free the memory
-            self._sealed.pop(pack_id, None)
+        self._sealed.pop(pack_id, None)   # readable from storage from now on; free the memory
 
     def flush(self) -> str | None:
         """Upload what is pending and name it in a new index file; return its id (None
@@ -398,6 +409,9 @@ class PackRepository:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._readers is not None:
+            self._readers.shutdown(wait=True, cancel_futures=True)
+            self._readers = None
         self._trim_cache()
 
     # ------------------------------------------------------------ reading
@@ -409,10 +423,17 @@ class PackRepository:
         """
         self._ensure_index()
         groups = self._plan(list(chunk_ids))
-        pool = ThreadPoolExecutor(max_workers=_READ_AHEAD, thread_name_prefix="preimage-read")
+        if len(groups) == 1:   # a small blob: no threads to start
+            yield from self._fetch_group(groups[0])
+            return
+        with self._lock:
+            if self._readers is None:
+                self._readers = ThreadPoolExecutor(max_workers=_READ_AHEAD,
+                                                   thread_name_prefix="preimage-read")
+            pool = self._readers
+        pending: list[Future[list[bytes]]] = []
+        it = iter(groups)
         try:
-            pending: list[Future[list[bytes]]] = []
-            it = iter(groups)
             for group in it:
                 pending.append(pool.submit(self._fetch_group, group))
                 if len(pending) >= _READ_AHEAD:
@@ -424,7 +445,8 @@ class PackRepository:
                     pending.append(pool.submit(self._fetch_group, nxt))
                 yield from done
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for f in pending:
+                f.cancel()
 
     def _plan(self, chunk_ids: list[str]) -> list[list[str]]:
         """Chunk ids grouped into runs that one ranged GET of one pack can serve."""
@@ -467,13 +489,18 @@ class PackRepository:
         elif (sealed := self._sealed.get(pack_id)) is not None:
             body = sealed[start:end]
         else:
+            extra = self._neighbours(pack_id, end)
+            fetch_end = max([end] + [e[1] + e[2] for e in extra])
             try:
-                body = self.storage.get_range(pack_name(pack_id), start, end - start)
+                body = self.storage.get_range(pack_name(pack_id), start, fetch_end - start)
             except ObjectMissing:
                 if not retried:
                     self.refresh()
                     return self._fetch_group(group, retried=True)
                 raise ChunkUnreadable(group[0], missing=True) from None
+            for e in extra:   # boxes read along: the next small blobs of a restore
+                if e[0] not in group:
+                    self._cache_box(e[0], body[e[1] - start : e[1] - start + e[2]])
         out = []
         for cid, loc in zip(group, locs, strict=True):
             assert loc is not None
@@ -482,6 +509,24 @@ class PackRepository:
             if pack_id is not None and pack_id not in self._sealed:
                 self._cache_box(cid, box)
             out.append(plain)
+        return out
+
+    def _neighbours(self, pack_id: str, end: int) -> list[Entry]:
+        """Boxes of ``pack_id`` right after offset ``end`` worth reading in the same GET:
+        small chunks (whole small blobs, written one after another) up to a window."""
+        if self.cache_dir is None or _CACHE_LIMIT <= 0:
+            return []
+        entries = self._packs.get(pack_id, [])
+        offsets = self._offsets.get(pack_id)
+        if offsets is None:
+            offsets = self._offsets[pack_id] = [e[1] for e in entries]
+        out: list[Entry] = []
+        i = bisect.bisect_left(offsets, end)
+        while i < len(entries) and entries[i][1] + entries[i][2] - end <= _READ_WINDOW:
+            if entries[i][3] >= self.config.min_chunk:
+                break   # a large blob's chunk: its own reader will ask for it
+            out.append(entries[i])
+            i += 1
         return out
 
     def _open_box(self, cid: str, box: bytes, entry: Entry | None = None) -> bytes:
