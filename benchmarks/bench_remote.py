@@ -38,7 +38,7 @@ MB = 1 << 20
 
 
 def make_tree(root: Path, size: int, rng: random.Random) -> None:
-    """~60% in 8 large files, the rest in 64 KiB–512 KiB files; half random, half text."""
+    """~60% in 8 large files, the rest in 64 KiB to 512 KiB files; half random, half text."""
     text = (b"2026-11-30T10:00:00Z INFO request served path=/api/items status=200 in 12ms\n"
             * 8192)
     def body(n: int) -> bytes:

@@ -1,4 +1,4 @@
-"""The pack repository format, version 1: a written contract (docs/store-format.md).
+"""The pack repository format, version 1: a written contract (docs/remote-store.md).
 
 Objects, by name::
 
