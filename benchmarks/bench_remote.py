@@ -116,7 +116,9 @@ def main() -> None:
             make_tree(tree, size, rng)
             big = work / "file" / "big.bin"
             big.parent.mkdir()
-            big.write_bytes(rng.randbytes(size))
+            with open(big, "wb") as fh:
+                for off in range(0, size, 64 * MB):
+                    fh.write(rng.randbytes(min(64 * MB, size - off)))
             for kind in ("tree", "file"):
                 timed([*preimage, "store", "init"], pi_env(kind, "h-init"))
                 timed(["restic", "init"], rs_env(kind))
