@@ -59,6 +59,8 @@ def test_each_failure_is_one_clear_line_and_writes_nothing(
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and expect in lines[0], (args, proc.stderr)
         assert "Traceback" not in proc.stderr
+    printed = "\n".join(fleet.outputs)
+    assert not [s for s in fleet.secrets() if s in printed], "a secret was printed"
     assert tree_digest(root) == before_tree
     assert fleet.objects() == before_objects
     assert fleet.pg.psql("SELECT count(*) FROM backups", fleet.database) == before_rows

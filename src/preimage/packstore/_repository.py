@@ -112,6 +112,7 @@ class PackRepository:
         self._pool: ThreadPoolExecutor | None = None
         self._readers: ThreadPoolExecutor | None = None
         self._cache_bytes = 0
+        self._cache_dirs: set[Path] = set()
         # Named in every pack this process writes; ``before_first_pack`` takes the
         # writer's lease, so ``prune`` can tell a pack still being indexed from one
         # a killed writer left.
@@ -423,8 +424,8 @@ class PackRepository:
         """
         self._ensure_index()
         groups = self._plan(list(chunk_ids))
-        if len(groups) == 1:   # a small blob: no threads to start
-            yield from self._fetch_group(groups[0])
+        if len(groups) == 1:   # a small blob: no threads; read its neighbours along
+            yield from self._fetch_group(groups[0], small=True)
             return
         with self._lock:
             if self._readers is None:
@@ -466,16 +467,28 @@ class PackRepository:
             last = (loc[0], loc[1][1] + loc[1][2]) if loc else None
         return groups
 
-    def _fetch_group(self, group: list[str], retried: bool = False) -> list[bytes]:
+    def _fetch_group(self, group: list[str], retried: bool = False,
+                     small: bool = False) -> list[bytes]:
+        """The plaintexts of one group.  ``small``: the whole of a small blob — its boxes
+        and the boxes after it in the pack (the next small blobs of a tree, written one
+        after another) go to the chunk cache, as a restore or check asks for them next;
+        a large blob's groups stream through uncached."""
         cached = [self._cached_box(cid) for cid in group]
         if all(b is not None for b in cached):
-            return [self._open_box(cid, b) for cid, b in zip(group, cached, strict=True)
-                    if b is not None]
+            try:
+                return [self._open_box(cid, b) for cid, b in zip(group, cached, strict=True)
+                        if b is not None]
+            except ChunkUnreadable:   # a cache file cut short by a crash: fetch instead
+                for cid in group:
+                    path = self._cache_path(cid)
+                    if path is not None:
+                        with contextlib.suppress(OSError):
+                            path.unlink()
         locs = [self._locate(cid) for cid in group]
         if any(loc is None for loc in locs):
             if not retried:
                 self.refresh()
-                return self._fetch_group(group, retried=True)
+                return self._fetch_group(group, retried=True, small=small)
             missing = next(cid for cid, loc in zip(group, locs, strict=True) if loc is None)
             raise ChunkUnreadable(missing, missing=True)
         first = locs[0]
@@ -489,14 +502,14 @@ class PackRepository:
         elif (sealed := self._sealed.get(pack_id)) is not None:
             body = sealed[start:end]
         else:
-            extra = self._neighbours(pack_id, end)
+            extra = self._neighbours(pack_id, end) if small else []
             fetch_end = max([end] + [e[1] + e[2] for e in extra])
             try:
                 body = self.storage.get_range(pack_name(pack_id), start, fetch_end - start)
             except ObjectMissing:
                 if not retried:
                     self.refresh()
-                    return self._fetch_group(group, retried=True)
+                    return self._fetch_group(group, retried=True, small=small)
                 raise ChunkUnreadable(group[0], missing=True) from None
             for e in extra:   # boxes read along: the next small blobs of a restore
                 if e[0] not in group:
@@ -506,14 +519,17 @@ class PackRepository:
             assert loc is not None
             box = body[loc[1][1] - start : loc[1][1] - start + loc[1][2]]
             plain = self._open_box(cid, box, loc[1])
-            if pack_id is not None and pack_id not in self._sealed:
+            # Small blobs are cached: fetched one by one they cost a round trip each.
+            # A large file's chunks stream in multi-MiB ranges; caching them costs
+            # more disk writes than a second streamed read (measured).
+            if small and pack_id is not None and pack_id not in self._sealed:
                 self._cache_box(cid, box)
             out.append(plain)
         return out
 
     def _neighbours(self, pack_id: str, end: int) -> list[Entry]:
-        """Boxes of ``pack_id`` right after offset ``end`` worth reading in the same GET:
-        small chunks (whole small blobs, written one after another) up to a window."""
+        """Boxes of ``pack_id`` right after offset ``end``, up to a window, worth reading
+        in the same GET."""
         if self.cache_dir is None or _CACHE_LIMIT <= 0:
             return []
         entries = self._packs.get(pack_id, [])
@@ -523,8 +539,6 @@ class PackRepository:
         out: list[Entry] = []
         i = bisect.bisect_left(offsets, end)
         while i < len(entries) and entries[i][1] + entries[i][2] - end <= _READ_WINDOW:
-            if entries[i][3] >= self.config.min_chunk:
-                break   # a large blob's chunk: its own reader will ask for it
             out.append(entries[i])
             i += 1
         return out
@@ -549,22 +563,25 @@ class PackRepository:
         if path is None:
             return None
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
+                os.utime(fh.fileno())   # least recently used goes first when trimming
         except OSError:
             return None
-        with contextlib.suppress(OSError):
-            os.utime(path)
         return data
 
     def _cache_box(self, cid: str, box: bytes) -> None:
         path = self._cache_path(cid)
         if path is None or _CACHE_LIMIT <= 0:
             return
+        # Written in place, not renamed: a box cut short by a crash fails to
+        # authenticate, and a failed cached box is refetched.
         with contextlib.suppress(OSError):
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(box)
-            os.replace(tmp, path)
+            if path.parent not in self._cache_dirs:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._cache_dirs.add(path.parent)
+            with open(path, "xb") as fh:
+                fh.write(box)
             self._cache_bytes += len(box)
 
     def _trim_cache(self) -> None:
