@@ -1,12 +1,14 @@
-"""Snapshot schema of the ``file`` connector (v1).
+"""Snapshot schema of the ``file`` connector (v2).
 
 One :class:`FileEntry` per path under the target, the target itself included
 with the path ``"."``.  What is kept, by class:
 
 * content  — type, bytes (``digest`` + ``size``), symlink target, hardlink grouping;
-* metadata — mode bits incl. setuid/setgid/sticky, uid/gid, mtime/atime in
+* metadata — mode bits incl. setuid/setgid/sticky, uid/gid, mtime in
   nanoseconds, extended attributes, device numbers of device nodes, and the
   data extents of a sparse file (where its holes are);
+* access   — atime in nanoseconds: restored like mtime, but any reader of the
+  restored tree moves it again, so it is scored apart from ``restorable``;
 * server   — inode and ctime: the kernel assigns them and no client can set them.
 
 ``atime`` is captured before the file is read (reads use ``O_NOATIME`` where
@@ -31,6 +33,7 @@ from pydantic import Field
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
+    access,
     content,
     key,
     metadata,
@@ -54,11 +57,13 @@ class FileEntry(Item):
     hardlink_to: str | None = content(
         None, description="path of the first entry sharing this inode, if any"
     )
-    mode: int = metadata(description="permission bits incl. setuid/setgid/sticky (0o7777)")
+    mode: int = metadata(
+        description="permission bits incl. setuid/setgid/sticky (0o7777)", display="mode"
+    )
     uid: int = metadata()
     gid: int = metadata()
-    mtime_ns: int = metadata()
-    atime_ns: int = metadata()
+    mtime_ns: int = metadata(display="ns")
+    atime_ns: int = access(display="ns")
     xattrs: dict[str, str] = metadata(
         default_factory=dict, description="name → hex value; security.* included when readable"
     )
@@ -66,8 +71,14 @@ class FileEntry(Item):
     extents: list[tuple[int, int]] | None = metadata(
         None, description="(offset, length) of each data region of a sparse file; None: no holes"
     )
-    inode: int = server()
-    ctime_ns: int = server()
+    inode: int = server(reason="the filesystem numbers inodes; a re-created file gets a new one")
+    ctime_ns: int = server(
+        display="ns", reason="the kernel stamps ctime on every change; no call can set it"
+    )
+
+    def label(self) -> str:
+        """The entry's path under the target (``.`` is the target itself)."""
+        return self.path
 
 
 @register_snapshot_type

@@ -94,7 +94,7 @@ def run_demo(workdir: str | None, say: Callable[..., None] | None) -> dict[str, 
             )
             db.commit()
     before, _ = preimage.score(backup.id)
-    say(f"   similarity after the damage: restorable {before.restorable.score:.4f}")
+    say(f"   similarity after the damage: restorable {before.restorable.text()}")
     say(f"[bold]3. restore[/] preimage restore {backup.id}")
     result = preimage.restore(backup.id)
     say(f"   undo backup (state just before the restore): {result.undo_backup_id}")

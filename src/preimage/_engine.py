@@ -28,7 +28,7 @@ from preimage._redact import redact, redact_value
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import flatten
@@ -61,6 +61,11 @@ class RestoreResult:
     def ok(self) -> bool:
         """True when every report is free of failures."""
         return all(r.ok for r in self.reports)
+
+    @property
+    def remaps(self) -> list[IdRemap]:
+        """Every server-assigned identity the restore changed, old → new."""
+        return [m for r in self.reports for m in r.remaps]
 
 
 def _open(store: Store | None) -> Store:
@@ -313,6 +318,11 @@ def restore(
     """
     st = _open(store)
     backup = _complete(st, ref, "restored")
+    if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
+        from preimage._trash import restore_trash
+
+        return restore_trash(st, backup, only=only, dry_run=dry_run,
+                             conflict=ConflictMode(conflict).value)
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     _check_whole(st, backup, loaded)
@@ -376,9 +386,9 @@ def restore(
 def _restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, tuple[str, Any]]]:
     leaves, keys = flatten(snap.scoring_items(blobs))
     items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
-    for (key, path), (fidelity, value) in leaves.items():
-        if fidelity != "server":
-            items[key][path] = (fidelity, value)
+    for (key, path), leaf in leaves.items():
+        if leaf.fidelity != "server":
+            items[key][path] = (leaf.fidelity, leaf.value)
     return items
 
 
@@ -436,6 +446,12 @@ def _with_live(
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = _complete(st, ref, "compared")
+    if backup.kind == "trash":
+        raise UsageError(
+            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
+            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
+            "renames it back"
+        )
     with st.scratch_area() as scratch:
         pairs = [
             (
@@ -455,11 +471,21 @@ def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> l
 
 
 def score(
-    ref: str, *, store: Store | None = None, only: Sequence[str] = ()
+    ref: str,
+    *,
+    store: Store | None = None,
+    only: Sequence[str] = (),
+    remaps: Iterable[IdRemap] = (),
 ) -> tuple[SimilarityReport, list[tuple[str, SimilarityReport]]]:
-    """Score the live state against backup ``ref``: the total and a report per target."""
+    """Score the live state against backup ``ref``: the total and a report per target.
+
+    ``remaps`` (a restore's :attr:`RestoreResult.remaps`) let server-class
+    differences name the identity remap that explains them.
+    """
+    remaps = list(remaps)
     with _with_live(ref, store, only) as (scratch, pairs):
         per_target = [
-            (row.target, score_snapshots(original, live, scratch)) for row, original, live in pairs
+            (row.target, score_snapshots(original, live, scratch, remaps=remaps))
+            for row, original, live in pairs
         ]
     return merge_reports(r for _, r in per_target), per_target

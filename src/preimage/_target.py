@@ -28,6 +28,7 @@ _CLIENT_PASSWORD_VARS = {
     "postgresql": "PGPASSWORD",
     "postgres": "PGPASSWORD",
     "mysql": "MYSQL_PWD",
+    "mariadb": "MYSQL_PWD",
     "imap": "IMAP_PASSWORD",
     "imaps": "IMAP_PASSWORD",
 }

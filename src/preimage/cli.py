@@ -15,6 +15,7 @@ Exit codes (the README's table is this one):
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -36,8 +37,27 @@ from preimage._target import redact
 __all__ = ["_fail", "err", "handle_errors", "main", "out", "print_score_table", "redact"]
 
 
+class _LazyGroup(click.Group):
+    """A group whose subpackage commands are imported when first named."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    lazy_loader: Callable[[str], click.Command | None] | None = None
+    lazy_names: tuple[str, ...] = ()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n in self.lazy_names if self.get_command(ctx, n) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and self.lazy_loader is not None and cmd_name in self.lazy_names:
+            cmd = self.lazy_loader(cmd_name)
+            if cmd is not None:
+                self.add_command(cmd, cmd_name)
+        return cmd
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="preimage")
 def main() -> None:
     """Capture state before an agent changes it, restore it by backup ID, score the result."""
@@ -155,17 +175,11 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         emit_json([d.model_dump(mode="json") for d in diffs])
     else:
+        from preimage.similarity.render import diff_lines
+
         for d in diffs:
-            s = d.summary()
-            out.print(
-                f"[bold]{d.target}[/]: {s['removed']} removed, {s['added']} added, "
-                f"{s['changed']} changed since the backup"
-            )
-            for c in d.changes[:200]:
-                detail = f" ({', '.join(c.fields[:6])})" if c.fields else ""
-                out.print(f"  {c.change:8} {c.key}{detail}", markup=False)
-            for u in d.uncaptured:
-                out.print(f"  unknown  {u} (never captured, so no one can tell)", markup=False)
+            for line in diff_lines(d):
+                out.print(line, markup=False)
     if not all(d.empty for d in diffs):
         sys.exit(1)
 
@@ -177,10 +191,10 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--on",
     "on",
-    type=click.Choice(["restorable", "overall", "content", "metadata", "server"]),
     default="restorable",
     show_default=True,
-    help="Which score --min applies to (restorable = content + metadata).",
+    help="Which score --min applies to: restorable (content + metadata), overall, a class "
+    "(content, metadata, access, server) or classes joined by '+' (content+metadata+access).",
 )
 @click.option("--show", "show_n", type=int, default=20, show_default=True,
               help="Differences to list.")
@@ -189,59 +203,50 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 def score(
     ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int, as_json: bool
 ) -> None:
-    """Score how faithfully the live state reproduces backup REF."""
+    """Score how faithfully the live state reproduces backup REF.
+
+    A class with no field in scope scores n/a (null in --json); a gate on it passes,
+    since nothing of that class could be lost.
+    """
     import preimage
+    from preimage.similarity import CLASSES
+    from preimage.similarity.render import SCORE_COLUMNS, report_lines
 
     with working("scoring…", not as_json):
         total, per_target = preimage.score(ref, only=list(only))
-    value = total.value(on)
+    try:
+        value = total.value(on)
+    except ValueError as exc:
+        raise preimage.UsageError(f"--on: {exc}") from exc
     if as_json:
         doc = total.model_dump(mode="json")
-        doc["content"] = total.classes["content"].score
-        doc["metadata"] = total.classes["metadata"].score
-        doc["server"] = total.classes["server"].score
+        for c in CLASSES:  # restorable and overall stay whole ClassScore objects
+            doc[c] = total.score_of(c).score
         doc["differences"] = doc["differences"][: max(show_n, 0)] if show_n >= 0 else []
         doc["targets"] = {
-            t: {c: r.classes[c].score for c in r.classes} | {"restorable": r.restorable.score}
-            for t, r in per_target
+            t: {c: r.score_of(c).score for c in SCORE_COLUMNS} for t, r in per_target
         }
         doc["gate"] = {"on": on, "min": minimum, "value": value}
         emit_json(doc)
     else:
         print_score_table(total, per_target)
-        restorable_diffs = [d for d in total.differences if d.fidelity != "server"]
-        for d in restorable_diffs[:show_n]:
-            out.print(
-                f"  {d.fidelity:8} {d.reason:13} {d.item} {d.path}: "
-                f"{d.original!r} → {d.restored!r}",
-                markup=False,
-            )
-        if total.uncaptured:
-            out.print(
-                f"  {total.uncaptured} item(s) in scope were never captured; the score counts "
-                "each as lost (see 'not captured' above)"
-            )
-        server_n = sum(1 for d in total.differences if d.fidelity == "server")
-        if server_n:
-            out.print(f"  {server_n} server-assigned field(s) differ (no client can set them)")
-    if minimum is not None and value < minimum:
+        for line in report_lines(total, show_n):
+            out.print(f"  {line}", markup=False)
+    if minimum is not None and value is not None and value < minimum:
         err.print(f"score {on} {value:.4f} is below --min {minimum}")
         sys.exit(1)
 
 
 def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
-    """The similarity table: one row per target plus the total."""
+    """The similarity table: one row per target plus the total; n/a for an empty class."""
+    from preimage.similarity.render import SCORE_COLUMNS, score_rows
+
     table = Table(title="similarity (live state vs backup)")
     table.add_column("target")
-    for col in ("content", "metadata", "server", "restorable"):
+    for col in SCORE_COLUMNS:
         table.add_column(col, justify="right")
-    rows = [*per_target, ("total", total)] if len(per_target) > 1 else per_target
-    for name, rep in rows:
-        table.add_row(
-            name,
-            *(f"{rep.classes[c].score:.4f}" for c in ("content", "metadata", "server")),
-            f"{rep.restorable.score:.4f}",
-        )
+    for row in score_rows(total, per_target):
+        table.add_row(*row)
     out.print(table)
 
 
@@ -367,25 +372,36 @@ def _attach_store_commands() -> None:
         main.add_command(cmd)
 
 
-def _attach_optional_commands() -> None:
-    """Commands that live in subpackages (backup layer, benchmark), when present."""
+# Commands that live in subpackages, imported only when named (so `preimage list` does
+# not import the backup layer or the benchmark); a subpackage missing from this build
+# simply has no command.
+_LAZY_COMMANDS = {
+    "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
+    "serve": "preimage.layer.service_cli",
+    "bench": "preimage.bench.cli",
+    "store": "preimage._cli_remote", "copy": "preimage._cli_remote",
+}
+
+
+def _lazy_command(name: str) -> click.Command | None:
     import importlib
 
-    for module, names in (
-        ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
-        ("preimage.bench.cli", ("bench",)),
-        ("preimage._cli_remote", ("store", "copy")),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        for name in names:
-            cmd = getattr(mod, name, None)
-            if isinstance(cmd, click.Command):
-                main.add_command(cmd)
+    module = _LAZY_COMMANDS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            return None
+        raise
+    cmd = getattr(mod, name, None)
+    return cmd if isinstance(cmd, click.Command) else None
+
+
+def _attach_optional_commands() -> None:
+    """Route the subpackage commands through :func:`_lazy_command`."""
+    main.lazy_loader = _lazy_command
+    main.lazy_names = tuple(_LAZY_COMMANDS)
 
 
 _attach_store_commands()
