@@ -130,10 +130,11 @@ class BlobStore(ABC):
         """Bytes the blob takes in the store (0 when missing)."""
 
     def flush(self) -> None:
-        """Make every blob put so far durable and visible to other processes.
+        """Persist what the backend buffers: make every blob put so far durable and
+        visible to other processes.
 
-        The engine calls it before marking a backup complete.  A store that
-        writes each blob through (the local one) has nothing to do; a packed
+        The engine calls it after each snapshot, so before a backup is marked
+        complete.  The local store writes its verification records; a packed
         store uploads its last pack and the index naming it.
         """
         return
@@ -334,6 +335,10 @@ class Catalog(ABC):
     @abstractmethod
     def count(self) -> int:
         """Number of backups."""
+
+    @abstractmethod
+    def stored_since(self, when: float) -> int:
+        """Bytes the backups finished after ``when`` added to the store."""
 
     @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:

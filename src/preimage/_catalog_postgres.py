@@ -347,6 +347,12 @@ class PostgresCatalog(Catalog):
         """Number of backups."""
         return int(self._q("SELECT count(*) FROM backups")[0][0])
 
+    def stored_since(self, when: float) -> int:
+        """Sum of ``stored_bytes`` of backups finished after ``when``."""
+        rows = self._q("SELECT coalesce(sum(stored_bytes), 0) FROM backups WHERE finished_at > %s",
+                       (when,))
+        return int(rows[0][0])
+
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one snapshot) references."""
         if idx is None:
