@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from preimage._registry import get_connector, known_schemes, register_connector
     from preimage._store import Store
     from preimage._target import Target
+    from preimage.layer.call import ToolCall
+    from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
 _EXPORTS = {
     "BlobStore": "_blobs", "Connector": "_connector",
@@ -55,6 +57,9 @@ _EXPORTS = {
                      "WrongKeyError"), "_errors"),
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
+    # The in-process agent API lives with the backup layer.
+    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
+    "ToolCall": "layer.call",
 }
 
 __version__ = "0.1.0"
@@ -67,6 +72,7 @@ __all__ = [
     "BlobStore",
     "Connector",
     "ConnectorError",
+    "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
@@ -82,7 +88,9 @@ __all__ = [
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
+    "ToolCall",
     "TransientConnectorError",
+    "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
     "WrongKeyError",
@@ -91,6 +99,8 @@ __all__ = [
     "diff",
     "get_connector",
     "known_schemes",
+    "protect",
+    "protected",
     "register_connector",
     "restore",
     "score",
