@@ -121,6 +121,14 @@ class BlobStore(ABC):
         for _ in self.chunks(digest, backup_id=backup_id, path=path):
             pass
 
+    def verify_many(self, digests: Iterable[str], *, backup_id: str | None = None,
+                    path: str | None = None) -> None:
+        """:meth:`verify` every blob of ``digests``; the first failure raises (its
+        ``digest`` names the blob).  A backend may verify several at once and keep
+        what it read for the reads that follow (a restore verifies, then writes)."""
+        for digest in digests:
+            self.verify(digest, backup_id=backup_id, path=path)
+
     @abstractmethod
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound enough to reuse instead of rewriting."""

@@ -293,13 +293,12 @@ def _check_whole(
             f"catalog holds {len(backup.snapshots)}; run `preimage check` — nothing was written"
         )
     for row, _scope, snap in loaded:
-        for digest in sorted(st.catalog.refs(backup.id, row.idx)):
-            try:
-                st.blobs.verify(digest, backup_id=backup.id)
-            except (BlobCorruptError, BlobMissingError) as exc:
-                where = item_naming(snap, digest)
-                path = f"{row.target} {where}" if where else row.target
-                raise type(exc)(digest, backup_id=backup.id, path=path) from exc
+        try:
+            st.blobs.verify_many(sorted(st.catalog.refs(backup.id, row.idx)), backup_id=backup.id)
+        except (BlobCorruptError, BlobMissingError) as exc:
+            where = item_naming(snap, exc.digest)
+            path = f"{row.target} {where}" if where else row.target
+            raise type(exc)(exc.digest, backup_id=backup.id, path=path) from exc
 
 
 def item_naming(snap: Snapshot, digest: str) -> str:

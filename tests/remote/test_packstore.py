@@ -180,3 +180,77 @@ def test_orphan_packs_of_a_dead_writer_are_leftovers(repo_dir: tuple[Path, str])
     freed = blobs.remove_leftovers([x.name for x in left])
     assert freed == sum(x.size for x in left)
     assert not [p for p in (root / "repo" / "data").rglob("*") if p.is_file()]
+
+
+def test_verify_many_reads_each_box_once_and_the_write_pass_reads_the_spool(
+        repo_dir: tuple[Path, str]) -> None:
+    """A restore's verification of many blobs fetches each pack range once (small blobs
+    share ranged GETs); reading them afterwards fetches nothing; closing removes the spool."""
+    root, key = repo_dir
+    writer = _open(root, key)
+    bodies = [os.urandom(n) for n in [3000] * 40 + [300 << 10] * 5 + [3 << 20]]
+    digests = [writer.put_bytes(b) for b in bodies]
+    writer.flush()
+    reader = _open(root, key, cache="other")
+    storage = reader.repo.storage
+    fetched: list[int] = []
+    get_range = storage.get_range
+
+    def counting(name: str, start: int, length: int) -> bytes:
+        fetched.append(length)
+        return get_range(name, start, length)
+
+    storage.get_range = counting  # type: ignore[method-assign]
+    reader.verify_many(reversed(digests))
+    assert len(fetched) < len(digests) // 4
+    assert sum(fetched) < sum(len(b) for b in bodies) * 1.1
+    fetched.clear()
+    for digest, body in zip(digests, bodies, strict=True):
+        reader.verify(digest)
+        assert reader.get_bytes(digest) == body
+    assert fetched == []
+    spool = reader.spool.root
+    assert sorted(p.name for p in spool.iterdir() if not p.name.startswith(".")) == sorted(digests)
+    reader.close()
+    assert not spool.exists()
+
+
+def test_verify_many_names_the_damaged_blob_and_spools_nothing_of_it(
+        repo_dir: tuple[Path, str]) -> None:
+    """A flipped byte inside one small blob of a shared range fails that blob, by digest;
+    a later read of it fetches again (and fails again) rather than trusting a partial copy."""
+    root, key = repo_dir
+    writer = _open(root, key)
+    bodies = [os.urandom(5000) for _ in range(10)]
+    digests = [writer.put_bytes(b) for b in bodies]
+    writer.flush()
+    victim = digests[6]
+    _pack, entry = writer.repo._locate(writer.repo.blob(victim)[1][0])  # type: ignore[index, misc]
+    pack = next(p for p in (root / "repo" / "data").rglob("*") if p.is_file())
+    raw = bytearray(pack.read_bytes())
+    raw[entry[1] + entry[2] // 2] ^= 1
+    pack.write_bytes(bytes(raw))
+    reader = _open(root, key, cache="other")
+    with pytest.raises(BlobCorruptError) as info:
+        reader.verify_many(digests)
+    assert info.value.digest == victim
+    assert not reader.spool.has(victim)
+    with pytest.raises(BlobCorruptError):
+        reader.get_bytes(victim)
+
+
+def test_a_spool_a_killed_process_left_is_removed(repo_dir: tuple[Path, str]) -> None:
+    """Spool directories whose lock nobody holds go when the next spool opens."""
+    root, key = repo_dir
+    writer = _open(root, key)
+    digest = writer.put_bytes(b"spooled " * 100)
+    writer.flush()
+    first = _open(root, key, cache="shared")
+    first.verify(digest)
+    left = first.spool.root
+    os.close(first.spool._lock_fd)  # type: ignore[arg-type]   # as if the process died
+    first.spool._lock_fd = None
+    second = _open(root, key, cache="shared")
+    second.verify(digest)
+    assert not left.exists() and second.spool.root.exists()
+    second.close()

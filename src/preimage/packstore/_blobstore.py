@@ -15,14 +15,19 @@ import hashlib
 import io
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack
+from pathlib import Path
 from typing import Protocol
 
 from preimage._backend import BlobProblem, BlobStore, Leftover
 from preimage._errors import BlobCorruptError, BlobMissingError
-from preimage.packstore._repository import ChunkUnreadable, PackRepository
+from preimage.packstore._repository import ChunkUnreadable, PackRepository, Span
+from preimage.packstore._spool import Spool
+from preimage.packstore._storage import ObjectMissing
 
 DAMAGED = "damaged"   # the generation under which ``set_aside`` hides a blob
+_VERIFY_WORKERS = 4   # blobs or spans verified at once by ``verify_many``
 
 
 class Coordinator(Protocol):
@@ -140,15 +145,20 @@ class PackBlobStore(BlobStore):
         self._hidden_loaded = False
         self._leases = ExitStack()
         self._lock = threading.Lock()
+        # Blobs this process verified whole; the spool keeps the bytes of those that fit.
+        self._verified: set[str] = set()
+        self.spool = Spool(repo.cache_dir / "spool") if repo.cache_dir else Spool(Path(), 0)
         repo.before_first_pack = self._take_writer_lease
 
     def _take_writer_lease(self) -> None:
         self._leases.enter_context(self.coordinator.lease(f"writer-{self.repo.writer}"))
 
     def close(self) -> None:
-        """Finish uploads, release the writer lease, trim the cache."""
+        """Finish uploads, release the writer lease, trim the cache, drop the spool."""
         self.repo.close()
         self._leases.close()
+        self.spool.close()
+        self._verified.clear()
 
     # ------------------------------------------------------------ hidden register
     def begin_capture(self) -> None:
@@ -253,24 +263,41 @@ class PackBlobStore(BlobStore):
         """Yield the blob's bytes; raise at the end if they do not hash to ``digest``.
 
         Callers that write the chunks somewhere must treat an exception as
-        "discard what you wrote".
+        "discard what you wrote".  A blob this process verified and spooled is
+        read from the spool: the bytes that hashed to ``digest`` as they were written
+        there (a file cut short since raises :class:`BlobCorruptError`).
         """
+        spooled = self.spool.read(digest)
+        if spooled is not None:
+            return spooled
+        return self._fetched(digest, backup_id, path)
+
+    def _checked(self, digest: str, pieces: Iterable[bytes], backup_id: str | None,
+                 path: str | None) -> Iterator[bytes]:
+        hasher = hashlib.sha256()
+        for piece in pieces:
+            hasher.update(piece)
+            yield piece
+        if hasher.hexdigest() != digest:
+            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
+
+    def _fetched(self, digest: str, backup_id: str | None, path: str | None) -> Iterator[bytes]:
+        found = self._find(digest, backup_id, path)
+        try:
+            yield from self._checked(digest, self.repo.read_chunks(found[1]), backup_id, path)
+        except ChunkUnreadable as exc:
+            cls = BlobMissingError if exc.missing else BlobCorruptError
+            raise cls(digest, backup_id=backup_id, path=path) from exc
+
+    def _find(self, digest: str, backup_id: str | None,
+              path: str | None) -> tuple[int, tuple[str, ...]]:
         found = self.repo.readable_blob(digest)
         if found is None:
             self.repo.refresh()  # another machine may have written it since we looked
             found = self.repo.readable_blob(digest)
         if found is None:
             raise BlobMissingError(digest, backup_id=backup_id, path=path)
-        hasher = hashlib.sha256()
-        try:
-            for piece in self.repo.read_chunks(found[1]):
-                hasher.update(piece)
-                yield piece
-        except ChunkUnreadable as exc:
-            cls = BlobMissingError if exc.missing else BlobCorruptError
-            raise cls(digest, backup_id=backup_id, path=path) from exc
-        if hasher.hexdigest() != digest:
-            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
+        return found
 
     def get_bytes(
         self, digest: str, *, backup_id: str | None = None, path: str | None = None
@@ -279,9 +306,77 @@ class PackBlobStore(BlobStore):
         return b"".join(self.chunks(digest, backup_id=backup_id, path=path))
 
     def verify(self, digest: str, *, backup_id: str | None = None, path: str | None = None) -> None:
-        """Raise :class:`BlobMissingError` / :class:`BlobCorruptError` unless the blob is sound."""
-        for _ in self.chunks(digest, backup_id=backup_id, path=path):
-            pass
+        """Raise :class:`BlobMissingError` / :class:`BlobCorruptError` unless the blob is sound.
+
+        A blob verified once by this process is not fetched again: its boxes are
+        immutable and every later read is verified as it streams.  The bytes go to the
+        spool on the way, so the read that follows a verification (a restore's writes,
+        an export) does not fetch them a second time.
+        """
+        self.verify_many([digest], backup_id=backup_id, path=path)
+
+    def verify_many(self, digests: Iterable[str], *, backup_id: str | None = None,
+                    path: str | None = None) -> None:
+        """:meth:`verify` each blob, several at once, the small ones grouped into one
+        ranged GET per run of neighbouring boxes, in pack order."""
+        todo = [d for d in dict.fromkeys(digests) if d not in self._verified]
+        if not todo:
+            return
+        located = [(d, self._find(d, backup_id, path)[1]) for d in todo]
+        spans, singles = self.repo.spans(located)
+        tasks: list[tuple[Span | None, str | None]] = [(sp, None) for sp in spans]
+        tasks += [(None, d) for d in singles]
+        if len(tasks) == 1:
+            self._verify_task(tasks[0], backup_id, path)
+            return
+        with ThreadPoolExecutor(max_workers=_VERIFY_WORKERS,
+                                thread_name_prefix="preimage-verify") as pool:
+            futures: list[Future[None]] = [
+                pool.submit(self._verify_task, t, backup_id, path) for t in tasks]
+            done, _pending = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f for f in futures if f in done and f.exception()), None)
+            if failed is not None:
+                for f in futures:
+                    f.cancel()
+                failed.result()
+
+    def _verify_task(self, task: tuple[Span | None, str | None], backup_id: str | None,
+                     path: str | None) -> None:
+        span, single = task
+        if single is not None:
+            self._verify_one(single, self._fetched(single, backup_id, path))
+            return
+        assert span is not None
+        try:
+            body = memoryview(self.repo.read_range(span.pack, span.start, span.end - span.start))
+        except ObjectMissing:   # repacked since the index was read: one by one, which reloads
+            for digest, _entries in span.blobs:
+                self._verify_one(digest, self._fetched(digest, backup_id, path))
+            return
+        for digest, entries in span.blobs:
+            pieces = (self.repo.open_box(e[0], body[e[1] - span.start : e[1] - span.start + e[2]], e)
+                      for e in entries)
+            try:
+                self._verify_one(digest, self._checked(digest, pieces, backup_id, path))
+            except ChunkUnreadable as exc:
+                cls = BlobMissingError if exc.missing else BlobCorruptError
+                raise cls(digest, backup_id=backup_id, path=path) from exc
+
+    def _verify_one(self, digest: str, pieces: Iterator[bytes]) -> None:
+        """Drain ``pieces`` (which raise unless they hash to ``digest``) into the spool."""
+        found = self.repo.readable_blob(digest)
+        writer = self.spool.writer(digest, found[0]) if found is not None else None
+        try:
+            for piece in pieces:
+                if writer is not None:
+                    writer.write(piece)
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is not None:
+            writer.commit()
+        self._verified.add(digest)
 
     def stored_size(self, digest: str) -> int:
         """Bytes the blob's chunks take in packs (shared chunks count in full)."""
@@ -315,7 +410,8 @@ class PackBlobStore(BlobStore):
                     return BlobProblem(digest, "missing", f"pack {loc[0][:12]} is gone")
             return None
         try:
-            self.verify(digest)
+            for _ in self._fetched(digest, None, None):   # not spooled: nothing reads it next
+                pass
         except BlobMissingError as exc:
             return BlobProblem(digest, "missing", str(exc))
         except BlobCorruptError as exc:

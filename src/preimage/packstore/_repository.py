@@ -49,6 +49,7 @@ from preimage.packstore._storage import ObjectMissing, Storage
 _READ_GROUP = 8 << 20   # at most this many bytes per ranged GET
 _READ_AHEAD = 4         # ranged GETs in flight ahead of the reader
 _READ_WINDOW = 4 << 20  # small boxes read along with a requested one (into the cache)
+_SPAN_GAP = 1 << 20     # bytes of other boxes a span may read over to join two blobs
 _CACHE_LIMIT = int(os.environ.get("PREIMAGE_CHUNK_CACHE_MB", "512")) << 20
 
 
@@ -59,6 +60,16 @@ class ChunkUnreadable(Exception):
         self.chunk_id = chunk_id
         self.missing = missing
         super().__init__(chunk_id)
+
+
+@dataclass
+class Span:
+    """Blobs whose boxes one ranged GET of one pack can serve (``verify_many``)."""
+
+    pack: str
+    start: int
+    end: int
+    blobs: list[tuple[str, list[Entry]]]
 
 
 @dataclass
@@ -543,7 +554,7 @@ class PackRepository:
             i += 1
         return out
 
-    def _open_box(self, cid: str, box: bytes, entry: Entry | None = None) -> bytes:
+    def _open_box(self, cid: str, box: bytes | memoryview, entry: Entry | None = None) -> bytes:
         if entry is None:
             loc = self._locate(cid)
             if loc is None:
@@ -553,6 +564,56 @@ class PackRepository:
             return open_chunk(self.keys, entry, box)
         except BoxError as exc:
             raise ChunkUnreadable(cid, missing=False) from exc
+
+    def spans(self, blobs: Iterable[tuple[str, tuple[str, ...]]]) -> tuple[list[Span], list[str]]:
+        """Blobs grouped for reading many at once: ``(spans, singles)``.
+
+        A blob joins a span when its boxes lie back to back in one stored pack (how a
+        capture writes a blob it stores whole); blobs that follow each other in a pack
+        share a span up to 8 MiB, reading over at most 1 MiB of other boxes between
+        them.  The rest (chunks shared with other blobs, larger blobs, unindexed work)
+        are ``singles``, read one by one with read-ahead.
+        """
+        self._ensure_index()
+        placed: list[tuple[str, int, int, str, list[Entry]]] = []
+        singles: list[str] = []
+        for digest, chunk_ids in blobs:
+            entries: list[Entry] = []
+            pack: str | None = None
+            for cid in chunk_ids:
+                loc = self._locate(cid)
+                if (loc is None or loc[0] is None or loc[0] in self._sealed
+                        or (pack is not None and loc[0] != pack)
+                        or (entries and loc[1][1] != entries[-1][1] + entries[-1][2])):
+                    break
+                pack = loc[0]
+                entries.append(loc[1])
+            else:
+                if pack is not None:
+                    start, end = entries[0][1], entries[-1][1] + entries[-1][2]
+                    if end - start <= _READ_GROUP:
+                        placed.append((pack, start, end, digest, entries))
+                        continue
+            singles.append(digest)
+        placed.sort()
+        spans: list[Span] = []
+        for pack, start, end, digest, entries in placed:
+            last = spans[-1] if spans else None
+            if (last is not None and last.pack == pack and start >= last.end
+                    and start - last.end <= _SPAN_GAP and end - last.start <= _READ_GROUP):
+                last.end = end
+                last.blobs.append((digest, entries))
+            else:
+                spans.append(Span(pack, start, end, [(digest, entries)]))
+        return spans, singles
+
+    def read_range(self, pack_id: str, start: int, length: int) -> bytes:
+        """Bytes of a stored pack (:class:`ObjectMissing` when it is gone)."""
+        return self.storage.get_range(pack_name(pack_id), start, length)
+
+    def open_box(self, cid: str, box: bytes | memoryview, entry: Entry) -> bytes:
+        """The plaintext of one box (:class:`ChunkUnreadable` when it does not open)."""
+        return self._open_box(cid, box, entry)
 
     # ------------------------------------------------------------ chunk cache
     def _cache_path(self, cid: str) -> Path | None:
