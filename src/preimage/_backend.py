@@ -84,6 +84,11 @@ class BlobStore(ABC):
     def put_bytes(self, data: bytes) -> str:
         """Store ``data``; return its digest."""
 
+    def put_hashed(self, data: bytes, digest: str) -> str:
+        """:meth:`put_bytes` for a caller that has just hashed ``data`` (``digest`` is
+        its sha256, computed by the caller itself): a backend may skip hashing again."""
+        return self.put_bytes(data)
+
     @abstractmethod
     def put_chunks(self, chunks: Iterable[bytes]) -> str:
         """Store the concatenation of ``chunks`` without holding it in memory."""
@@ -492,12 +497,14 @@ class RecordingBlobs(BlobStore):
         return self.inner.bytes_written, self.inner.bytes_seen, self.inner.blobs_written
 
     def put_bytes(self, data: bytes) -> str:
-        digest = sha256_hex(data)
+        return self.put_hashed(data, sha256_hex(data))
+
+    def put_hashed(self, data: bytes, digest: str) -> str:
         if digest in self.touched and self.inner.stored_size(digest):
             self.bytes_seen += len(data)
             return digest
         before = self._state()
-        digest = self.inner.put_bytes(data)
+        digest = self.inner.put_hashed(data, digest)
         self._count(before)
         self.touched.add(digest)
         return digest

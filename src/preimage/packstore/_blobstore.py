@@ -212,7 +212,10 @@ class PackBlobStore(BlobStore):
 
     def put_bytes(self, data: bytes) -> str:
         """Store ``data``; return its digest."""
-        digest = hashlib.sha256(data).hexdigest()
+        return self.put_hashed(data, hashlib.sha256(data).hexdigest())
+
+    def put_hashed(self, data: bytes, digest: str) -> str:
+        """:meth:`put_bytes` with the sha256 the caller has just computed."""
         self.bytes_seen += len(data)
         if self.exists(digest):
             return digest

@@ -26,14 +26,19 @@ without a key (``cipher = "none"``, meant for a local directory) stores boxes as
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from preimage._errors import StoreConfigError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 KEY_ENV = "PREIMAGE_STORE_KEY"
 KEY_FILE_ENV = "PREIMAGE_STORE_KEY_FILE"
@@ -122,7 +127,7 @@ class Keys:
             return hashlib.sha256(data).hexdigest()
         return hmac.new(self.ids, data, hashlib.sha256).hexdigest()
 
-    def seal(self, plaintext: bytes, aad: bytes) -> bytes:
+    def seal(self, plaintext: bytes | memoryview, aad: bytes) -> bytes:
         """Encrypt ``plaintext`` bound to ``aad`` (a pass-through box without a key)."""
         return seal(self.data, plaintext, aad)
 
@@ -135,14 +140,20 @@ class BoxError(Exception):
     """A sealed box failed authentication (wrong key, corrupt bytes, or moved)."""
 
 
-def seal(key: bytes | None, plaintext: bytes, aad: bytes) -> bytes:
+def seal(key: bytes | None, plaintext: bytes | memoryview, aad: bytes) -> bytes:
     """``0x01 | nonce | AES-256-GCM(plaintext)`` under ``key``; ``0x00 | plaintext`` without."""
-    if key is None:
-        return bytes([_PLAIN]) + plaintext
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    head, body = seal_parts(key, plaintext, aad)
+    return head + body
 
+
+def seal_parts(key: bytes | None, plaintext: bytes | memoryview,
+               aad: bytes) -> tuple[bytes, bytes | memoryview]:
+    """:func:`seal` as ``(prefix, rest)``, for a caller that appends both to a buffer
+    (no joined copy of the box)."""
+    if key is None:
+        return bytes([_PLAIN]), plaintext
     nonce = secrets.token_bytes(_NONCE)
-    return bytes([_SEALED]) + nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+    return bytes([_SEALED]) + nonce, _aead(key).encrypt(nonce, plaintext, aad)
 
 
 def open_box(key: bytes | None, box: bytes | memoryview, aad: bytes) -> bytes:
@@ -158,9 +169,16 @@ def open_box(key: bytes | None, box: bytes | memoryview, aad: bytes) -> bytes:
     if kind != _SEALED or key is None or len(view) < 1 + _NONCE + 16:
         raise BoxError("not a box this key can open")
     from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     try:
-        return AESGCM(key).decrypt(bytes(view[1 : 1 + _NONCE]), bytes(view[1 + _NONCE :]), aad)
+        return _aead(key).decrypt(view[1 : 1 + _NONCE], view[1 + _NONCE :], aad)
     except InvalidTag as exc:
         raise BoxError("authentication failed") from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _aead(key: bytes) -> AESGCM:
+    """One cipher object per key (they are immutable, and safe to share between threads)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)

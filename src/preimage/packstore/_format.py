@@ -35,6 +35,7 @@ import base64
 import hashlib
 import json
 import struct
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ from typing import Any
 import zstandard
 
 from preimage._errors import StoreConfigError
-from preimage.packstore._crypto import BoxError, Keys
+from preimage.packstore._crypto import BoxError, Keys, seal_parts
 
 FORMAT = "preimage-packs"
 VERSION = 1
@@ -156,13 +157,15 @@ def chunk_aad(chunk_id: str) -> bytes:
     return b"chunk:" + chunk_id.encode()
 
 
-def seal_chunk(keys: Keys, chunk_id: str, data: bytes | memoryview) -> tuple[bytes, int]:
-    """``(box, flags)``: the chunk compressed when that helps, then sealed."""
-    raw = bytes(data)
-    packed = zstandard.ZstdCompressor(level=_ZLEVEL).compress(raw)
-    if len(packed) < len(raw) - len(raw) // 32:
-        return keys.seal(packed, chunk_aad(chunk_id)), FLAG_ZSTD
-    return keys.seal(raw, chunk_aad(chunk_id)), 0
+def seal_chunk(keys: Keys, chunk_id: str,
+               data: bytes | memoryview) -> tuple[bytes, bytes | memoryview, int]:
+    """``(box prefix, box rest, flags)``: the chunk compressed when that helps, then
+    sealed; the box is the two parts back to back (appended to a pack as they are)."""
+    packed = _tools().compressor.compress(data)
+    aad = chunk_aad(chunk_id)
+    if len(packed) < len(data) - len(data) // 32:
+        return (*seal_parts(keys.data, packed, aad), FLAG_ZSTD)
+    return (*seal_parts(keys.data, data, aad), 0)
 
 
 def open_chunk(keys: Keys, entry: Entry, box: bytes | memoryview) -> bytes:
@@ -172,7 +175,7 @@ def open_chunk(keys: Keys, entry: Entry, box: bytes | memoryview) -> bytes:
     plain = keys.open(box, chunk_aad(chunk_id))
     if flags & FLAG_ZSTD:
         try:
-            plain = zstandard.ZstdDecompressor().decompress(plain, max_output_size=raw_length)
+            plain = _tools().decompressor.decompress(plain, max_output_size=raw_length)
         except zstandard.ZstdError as exc:
             raise BoxError(f"chunk {chunk_id[:12]} does not decompress") from exc
     if len(plain) != raw_length:
@@ -180,15 +183,33 @@ def open_chunk(keys: Keys, entry: Entry, box: bytes | memoryview) -> bytes:
     return plain
 
 
+class _Tools:
+    """A zstd compressor and decompressor (they hold buffers worth reusing)."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=_ZLEVEL)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_PER_THREAD = threading.local()   # zstd contexts may not be shared between threads
+
+
+def _tools() -> _Tools:
+    tools: _Tools | None = getattr(_PER_THREAD, "tools", None)
+    if tools is None:
+        tools = _PER_THREAD.tools = _Tools()
+    return tools
+
+
 def finish_pack(keys: Keys, body: bytearray, entries: list[Entry],
-                writer: str) -> tuple[str, bytes]:
-    """Append the sealed header and trailer to ``body``; return ``(pack id, bytes)``."""
+                writer: str) -> tuple[str, bytearray]:
+    """Append the sealed header and trailer to ``body``; return ``(pack id, body)``
+    (the same buffer: it is not changed afterwards)."""
     doc = {"writer": writer, "entries": entries}
     header = keys.seal(json.dumps(doc, separators=(",", ":")).encode(), b"pack-header")
     body += header
     body += _TRAILER.pack(len(header))
-    data = bytes(body)
-    return hashlib.sha256(data).hexdigest(), data
+    return hashlib.sha256(body).hexdigest(), body
 
 
 TRAILER_SIZE = _TRAILER.size

@@ -115,7 +115,7 @@ class PackRepository:
         # This writer's work not yet named by an index file.
         self._open: _OpenPack | None = None
         self._open_chunks: dict[str, Entry] = {}
-        self._sealed: dict[str, bytes] = {}          # finished packs not yet indexed
+        self._sealed: dict[str, bytearray] = {}      # finished packs not yet indexed
         self._new_packs: dict[str, list[Entry]] = {}
         self._new_chunks: dict[str, tuple[str, Entry]] = {}
         self._new_blobs: dict[str, tuple[int, tuple[str, ...]]] = {}
@@ -281,14 +281,16 @@ class PackRepository:
         with self._lock:
             if self.has_chunk(chunk_id):
                 return chunk_id, 0
-        box, flags = seal_chunk(self.keys, chunk_id, data)
+        head, rest, flags = seal_chunk(self.keys, chunk_id, data)
         with self._lock:
             if self.has_chunk(chunk_id):
                 return chunk_id, 0
             if self._open is None:
                 self._open = _OpenPack(bytearray(), [])
-            entry = (chunk_id, len(self._open.body), len(box), len(data), flags)
-            self._open.body += box
+            body = self._open.body
+            entry = (chunk_id, len(body), len(head) + len(rest), len(data), flags)
+            body += head
+            body += rest
             self._open.entries.append(entry)
             self._open_chunks[chunk_id] = entry
             full = len(self._open.body) >= self.config.pack_size
@@ -296,7 +298,7 @@ class PackRepository:
                 self._seal_open_pack()
         if full:
             self._throttle()
-        return chunk_id, len(box)
+        return chunk_id, entry[2]
 
     def add_blob(self, digest: str, size: int, chunk_ids: Iterable[str]) -> None:
         """Record that blob ``digest`` is ``chunk_ids`` in order."""
@@ -330,7 +332,7 @@ class PackRepository:
                 return
             inflight[0].exception()
 
-    def _upload(self, pack_id: str, data: bytes) -> None:
+    def _upload(self, pack_id: str, data: bytearray) -> None:
         self.storage.put(pack_name(pack_id), data)
         _crash.point("pack")   # uploaded, not yet named by an index: the worst moment to die
         self._sealed.pop(pack_id, None)   # readable from storage from now on; free the memory
@@ -511,7 +513,7 @@ class PackRepository:
             with self._lock:
                 body = bytes(self._open.body[start:end]) if self._open else b""
         elif (sealed := self._sealed.get(pack_id)) is not None:
-            body = sealed[start:end]
+            body = bytes(sealed[start:end])
         else:
             extra = self._neighbours(pack_id, end) if small else []
             fetch_end = max([end] + [e[1] + e[2] for e in extra])

@@ -124,7 +124,7 @@ class S3Storage:
         return RemoteUnavailableError(f"the object store at {where}", reason)
 
     # ------------------------------------------------------------ operations
-    def put(self, name: str, data: bytes, *, exclusive: bool = False) -> bool:
+    def put(self, name: str, data: bytes | bytearray, *, exclusive: bool = False) -> bool:
         from obstore import exceptions as ox
 
         try:

@@ -41,7 +41,7 @@ class Storage(Protocol):
         """Where the objects live, for messages (never holds a credential)."""
         ...
 
-    def put(self, name: str, data: bytes, *, exclusive: bool = False) -> bool:
+    def put(self, name: str, data: bytes | bytearray, *, exclusive: bool = False) -> bool:
         """Write object ``name`` atomically.  With ``exclusive``, only if it does not
         exist yet: return False (and write nothing) when it does."""
         ...
@@ -91,7 +91,7 @@ class DirectoryStorage:
             raise ValueError(f"bad object name {name!r}")
         return self.root / name
 
-    def put(self, name: str, data: bytes, *, exclusive: bool = False) -> bool:
+    def put(self, name: str, data: bytes | bytearray, *, exclusive: bool = False) -> bool:
         final = self._path(name)
         try:
             if final.parent not in self._dirs:
