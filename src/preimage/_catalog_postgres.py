@@ -32,7 +32,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from preimage._backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
 from preimage._errors import (
@@ -40,11 +40,13 @@ from preimage._errors import (
     RemoteUnavailableError,
     StoreBusyError,
     StoreConfigError,
+    StoreError,
     UsageError,
 )
 from preimage.packstore._crypto import Keys, open_box, seal
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 _LEASE_NS = 0x70726531    # advisory lock namespaces: leases, store-wide locks
 _LOCK_NS = 0x70726532
 _ID_CHARS = re.compile(r"^[0-9a-z]+$")
@@ -138,12 +140,13 @@ class PostgresCatalog(Catalog):
         self.where = where
         self.cipher = CatalogCipher(keys)
         self.on_lease: Callable[[], None] | None = None
-        try:
-            self._db = psycopg.connect(url, autocommit=True, connect_timeout=5,
-                                       application_name="preimage")
-        except psycopg.OperationalError as exc:
-            raise _connect_error(exc, where) from None
-        self._held: dict[str, int] = {}
+        self._url = url   # to reconnect; never printed
+        self._db = self._connect()
+        # Advisory locks this process holds: name -> (namespace, key).  A dropped
+        # connection loses them all; ``_reconnect`` takes them again and remembers
+        # which ones had a break (``lease_intact``).
+        self._held: dict[str, tuple[int, int]] = {}
+        self._broken: set[str] = set()
         version = self._schema_version()
         if version == 0 and not create:
             self._db.close()
@@ -166,20 +169,88 @@ class PostgresCatalog(Catalog):
                 where=where)
 
     # ------------------------------------------------------------ plumbing
-    def _q(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+    def _connect(self) -> Any:
         try:
-            cur = self._db.execute(sql, tuple(params))  # type: ignore[arg-type]
-            return list(cur.fetchall()) if cur.description else []
+            return self._psycopg.connect(self._url, autocommit=True, connect_timeout=5,
+                                         application_name="preimage")
         except self._psycopg.OperationalError as exc:
             raise _connect_error(exc, self.where) from None
 
-    @contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def _q(self, sql: str, params: Iterable[Any] = (), *,
+           retry: bool = True) -> list[tuple[Any, ...]]:
+        """One statement.  When the connection has dropped, connect again (taking every
+        held lease again) and, with ``retry`` (statements safe to run twice), run it
+        once more."""
+        args = tuple(params)
+
+        def run(db: Any) -> list[tuple[Any, ...]]:
+            cur = db.execute(sql, args)
+            return list(cur.fetchall()) if cur.description else []
+
+        return self._run(run, retry)
+
+    def _tx(self, body: Callable[[Any], T]) -> T:
+        """``body(connection)`` in one transaction; run again on a new connection when
+        the old one dropped (every transaction body here is safe to run twice)."""
+
+        def run(db: Any) -> T:
+            with db.transaction():
+                return body(db)
+
+        return self._run(run, True)
+
+    def _run(self, run: Callable[[Any], T], retry: bool) -> T:
         try:
-            with self._db.transaction():
-                yield self._db
+            return run(self._db)
+        except self._psycopg.OperationalError as exc:
+            if not self._reconnect() or not retry:
+                raise _connect_error(exc, self.where) from None
+        try:
+            return run(self._db)
         except self._psycopg.OperationalError as exc:
             raise _connect_error(exc, self.where) from None
+
+    def _reconnect(self) -> bool:
+        """After a dropped connection: a new one, with every lease taken again.  False
+        when the connection is fine (the error was something else).
+
+        While the connection was down the server saw this process's leases free, so a
+        ``prune`` may have taken its capture for dead.  The leases taken again are noted
+        as broken: such a capture is not marked complete (:meth:`finish_backup`), and its
+        writer indexes nothing (:meth:`lease_intact`) — it fails, clearly, and what it
+        uploaded is reclaimed by the next prune.  A store-wide lock lost this way fails
+        the command at once.
+        """
+        if not (self._db.broken or self._db.closed):
+            return False
+        with contextlib.suppress(Exception):
+            self._db.close()
+        self._db = self._connect()
+        held, self._held = self._held, {}
+        try:
+            for name, (ns, key) in held.items():
+                if ns == _LOCK_NS:
+                    raise RemoteUnavailableError(
+                        f"the catalog at {self.where}",
+                        f"the connection dropped while this process held the store-wide "
+                        f"{name!r} lock; run the command again")
+                self._take(name, ns, key, wait=60)
+                self._broken.add(name)
+        except self._psycopg.OperationalError as exc:
+            raise _connect_error(exc, self.where) from None
+        return True
+
+    def _take(self, name: str, ns: int, key: int, *, wait: float) -> None:
+        """Take advisory lock ``(ns, key)`` for this session, waiting up to ``wait`` s."""
+        deadline = time.monotonic() + wait
+        pause = 0.02
+        while not self._db.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                   (ns, key)).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(self.where, name)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+        self._held[name] = (ns, key)
 
     def _meta(self, key: str) -> str | None:
         rows = self._q("SELECT value FROM meta WHERE key=%s", (key,))
@@ -197,7 +268,8 @@ class PostgresCatalog(Catalog):
         found before (0 for a new database)."""
         with self.exclusive("migrate", wait=120):
             before = self._schema_version()
-            with self._tx() as db:
+
+            def create(db: Any) -> None:
                 for stmt in _SCHEMA:
                     db.execute(stmt)
                 db.execute("INSERT INTO meta VALUES ('catalog_schema', %s) ON CONFLICT (key)"
@@ -206,6 +278,8 @@ class PostgresCatalog(Catalog):
                 if repository_id is not None:
                     db.execute("INSERT INTO meta VALUES ('repository', %s) ON CONFLICT DO NOTHING",
                                (repository_id,))
+
+            self._tx(create)
         return before
 
     def close(self) -> None:
@@ -251,7 +325,7 @@ class PostgresCatalog(Catalog):
         c = self.cipher
         self._q(
             "INSERT INTO backups (id, created_at, label, kind, tier, tool_call, session, parent_id)"
-            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (id) DO NOTHING",
             (backup_id, time.time() if created_at is None else created_at,
              c.text(label, "label") if label else "", kind, tier,
              c.text(json.dumps(tool_call), "tool_call") if tool_call is not None else None,
@@ -262,27 +336,49 @@ class PostgresCatalog(Catalog):
         """Record a snapshot and its references in one transaction (COPY for the refs)."""
         c = self.cipher
         tokens = {c.token(d) for d in {row.digest, *refs}}
-        with self._tx() as db:
-            db.execute("INSERT INTO snapshots VALUES (%s,%s,%s,%s,%s,%s)",
-                       (row.backup_id, row.idx, row.connector, c.text(row.target, "target"),
-                        c.token(row.digest), row.items))
+        values = (row.backup_id, row.idx, row.connector, c.text(row.target, "target"),
+                  c.token(row.digest), row.items)
+
+        def write(db: Any) -> None:
+            # what an attempt cut short by a dropped connection may have committed goes first
+            db.execute("DELETE FROM refs WHERE backup_id=%s AND idx=%s", (row.backup_id, row.idx))
+            db.execute("DELETE FROM snapshots WHERE backup_id=%s AND idx=%s",
+                       (row.backup_id, row.idx))
+            db.execute("INSERT INTO snapshots VALUES (%s,%s,%s,%s,%s,%s)", values)
             with db.cursor().copy("COPY refs (backup_id, idx, digest) FROM STDIN") as copy:
                 for t in tokens:
                     copy.write_row((row.backup_id, row.idx, t))
 
+        self._tx(write)
+
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
         """Add references to a snapshot."""
-        with self._tx() as db:
-            db.cursor().executemany(
-                "INSERT INTO refs VALUES (%s,%s,%s) ON CONFLICT DO NOTHING",
-                [(backup_id, idx, self.cipher.token(d)) for d in refs])
+        rows = [(backup_id, idx, self.cipher.token(d)) for d in refs]
+        self._tx(lambda db: db.cursor().executemany(
+            "INSERT INTO refs VALUES (%s,%s,%s) ON CONFLICT DO NOTHING", rows))
 
     def finish_backup(self, backup_id: str, *, status: str, stored_bytes: int,
                       logical_bytes: int, seconds: float, snapshots: int | None = None) -> None:
-        """Close a backup with its final status and sizes."""
-        self._q("UPDATE backups SET status=%s, stored_bytes=%s, logical_bytes=%s, seconds=%s,"
-                " expected_snapshots=%s, finished_at=%s WHERE id=%s",
-                (status, stored_bytes, logical_bytes, seconds, snapshots, time.time(), backup_id))
+        """Close a backup with its final status and sizes.
+
+        ``complete`` only from ``open``, and only while the capture's lease has held
+        without a break: a capture whose catalog connection dropped may have been
+        taken for dead by a ``prune`` meanwhile, so it is marked ``failed`` instead and
+        :class:`StoreError` says so.
+        """
+        broken = status == "complete" and backup_id in self._broken
+        rows = self._q(
+            "UPDATE backups SET status=%s, stored_bytes=%s, logical_bytes=%s, seconds=%s,"
+            " expected_snapshots=%s, finished_at=%s WHERE id=%s"
+            + (" AND status IN ('open', 'complete')" if status == "complete" else "")
+            + " RETURNING id",
+            ("failed" if broken else status, stored_bytes, logical_bytes, seconds, snapshots,
+             time.time(), backup_id))
+        if status == "complete" and (broken or not rows):
+            raise StoreError(
+                f"the connection to the catalog at {self.where} dropped while backup "
+                f"{backup_id} was being captured: its lease lapsed, so a prune may have taken "
+                "it for dead — the backup is marked failed; capture again")
 
     def set_status(self, backup_id: str, status: str, *, only_if: str | None = None) -> bool:
         """Change a backup's status (only from ``only_if`` when given)."""
@@ -385,18 +481,24 @@ class PostgresCatalog(Catalog):
 
     def drop_orphan_rows(self) -> None:
         """Delete the rows :meth:`orphan_rows` describes."""
-        with self._tx() as db:
+
+        def drop(db: Any) -> None:
             db.execute("DELETE FROM snapshots WHERE backup_id NOT IN (SELECT id FROM backups)")
             db.execute("DELETE FROM refs WHERE backup_id NOT IN (SELECT id FROM backups)")
+
+        self._tx(drop)
 
     def forget(self, backup_ids: Iterable[str]) -> int:
         """Remove backups with their snapshots and references."""
         ids = list(backup_ids)
-        with self._tx() as db:
+
+        def drop(db: Any) -> int:
             db.execute("DELETE FROM refs WHERE backup_id = ANY(%s)", (ids,))
             db.execute("DELETE FROM snapshots WHERE backup_id = ANY(%s)", (ids,))
             cur = db.execute("DELETE FROM backups WHERE id = ANY(%s)", (ids,))
             return int(cur.rowcount or 0)
+
+        return self._tx(drop)
 
     def clear_tool_call(self, backup_id: str) -> None:
         """Drop a tool-call record that no longer reads back."""
@@ -428,13 +530,27 @@ class PostgresCatalog(Catalog):
         """A session advisory lock held for the capture's life (dropped if the process dies)."""
         key = _lock_key(backup_id)
         self._q("SELECT pg_advisory_lock(%s, %s)", (_LEASE_NS, key))
+        self._held[backup_id] = (_LEASE_NS, key)
         try:
             if self.on_lease is not None and not backup_id.startswith("writer-"):
                 self.on_lease()
             yield
         finally:
+            self._release(backup_id)
+
+    def _release(self, name: str) -> None:
+        held = self._held.pop(name, None)
+        self._broken.discard(name)
+        if held is not None:
             with contextlib.suppress(Exception):
-                self._q("SELECT pg_advisory_unlock(%s, %s)", (_LEASE_NS, key))
+                self._db.execute("SELECT pg_advisory_unlock(%s, %s)", held)
+
+    def lease_intact(self, name: str) -> bool:
+        """Whether this process has held lease ``name`` without a break since it took it.
+        Checks the connection first: after a drop the lease is taken again and the answer
+        is False (see :meth:`_reconnect`)."""
+        self._q("SELECT 1")
+        return name in self._held and name not in self._broken
 
     def lease_held(self, backup_id: str) -> bool:
         """Whether any session holds the lease (read from ``pg_locks``)."""
@@ -472,11 +588,11 @@ class PostgresCatalog(Catalog):
                 raise StoreBusyError(self.where, name)
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
+        self._held[name] = (_LOCK_NS, key)
         try:
             yield
         finally:
-            with contextlib.suppress(Exception):
-                self._q("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_NS, key))
+            self._release(name)
 
     # ------------------------------------------------------------ restore journal
     def _restore_entry(self, r: tuple[Any, ...]) -> RestoreEntry:
@@ -497,7 +613,8 @@ class PostgresCatalog(Catalog):
         """Open a journal entry."""
         rows = self._q("INSERT INTO restores (backup_id, only_filter, undo_backup, started_at)"
                        " VALUES (%s,%s,%s,%s) RETURNING id",
-                       (backup_id, self.cipher.text(only, "only"), undo_backup, time.time()))
+                       (backup_id, self.cipher.text(only, "only"), undo_backup, time.time()),
+                       retry=False)
         return int(rows[0][0])
 
     def finish_restore(self, restore_id: int, status: str) -> None:
@@ -525,7 +642,8 @@ class PostgresCatalog(Catalog):
         """Record a path moved into a machine's trash."""
         c = self.cipher
         self._q("INSERT INTO trash (backup_id, original, stored_at) VALUES (%s,%s,%s)",
-                (backup_id, c.text(original, "original"), c.text(stored_at, "stored_at")))
+                (backup_id, c.text(original, "original"), c.text(stored_at, "stored_at")),
+                retry=False)
 
     def trash(self) -> list[TrashEntry]:
         """Every trash entry."""

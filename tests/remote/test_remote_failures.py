@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,54 @@ def test_store_url_with_credentials_is_refused(fleet: Fleet) -> None:
     assert proc.returncode == 2
     assert "must not hold credentials" in proc.stderr
     assert "s3cr3tvalue" not in proc.stderr + proc.stdout
+
+
+def _drop_catalog_connections(fleet: Fleet) -> None:
+    """What a server restart or a network cut does to this process's catalog session."""
+    fleet.pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname ="
+                  f" '{fleet.database}' AND application_name = 'preimage'")
+
+
+def test_a_dropped_catalog_connection_fails_the_capture_and_nothing_else(
+        fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog connection drops while a capture uploads (its leases lapse, so a prune
+    could take it for dead): the capture fails with one clear error, its backup is marked
+    failed, nothing indexes its packs, and the same process goes on working — reads run
+    again on a new connection, the next capture completes and restores elsewhere."""
+    import preimage
+    from preimage import _crash
+    from preimage._errors import StoreError
+
+    root = tmp_path / "work"
+    make_tree(root, 7, big=24 << 20)
+    home = fleet.machine()
+    for key, value in {**fleet.env(), "PREIMAGE_HOME": str(home)}.items():
+        monkeypatch.setenv(key, value)
+    store = preimage.Store()
+    try:
+        real_point, dropped = _crash.point, []
+
+        def drop_after_first_pack(name: str) -> None:
+            if name == "pack" and not dropped:
+                dropped.append(name)
+                _drop_catalog_connections(fleet)
+
+        monkeypatch.setattr(_crash, "point", drop_after_first_pack)
+        with pytest.raises(StoreError, match="connection to the catalog dropped"):
+            preimage.capture([f"file://{root}"], store=store)
+        monkeypatch.setattr(_crash, "point", real_point)
+        assert dropped
+        assert not [k for k, _ in fleet.objects() if "/index/" in k]
+        [row] = store.catalog.list_backups()
+        assert row.status == "failed"
+        _drop_catalog_connections(fleet)   # an idle drop: the next read just reconnects
+        assert preimage.show(row.id, store=store).status == "failed"
+        backup = preimage.capture([f"file://{root}"], store=store)
+    finally:
+        store.close()
+    expected = tree_digest(root)
+    shutil.rmtree(root)
+    fleet.cli(fleet.machine(), "restore", backup.id, check=True)
+    assert tree_digest(root) == expected
+    check = fleet.cli(fleet.machine(), "check", "--read-data", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import secrets
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -22,7 +23,12 @@ from typing import Protocol
 
 from preimage._backend import BlobProblem, BlobStore, Leftover
 from preimage._errors import BlobCorruptError, BlobMissingError
-from preimage.packstore._repository import ChunkUnreadable, PackRepository, Span
+from preimage.packstore._repository import (
+    ChunkUnreadable,
+    PackRepository,
+    Span,
+    WriterLeaseLapsed,
+)
 from preimage.packstore._spool import Spool
 from preimage.packstore._storage import ObjectMissing
 
@@ -54,6 +60,10 @@ class Coordinator(Protocol):
     def lease(self, backup_id: str) -> AbstractContextManager[None]: ...
 
     def lease_held(self, backup_id: str) -> bool: ...
+
+    def lease_intact(self, name: str) -> bool:
+        """Whether this process has held lease ``name`` without a break since taking it."""
+        ...
 
 
 class MemoryCoordinator:
@@ -100,6 +110,9 @@ class MemoryCoordinator:
 
     def lease_held(self, backup_id: str) -> bool:
         return False
+
+    def lease_intact(self, name: str) -> bool:
+        return True
 
 
 class _ChainReader(io.RawIOBase):
@@ -149,9 +162,16 @@ class PackBlobStore(BlobStore):
         self._verified: set[str] = set()
         self.spool = Spool(repo.cache_dir / "spool") if repo.cache_dir else Spool(Path(), 0)
         repo.before_first_pack = self._take_writer_lease
+        repo.lease_intact = lambda: self.coordinator.lease_intact(f"writer-{repo.writer}")
 
     def _take_writer_lease(self) -> None:
         self._leases.enter_context(self.coordinator.lease(f"writer-{self.repo.writer}"))
+
+    def _new_writer(self) -> None:
+        """Give up a writer lease that lapsed; the next pack is written as a new writer."""
+        self._leases.close()
+        self.repo.writer = secrets.token_hex(8)
+        self.repo.before_first_pack = self._take_writer_lease
 
     def close(self) -> None:
         """Finish uploads, release the writer lease, trim the cache, drop the spool."""
@@ -257,7 +277,11 @@ class PackBlobStore(BlobStore):
 
     def flush(self) -> None:
         """Make everything stored so far durable and indexed (before a backup is complete)."""
-        self.repo.flush()
+        try:
+            self.repo.flush()
+        except WriterLeaseLapsed:
+            self._new_writer()
+            raise
 
     # ------------------------------------------------------------ reading
     def chunks(

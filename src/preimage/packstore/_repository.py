@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from preimage import _crash
-from preimage._errors import StoreConfigError
+from preimage._errors import StoreConfigError, StoreError
 from preimage.packstore._crypto import BoxError, Keys
 from preimage.packstore._format import (
     CONFIG,
@@ -51,6 +51,16 @@ _READ_AHEAD = 4         # ranged GETs in flight ahead of the reader
 _READ_WINDOW = 4 << 20  # small boxes read along with a requested one (into the cache)
 _SPAN_GAP = 1 << 20     # bytes of other boxes a span may read over to join two blobs
 _CACHE_LIMIT = int(os.environ.get("PREIMAGE_CHUNK_CACHE_MB", "512")) << 20
+
+
+class WriterLeaseLapsed(StoreError):
+    """The writer's lease had a break (its catalog connection dropped): nothing indexed."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"the connection to the catalog dropped while this process was writing to {where}: "
+            "its writer lease lapsed, so a prune may have taken its packs for a dead writer's; "
+            "nothing was indexed (the next prune reclaims the packs) — run it again")
 
 
 class ChunkUnreadable(Exception):
@@ -129,6 +139,10 @@ class PackRepository:
         # a killed writer left.
         self.writer = secrets.token_hex(8)
         self.before_first_pack: Callable[[], None] | None = None
+        # Asked before and after indexing: has the writer's lease held without a break?
+        # If not (the catalog connection dropped), a prune may have taken this writer's
+        # packs for a dead writer's: nothing is indexed (or the index is taken back).
+        self.lease_intact: Callable[[], bool] | None = None
 
     @classmethod
     def open(cls, storage: Storage, key_text: str | None, cache_root: Path | None) -> PackRepository:
@@ -345,11 +359,19 @@ class PackRepository:
             uploads, self._uploads = self._uploads, []
         for f in uploads:
             f.result()
+        check = self.lease_intact if self._new_packs else None
+        if check is not None and not check():
+            self.discard_pending()
+            raise WriterLeaseLapsed(self.storage.location)
         with self._lock:
             if not self._new_packs and not self._new_blobs:
                 return None
             index_id, data = encode_index(self.keys, self._new_packs, self._new_blobs)
             self.storage.put(index_name(index_id), data, exclusive=True)
+            if check is not None and not check():   # it lapsed while the index went up
+                self.storage.delete([index_name(index_id)])
+                self.discard_pending()
+                raise WriterLeaseLapsed(self.storage.location)
             self._merge(index_name(index_id), self._new_packs, self._new_blobs)
             self._sealed.clear()
             self._new_packs = {}
