@@ -8,7 +8,6 @@ other session was answered while this capture waited" is an ordering fact.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,22 +19,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import postgres as pg_fixture  # fixtures/ is on sys.path (tests/layer/conftest.py)
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_fixture(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_preimage_fixture_{name}",
-                                                  ROOT / "fixtures" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def payload(command: str, cwd: Path, session: str = "s1") -> str:
@@ -255,7 +242,6 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
 
 
 # ------------------------------------------------------------------ slow captures
-pg_fixture = _load_fixture("postgres")
 
 
 @pytest.fixture(scope="module")

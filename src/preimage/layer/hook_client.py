@@ -121,6 +121,9 @@ def start_service(address: wire.Address) -> bool:
 
 def decide_in_process(harness: str, args: list[str], text: str, why: str) -> tuple[str, str, int]:
     """The fallback: the same decision, made in this process (imports the whole layer)."""
+    # pydantic looks for plugins by scanning every installed distribution's entry points on
+    # its first model; the hook's models use none, and this process lives for one call.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from preimage.layer.hook import handle
 
     outcome = handle(harness, args, text)
