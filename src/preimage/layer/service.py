@@ -39,7 +39,7 @@ DEFAULT_IDLE = 900.0   # seconds without a call before the service exits
 
 def serve_log_path() -> Path:
     """``serve.log`` beside the hook log."""
-    return wire.log_dir() / "serve.log"
+    return Path(wire.log_dir()) / "serve.log"
 
 
 @dataclass
