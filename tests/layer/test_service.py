@@ -161,6 +161,17 @@ def test_serve_status_and_stop(service: Service) -> None:
     assert proc.returncode == 1 and "no decision service is running" in proc.stdout
 
 
+def test_idle_service_exits_and_cleans_up(service: Service) -> None:
+    """A service with nothing to do exits on its own, removing its socket."""
+    service.env["PREIMAGE_SERVE_IDLE"] = "1"
+    service.start()
+    status = service.status()
+    assert status is not None and service.proc is not None
+    assert service.proc.wait(timeout=300) == 0
+    assert not Path(status["socket"]).exists()
+    assert service.status() is None
+
+
 def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
     """A client with another PREIMAGE_HOME does not reach this service: its own store is used."""
     service.start()
