@@ -3,221 +3,217 @@
 Both snapshots are flattened into leaves ``(item key, field path) → value``,
 each leaf carrying the fidelity class declared in the schema.  Items are
 matched by their natural key (path; primary key; kind/namespace/name; …), so
-order and server-assigned ids never decide a match.
+order and server-assigned ids never decide a match; inside an item, lists the
+schema declares as keyed or unordered are matched by key or as sets
+(:func:`preimage.snapshot_schemas.iter_leaves`), so a server that reorders
+entries (Kubernetes ``managedFields``) does not look like a change.
 
 For each fidelity class *c*::
 
-    matched_c = |{ l ∈ O_c : l ∈ R and R[l] == O[l] }|
+    matched_c = |{ l ∈ O_c : l ∈ R and R[l] ≡ O[l] }|
     extra_c   = |{ l ∈ R_c : l ∉ O }|
-    score_c   = matched_c / (|O_c| + extra_c)        (1.0 when both are 0)
+    score_c   = matched_c / (|O_c| + extra_c)        (n/a when both are 0)
 
-where ``O`` are the original's leaves and ``R`` the restored state's.  Every
-entry of the original's ``uncaptured`` list (state in scope the capture never
-read) counts as one original leaf of its class that nothing can match, so a
-snapshot that missed something never scores 1.0.  The
+where ``O`` are the original's leaves, ``R`` the restored state's, and ``≡``
+is equality of value *and* type (``1``, ``1.0``, ``True`` and ``"1"`` are four
+different values).  Every entry of the original's ``uncaptured`` list (state
+in scope the capture never read) counts as one original leaf of its class that
+nothing can match, so a snapshot that missed something never scores 1.0.  The
 same formula over the union of ``content`` and ``metadata`` gives
 ``restorable`` (what a client can bring back — the number CI gates on), and
-over all three classes gives ``overall``.
+over every class gives ``overall``.  ``access`` (access times, moved by any
+reader of the restored state) is scored on its own and is not part of
+``restorable``; ``score --on content+metadata+access`` includes it.
 
-Invariants (tested): identical snapshots score 1.0 in every class; a restore
-that brought nothing back scores 0.0; damaging more leaves never raises a
-score; leaves the original did not have lower it.  Every leaf that differs is
-listed with its class and the reason (missing item, missing field, changed
-value, extra item, extra field); ``server``-class differences are explained
-as server-assigned.
+Invariants (tested): identical snapshots score 1.0 in every class that has
+leaves and n/a in the others; a restore that brought nothing back scores 0.0;
+damaging more leaves never raises a score; leaves the original did not have
+lower it.  Every difference is listed with its class and the reason (missing
+item, missing field, changed value, changed type, extra item, extra field, not
+captured); a missing or extra item is listed once, however many leaves it
+has.  ``server``-class differences carry the schema's reason (or the
+snapshot's, or a generic one) and, when a restore reported the identity remap
+that explains them, that remap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from preimage.restoration import IdRemap
+from preimage.similarity.report import (
+    CLASSES,
+    ClassScore,
+    LeafDifference,
+    SimilarityReport,
+    merge_reports,
+)
+from preimage.snapshot_schemas import Fidelity, Item, Leaf, Snapshot, iter_leaves
 
-from preimage.snapshot_schemas import Fidelity, Item, Snapshot, iter_leaves
+__all__ = [
+    "ClassScore", "LeafDifference", "Leaves", "SimilarityReport", "compare", "flatten",
+    "merge_reports", "score",
+]
 
-Leaves = dict[tuple[str, str], tuple[str, Any]]
+Leaves = dict[tuple[str, str], Leaf]
 
-CLASSES = (Fidelity.CONTENT.value, Fidelity.METADATA.value, Fidelity.SERVER.value)
-RESTORABLE = (Fidelity.CONTENT.value, Fidelity.METADATA.value)
+SERVER = Fidelity.SERVER.value
 SERVER_REASON = "server-assigned: no client can set it, so a restore cannot bring it back"
+UNCAPTURED_PATH = "(not captured)"
+_WEIGHT = {c: i for i, c in enumerate(CLASSES)}  # content first: the class a missing item shows
 
 
-class ClassScore(BaseModel):
-    """The score of one fidelity class (or of a union of classes)."""
-
-    original: int = 0
-    matched: int = 0
-    extra: int = 0
-    score: float = 1.0
-
-
-class LeafDifference(BaseModel):
-    """One leaf that differs between original and restored."""
-
-    item: str
-    path: str
-    fidelity: str
-    reason: str
-    original: Any = None
-    restored: Any = None
-    note: str = ""
-
-
-class SimilarityReport(BaseModel):
-    """Per-class and overall similarity, with every differing leaf."""
-
-    classes: dict[str, ClassScore] = Field(default_factory=dict)
-    restorable: ClassScore = Field(default_factory=ClassScore)
-    overall: ClassScore = Field(default_factory=ClassScore)
-    items_original: int = 0
-    items_restored: int = 0
-    uncaptured: int = 0
-    differences: list[LeafDifference] = Field(default_factory=list)
-
-    def value(self, which: str = "restorable") -> float:
-        """The score named ``which``: restorable, overall, content, metadata or server."""
-        if which == "restorable":
-            return self.restorable.score
-        if which == "overall":
-            return self.overall.score
-        return self.classes[which].score
-
-
-def flatten(items: Iterable[Item]) -> tuple[Leaves, set[str]]:
-    """Leaves of ``items`` keyed by ``(natural key, path)``, and the set of item keys."""
+def flatten(
+    items: Iterable[Item], server_note: Callable[[Item, str], str] | None = None
+) -> tuple[Leaves, dict[str, str]]:
+    """Leaves of ``items`` keyed by ``(natural key, path)``, and each item's label
+    by natural key.  ``server_note`` supplies the reason for a ``server`` leaf
+    whose schema gives none."""
     leaves: Leaves = {}
-    keys: set[str] = set()
+    labels: dict[str, str] = {}
     for item in items:
         k = item.natural_key()
-        keys.add(k)
-        for path, fidelity, value in iter_leaves(item, Fidelity.CONTENT.value):
-            leaves[(k, path)] = (fidelity, value)
-    return leaves, keys
+        labels[k] = item.label()
+        for path, leaf in iter_leaves(item, Fidelity.CONTENT.value):
+            if leaf.fidelity == SERVER and not leaf.note and server_note is not None:
+                leaf = leaf._replace(note=server_note(item, path))
+            leaves[(k, path)] = leaf
+    return leaves, labels
 
 
-def _ratio(matched: int, original: int, extra: int) -> float:
-    denominator = original + extra
-    return 1.0 if denominator == 0 else matched / denominator
-
-
-def _union(counts: dict[str, list[int]], names: Iterable[str]) -> ClassScore:
-    """The score over several classes: their original/matched/extra counts summed."""
-    o = sum(counts[n][0] for n in names)
-    m = sum(counts[n][1] for n in names)
-    e = sum(counts[n][2] for n in names)
-    return ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
+    if isinstance(value, dict | list) and not value:
+        return value
     return str(value)
 
 
+def _remap_note(
+    key: str, path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
+) -> str:
+    """The restore's own account of a changed server leaf, if it reported one: the
+    item's remap of that field, or the remap of the identity the leaf refers to."""
+    field = path.rsplit(".", 1)[-1]
+    for r in remaps:
+        same_leaf = r.key == key and r.field in (path, field)
+        reference = r.key != key and isinstance(original, str) and len(original) >= 8
+        if (same_leaf or reference) and str(r.old) == str(original):
+            followed = "" if str(r.new) == str(restored) else f" (live: {restored})"
+            whose = "" if same_leaf else f" of {r.key}"
+            return f"the restore re-assigned {r.field}{whose} {r.old} → {r.new}{followed}"
+    return ""
+
+
 def compare(
-    original: Leaves, orig_keys: set[str], restored: Leaves, rest_keys: set[str]
+    original: Leaves,
+    orig_items: Mapping[str, str],
+    restored: Leaves,
+    rest_items: Mapping[str, str],
+    remaps: Iterable[IdRemap] = (),
 ) -> SimilarityReport:
-    """Score flattened leaves (see the module docstring for the formula)."""
+    """Score flattened leaves (see the module docstring for the formula).
+
+    ``orig_items`` / ``rest_items`` map the natural keys of each side's items to
+    their labels (as :func:`flatten` returns them).
+    """
+    remaps = list(remaps)
     counts = {c: [0, 0, 0] for c in CLASSES}  # original, matched, extra
     diffs: list[LeafDifference] = []
-    for leaf, (fidelity, value) in original.items():
+    whole: dict[tuple[str, str], list[Any]] = {}  # (key, reason) → [leaves, class]
+
+    def whole_item(key: str, reason: str, fidelity: str) -> None:
+        entry = whole.setdefault((key, reason), [0, fidelity])
+        entry[0] += 1
+        if _WEIGHT.get(fidelity, 9) < _WEIGHT.get(entry[1], 9):
+            entry[1] = fidelity
+
+    for (key, path), leaf in original.items():
+        fidelity = leaf.fidelity
         counts[fidelity][0] += 1
-        got = restored.get(leaf)
-        if got is not None and got[1] == value and got[0] == fidelity:
+        got = restored.get((key, path))
+        if got is not None and got.fidelity == fidelity and _same(got.value, leaf.value):
             counts[fidelity][1] += 1
             continue
-        item, path = leaf
+        if key not in rest_items:
+            whole_item(key, "missing item", fidelity)
+            continue
         if got is None:
-            reason = "missing item" if item not in rest_keys else "missing field"
+            reason = "missing field"
+        elif got.fidelity != fidelity:
+            reason = "changed class"
+        elif type(got.value) is not type(leaf.value) and None not in (got.value, leaf.value):
+            reason = "changed type"
         else:
             reason = "changed value"
-        diffs.append(
-            LeafDifference(
-                item=item,
-                path=path,
-                fidelity=fidelity,
-                reason=reason,
-                original=_jsonable(value),
-                restored=_jsonable(got[1]) if got else None,
-                note=SERVER_REASON if fidelity == Fidelity.SERVER.value else "",
-            )
-        )
-    for leaf, (fidelity, value) in restored.items():
-        if leaf in original:
+        note = ""
+        if fidelity == SERVER:
+            remapped = _remap_note(key, path, leaf.value, got.value if got else None, remaps)
+            note = "; ".join(n for n in (leaf.note or SERVER_REASON, remapped) if n)
+        diffs.append(LeafDifference(
+            item=orig_items.get(key, key), key=key, path=path, fidelity=fidelity,
+            reason=reason, original=_jsonable(leaf.value),
+            restored=_jsonable(got.value) if got else None, note=note, display=leaf.display,
+        ))
+    for (key, path), leaf in restored.items():
+        if (key, path) in original:
             continue
-        counts[fidelity][2] += 1
-        item, path = leaf
-        diffs.append(
-            LeafDifference(
-                item=item,
-                path=path,
-                fidelity=fidelity,
-                reason="extra item" if item not in orig_keys else "extra field",
-                restored=_jsonable(value),
-            )
-        )
-    report = SimilarityReport(items_original=len(orig_keys), items_restored=len(rest_keys))
-    for c, (o, m, e) in counts.items():
-        report.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
-
-    report.restorable = _union(counts, RESTORABLE)
-    report.overall = _union(counts, CLASSES)
-    order = {c: i for i, c in enumerate(CLASSES)}
-    diffs.sort(key=lambda d: (order.get(d.fidelity, 9), d.item, d.path))
+        counts[leaf.fidelity][2] += 1
+        if key not in orig_items:
+            whole_item(key, "extra item", leaf.fidelity)
+            continue
+        diffs.append(LeafDifference(
+            item=rest_items.get(key, key), key=key, path=path, fidelity=leaf.fidelity,
+            reason="extra field", restored=_jsonable(leaf.value), display=leaf.display,
+        ))
+    for (key, reason), (n, fidelity) in whole.items():
+        label = (orig_items if reason == "missing item" else rest_items).get(key, key)
+        diffs.append(LeafDifference(
+            item=label, key=key, path="", fidelity=fidelity, reason=reason, leaves=n,
+        ))
+    report = SimilarityReport(items_original=len(orig_items), items_restored=len(rest_items))
+    report.set_counts(counts)
+    diffs.sort(key=lambda d: (_WEIGHT.get(d.fidelity, 9), d.item, d.path))
     report.differences = diffs
     return report
 
 
-UNCAPTURED_PATH = "(not captured)"
-
-
-def score(original: Snapshot, restored: Snapshot, blobs: Any | None = None) -> SimilarityReport:
-    """Score ``restored`` against ``original``.
+def score(
+    original: Snapshot,
+    restored: Snapshot | None,
+    blobs: Any | None = None,
+    *,
+    remaps: Iterable[IdRemap] = (),
+) -> SimilarityReport:
+    """Score ``restored`` against ``original`` (``None``: nothing could be read).
 
     ``blobs`` is the store to expand blob-backed items from (table rows); it is
-    only needed for snapshots that keep bulk data outside their items.  The
-    original's uncaptured entries are unmatched original leaves (see above).
+    only needed for snapshots that keep bulk data outside their items.
+    ``remaps`` are the identity remaps a restore reported; server-class
+    differences they explain say so.  The original's uncaptured entries are
+    unmatched original leaves (see above).
     """
-    o_leaves, o_keys = flatten(original.scoring_items(blobs))
-    r_leaves, r_keys = flatten(restored.scoring_items(blobs))
-    report = compare(o_leaves, o_keys, r_leaves, r_keys)
+    o_leaves, o_items = flatten(original.scoring_items(blobs), original.server_note)
+    r_leaves: Leaves = {}
+    r_items: dict[str, str] = {}
+    if restored is not None:
+        r_leaves, r_items = flatten(restored.scoring_items(blobs), restored.server_note)
+    report = compare(o_leaves, o_items, r_leaves, r_items, remaps)
     if not original.uncaptured:
         return report
     counts = {c: [s.original, s.matched, s.extra] for c, s in report.classes.items()}
     for u in original.uncaptured:
         fidelity = u.fidelity if u.fidelity in counts else Fidelity.CONTENT.value
         counts[fidelity][0] += 1
-        report.differences.append(
-            LeafDifference(
-                item=u.label(), path=UNCAPTURED_PATH, fidelity=fidelity,
-                reason="not captured", note=u.reason,
-            )
-        )
-    for c, (o, m, e) in counts.items():
-        report.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
-    report.restorable = _union(counts, RESTORABLE)
-    report.overall = _union(counts, CLASSES)
+        report.differences.append(LeafDifference(
+            item=u.label(), path=UNCAPTURED_PATH, fidelity=fidelity,
+            reason="not captured", note=u.reason,
+        ))
+    report.set_counts(counts)
     report.uncaptured = len(original.uncaptured)
     return report
-
-
-def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
-    """Combine the reports of several targets by summing their counts."""
-    total = SimilarityReport()
-    sums = {c: [0, 0, 0] for c in CLASSES}
-    for rep in reports:
-        total.items_original += rep.items_original
-        total.items_restored += rep.items_restored
-        total.uncaptured += rep.uncaptured
-        total.differences.extend(rep.differences)
-        for c in CLASSES:
-            s = rep.classes.get(c, ClassScore())
-            sums[c][0] += s.original
-            sums[c][1] += s.matched
-            sums[c][2] += s.extra
-    for c, (o, m, e) in sums.items():
-        total.classes[c] = ClassScore(original=o, matched=m, extra=e, score=_ratio(m, o, e))
-    total.restorable = _union(sums, RESTORABLE)
-    total.overall = _union(sums, CLASSES)
-    return total

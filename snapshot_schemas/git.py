@@ -113,7 +113,7 @@ class GitOperation(Item):
     """Operations in progress: merge, rebase-merge, rebase-apply, am, cherry-pick, revert, bisect."""
 
     kind: Literal["git-operation"] = key("git-operation")
-    operations: list[str] = content()
+    operations: list[str] = content(unordered=True)
 
 
 GitItem = Annotated[

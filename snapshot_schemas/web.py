@@ -43,6 +43,10 @@ class WebRecord(Item):
     metadata: dict[str, Any] = metadata(default_factory=dict)
     server: dict[str, Any] = server(default_factory=dict)
 
+    def label(self) -> str:
+        """``comment <name>``: the record as the adapter names it."""
+        return f"{self.kind} {self.name}"
+
     @property
     def ref(self) -> str:
         """``kind:name``: how other records point at this one."""
@@ -64,3 +68,8 @@ class WebSnapshot(Snapshot):
         description="'kind.field' → why a client cannot set that server-class field",
     )
     items: list[WebRecord] = Field(default_factory=list)
+
+    def server_note(self, item: Item, path: str) -> str:
+        """The adapter's own reason for a server field (``server_reasons``)."""
+        field = path.removeprefix("server.").split(".", 1)[0].split("[", 1)[0]
+        return self.server_reasons.get(f"{item.kind}.{field}", "")

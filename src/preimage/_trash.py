@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from preimage._catalog import BackupRow, Catalog
+from preimage._backend import BackupRow
 
 if TYPE_CHECKING:
     from preimage._engine import RestoreResult
@@ -68,50 +68,61 @@ def _capture_then_delete(path: str, home: Path, label: str, session: str | None)
 def move_to_trash(paths: Sequence[str], *, home: Path, backup_id: str, recursive: bool,
                   force: bool, session: str | None = None, label: str = "") -> int:
     """Move ``paths`` into the trash as backup ``backup_id``; ``rm``'s exit code."""
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    catalog = Catalog(home / "catalog.sqlite")
+    from preimage._store import Store
+
+    store = Store(home)
+    catalog = store.catalog
     label = label or ("rm " + " ".join(paths))[:120]
     try:
         catalog.add_backup(backup_id, label=label, kind="trash", tier="rewrite", session=session,
                            tool_call={"tool": "trash", "input": {"paths": list(paths)}})
-        folder = trash_root(home) / backup_id
-        code, moved = 0, 0
-        for i, raw in enumerate(paths):
-            path = os.path.abspath(raw)
+        with catalog.lease(backup_id):
+            return _move_all(paths, store, backup_id, recursive=recursive, force=force,
+                             session=session, label=label)
+    finally:
+        store.close()
+
+
+def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: bool,
+              force: bool, session: str | None, label: str) -> int:
+    """The renames of :func:`move_to_trash`, under the backup's lease."""
+    home, catalog = store.home, store.catalog
+    folder = trash_root(home) / backup_id
+    code, moved = 0, 0
+    for i, raw in enumerate(paths):
+        path = os.path.abspath(raw)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not force:
+                _rm_error(raw, "No such file or directory")
+                code = 1
+            continue
+        if os.path.isdir(path) and not os.path.islink(path) and not recursive:
+            _rm_error(raw, "Is a directory")
+            code = 1
+            continue
+        folder.mkdir(mode=0o700, exist_ok=True)
+        dest = folder / str(i)
+        try:
+            if st.st_dev != os.stat(folder).st_dev:
+                raise OSError(18, "on another filesystem than the store")
+            os.rename(path, dest)
+        except OSError as exc:
             try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                if not force:
-                    _rm_error(raw, "No such file or directory")
-                    code = 1
-                continue
-            if os.path.isdir(path) and not os.path.islink(path) and not recursive:
-                _rm_error(raw, "Is a directory")
+                other = _capture_then_delete(path, home, label, session)
+            except Exception as cap:  # not protected: do not delete
+                _rm_error(raw, f"not removed — preimage could not back it up ({cap})")
                 code = 1
                 continue
-            folder.mkdir(mode=0o700, exist_ok=True)
-            dest = folder / str(i)
-            try:
-                if st.st_dev != os.stat(folder).st_dev:
-                    raise OSError(18, "on another filesystem than the store")
-                os.rename(path, dest)
-            except OSError as exc:
-                try:
-                    other = _capture_then_delete(path, home, label, session)
-                except Exception as cap:  # not protected: do not delete
-                    _rm_error(raw, f"not removed — preimage could not back it up ({cap})")
-                    code = 1
-                    continue
-                sys.stderr.write(f"preimage: {raw} could not move to the trash "
-                                 f"({exc.strerror or exc}); backed up as {other} and removed\n")
-                continue
-            catalog.add_trash(backup_id, path, str(dest))
-            moved += 1
-        catalog.finish_backup(backup_id, status="complete" if moved else "failed",
-                              stored_bytes=0, logical_bytes=0, seconds=0.0)
-        return code
-    finally:
-        catalog.close()
+            sys.stderr.write(f"preimage: {raw} could not move to the trash "
+                             f"({exc.strerror or exc}); backed up as {other} and removed\n")
+            continue
+        catalog.add_trash(backup_id, path, str(dest))
+        moved += 1
+    catalog.finish_backup(backup_id, status="complete" if moved else "failed",
+                          stored_bytes=0, logical_bytes=0, seconds=0.0)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -150,7 +161,7 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
     from preimage.layer.uris import file_uri
     from preimage.restoration import Outcome, RestoreReport
 
-    entries = store.catalog.trash_of(backup.id)
+    entries = [(e.original, e.stored_at) for e in store.catalog.trash() if e.backup_id == backup.id]
     if only:
         wanted = [unquote(u.split("://", 1)[-1].split("?", 1)[0]).rstrip("/") for u in only]
         entries = [(o, s) for o, s in entries

@@ -48,13 +48,18 @@ def log_path() -> Path:
 
 
 def log(event: dict[str, Any]) -> None:
-    """Append one JSON line to the hook log; a log that cannot be written is skipped."""
+    """Append one JSON line to the hook log (created 0600, secrets redacted); a log that
+    cannot be written is skipped."""
+    from preimage._redact import redact_value
+
     try:
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as fh:
-            fh.write(json.dumps({"time": time.time(), **event}, default=str) + "\n")
-    except OSError:
+        line = json.dumps(redact_value({"time": time.time(), **event}), default=str)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(line + "\n")
+    except (OSError, ValueError):
         pass
 
 
@@ -140,7 +145,7 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     """Read one hook payload, decide, back up, and return the JSON answer (never raises)."""
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:   # a payload nested past the parser's depth too
         log({"event": "malformed", "error": str(exc), "input": stdin_text[:500]})
         return {}
     event = payload.get("hook_event_name") if isinstance(payload, dict) else None
