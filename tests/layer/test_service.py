@@ -161,15 +161,16 @@ def test_serve_status_and_stop(service: Service) -> None:
     assert proc.returncode == 1 and "no decision service is running" in proc.stdout
 
 
-def test_idle_service_exits_and_cleans_up(service: Service) -> None:
-    """A service with nothing to do exits on its own, removing its socket."""
+def test_idle_service_exits_and_cleans_up(service: Service, tmp_path: Path) -> None:
+    """A service with nothing to do exits on its own after listening, removing its socket."""
     service.env["PREIMAGE_SERVE_IDLE"] = "1"
-    service.start()
-    status = service.status()
-    assert status is not None and service.proc is not None
-    assert service.proc.wait(timeout=300) == 0
-    assert not Path(status["socket"]).exists()
-    assert service.status() is None
+    proc = subprocess.run([sys.executable, "-m", "preimage", "serve"], env=service.env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in (tmp_path / "log" / "serve.log").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "exit"]
+    assert events[1]["reason"] == "idle"
+    assert not Path(events[0]["socket"]).exists()
 
 
 def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ agent:
 * backed up → ``hookSpecificOutput.additionalContext`` naming the backup ID
   (the harness's own permission rules still decide; ``approve`` adds
   ``permissionDecision: "allow"``);
-* rewritten → ``updatedInput`` with ``permissionDecision: "ask"``: the user
-  sees and approves the rewritten command, so a hook never approves a
-  destructive call by itself (Claude Code applies ``updatedInput`` with
-  ``allow`` or ``ask``; ``allow`` would also skip the user's own prompt).
+* rewritten → ``updatedInput`` and no ``permissionDecision``: the harness
+  runs the rewritten command under the user's own permission rules, so a
+  hook never approves a destructive call by itself.  Checked with Claude
+  Code 2.1.332 in ``-p`` mode: without a decision ``updatedInput`` is
+  applied and an unapproved command still needs approval; ``allow`` runs it
+  with no approval at all; ``ask`` runs nothing in a headless session.
   ``--approve``, or a session already in ``bypassPermissions`` mode, answers
   ``allow``;
 * backup failed (store full or unwritable, target unreachable) →
@@ -75,10 +77,10 @@ def answer(decision: Decision, config: LayerConfig, *,
     if context:
         specific["additionalContext"] = context
     if decision.action is Action.REWRITE and decision.updated_input is not None:
-        auto = config.approve or permission_mode == "bypassPermissions"
-        specific["permissionDecision"] = "allow" if auto else "ask"
-        specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
         specific["updatedInput"] = decision.updated_input
+        if config.approve or permission_mode == "bypassPermissions":
+            specific["permissionDecision"] = "allow"
+            specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
     elif decision.protected and config.approve:
         specific["permissionDecision"] = "allow"
         specific["permissionDecisionReason"] = f"backed up as {decision.backup_id}"
