@@ -274,6 +274,11 @@ class BackupLayer:
             decision.action = Action.REWRITE
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
+        promised = [f for f in plan.findings if f.promised_backup]
+        if promised and decision.action is Action.REWRITE:  # recorded as the rewrite runs
+            decision.backup_id = promised[0].promised_backup
+            decision.targets = [t.uri for f in promised for t in f.promised_targets]
+            decision.tier = decision.tier or Tier.REWRITE
         if not plan.targets:
             return decision
         t0 = time.perf_counter()

@@ -161,4 +161,5 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
                f"no copy) as backup {backup_id} when it runs; undo with "
                f"`preimage restore {backup_id}`."],
         wide=f.wide, outside_workspace=f.outside_workspace, rewrite=" ".join(argv), span=f.span,
+        promised_backup=backup_id, promised_targets=list(f.targets),
     )
