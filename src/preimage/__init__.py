@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from preimage._registry import get_connector, known_schemes, register_connector
     from preimage._store import Store
     from preimage._target import Target
+    from preimage.layer.call import ToolCall
+    from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
 _EXPORTS = {
     "BlobStore": "_blobs", "Connector": "_connector",
@@ -51,6 +53,9 @@ _EXPORTS = {
                      "UnsafePathError", "UsageError"), "_errors"),
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
+    # The in-process agent API lives with the backup layer.
+    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
+    "ToolCall": "layer.call",
 }
 
 __version__ = "0.1.0"
@@ -63,6 +68,7 @@ __all__ = [
     "BlobStore",
     "Connector",
     "ConnectorError",
+    "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
@@ -76,7 +82,9 @@ __all__ = [
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
+    "ToolCall",
     "TransientConnectorError",
+    "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
     "__version__",
@@ -84,6 +92,8 @@ __all__ = [
     "diff",
     "get_connector",
     "known_schemes",
+    "protect",
+    "protected",
     "register_connector",
     "restore",
     "score",

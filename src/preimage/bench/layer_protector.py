@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from preimage._errors import BackupNotFoundError
 from preimage.bench.preimage_protector import PreimageBackup
 from preimage.bench.protector import Protection, RunContext
 from preimage.bench.scenario import CallSpec
@@ -68,8 +67,11 @@ class LayerProtector(PreimageBackup):
             protection.call = CallSpec(tool=ctx.call.tool, input=dict(decision.updated_input))
             protection.notes.append(f"rewritten to: {decision.updated_input.get('command', '')}")
         if decision.backup_id is not None:
+            # A trash rewrite records its backup as the call runs: nothing is stored yet.
+            from preimage import BackupNotFoundError
+
             try:
                 protection.stored_bytes = ctx.store.catalog.get(decision.backup_id).stored_bytes
-            except BackupNotFoundError:  # an rm renamed into the trash: recorded as it runs
+            except BackupNotFoundError:
                 protection.stored_bytes = 0
         return protection
