@@ -8,8 +8,8 @@ MCP tools named ``mcp__<server>__<tool>``.
 
 Answer (stdout, exit 0): ``hookSpecificOutput.additionalContext`` reaches the model;
 ``permissionDecision`` ``allow``/``deny``/``ask`` with ``permissionDecisionReason``;
-``updatedInput`` replaces the tool input (with no decision the user's own rules decide
-about the rewritten call; ``allow`` only with ``--approve``);
+``updatedInput`` replaces the tool input (with ``allow``, or ``ask``: the user approves
+the rewritten call);
 ``systemMessage`` is shown to the user.  The command's ``timeout`` is in seconds.
 """
 
@@ -58,14 +58,10 @@ class ClaudeCode(Harness):
         if context:
             specific["additionalContext"] = context
         if decision.action is Action.REWRITE and decision.updated_input is not None:
-            # No decision: Claude Code (2.1.332, checked headless with a scripted model) then
-            # applies updatedInput and the user's own rules decide; "ask" would run nothing in
-            # a headless session, "allow" would approve a destructive call by itself.
+            auto = config.approve or permission_mode == "bypassPermissions"
+            specific["permissionDecision"] = "allow" if auto else "ask"
+            specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
             specific["updatedInput"] = decision.updated_input
-            if config.approve or permission_mode == "bypassPermissions":
-                specific["permissionDecision"] = "allow"
-                specific["permissionDecisionReason"] = "preimage rewrote the call into a " \
-                    "reversible form"
         elif decision.protected and config.approve:
             specific["permissionDecision"] = "allow"
             specific["permissionDecisionReason"] = f"backed up as {decision.backup_id}"
