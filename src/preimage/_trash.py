@@ -14,21 +14,31 @@ path failed.  A path that cannot be renamed into the trash (another
 filesystem after all, a mount point) is captured with the file connector as
 its own backup, then deleted as ``rm`` would, and that backup's ID is printed.
 
+The backup names the agent's call, not the rewrite: the hook leaves the call
+(tool, command, harness, session, call id — redacted as every stored call is)
+in ``STORE/trash/ID.call.json`` when it decides, and ``preimage trash --backup
+ID`` records it as the backup's ``tool_call`` and removes the file.  The
+command line carries only the backup ID.  A call the user never approved
+leaves its file behind; ``prune`` reclaims such files after a day.
+
 Restoring: a path now occupied by something new is first captured into the
 restore's undo backup and then replaced (``overwrite``), kept (``merge``),
 or the restore stops (``refuse``).  A trash entry is renamed back once; a
 second restore reports it as already back.
+
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from preimage._backend import BackupRow
@@ -36,6 +46,9 @@ from preimage._backend import BackupRow
 if TYPE_CHECKING:
     from preimage._engine import RestoreResult
     from preimage._store import Store
+
+CALL_SUFFIX = ".call.json"      # trash/<ID>.call.json: the call a rewritten rm came from
+PENDING_SECONDS = 24 * 3600     # prune keeps a call file this long for a call not yet run
 
 
 def trash_root(home: Path) -> Path:
@@ -45,11 +58,45 @@ def trash_root(home: Path) -> Path:
     return path
 
 
+def call_file(home: Path, backup_id: str) -> Path:
+    """Where the hook leaves the call that backup ``backup_id``'s rewrite came from."""
+    return home / "trash" / f"{backup_id}{CALL_SUFFIX}"
+
+
+def leave_call(home: Path, backup_id: str, record: dict[str, Any]) -> None:
+    """Keep ``record`` (the agent's call, as ``ToolCall.to_record`` gives it) for the
+    ``preimage trash`` run that will record backup ``backup_id``: redacted, 0600.
+    A failure to write it only costs the backup its description."""
+    from preimage._redact import redact_value
+
+    path = call_file(home, backup_id)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(redact_value(record), fh)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _take_call(home: Path, backup_id: str) -> dict[str, Any] | None:
+    """The call file of ``backup_id`` (``None`` when there is none or it is unreadable)."""
+    path = call_file(home, backup_id)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("tool"), str) else None
+
+
 def _rm_error(path: str, why: str) -> None:
     sys.stderr.write(f"rm: cannot remove '{path}': {why}\n")
 
 
-def _capture_then_delete(path: str, home: Path, label: str, session: str | None) -> str:
+def _capture_then_delete(path: str, home: Path, label: str, session: str | None,
+                         tool_call: dict[str, Any] | None) -> str:
     """Protect ``path`` the slow way (a copy into the store), then delete it; the backup ID."""
     from preimage._engine import capture
     from preimage._store import Store
@@ -57,7 +104,7 @@ def _capture_then_delete(path: str, home: Path, label: str, session: str | None)
 
     with Store(home) as store:
         backup = capture([file_uri(path)], store=store, label=label, tier="rewrite",
-                         session=session, kind="layer")
+                         session=session, kind="layer", tool_call=tool_call)
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path)
     else:
@@ -67,25 +114,41 @@ def _capture_then_delete(path: str, home: Path, label: str, session: str | None)
 
 def move_to_trash(paths: Sequence[str], *, home: Path, backup_id: str, recursive: bool,
                   force: bool, session: str | None = None, label: str = "") -> int:
-    """Move ``paths`` into the trash as backup ``backup_id``; ``rm``'s exit code."""
+    """Move ``paths`` into the trash as backup ``backup_id``; ``rm``'s exit code.
+
+    The backup's ``tool_call`` is the agent's call the hook left for it
+    (:func:`leave_call`); without one (``preimage trash`` run by hand) it names
+    the paths."""
+    from preimage._redact import redact, redact_value
     from preimage._store import Store
 
+    call = _take_call(home, backup_id)
+    if call is None:
+        call = {"tool": "trash", "input": {"paths": list(paths)}}
+    else:
+        session = session or call.get("session")
+        command = (call.get("input") or {}).get("command")
+        label = label or (command if isinstance(command, str) else "")[:120]
+    call.pop("session", None)
+    label = redact(label or ("rm " + " ".join(paths))[:120])
+    tool_call = redact_value(call)
     store = Store(home)
     catalog = store.catalog
-    label = label or ("rm " + " ".join(paths))[:120]
     try:
         with catalog.lease(backup_id):   # held before the row exists: never open unleased
             catalog.add_backup(backup_id, label=label, kind="trash", tier="rewrite",
-                               session=session,
-                               tool_call={"tool": "trash", "input": {"paths": list(paths)}})
+                               session=session, tool_call=tool_call)
+            with contextlib.suppress(OSError):
+                call_file(home, backup_id).unlink()
             return _move_all(paths, store, backup_id, recursive=recursive, force=force,
-                             session=session, label=label)
+                             session=session, label=label, tool_call=tool_call)
     finally:
         store.close()
 
 
 def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: bool,
-              force: bool, session: str | None, label: str) -> int:
+              force: bool, session: str | None, label: str,
+              tool_call: dict[str, Any] | None) -> int:
     """The renames of :func:`move_to_trash`, under the backup's lease."""
     home, catalog = store.home, store.catalog
     folder = trash_root(home) / backup_id
@@ -111,7 +174,7 @@ def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: 
             os.rename(path, dest)
         except OSError as exc:
             try:
-                other = _capture_then_delete(path, home, label, session)
+                other = _capture_then_delete(path, home, label, session, tool_call)
             except Exception as cap:  # not protected: do not delete
                 _rm_error(raw, f"not removed — preimage could not back it up ({cap})")
                 code = 1

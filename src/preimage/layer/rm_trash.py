@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from preimage._ids import new_backup_id
+from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
@@ -45,6 +46,15 @@ def preimage_command() -> str:
     if exe.exists():
         return shlex.quote(str(exe))
     return f"{shlex.quote(sys.executable)} -m preimage"
+
+
+def leave_call(home: Path, backup_id: str | None, call: ToolCall) -> None:
+    """Leave ``call`` for the ``preimage trash`` run that records ``backup_id``, so the
+    backup names what the agent ran (the command line carries only the ID)."""
+    if backup_id:
+        from preimage._trash import leave_call as leave
+
+        leave(home, backup_id, {**call.to_record(), "session": call.session_id})
 
 
 def mount_points() -> list[str]:
