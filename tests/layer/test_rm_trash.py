@@ -231,6 +231,7 @@ def test_trash_backup_names_the_agents_call(tree: Path, home: Path, cli: Cli) ->
     assert call["harness"] == "claude-code" and call["tool_use_id"] == "toolu_1"
     assert "hunter2" not in json.dumps(listed) and "***" in call["input"]["description"]
     assert listed["session"] == "s1" and listed["label"] == "rm -rf tree"
+    assert listed["targets"] == [(tree / "tree").as_uri()]
 
 
 def test_trash_command_run_by_hand_names_its_paths(tmp_path: Path, home: Path, cli: Cli) -> None:
@@ -240,6 +241,7 @@ def test_trash_command_run_by_hand_names_its_paths(tmp_path: Path, home: Path, c
         str(tmp_path / "d"), check=True)
     shown = json.loads(cli("show", "0000000000abd", "--json", check=True).stdout)
     assert shown["tool_call"] == {"tool": "trash", "input": {"paths": [str(tmp_path / "d")]}}
+    assert shown["trash"] == [{"target": (tmp_path / "d").as_uri(), "in_trash": True}]
 
 
 
@@ -253,3 +255,47 @@ def test_prune_keeps_a_waiting_call_for_a_day(tree: Path, home: Path, cli: Cli) 
     cli("prune", check=True)
     assert (home / "trash" / f"{fresh}.call.json").exists()
     assert not (home / "trash" / f"{stale}.call.json").exists()
+
+
+def score_of(cli: Cli, backup_id: str) -> dict[str, Any]:
+    return json.loads(cli("score", backup_id, "--json", check=True).stdout)  # type: ignore[no-any-return]
+
+
+def test_trash_backup_scores_and_diffs_before_and_after_restore(tree: Path, cli: Cli) -> None:
+    """While the tree is in the trash, score and diff compare the live path with what the
+    trash holds (the tree is gone: far from 1.0); the restore records what it renamed back,
+    so afterwards the backup scores 1.0 — and drops again when the tree changes."""
+    command = rewritten(hook("rm -rf tree", tree))
+    assert command
+    backup_id = backup_of(command)
+    run_shell(command, tree).check_returncode()
+    before = score_of(cli, backup_id)
+    assert before["content"] < 0.1 and before["restorable"]["score"] < 0.1
+    assert cli("diff", backup_id).returncode == 1
+    assert json.loads(cli("show", backup_id, "--json", check=True).stdout)["snapshots"] == []
+
+    cli("restore", backup_id, check=True)
+    shown = json.loads(cli("show", backup_id, "--json", check=True).stdout)
+    assert [s["target"] for s in shown["snapshots"]] == [(tree / "tree").as_uri()]
+    assert shown["trash"] == [{"target": (tree / "tree").as_uri(), "in_trash": False}]
+    after = score_of(cli, backup_id)
+    assert after["content"] == 1.0 and after["metadata"] == 1.0
+    assert cli("diff", backup_id).returncode == 0
+
+    (tree / "tree" / "run.sh").write_text("changed after the restore\n")
+    assert score_of(cli, backup_id)["content"] < 1.0
+    assert cli("diff", backup_id).returncode == 1
+
+
+def test_trash_entry_nobody_recorded_never_scores_one(tree: Path, home: Path, cli: Cli) -> None:
+    """An entry taken out of the trash without a restore (so nothing recorded it) is
+    reported as not captured: the tree is back in place, yet the score stays below 1.0."""
+    command = rewritten(hook("rm -rf tree", tree))
+    assert command
+    backup_id = backup_of(command)
+    run_shell(command, tree).check_returncode()
+    os.rename(home / "trash" / backup_id / "0", tree / "tree")
+    got = score_of(cli, backup_id)
+    assert got["content"] < 1.0
+    assert "not captured" in json.dumps(got["differences"])
+    assert cli("diff", backup_id).returncode == 1
