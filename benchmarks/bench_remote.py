@@ -99,7 +99,10 @@ def main() -> None:
                 db.psql(f"CREATE DATABASE {name}")
             key = work / "key"
             key.write_text(os.urandom(32).hex())
-            base = {**os.environ, **s3.env(), "PGPASSWORD": db.password,
+            # As installed from a wheel, Python reads compiled bytecode; a development
+            # shell's PYTHONDONTWRITEBYTECODE would recompile preimage on every run.
+            environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            base = {**environ, **s3.env(), "PGPASSWORD": db.password,
                     "PREIMAGE_STORE_KEY_FILE": str(key), "RESTIC_PASSWORD": "bench-password",
                     "RESTIC_CACHE_DIR": str(work / "restic-cache")}
             preimage = [sys.executable, "-m", "preimage"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._errors import (
@@ -72,6 +74,35 @@ def _open(store: Store | None) -> Store:
     return store if store is not None else Store()
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _closing_own_store(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run ``fn`` with the caller's ``store=``, or with a store opened for this call and
+    closed after it: its uploads end, its leases and connections are released, the chunk
+    cache is trimmed and a restore's spool of verified plaintext is removed, instead of
+    all of it lasting until the process exits (or, for the spool, until another process
+    sweeps it)."""
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("store") is not None:
+            return fn(*args, **kwargs)
+        st = Store()
+        kwargs["store"] = st
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):   # the first error is the one to report
+                st.close()
+            raise
+        st.close()
+        return result
+
+    return call
+
+
 def _check_not_store(target: Target, store: Store) -> None:
     if target.scheme in ("file", "git", "pip") and target.path:
         from pathlib import Path
@@ -97,6 +128,7 @@ def snapshot_bytes(snap: Snapshot) -> bytes:
         return text.encode("utf-8", "backslashreplace")
 
 
+@_closing_own_store
 def capture(
     uris: Sequence[str | Target],
     *,
@@ -270,12 +302,14 @@ def _as_seen(st: Store, row: BackupRow) -> BackupRow:
     return row
 
 
+@_closing_own_store
 def show(ref: str, *, store: Store | None = None) -> BackupRow:
     """The catalog entry of backup ``ref``."""
     st = _open(store)
     return _as_seen(st, st.catalog.get(ref))
 
 
+@_closing_own_store
 def list_backups(limit: int | None = 50, *, store: Store | None = None) -> list[BackupRow]:
     """Backups, newest first, a killed capture shown as ``abandoned``."""
     st = _open(store)
@@ -312,6 +346,7 @@ def item_naming(snap: Snapshot, digest: str) -> str:
     return ""
 
 
+@_closing_own_store
 def restore(
     ref: str,
     *,
@@ -459,7 +494,14 @@ def _with_live(
 ) -> Iterator[tuple[BlobStore, list[tuple[SnapshotRow, Snapshot, Snapshot]]]]:
     """Each selected snapshot of backup ``ref`` with the live state of its target,
     captured into a scratch store that lives as long as the block."""
-    st = _open(store)
+    with contextlib.ExitStack() as stack:
+        st = store if store is not None else stack.enter_context(Store())
+        yield from _live_pairs(st, ref, only)
+
+
+def _live_pairs(
+    st: Store, ref: str, only: Sequence[str]
+) -> Iterator[tuple[BlobStore, list[tuple[SnapshotRow, Snapshot, Snapshot]]]]:
     backup = _complete(st, ref, "compared")
     with st.scratch_area() as scratch:
         if backup.kind == "trash":  # an rm renamed into the trash: read what it holds now

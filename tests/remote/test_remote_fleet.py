@@ -40,8 +40,11 @@ def test_eight_writers_then_every_backup_restores_on_a_fresh_machine(fleet: Flee
     assert {b["id"] for b in listing if b["status"] == "complete"} >= set(ids)
     for backup_id, (root, expected) in zip(ids, trees, strict=True):
         shutil.rmtree(root)
-        fleet.cli(fleet.machine(), "restore", backup_id, check=True)
+        elsewhere = fleet.machine()
+        fleet.cli(elsewhere, "restore", backup_id, check=True)
         assert tree_digest(root) == expected
+        # the verified plaintext the restore spooled is gone with the command
+        assert not [p for s in elsewhere.rglob("spool") for p in s.rglob("*") if p.is_file()]
     # A ninth machine's tree ending with the same 3 MiB stores its own 1 MiB, at most one
     # chunk (1 MiB max) across the seam, and small files: the shared bytes are found in
     # packs other machines wrote.
