@@ -400,11 +400,12 @@ class PackRepository:
     def pack_header(self, pack_id: str, size: int) -> tuple[str, list[Entry]]:
         """``(writer, entries)`` read from the pack itself; :class:`BoxError` if damaged."""
         name = pack_name(pack_id)
-        length = header_length(self.storage.get_range(name, size - TRAILER_SIZE, TRAILER_SIZE))
+        length = header_length(bytes(self.storage.get_range(name, size - TRAILER_SIZE,
+                                                            TRAILER_SIZE)))
         if length + TRAILER_SIZE > size:
             raise BoxError("pack header length out of range")
         header = self.storage.get_range(name, size - TRAILER_SIZE - length, length)
-        return read_pack_header(self.keys, header)
+        return read_pack_header(self.keys, bytes(header))
 
     def read_pack(self, pack_id: str) -> bytes:
         """A whole pack (:class:`ObjectMissing` when gone)."""
@@ -531,6 +532,7 @@ class PackRepository:
         pack_id, entry0 = first
         start = entry0[1]
         end = max(loc[1][1] + loc[1][2] for loc in locs if loc)
+        body: bytes | memoryview
         if pack_id is None:  # still being filled in memory
             with self._lock:
                 body = bytes(self._open.body[start:end]) if self._open else b""
@@ -631,7 +633,7 @@ class PackRepository:
                 spans.append(Span(pack, start, end, [(digest, entries)]))
         return spans, singles
 
-    def read_range(self, pack_id: str, start: int, length: int) -> bytes:
+    def read_range(self, pack_id: str, start: int, length: int) -> bytes | memoryview:
         """Bytes of a stored pack (:class:`ObjectMissing` when it is gone)."""
         return self.storage.get_range(pack_name(pack_id), start, length)
 
@@ -655,7 +657,7 @@ class PackRepository:
             return None
         return data
 
-    def _cache_box(self, cid: str, box: bytes) -> None:
+    def _cache_box(self, cid: str, box: bytes | memoryview) -> None:
         path = self._cache_path(cid)
         if path is None or _CACHE_LIMIT <= 0:
             return

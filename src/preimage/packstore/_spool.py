@@ -17,6 +17,7 @@ held) is removed by the next spool opened in the same cache.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
@@ -127,8 +128,8 @@ class Spool:
         """Whether the verified bytes of ``digest`` are here."""
         return digest in self._ready
 
-    def read(self, digest: str) -> Iterator[bytes] | None:
-        """The spooled bytes of ``digest`` in blocks (None when not spooled).
+    def read(self, digest: str) -> SpooledBlob | None:
+        """The spooled bytes of ``digest`` (None when not spooled).
 
         They hashed to ``digest`` as they were written; a file that no longer has the
         size written raises :class:`BlobCorruptError` at its end, as a blob would.
@@ -137,10 +138,10 @@ class Spool:
         if size is None:
             return None
         try:
-            fh = open(self.root / digest, "rb")  # noqa: SIM115 - closed by the generator
+            fh = open(self.root / digest, "rb")  # noqa: SIM115 - closed by SpooledBlob
         except OSError:
             return None
-        return _blocks(fh, digest, size)
+        return SpooledBlob(fh, digest, size)
 
     def close(self) -> None:
         """Remove the directory and everything in it."""
@@ -152,6 +153,68 @@ class Spool:
             shutil.rmtree(root, ignore_errors=True)
         if fd is not None:
             os.close(fd)
+
+
+class SpooledBlob:
+    """A spooled blob: an iterator of its bytes in blocks, which can also copy itself
+    into a file descriptor inside the kernel (:meth:`copy_into`) — a restore's write
+    pass then moves no byte through Python."""
+
+    def __init__(self, fh: BinaryIO, digest: str, size: int) -> None:
+        self._fh = fh
+        self._digest = digest
+        self._size = size
+        self._blocks: Iterator[bytes] | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._blocks is None:
+            self._blocks = _blocks(self._fh, self._digest, self._size)
+        return next(self._blocks)
+
+    def close(self) -> None:
+        """Release the spool file (reading stops)."""
+        self._fh.close()
+
+    def copy_into(self, fd: int) -> None:
+        """Write every byte at ``fd``'s position (copy_file_range, else sendfile, else
+        reads and writes); :class:`BlobCorruptError` when the spool file is cut short."""
+        with self._fh:
+            src = self._fh.fileno()
+            copied = 0
+            try:
+                while copied < self._size:
+                    n = _kernel_copy(src, fd, self._size - copied)
+                    if n == 0:
+                        break
+                    copied += n
+            except OSError as exc:
+                if copied or exc.errno not in _NO_KERNEL_COPY:
+                    raise
+                for block in _blocks(self._fh, self._digest, self._size):
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(fd, view):]
+                return
+            if copied != self._size or os.read(src, 1):
+                raise BlobCorruptError(self._digest)
+
+
+# copy_file_range refuses some pairs of filesystems (and old kernels lack it); then
+# sendfile, then a plain copy.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+
+
+def _kernel_copy(src: int, dst: int, count: int) -> int:
+    count = min(count, 1 << 30)
+    try:
+        return os.copy_file_range(src, dst, count)
+    except OSError as exc:
+        if exc.errno not in _NO_KERNEL_COPY:
+            raise
+    return os.sendfile(dst, src, None, count)
 
 
 def _blocks(fh: BinaryIO, digest: str, size: int) -> Iterator[bytes]:

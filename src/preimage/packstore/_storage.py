@@ -50,8 +50,9 @@ class Storage(Protocol):
         """The whole object; :class:`ObjectMissing` when absent."""
         ...
 
-    def get_range(self, name: str, start: int, length: int) -> bytes:
-        """``length`` bytes from offset ``start``; :class:`ObjectMissing` when absent."""
+    def get_range(self, name: str, start: int, length: int) -> bytes | memoryview:
+        """``length`` bytes from offset ``start`` (a view of the client's buffer where it
+        has one, copied nowhere); :class:`ObjectMissing` when absent."""
         ...
 
     def list(self, prefix: str) -> Iterator[tuple[str, int]]:
@@ -130,7 +131,7 @@ class DirectoryStorage:
         except OSError as exc:
             raise self._fail(exc) from exc
 
-    def get_range(self, name: str, start: int, length: int) -> bytes:
+    def get_range(self, name: str, start: int, length: int) -> bytes | memoryview:
         try:
             with open(self._path(name), "rb") as fh:
                 fh.seek(start)
