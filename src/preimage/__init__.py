@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from preimage._registry import get_connector, known_schemes, register_connector
     from preimage._store import Store
     from preimage._target import Target
+    from preimage._undo import CallEntry, UndoResult, timeline, undo
 
 _EXPORTS = {
     "BlobStore": "_blobs", "Connector": "_connector",
@@ -51,6 +52,7 @@ _EXPORTS = {
                      "UnsafePathError", "UsageError"), "_errors"),
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
+    **dict.fromkeys(("CallEntry", "UndoResult", "timeline", "undo"), "_undo"),
 }
 
 __version__ = "0.1.0"
@@ -61,6 +63,7 @@ __all__ = [
     "BlobCorruptError",
     "BlobMissingError",
     "BlobStore",
+    "CallEntry",
     "Connector",
     "ConnectorError",
     "InvalidTargetError",
@@ -77,6 +80,7 @@ __all__ = [
     "Target",
     "TerminalConnectorError",
     "TransientConnectorError",
+    "UndoResult",
     "UnsafePathError",
     "UsageError",
     "__version__",
@@ -88,6 +92,8 @@ __all__ = [
     "restore",
     "score",
     "show",
+    "timeline",
+    "undo",
 ]
 
 

@@ -314,7 +314,15 @@ def restore(
     that still describes the live state (see :func:`_resumable`); otherwise a
     fresh undo backup is taken first.  A dry run writes nothing and returns
     the plan.
+
+    ``conflict="revert"`` undoes the call backup ``ref`` was taken for instead —
+    only what the call changed, keeping everything changed since
+    (:func:`preimage.undo`, which this returns the result of).
     """
+    if ConflictMode(conflict) is ConflictMode.REVERT:
+        from preimage._undo import undo as undo_call
+
+        return undo_call(ref, store=store, only=only, dry_run=dry_run)
     st = _open(store)
     backup = _complete(st, ref, "restored")
     if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back

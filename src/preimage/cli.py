@@ -367,8 +367,9 @@ def demo(workdir: str | None, as_json: bool) -> None:
 
 def _attach_store_commands() -> None:
     from preimage._cli_store import COMMANDS
+    from preimage._cli_undo import COMMANDS as UNDO_COMMANDS
 
-    for cmd in COMMANDS:
+    for cmd in [*COMMANDS, *UNDO_COMMANDS]:
         main.add_command(cmd)
 
 
