@@ -160,6 +160,9 @@ class Reverter:
     """
 
     granularity: ClassVar[Granularity] = Granularity("item by natural key", "field")
+    #: Whether an item the call changed only in soft fields is written back (a
+    #: directory's mtime: yes; a table's row digest, which its rows' writes set: no).
+    write_soft_only: ClassVar[bool] = True
 
     def items(self, snap: Snapshot, blobs: Any) -> Iterator[Item]:
         """The items the plan compares (rows of tables included)."""
@@ -271,6 +274,9 @@ def _by_key(items: Iterable[Item]) -> dict[str, Item]:
 def _verdict(rv: Reverter, key: str, label: str, b: Any, t: Any, now: Any, blobs: Any,
              resolution: Resolution) -> ItemPlan:
     want = None if b is MISSING else b
+    if not rv.write_soft_only and MISSING not in (b, t) and _same_but_soft(rv, b, t):
+        return ItemPlan(key, label, Verdict.ALREADY,
+                        note="only derived fields changed; they follow the other items")
     if same(t, now):
         return ItemPlan(key, label, Verdict.REVERT, want, True,
                         note="created by the call" if b is MISSING else
