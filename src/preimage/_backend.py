@@ -125,6 +125,9 @@ class BlobStore(ABC):
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound enough to reuse instead of rewriting."""
 
+    def flush(self) -> None:  # noqa: B027 - optional: a backend without buffers has nothing to do
+        """Persist what the backend buffers (the engine calls it after each snapshot)."""
+
     @abstractmethod
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
@@ -323,6 +326,10 @@ class Catalog(ABC):
         """Number of backups."""
 
     @abstractmethod
+    def stored_since(self, when: float) -> int:
+        """Bytes the backups finished after ``when`` added to the store."""
+
+    @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one of its snapshots) references."""
 
@@ -501,6 +508,9 @@ class RecordingBlobs(BlobStore):
 
     def stored_size(self, digest: str) -> int:
         return self.inner.stored_size(digest)
+
+    def flush(self) -> None:
+        self.inner.flush()
 
     def raw_size(self, digest: str) -> int | None:
         return self.inner.raw_size(digest)

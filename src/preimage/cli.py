@@ -256,10 +256,11 @@ def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
 @handle_errors
 def list_(limit: int, as_json: bool) -> None:
     """List backups, newest first."""
+    from preimage._engine import list_backups
     from preimage._store import Store
 
     with Store() as store:
-        rows = store.catalog.list_backups(limit)
+        rows = list_backups(limit, store=store)
     if as_json:
         emit_json([_backup_doc(r) for r in rows])
         return

@@ -93,6 +93,7 @@ class BackupLayer:
     ) -> None:
         self.config = config or LayerConfig.load()
         self._store = store
+        self._store_notes: list[str] = []   # what the store did on the last capture (quota)
         self.rules = rules or load_rules()
         self.env = dict(env if env is not None else os.environ)
         self.model = model if model is not None else (
@@ -281,6 +282,7 @@ class BackupLayer:
         backup_id, failed = self._capture(call, plan)
         decision.capture_seconds = time.perf_counter() - t0
         decision.backup_id = backup_id
+        decision.notes.extend(self._store_notes)   # the store applied its quota, and says so
         if failed:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))
             decision.targets = [u for u in decision.targets if not any(u in f for f in failed)]
@@ -300,9 +302,12 @@ class BackupLayer:
         kw = {"label": label, "tier": plan.tier.value if plan.tier else "layer",
               "tool_call": call.to_record(), "session": call.session_id, "kind": "layer"}
         uris = [t.uri for t in plan.targets]
+        self._store_notes = []
         try:
             store = self._open_store()
-            return capture(uris, store=store, **kw).id, []  # type: ignore[arg-type]
+            backup = capture(uris, store=store, **kw)  # type: ignore[arg-type]
+            self._store_notes = backup.notes
+            return backup.id, []
         except PreimageError as exc:
             if len(uris) == 1 or self._store is None:
                 return None, [f"{', '.join(uris)}: {exc}"]
