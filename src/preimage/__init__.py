@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from preimage._store import Store
     from preimage._target import Target
     from preimage._undo import CallEntry, UndoResult, timeline, undo
+    from preimage.layer.call import ToolCall
+    from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
 _EXPORTS = {
     "BlobStore": "_blobs", "Connector": "_connector",
@@ -53,6 +55,9 @@ _EXPORTS = {
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
     **dict.fromkeys(("CallEntry", "UndoResult", "timeline", "undo"), "_undo"),
+    # The in-process agent API lives with the backup layer.
+    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
+    "ToolCall": "layer.call",
 }
 
 __version__ = "0.1.0"
@@ -66,6 +71,7 @@ __all__ = [
     "CallEntry",
     "Connector",
     "ConnectorError",
+    "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
@@ -79,8 +85,10 @@ __all__ = [
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
+    "ToolCall",
     "TransientConnectorError",
     "UndoResult",
+    "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
     "__version__",
@@ -88,6 +96,8 @@ __all__ = [
     "diff",
     "get_connector",
     "known_schemes",
+    "protect",
+    "protected",
     "register_connector",
     "restore",
     "score",

@@ -379,6 +379,7 @@ def _attach_store_commands() -> None:
 # simply has no command.
 _LAZY_COMMANDS = {
     "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "uninstall": "preimage.layer.cli", "mcp-proxy": "preimage.layer.cli",
     "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
     "serve": "preimage.layer.service_cli",
     "bench": "preimage.bench.cli",
@@ -395,7 +396,7 @@ def _lazy_command(name: str) -> click.Command | None:
         if exc.name and module.startswith(exc.name):
             return None
         raise
-    cmd = getattr(mod, name, None)
+    cmd = getattr(mod, name.replace("-", "_"), None)
     return cmd if isinstance(cmd, click.Command) else None
 
 

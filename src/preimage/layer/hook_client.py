@@ -139,7 +139,7 @@ def lost_answer(harness: str, args: list[str], why: str) -> tuple[str, str, int]
 
         opts = _hook_options(args)
         cfg = LayerConfig.load(on_failure=opts.on_failure, approve=opts.approve)
-        doc = answer(Decision(Action.PASS, None, error=why), cfg)
+        doc = answer(Decision(Action.PASS, None, error=why), cfg, harness=harness)
     except Exception as exc:  # settings unreadable too: still say it plainly
         doc = {"systemMessage": f"preimage: this call is NOT backed up — {why} ({exc})"}
     return json.dumps(doc), f"preimage: {why}\n", 0

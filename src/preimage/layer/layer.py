@@ -24,6 +24,7 @@ from preimage._store import Store, default_home
 from preimage._target import Target
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
+from preimage.layer.completion import Completion, ToolResult
 from preimage.layer.config import LayerConfig, Mode
 from preimage.layer.context import Context
 from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
@@ -289,6 +290,18 @@ class BackupLayer:
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
         return decision
+
+    def after(self, call: ToolCall, result: ToolResult,
+              decision: Decision | None = None) -> Completion:
+        """Record that ``call`` finished — status and duration, tied to the backup ``before`` took.
+
+        ``decision`` is the one ``before`` returned, when the caller still holds it (the
+        Python API); hook processes pass ``None`` and the pre-call hook's note is read
+        instead.  Every post-call step belongs here, so there is one place to add one.
+        """
+        from preimage.layer.completion import complete
+
+        return complete(call, result, decision)
 
     def _open_store(self) -> Store:
         if self._store is None:
