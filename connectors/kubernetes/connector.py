@@ -14,6 +14,7 @@ from preimage.connectors.kubernetes.capture import Capturer
 from preimage.connectors.kubernetes.client import KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
+from preimage.connectors.kubernetes.revert import KubeReverter
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
@@ -43,6 +44,7 @@ class KubernetesConnector:
 
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
+    reverter: ClassVar[KubeReverter] = KubeReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> KubernetesSnapshot:
         """Read the target's objects (see :mod:`.capture`); never writes."""
