@@ -168,6 +168,13 @@ def undo(
         )
     post_row = _complete(st, post_row.id, "compared")
     selected = _select(pre, only)
+    unable = [row.target for row, _ in selected
+              if getattr(get_connector(row.connector), "reverter", None) is None]
+    if unable:
+        raise UsageError(
+            f"the connector of {', '.join(unable)} cannot yet write back single items of a "
+            f"call (it restores whole targets); nothing was written — `preimage restore "
+            f"{pre.id}` brings the whole target back, or undo the rest with --only URI")
     after = {row.target: row for row in post_row.snapshots}
     missing = [row.target for row, _ in selected if row.target not in after]
     if missing:

@@ -259,3 +259,19 @@ def test_line_merge_agrees_with_git_merge_file(tmp_path: Path) -> None:
             assert "".join(mine) == git.stdout
             agree += 1
     assert agree > 30
+
+
+def test_a_connector_without_item_writes_is_refused_before_anything(
+        tmp_path: Path, store: Store) -> None:
+    """A target whose connector restores only whole targets (git) is refused in one line,
+    before any capture or write — an undo never falls back to a whole-target restore."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    pre = call(store, f"git://{repo}", "edit", lambda: (repo / "a.txt").write_text("b\n"))
+    count = len(store.catalog.list_backups(None))
+    with pytest.raises(preimage.UsageError, match="cannot yet write back single items"):
+        preimage.undo(pre, store=store)
+    assert len(store.catalog.list_backups(None)) == count
+    assert (repo / "a.txt").read_text() == "b\n"
