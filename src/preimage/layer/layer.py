@@ -274,15 +274,19 @@ class BackupLayer:
         if plan.updated_input is not None:
             decision.updated_input = plan.updated_input
             decision.action = Action.REWRITE
+            moved = [f for f in plan.findings if f.rewrite_backup]
+            if moved:  # the rewrite itself is the backup: it records it as it runs
+                decision.backup_id = moved[0].rewrite_backup
+                decision.targets = [u for f in moved for u in f.rewrite_targets]
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:
             return decision
         t0 = time.perf_counter()
-        decision.targets = [t.uri for t in plan.targets]
+        decision.targets = [*decision.targets, *(t.uri for t in plan.targets)]
         backup_id, failed = self._capture(call, plan)
         decision.capture_seconds = time.perf_counter() - t0
-        decision.backup_id = backup_id
+        decision.backup_id = backup_id or decision.backup_id  # else: the trash rewrite's, if any
         decision.notes.extend(self._store_notes)   # the store applied its quota, and says so
         if failed:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))

@@ -30,6 +30,7 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.shell import SimpleCommand, resolve
+from preimage.layer.uris import file_uri
 
 # Harnesses that run the rewritten command (the trash rewrite takes no copy, so a harness
 # that ignored the rewrite would run the original rm unprotected).  `preimage guard` keeps
@@ -161,4 +162,5 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
                f"no copy) as backup {backup_id} when it runs; undo with "
                f"`preimage restore {backup_id}`."],
         wide=f.wide, outside_workspace=f.outside_workspace, rewrite=" ".join(argv), span=f.span,
+        rewrite_backup=backup_id, rewrite_targets=[file_uri(p) for p in paths],
     )
