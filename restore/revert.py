@@ -35,15 +35,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from preimage.restoration.merge import MISSING, Conflict, Merger, restorable_leaves, same
 from preimage.snapshot_schemas import Item, Snapshot
 
 __all__ = [
     "Granularity", "ItemPlan", "Resolution", "RevertPlan", "Reverter", "Verdict",
-    "plan_revert", "reverter_for",
+    "apply_writes", "plan_revert", "reverter_for", "splice",
 ]
+
+T = TypeVar("T", bound=Item)
 
 
 class Verdict(enum.StrEnum):
@@ -168,6 +170,13 @@ class Reverter:
         """The items the plan compares (rows of tables included)."""
         yield from snap.scoring_items(blobs)
 
+    def align(self, base: Snapshot, theirs: Snapshot, live: Snapshot) -> tuple[
+        Snapshot, Snapshot, Snapshot, list[str]
+    ]:
+        """The three snapshots made comparable: a connector leaves out state that one of
+        them could not read (so it does not look deleted), and says so in the notes."""
+        return base, theirs, live, []
+
     def soft(self, item: Item, path: str) -> bool:
         """Whether the leaf at ``path`` of ``item`` is derived from other state (a
         directory's mtime, a table's row count): it never conflicts, and live stands
@@ -229,6 +238,23 @@ def splice(live_items: Iterable[Any], base_items: Iterable[Any],
     return result + leftover
 
 
+def apply_writes(items: Iterable[T], writes: dict[str, T | None]) -> list[T]:
+    """``items`` (in order) with ``writes`` applied by natural key: replaced in place,
+    removed (``None``), or added at the end."""
+    out: list[T] = []
+    seen: set[str] = set()
+    for item in items:
+        key = item.natural_key()
+        if key in writes:
+            seen.add(key)
+            new = writes[key]
+            if new is not None:
+                out.append(new)
+        else:
+            out.append(item)
+    return out + [i for k, i in writes.items() if i is not None and k not in seen]
+
+
 def _chain(after: dict[str | None, list[Any]], key: str) -> Iterator[Any]:
     for item in after.get(key, []):
         yield item
@@ -247,6 +273,7 @@ def plan_revert(base: Snapshot, theirs: Snapshot, live: Snapshot, blobs: Any,
     """The three-way plan that reverts the delta ``base → theirs`` onto ``live``."""
     rv = reverter or Reverter()
     plan = RevertPlan(target=live.target, connector=live.connector)
+    base, theirs, live, plan.notes = rv.align(base, theirs, live)
     b_items = _by_key(rv.items(base, blobs))
     t_items = _by_key(rv.items(theirs, blobs))
     l_items = _by_key(rv.items(live, blobs))

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
-from preimage.restoration.revert import Granularity, Reverter, splice
+from preimage.restoration.revert import Granularity, Reverter, apply_writes, splice
 from preimage.snapshot_schemas import Item, Snapshot
 from preimage.snapshot_schemas.sql import TableRow
 
@@ -91,26 +91,10 @@ class RowsReverter(Reverter):
                     if item is not next((i for i in live.items
                                          if i.natural_key() == item.natural_key()), None):
                         rows = self.table_rows(base, blobs).get(name, [])  # type: ignore[arg-type]
-                    item = self.with_rows(item, _apply(rows, by_table[name]), blobs)  # type: ignore[index]
+                    item = self.with_rows(item, apply_writes(rows, by_table[name]), blobs)  # type: ignore[index]
                 new_items.append(item)
             items = new_items
         return live.model_copy(update={"items": items})
-
-
-def _apply(rows: list[TableRow], writes: dict[str, TableRow | None]) -> list[TableRow]:
-    out: list[TableRow] = []
-    seen: set[str] = set()
-    for row in rows:
-        key = row.natural_key()
-        if key in writes:
-            seen.add(key)
-            new = writes[key]
-            if new is not None:
-                out.append(new)
-        else:
-            out.append(row)
-    out += [r for k, r in writes.items() if r is not None and k not in seen]
-    return out
 
 
 def json_lines(rows: Iterable[TableRow]) -> Iterator[bytes]:
