@@ -170,6 +170,11 @@ class Reverter:
         """The items the plan compares (rows of tables included)."""
         yield from snap.scoring_items(blobs)
 
+    def specialize(self, snapshot: Snapshot) -> Reverter:
+        """The reverter for the state ``snapshot`` holds (a connector whose records come
+        from plug-ins — site adapters — asks the plug-in how its records merge)."""
+        return self
+
     def align(self, base: Snapshot, theirs: Snapshot, live: Snapshot) -> tuple[
         Snapshot, Snapshot, Snapshot, list[str]
     ]:
@@ -261,10 +266,12 @@ def _chain(after: dict[str | None, list[Any]], key: str) -> Iterator[Any]:
         yield from _chain(after, item.natural_key())
 
 
-def reverter_for(connector: Any) -> Reverter:
-    """The connector's :class:`Reverter` (``reverter`` on its class), or the default."""
+def reverter_for(connector: Any, snapshot: Snapshot | None = None) -> Reverter:
+    """The connector's :class:`Reverter` (``reverter`` on its class), or the default;
+    with ``snapshot``, the one for that snapshot (:meth:`Reverter.specialize`)."""
     found = getattr(connector, "reverter", None)
-    return found if isinstance(found, Reverter) else Reverter()
+    rv = found if isinstance(found, Reverter) else Reverter()
+    return rv if snapshot is None else rv.specialize(snapshot)
 
 
 def plan_revert(base: Snapshot, theirs: Snapshot, live: Snapshot, blobs: Any,

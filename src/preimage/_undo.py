@@ -130,7 +130,18 @@ def capture_after(pre_id: str, *, store: Store | None = None) -> Backup | None:
         [Target.parse(row.target) for row in pre.snapshots], store=st,
         label=f"after: {pre.label}"[:200], tier=POST_CALL, tool_call=pre.tool_call,
         session=pre.session, kind=POST_CALL, parent_id=pre.id,
+        previous=_previous(st, pre.snapshots),
     )
+
+
+def _previous(st: Store, rows: Sequence[SnapshotRow]) -> list[Snapshot | None]:
+    """The pre-call snapshots a capture follows items from (see ``capture(previous=)``),
+    read only for connectors that follow items out of a target's scope."""
+    out: list[Snapshot | None] = []
+    for row in rows:
+        follows = hasattr(get_connector(row.connector), "capture_following")
+        out.append(load_snapshot_row(st, row) if follows else None)
+    return out
 
 
 # ------------------------------------------------------------------ undo
@@ -186,7 +197,7 @@ def undo(
     only_key = json.dumps(["undo", post_row.id, resolution.value, sorted(only)])
     with st.scratch_area() as scratch:
         if dry_run:
-            now = {row.target: _capture_live(row, scratch) for row, _, _ in loaded}
+            now = {row.target: _capture_live(row, scratch, base) for row, _, base in loaded}
             plans, snaps = _plan(loaded, theirs, now, scratch, resolution)
             planned = [_restore(row, snaps[row.target], plan, scratch, dry_run=True)
                        for (row, _, _), plan in zip(loaded, plans, strict=True)]
@@ -210,7 +221,8 @@ def undo(
         if undo_id is None:
             backup = capture([Target.parse(row.target) for row, _, _ in loaded], store=st,
                              label=f"before undoing {pre.id}", kind="pre-restore",
-                             tier="restore", parent_id=pre.id)
+                             tier="restore", parent_id=pre.id,
+                             previous=[base for _, _, base in loaded])
             undo_id = backup.id
             live = {s.target: s for s in backup.snapshots}
             plans, snaps = _plan(loaded, theirs, live, scratch, resolution)
@@ -236,9 +248,12 @@ def undo(
         return result
 
 
-def _capture_live(row: SnapshotRow, blobs: BlobStore) -> Snapshot:
+def _capture_live(row: SnapshotRow, blobs: BlobStore, base: Snapshot) -> Snapshot:
     conn = get_connector(row.connector)
     target = Target.parse(row.target)
+    follow = getattr(conn, "capture_following", None)
+    if follow is not None:
+        return _guarded(lambda: follow(target, blobs, base), "capture", row.target)  # type: ignore[no-any-return]
     return _guarded(lambda: conn.capture(target, blobs), "capture", row.target)
 
 
@@ -263,7 +278,7 @@ def _plan(
     plans: list[RevertPlan] = []
     snaps: dict[str, Snapshot] = {}
     for row, scope, base in loaded:
-        rv = reverter_for(get_connector(row.connector))
+        rv = reverter_for(get_connector(row.connector), base)
         now = live[row.target]
         plan = plan_revert(base, theirs[row.target], now, blobs, rv, resolution)
         if scope:
@@ -283,7 +298,7 @@ def _restore(row: SnapshotRow, synthesized: Snapshot, plan: RevertPlan, blobs: B
         report.notes.append("nothing to write: " + plan.summary())
         return report
     conn = get_connector(row.connector)
-    rv = reverter_for(conn)
+    rv = reverter_for(conn, synthesized)
     policy = RestorePolicy(dry_run=dry_run, conflict=ConflictMode.OVERWRITE,
                            keys=rv.scope(writes))
     report = _guarded(lambda: conn.restore(synthesized, blobs, policy=policy), "restore",
