@@ -186,7 +186,7 @@ def undo(
             f"the connector of {', '.join(unable)} cannot yet write back single items of a "
             f"call (it restores whole targets); nothing was written — `preimage restore "
             f"{pre.id}` brings the whole target back, or undo the rest with --only URI")
-    after = {row.target: row for row in post_row.snapshots}
+    after = paired(pre, post_row)
     missing = [row.target for row, _ in selected if row.target not in after]
     if missing:
         raise UsageError(f"backup {post_row.id} holds no capture of {', '.join(missing)}; "
@@ -224,7 +224,10 @@ def undo(
                              tier="restore", parent_id=pre.id,
                              previous=[base for _, _, base in loaded])
             undo_id = backup.id
-            live = {s.target: s for s in backup.snapshots}
+            # By position: a capture may spell a target differently (an IMAP selection by
+            # Message-ID that matches nothing any more).
+            live = {row.target: snap for (row, _, _), snap in zip(
+                loaded, backup.snapshots, strict=True)}
             plans, snaps = _plan(loaded, theirs, live, scratch, resolution)
             restore_id = st.catalog.start_restore(pre.id, only_key, undo_id)
         reports: list[RestoreReport] = []
@@ -246,6 +249,20 @@ def undo(
         result = UndoResult(pre.id, undo_id, reports, False, post_row.id, plans)
         st.catalog.finish_restore(restore_id, "done" if result.ok else "failed")
         return result
+
+
+def paired(pre: BackupRow, post: BackupRow) -> dict[str, SnapshotRow]:
+    """``post``'s snapshot of each target of ``pre``, by ``pre``'s target URI.
+
+    A post-call backup captured ``pre``'s targets in the same order, so its snapshots pair
+    by position — a capture may spell a target differently from the one before it (an
+    IMAP selection by Message-ID whose messages the call moved away matches none); any
+    other backup pairs by target URI."""
+    if post.parent_id == pre.id and len(post.snapshots) == len(pre.snapshots):
+        return {a.target: b for a, b in zip(pre.snapshots, post.snapshots, strict=True)}
+    by_target = {row.target: row for row in post.snapshots}
+    return {row.target: by_target[row.target] for row in pre.snapshots
+            if row.target in by_target}
 
 
 def _capture_live(row: SnapshotRow, blobs: BlobStore, base: Snapshot) -> Snapshot:
@@ -426,7 +443,7 @@ def timeline(*, store: Store | None = None, session: str | None = None,
 def _delta_line(st: Store, pre: BackupRow, post: BackupRow) -> str:
     from preimage.similarity import diff_snapshots
 
-    after = {row.target: row for row in post.snapshots}
+    after = paired(pre, post)
     parts = []
     try:
         for row in pre.snapshots:
