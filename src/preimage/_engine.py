@@ -182,6 +182,7 @@ def capture(
                 seconds=time.perf_counter() - started,
             )
             raise
+        st.blobs.flush()   # durable and indexed before the backup says complete
         seconds = time.perf_counter() - started
         st.catalog.finish_backup(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,

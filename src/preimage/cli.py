@@ -383,6 +383,7 @@ _LAZY_COMMANDS = {
     "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
     "serve": "preimage.layer.service_cli",
     "bench": "preimage.bench.cli",
+    "store": "preimage._cli_remote", "copy": "preimage._cli_remote",
 }
 
 

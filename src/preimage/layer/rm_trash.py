@@ -114,6 +114,10 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
     ``None`` when the capture stays (see the module docs for what makes an rm plain)."""
     if cmd.name != "rm" or ctx.call.harness not in APPLIES_REWRITES or ctx.store_home is None:
         return None
+    if os.environ.get("PREIMAGE_STORE"):
+        # A shared store: the trash would stay on this machine's disk, which may not
+        # outlive the sandbox; the capture goes to the shared store instead.
+        return None
     if cmd.wrappers or cmd.redirects or cmd.span is None or not cmd.cwd_known or not f.targets:
         return None
     plain = _plain_flags(cmd)
