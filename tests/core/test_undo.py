@@ -275,3 +275,24 @@ def test_a_connector_without_item_writes_is_refused_before_anything(
         preimage.undo(pre, store=store)
     assert len(store.catalog.list_backups(None)) == count
     assert (repo / "a.txt").read_text() == "b\n"
+
+
+def test_forget_keeps_and_forgets_a_call_s_two_backups_together(
+        tree: Path, store: Store) -> None:
+    """A retention policy counts a call once: keep-last 1 keeps the newest call's pre- and
+    post-call backups and forgets the older call's pair; forgetting a pre-call backup by
+    its ID takes its post-call backup along, so undo never finds half a pair."""
+    from preimage._prune import forget
+    from preimage._retention import RetentionPolicy
+
+    first = call(store, uri(tree), "rm util", (tree / "src" / "util.py").unlink)
+    second = call(store, uri(tree), "edit notes",
+                  lambda: (tree / "notes.md").write_text("# agent\n"))
+    posts = {r.parent_id: r.id for r in store.catalog.list_backups(None) if r.kind == "post-call"}
+    report = forget(store, policy=RetentionPolicy(keep_last=1))
+    assert sorted(r.id for r in report.forgotten) == sorted([first, posts[first]])
+    left = {r.id for r in store.catalog.list_backups(None)}
+    assert left == {second, posts[second]}
+    report = forget(store, [second])
+    assert sorted(r.id for r in report.forgotten) == sorted([second, posts[second]])
+    assert store.catalog.list_backups(None) == []
