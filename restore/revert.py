@@ -188,6 +188,12 @@ class Reverter:
         when both sides changed it."""
         return False
 
+    def leaves(self, item: Item) -> list[tuple[str, str, Any]]:
+        """``(path, type, value)`` of the leaves by which an undo tells ``item``'s changes
+        apart: restorable and not derived (a connector may key what it merges entry by
+        entry, such as a change log by its times)."""
+        return [x for x in restorable_leaves(item) if not self.soft(item, x[0])]
+
     def merge_item(self, base: Item, theirs: Item, live: Item, blobs: Any) -> tuple[
         Item, list[Conflict], list[str]
     ]:

@@ -320,6 +320,11 @@ class SiteAdapter:
         value stands when both the call and a later writer moved it."""
         return False
 
+    def comparable(self, record: WebRecord) -> WebRecord:
+        """``record`` as its changes are told apart field by field: a list whose entries
+        have an identity (a change log) keyed by it instead of by position."""
+        return record
+
     def merge(self, base: WebRecord, theirs: WebRecord, live: WebRecord,
               merger: Merger) -> WebRecord | None:
         """Merge a record both an undone call and a later writer changed, recording

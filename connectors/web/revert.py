@@ -46,6 +46,11 @@ class WebReverter(Reverter):
         return (self.adapter is not None and isinstance(item, WebRecord)
                 and bool(self.adapter.soft(item, path)))
 
+    def leaves(self, item: Item) -> list[tuple[str, str, Any]]:
+        if self.adapter is not None and isinstance(item, WebRecord):
+            item = self.adapter.comparable(item)
+        return super().leaves(item)
+
     def merge_item(self, base: Item, theirs: Item, live: Item, blobs: Any) -> tuple[
         Item, list[Conflict], list[str]
     ]:

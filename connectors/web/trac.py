@@ -352,6 +352,18 @@ class TracAdapter(SiteAdapter):
         """A ticket's last-change time follows its changes."""
         return record.kind == "ticket" and path == "metadata.changetime"
 
+    def comparable(self, record: WebRecord) -> WebRecord:
+        """A ticket's change log keyed by each change's time (unique per ticket)."""
+        if record.kind != "ticket":
+            return record
+        dates = [str(m["date"]) for m in record.metadata["change_log"]]
+        return record.model_copy(update={
+            "content": {**record.content, "changes": dict(zip(
+                dates, record.content["changes"], strict=True))},
+            "metadata": {**record.metadata, "change_log": dict(zip(
+                dates, record.metadata["change_log"], strict=True))},
+        })
+
     def merge(self, base: WebRecord, theirs: WebRecord, live: WebRecord,
               merger: Merger) -> WebRecord | None:
         """A ticket's change log merges change by change (by its time, which Trac keeps
