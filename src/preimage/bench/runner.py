@@ -295,6 +295,8 @@ def run_bench(
     keep: bool = False,
 ) -> BenchReport:
     """Run every scenario under every protector; systems start on first use."""
+    from preimage.bench.intervening import run_intervening
+
     say = progress or (lambda _msg: None)
     began = time.perf_counter()
     report = BenchReport(
@@ -317,7 +319,7 @@ def run_bench(
                 continue
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
-                res = run_one(
+                res = (run_intervening if sc.after else run_one)(
                     sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
                     cache=cache,
                 )
