@@ -3,6 +3,10 @@ never a whole table rewritten to revert a few rows."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -96,3 +100,40 @@ def test_undo_alone_is_exact(db: Any, store: Any) -> None:
     total, _ = preimage.score(pre, store=store)
     lost = [d for d in total.differences if d.fidelity in ("content", "metadata")]
     assert [(d.item, d.path) for d in lost] == [("table public/customers", "rows_digest")]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`preimage ARGS` in its own process (PREIMAGE_HOME and the password from the env)."""
+    return subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
+                          text=True, env=dict(os.environ), timeout=300)
+
+
+def test_cli_plan_then_take_backup(db: Any, store: Any) -> None:
+    """`preimage undo --dry-run` plans a bad UPDATE's revert row by row and writes nothing;
+    the plain undo leaves the row a person set again (exit 1, conflict named with both
+    versions); `--take-backup` then writes that row as before the call too, and the row
+    inserted since stays."""
+    seed(db)
+    uri = db.uri("tables=public.customers")
+    pre = protected(store, db, uri, "UPDATE customers SET last_name = 'Role' WHERE id <= 3")
+    db.sql("UPDATE customers SET last_name = 'Fixed' WHERE id = 2; "
+           "INSERT INTO customers (first_name, last_name) VALUES ('New', 'Person')")
+    before = db.sql("SELECT id, last_name FROM customers WHERE id <= 3 ORDER BY id")
+    plan = _cli("undo", pre, "--dry-run", "--json")
+    assert plan.returncode == 1, plan.stderr  # a conflict would be left
+    planned = json.loads(plan.stdout)
+    assert planned["dry_run"] and planned["conflicts"] == 1
+    verdicts = [i["verdict"] for i in planned["plans"][0]["items"]]
+    assert (verdicts.count("revert"), verdicts.count("conflict")) == (2, 1), verdicts
+    assert db.sql("SELECT id, last_name FROM customers WHERE id <= 3 ORDER BY id") == before
+
+    left = _cli("undo", pre)
+    assert left.returncode == 1
+    assert "'Role'" in left.stdout and "'Fixed'" in left.stdout  # both versions named
+    assert db.sql("SELECT last_name FROM customers WHERE id IN (1, 2, 3) ORDER BY id"
+                  ).split() == ["Last1", "Fixed", "Last3"]
+    forced = _cli("undo", pre, "--take-backup", "--json")
+    assert forced.returncode == 0, forced.stderr + forced.stdout
+    assert db.sql("SELECT last_name FROM customers WHERE id IN (1, 2, 3) ORDER BY id"
+                  ).split() == ["Last1", "Last2", "Last3"]
+    assert db.sql("SELECT last_name FROM customers WHERE first_name = 'New'").strip() == "Person"

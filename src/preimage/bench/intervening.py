@@ -242,6 +242,11 @@ def run_intervening(
                 return result
             result.capture_s = time.perf_counter() - started
             _record_protection(result, ctx, protector, protection)
+            if result.reason:
+                # The measured scope is wider than the call on purpose (it holds the
+                # person's other changes); what the call changed is judged by *reverted*.
+                result.notes.append(f"narrower than the measured scope — {result.reason}")
+                result.reason = ""
             started = time.perf_counter()
             outcome = run_call(protection.call or call, system, sandbox)
             result.call_s = time.perf_counter() - started
