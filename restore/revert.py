@@ -42,7 +42,7 @@ from preimage.snapshot_schemas import Item, Snapshot
 
 __all__ = [
     "Granularity", "ItemPlan", "Resolution", "RevertPlan", "Reverter", "Verdict",
-    "apply_writes", "plan_revert", "reverter_for", "splice",
+    "apply_writes", "compared_leaves", "plan_revert", "reverter_for", "splice",
 ]
 
 T = TypeVar("T", bound=Item)
@@ -242,8 +242,8 @@ def splice(live_items: Iterable[Any], base_items: Iterable[Any],
             prev = key
     leftover = [writes[k] for k in added if not any(
         writes[k] is x for group in after.values() for x in group)]
-    result: list[Any] = list(after.get(None, []))
-    for item in out:
+    result: list[Any] = []
+    for item in [*after.get(None, []), *out]:  # items re-created first bring their chains
         result.append(item)
         result.extend(_chain(after, item.natural_key()))
     return result + leftover
@@ -278,6 +278,19 @@ def reverter_for(connector: Any, snapshot: Snapshot | None = None) -> Reverter:
     found = getattr(connector, "reverter", None)
     rv = found if isinstance(found, Reverter) else Reverter()
     return rv if snapshot is None else rv.specialize(snapshot)
+
+
+def compared_leaves(snap: Snapshot, blobs: Any, reverter: Reverter | None = None
+                    ) -> dict[str, dict[str, tuple[str, Any]]]:
+    """Every item of ``snap`` by natural key, as ``{leaf path: (type, value)}`` over the
+    leaves an undo tells changes apart by (:meth:`Reverter.leaves`); the placeholder leaf
+    of an empty set or map is left out, so "empty" and "absent" read the same."""
+    rv = reverter or Reverter()
+    return {
+        item.natural_key(): {path: (kind, value) for path, kind, value in rv.leaves(item)
+                             if value not in ([], (), {})}
+        for item in rv.items(snap, blobs)
+    }
 
 
 def plan_revert(base: Snapshot, theirs: Snapshot, live: Snapshot, blobs: Any,

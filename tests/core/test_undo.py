@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -296,3 +297,25 @@ def test_forget_keeps_and_forgets_a_call_s_two_backups_together(
     report = forget(store, [second])
     assert sorted(r.id for r in report.forgotten) == sorted([second, posts[second]])
     assert store.catalog.list_backups(None) == []
+
+
+def test_splice_recreates_every_item_when_live_kept_none_of_them() -> None:
+    """All of a target's items were removed by the call (and live holds only what came
+    after): every written item is re-created, in the order the state before had them."""
+    from dataclasses import dataclass
+
+    from preimage.restoration.revert import splice
+
+    @dataclass
+    class Entry:
+        key: str
+
+        def natural_key(self) -> str:
+            return self.key
+
+    base = [Entry(k) for k in ("a", "b", "c", "d")]
+    live = [Entry("new")]
+    writes: dict[str, Any] = {e.key: e for e in base} | {"new": None}
+    assert [e.key for e in splice(live, base, writes)] == ["a", "b", "c", "d"]
+    kept = splice([Entry("b"), Entry("new")], base, {"a": base[0], "c": base[2], "d": base[3]})
+    assert [e.key for e in kept] == ["a", "b", "c", "d", "new"]

@@ -62,7 +62,7 @@ from preimage.bench.protector import NotCoveredError, Protector, RunContext
 from preimage.bench.results import RunResult
 from preimage.bench.scenario import CallSpec, Scenario
 from preimage.bench.systems.base import Sandbox, System
-from preimage.restoration.revert import reverter_for
+from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.snapshot_schemas import Snapshot
 
 Leaves = dict[str, dict[str, tuple[str, Any]]]   # item key → leaf path → (type, value)
@@ -85,13 +85,7 @@ def leaves_of(uri: str, snap: Snapshot | None, blobs: Any) -> Leaves:
     if snap is None:
         return {}
     rv = reverter_for(get_connector(Target.parse(uri).scheme), snap)
-    out: Leaves = {}
-    for item in rv.items(snap, blobs):
-        out[absolute_key(uri, item.natural_key())] = {
-            path: (kind, value) for path, kind, value in rv.leaves(item)
-            if value not in ([], (), {})  # the placeholder leaf of an empty set or map
-        }
-    return out
+    return {absolute_key(uri, k): v for k, v in compared_leaves(snap, blobs, rv).items()}
 
 
 def _changed(a: dict[str, Any] | None, b: dict[str, Any] | None) -> set[str]:
