@@ -231,6 +231,7 @@ def run_one(
             if outcome.exit_code != 0:
                 result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
             system.settle(sandbox)
+            protector.after_call(ctx, protection, outcome.exit_code)
             damaged = score_live(truth, truth_store)
             result.damage = damaged.restorable.score
             if protection.backup_id is not None:
