@@ -319,3 +319,15 @@ def test_splice_recreates_every_item_when_live_kept_none_of_them() -> None:
     assert [e.key for e in splice(live, base, writes)] == ["a", "b", "c", "d"]
     kept = splice([Entry("b"), Entry("new")], base, {"a": base[0], "c": base[2], "d": base[3]})
     assert [e.key for e in kept] == ["a", "b", "c", "d", "new"]
+
+
+def test_connectors_lists_how_finely_each_one_undoes(tmp_path: Path) -> None:
+    """`preimage connectors` names each connector's undo granularity, and says so for the
+    ones that restore whole targets only."""
+    env = {**os.environ, "PREIMAGE_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-m", "preimage", "connectors", "--json"], env=env,
+                          capture_output=True, text=True, check=True)
+    undo = {r["scheme"]: r["undo"] for r in json.loads(proc.stdout)}
+    assert undo["file"].startswith("file by path")
+    assert undo["sqlite"].startswith("row by primary key")
+    assert undo["git"].startswith("no (")
