@@ -8,6 +8,7 @@ the rest of the call and reports every conflict.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,12 +65,13 @@ def test_the_undo_suite_has_two_scenarios_per_system_and_no_regret_suite_runs_th
 
 
 def test_undo_keeps_later_work_where_overwrite_and_a_checkpoint_lose_it(
-        bench: Callable[..., Any]) -> None:
+        bench: Callable[..., Any], tmp_path: Path) -> None:
     """The terminal and SQLite scenarios of the suite, in a real `preimage bench` process:
     undo loses no intervening change, reverts every change of the call outside conflicts
     and reports every conflict; the whole-target restore and the workspace checkpoint
     lose the person's work and report nothing."""
-    report = bench("--suite", "undo", "-k", "TU-*", "-k", "SU-update-*")
+    report = bench("--suite", "undo", "-k", "TU-*", "-k", "SU-update-*",
+                   "--report", str(tmp_path / "report"))
     totals = {t["protector"]: t for t in report["totals"]}
     assert set(totals) == {"workspace", "overwrite", "undo"}
     undo, over, ws = totals["undo"], totals["overwrite"], totals["workspace"]
@@ -87,6 +89,10 @@ def test_undo_keeps_later_work_where_overwrite_and_a_checkpoint_lose_it(
     for run in report["runs"]:
         if run["protector"] == "undo":
             assert run["post_bytes"] is not None and run["post_bytes"] > 0, run["scenario"]
+    # the report has the suite's own tables, not the regret benchmark's similarity
+    assert "collateral (lost / intervening)" in (tmp_path / "report" / "table.md").read_text()
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "intervening changes" in page and "post-call / call" in page
 
 
 @pytest.mark.postgres

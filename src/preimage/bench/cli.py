@@ -121,6 +121,14 @@ def write_report(report: object, out_dir: Path) -> None:
 
     assert isinstance(report, BenchReport)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from preimage.bench.undo_report import is_undo, undo_html
+
+    if is_undo(report):  # similarity plots say nothing about intervening changes
+        (out_dir / "results.json").write_text(
+            json.dumps(report.model_dump(mode="json"), indent=2))
+        (out_dir / "table.md").write_text(markdown(report))
+        undo_html(report, out_dir)
+        return
     images = make_plots(report, out_dir)
     (out_dir / "results.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2))
     (out_dir / "table.md").write_text(markdown(report))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
@@ -126,3 +128,50 @@ def undo_markdown(report: BenchReport) -> str:
         lines.append("")
         lines += [f"- not run: {nr.scenario} — {nr.reason}" for nr in report.not_run]
     return "\n".join(lines) + "\n"
+
+
+def undo_html(report: BenchReport, out: Path) -> Path:
+    """``index.html`` of an undo-suite run: the outcome, cost and per-scenario tables, and
+    for each run what it lost, what of the call it did not revert and its conflicts."""
+    import html
+
+    from preimage.bench.report import _CSS
+
+    e = html.escape
+
+    def table(head: tuple[str, ...] | list[str], rows: list[list[str]]) -> str:
+        cells = "".join(f"<th>{e(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><tr>{cells}</tr>{body}</table>"
+
+    grid = _grid(report)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>preimage undo benchmark — {e(report.suite)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>preimage undo benchmark — intervening changes</h1>",
+        f"<p class='muted'>{e(report.started_at)} · preimage {e(report.version)} · "
+        f"{len(report.runs)} runs in {report.seconds:.1f} s</p>",
+        "<h2>Totals</h2>", table(TOTAL_COLUMNS, [total_cells(t) for t in report.totals]),
+        "<h2>What knowing the call's delta costs</h2>",
+        table(COST_COLUMNS, [cost_cells(t) for t in report.totals]),
+        "<h2>Per scenario</h2><p class='muted'>lost a/b: intervening changes lost of those "
+        "made · rev: share of the call's changes reverted · conf a/b: conflicts reported of "
+        "those there were</p>",
+        table(["scenario", "title", *report.protectors.values()], [
+            [sid, next(iter(row.values())).title, *(cell(row.get(p)) for p in report.protectors)]
+            for sid, row in grid.items()]),
+        "<h2>Runs in detail</h2>",
+    ]
+    for r in report.runs:
+        parts.append(f"<h3>{e(r.scenario)} — {e(r.label)}</h3>")
+        if r.reason:
+            parts.append(f"<p>{e(r.status)}: {e(r.reason)}</p>")
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes[:20]) + "</ul>")
+    for nr in report.not_run:
+        parts.append(f"<p>not run: <b>{e(nr.scenario)}</b> — {e(nr.reason)}</p>")
+    parts.append("</body></html>")
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / "index.html"
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return page
