@@ -23,6 +23,7 @@ from preimage._engine import (
     Backup,
     RestoreResult,
     _check_whole,
+    _closing_own_store,
     _complete,
     _guarded,
     _open,
@@ -116,6 +117,7 @@ def find_call(st: Store, ref: str) -> tuple[BackupRow, BackupRow | None]:
 
 
 # ------------------------------------------------------------------ post-call capture
+@_closing_own_store
 def capture_after(pre_id: str, *, store: Store | None = None) -> Backup | None:
     """Capture the targets of pre-call backup ``pre_id`` again, right after its call
     (kind ``post-call``, same session and tool call).  Unchanged state costs only its
@@ -145,6 +147,7 @@ def _previous(st: Store, rows: Sequence[SnapshotRow]) -> list[Snapshot | None]:
 
 
 # ------------------------------------------------------------------ undo
+@_closing_own_store
 def undo(
     ref: str,
     *,
@@ -324,6 +327,7 @@ def _restore(row: SnapshotRow, synthesized: Snapshot, plan: RevertPlan, blobs: B
     return report
 
 
+@_closing_own_store
 def undo_many(refs: Sequence[str], **kwargs: Any) -> list[UndoResult]:
     """Undo several calls, newest first (each one's conflicts are judged against the
     state the previous undo left); stops at the first that fails."""
@@ -400,6 +404,7 @@ class CallEntry:
                 "undone_by": self.undone_by}
 
 
+@_closing_own_store
 def timeline(*, store: Store | None = None, session: str | None = None,
              limit: int | None = 50, deltas: bool = True) -> list[CallEntry]:
     """The calls the layer protected, oldest first: of ``session`` (``None``: the session
