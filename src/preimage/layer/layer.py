@@ -10,7 +10,6 @@ asks, as configured).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from preimage._errors import PreimageError
-from preimage._registry import BUILTINS, _registered, get_connector
+from preimage._registry import connector_problem, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
 from preimage.layer.analyze import analyze
@@ -54,29 +53,6 @@ class Plan:
             if f.rule not in seen and f.changes_state:
                 seen.append(f.rule)
         return seen
-
-
-def connector_problem(scheme: str) -> str | None:
-    """Why no connector can capture ``scheme`` here, or ``None`` when one can (nothing imported)."""
-    if scheme in _registered:
-        return None
-    spec = BUILTINS.get(scheme) or (BUILTINS.get(scheme.split("+", 1)[0] + "+") if "+" in scheme
-                                    else None)
-    if spec is None:
-        from importlib.metadata import entry_points
-
-        if any(ep.name == scheme for ep in entry_points(group="preimage.connectors")):
-            return None
-        return f"no connector for {scheme}://"
-    module = spec.path.split(":", 1)[0]
-    try:
-        if importlib.util.find_spec(module) is None:
-            return f"the {scheme} connector is not in this build"
-    except ModuleNotFoundError:
-        return f"the {scheme} connector is not in this build"
-    if spec.requires and importlib.util.find_spec(spec.requires) is None:
-        return f"the {scheme} connector needs pip install 'preimage[{spec.extra}]'"
-    return None
 
 
 class BackupLayer:
