@@ -1,4 +1,4 @@
-"""Snapshot schema of the PostgreSQL connector (v1).
+"""Snapshot schema of the PostgreSQL connector (v2).
 
 A snapshot holds one item per object in scope — the database itself (whole-
 database targets), schemas, extensions, types, functions, sequences, tables and
@@ -21,6 +21,11 @@ name in them is schema-qualified.  By class:
   inheritance parents, storage options, replica identity; owners, grants
   (ACLs, ``NULL`` read as the type's default ACL) and comments; the database's
   owner, encoding, collation, connection limit and settings;
+Version 2 adds :class:`PgObject` (every other kind pg_dump knows: aggregates,
+operators, casts, rules, statistics, publications, …), ``depends`` on every
+object (the natural keys it needs created first, read from ``pg_depend``), and
+rows kept in physical (storage) order; a v1 document loads unchanged.
+
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
   any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
   line with the rows): they change on every update and no client can set them.
@@ -41,6 +46,7 @@ from preimage.snapshot_schemas._base import (
     content,
     key,
     metadata,
+    register_migration,
     register_snapshot_type,
     server,
 )
@@ -116,6 +122,11 @@ class PgOwned(Item):
     owner: str | None = metadata(None)
     acl: list[str] = metadata(default_factory=list, description="aclitems, sorted", unordered=True)
     comment: str | None = metadata(None)
+    depends: list[str] = metadata(
+        default_factory=list,
+        description="natural keys of captured objects this one needs first (pg_depend)",
+        unordered=True,
+    )
     oid: int | None = server(None, reason=_OID)
 
     @property
@@ -147,8 +158,14 @@ class PgTable(PgOwned):
     copy_columns: list[str] = content(
         default_factory=list, description="columns in the rows blob (generated ones excluded)"
     )
+    late_defaults: list[str] = metadata(
+        default_factory=list,
+        description="columns whose default calls a captured function: set after creation",
+    )
     row_count: int = content(0)
-    rows_digest: str | None = content(None, description="COPY text of the rows, key order")
+    rows_digest: str | None = content(
+        None, description="COPY text of the rows, in storage order (v1: key order)"
+    )
     row_filter: str | None = content(None, description="row scope: the normalised predicate")
     row_system_digest: str | None = server(
         None, description="per row, in the rows' order: ctid and xmin (COPY text)",
@@ -203,6 +220,28 @@ class PgView(PgOwned):
     options: list[str] = metadata(default_factory=list, unordered=True)
     populated: bool = metadata(True)
     indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
+    late: bool = metadata(
+        False, description="depends on a constraint (GROUP BY a key): created after constraints"
+    )
+
+
+class PgObject(PgOwned):
+    """Any other object pg_dump knows, kept as the statements that create it.
+
+    ``objtype`` is PostgreSQL's own word for the kind (``pg_identify_object``:
+    ``aggregate``, ``operator``, ``cast``, ``rule``, ``statistics object``,
+    ``publication``, ``text search configuration``, ``server``, …); ``name``
+    its identity within the schema (with argument types where they identify
+    it).  ``late`` objects (rules, statistics, publications, event triggers,
+    default privileges) are created after the rows and constraints.
+    """
+
+    kind: Literal["object"] = key("object")
+    objtype: str = key()
+    definition: list[str] = content(description="the statements that create it")
+    ref: str = metadata(description="how COMMENT ON / ALTER … OWNER TO name it")
+    drop: str = metadata(description="the statement that drops it")
+    late: bool = metadata(False)
 
 
 class PgSchema(Item):
@@ -224,6 +263,7 @@ class PgExtension(Item):
     name: str = key()
     namespace: str = metadata(description="the schema it is installed in")
     version: str = metadata()
+    depends: list[str] = metadata(default_factory=list)
 
 
 class PgDatabase(Item):
@@ -245,7 +285,8 @@ class PgDatabase(Item):
 
 
 PgItem = Annotated[
-    PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView,
+    PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView
+    | PgObject,
     Field(discriminator="kind"),
 ]
 
@@ -257,7 +298,7 @@ class PostgresSnapshot(Snapshot):
     """Objects and rows of one PostgreSQL database, in one consistent read."""
 
     schema_name: ClassVar[str] = "postgres"
-    schema_version: int = 1
+    schema_version: int = 2
     connector: str = "postgresql"
     database: str
     database_exists: bool = True
@@ -294,6 +335,12 @@ class PostgresSnapshot(Snapshot):
                     ctid=phys.get("ctid"),
                     xmin=phys.get("xmin"),
                 )
+
+
+@register_migration("postgres", 1)
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v2 only adds fields with defaults (``depends``, ``late``, :class:`PgObject`)."""
+    return {**document, "schema_version": 2}
 
 
 def iter_copy_rows(chunks: Iterator[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:

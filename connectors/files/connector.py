@@ -6,7 +6,7 @@ import os
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
+from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.walk import Walker, file_type, resolve_root
@@ -14,6 +14,16 @@ from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
+
+
+def file_uri(root: os.PathLike[str] | str) -> str:
+    """``file://`` + the path; bytes that are not UTF-8 (surrogate escapes) as ``%XX``."""
+    text = "".join(
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
+        if "\udc80" <= ch <= "\udcff" else ch
+        for ch in os.fspath(root)
+    )
+    return f"file://{text}"
 
 
 class FileConnector:
@@ -38,16 +48,23 @@ class FileConnector:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
             root_type = None
-        items = list(Walker(root, blobs).entries())
+        except OSError as exc:
+            raise TerminalConnectorError(
+                f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
+            ) from exc
+        walker = Walker(root, blobs, max_file_size=blobs.max_file_size)
+        items = list(walker.entries())
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
         return FileSnapshot(
-            target=f"file://{root}",
+            target=file_uri(root),
             root=str(root),
+            root_parent=os.path.realpath(root.parent),
             root_type=root_type,
             items=items,
             notes=notes,
+            uncaptured=walker.uncaptured,
         )
 
     def restore(
@@ -55,6 +72,14 @@ class FileConnector:
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         assert isinstance(snapshot, FileSnapshot)
+        root = resolve_root(snapshot.root)
+        expected = file_uri(root)
+        if snapshot.target != expected or str(root) != snapshot.root:
+            raise UnsafePathError(
+                snapshot.root,
+                f"the snapshot's root is not its target {snapshot.target} — the document was "
+                "altered",
+            )
         return TreeRestorer(snapshot, blobs, policy).run()
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
