@@ -29,7 +29,7 @@ from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
 from preimage.restoration import ConflictMode, IdRemap, RestorePolicy, RestoreReport
-from preimage.similarity import SimilarityReport, StateDiff, merge_reports
+from preimage.similarity import RESTORABLE, SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot, load_snapshot
@@ -386,7 +386,7 @@ def _restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, t
     leaves, keys = flatten(snap.scoring_items(blobs))
     items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
     for (key, path), leaf in leaves.items():
-        if leaf.fidelity != "server":
+        if leaf.fidelity in RESTORABLE:  # not server ids, not access times a read moves
             items[key][path] = (leaf.fidelity, leaf.value)
     return items
 
