@@ -32,13 +32,13 @@ each key generator advanced to where it stood).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
+from preimage._errors import RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
+from preimage.connectors.browser.address import parse_origin, parse_target
 from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
@@ -61,29 +61,6 @@ if TYPE_CHECKING:
 # reach the site and could set cookies over the ones a restore just wrote.
 BLANK = '<!doctype html><title>preimage</title><link rel="icon" href="data:,">'
 
-
-
-def parse_origin(raw: str, uri: str) -> str:
-    """``scheme://host[:port]`` of ``raw``; raise :class:`InvalidTargetError` otherwise."""
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidTargetError(uri, f"origin {raw!r} must be http(s)://host[:port]")
-    return f"{parts.scheme}://{parts.netloc.lower()}"
-
-
-def parse_target(target: Target) -> tuple[Path, list[str]]:
-    """The profile directory and the origins of a ``browser://`` target."""
-    raw_path = (target.host or "") + target.path if target.host else target.path
-    if not raw_path:
-        raise InvalidTargetError(
-            target.redacted, "no profile directory — write browser:///abs/profile?origin=URL"
-        )
-    origins = [parse_origin(o, target.redacted) for o in target.query.get("origin", [])]
-    if not origins:
-        raise InvalidTargetError(
-            target.redacted, "no origin — add ?origin=http://host:port (it may repeat)"
-        )
-    return Path(raw_path).expanduser().resolve(), origins
 
 
 def _host_matches(cookie_domain: str, host: str) -> bool:

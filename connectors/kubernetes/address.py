@@ -1,4 +1,4 @@
-"""``k8s://`` target URIs.
+"""``k8s://`` target URIs: read by :meth:`Address.parse`, built by :func:`k8s_uri`.
 
 ::
 
@@ -21,9 +21,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
+from preimage._uri import query
 
 CLUSTER = "_"
 ALL_NAMESPACES = "_all"
@@ -100,3 +102,22 @@ def _dns_label(name: str) -> bool:
         and name[-1].isalnum()
         and all((c.isalnum() and c.islower()) or c.isdigit() or c == "-" for c in name)
     )
+
+
+def k8s_uri(
+    context: str,
+    namespace: str | None,
+    resource: str | None = None,
+    name: str | None = None,
+    *,
+    selector: str | None = None,
+) -> str:
+    """``k8s://ctx/ns[/resource[/name]][?selector=…]``; ``namespace=None`` means the
+    cluster scope (``_``), :data:`ALL_NAMESPACES` every namespace."""
+    ns = namespace if namespace is not None else CLUSTER
+    path = "/" + quote(ns, safe="")
+    if resource:
+        path += "/" + quote(resource, safe=".")
+        if name:
+            path += "/" + quote(name, safe=".:")
+    return f"k8s://{quote(context, safe='-._~')}{path}{query([('selector', selector or '')])}"

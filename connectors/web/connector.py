@@ -31,19 +31,12 @@ from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
+from preimage.connectors.web.address import adapter_name
 from preimage.connectors.web.registry import get_site_adapter
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
-
-
-def adapter_name(target: Target) -> str:
-    """``isso`` for ``web+isso://…``."""
-    name = target.scheme.partition("+")[2]
-    if not name:
-        raise InvalidTargetError(target.redacted, "write web+<adapter>://host:port/path")
-    return name
 
 
 def open_site(target: Target, adapter: SiteAdapter) -> Site:
