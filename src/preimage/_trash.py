@@ -53,7 +53,7 @@ def _capture_then_delete(path: str, home: Path, label: str, session: str | None)
     """Protect ``path`` the slow way (a copy into the store), then delete it; the backup ID."""
     from preimage._engine import capture
     from preimage._store import Store
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
 
     with Store(home) as store:
         backup = capture([file_uri(path)], store=store, label=label, tier="rewrite",
@@ -158,7 +158,7 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
     """Rename backup ``backup``'s trash entries back to where they were."""
     from preimage._engine import RestoreResult, capture
     from preimage._errors import RestoreConflictError, UsageError
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
     from preimage.restoration import Outcome, RestoreReport
 
     entries = [(e.original, e.stored_at) for e in store.catalog.trash() if e.backup_id == backup.id]

@@ -21,6 +21,7 @@ from preimage._errors import PreimageError
 from preimage._registry import connector_problem, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
+from preimage.connectors.files.address import file_uri
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig, Mode
@@ -29,7 +30,6 @@ from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Ti
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rules import RuleSet, load_rules
-from preimage.layer.uris import file_uri
 
 
 @dataclass
