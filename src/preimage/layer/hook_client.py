@@ -43,7 +43,8 @@ def _log(event: dict[str, Any]) -> None:
         folder = wire.log_dir()
         path = os.environ.get("PREIMAGE_LOG") or str(folder / "hook.log")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a") as fh:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, like hook.log
+        with os.fdopen(fd, "a") as fh:
             fh.write(json.dumps({"time": time.time(), **event}) + "\n")
     except OSError:
         pass

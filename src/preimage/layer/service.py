@@ -69,7 +69,8 @@ class DecisionService:
         """One JSON line in the service log (never raises)."""
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_path, "a") as fh:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a") as fh:
                 fh.write(json.dumps({"time": round(time.time(), 3), "event": event,
                                      "pid": os.getpid(), **fields}, default=str) + "\n")
         except OSError:
