@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.browser.address import parse_origin, parse_target
@@ -116,11 +117,12 @@ class _OriginPage:
             self.page.close()
 
 
-class BrowserConnector:
+class BrowserConnector(ConnectorBase):
     """Client-side state of origins in a persistent Chromium profile (see module doc)."""
 
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     # ------------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> BrowserSnapshot:
@@ -364,6 +366,3 @@ class BrowserConnector:
                 },
             )
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Cookies, storage entries, databases, stores and records added, removed or changed."""
-        return diff_snapshots(before, after)

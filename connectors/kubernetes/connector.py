@@ -6,6 +6,7 @@ import os
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
@@ -15,7 +16,6 @@ from preimage.connectors.kubernetes.client import KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.kubernetes import KubernetesSnapshot
 
@@ -33,7 +33,7 @@ def wait_seconds() -> float:
         return DEFAULT_WAIT_SECONDS
 
 
-class KubernetesConnector:
+class KubernetesConnector(ConnectorBase):
     """Kubernetes objects, whole: spec, labels, annotations, finalizers,
     ownerReferences, managedFields and status, through the official client.
 
@@ -43,6 +43,7 @@ class KubernetesConnector:
 
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
 
     def capture(self, target: Target, blobs: BlobStore) -> KubernetesSnapshot:
         """Read the target's objects (see :mod:`.capture`); never writes."""
@@ -69,6 +70,3 @@ class KubernetesConnector:
             Writer(client, discovery, snapshot, plan, policy, report, wait).run()
         return report
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Objects added, removed or changed (server-assigned fields ignored)."""
-        return diff_snapshots(before, after)

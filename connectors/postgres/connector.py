@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
@@ -12,12 +13,11 @@ from preimage.connectors.postgres.capture import audit_state, prepare_session, r
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
 
 
-class PostgresConnector:
+class PostgresConnector(ConnectorBase):
     """A PostgreSQL database, schema, set of tables, or the rows a predicate selects.
 
     Capture reads everything in one ``REPEATABLE READ, READ ONLY`` transaction
@@ -30,6 +30,9 @@ class PostgresConnector:
 
     scheme: ClassVar[str] = "postgresql"
     snapshot_type: ClassVar[type[Snapshot]] = PostgresSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        server_identities=True, remote=True, audits_completeness=True
+    )
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:
         """Read the target's objects and rows as of one moment."""
@@ -100,6 +103,3 @@ class PostgresConnector:
         assert isinstance(snapshot, PostgresSnapshot)
         return PgRestorer(snapshot, blobs, policy).run()
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Objects added, removed or changed (OIDs ignored; rows compared by digest)."""
-        return diff_snapshots(before, after)

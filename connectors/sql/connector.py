@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import (
     InvalidTargetError,
     RestoreConflictError,
@@ -43,7 +44,6 @@ from preimage.connectors.sql import mysql
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
@@ -78,11 +78,12 @@ def _sqlite_path(url: str) -> str | None:
     return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
 
 
-class SQLAlchemyConnector:
+class SQLAlchemyConnector(ConnectorBase):
     """Tables and rows of any database SQLAlchemy reaches (SQLite with its exact DDL)."""
 
     scheme: ClassVar[str] = "sqlite"
     snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(remote=True, audits_completeness=True)
 
     # ------------------------------------------------------------ engine
     def _engine(self, url: str) -> Any:
@@ -369,9 +370,6 @@ class SQLAlchemyConnector:
         """The live objects (no rows) in the same scope."""
         return list(self._read(conn, None, names))
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Tables and objects added, removed or changed (rows compared by digest)."""
-        return diff_snapshots(before, after)
 
 
 def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:

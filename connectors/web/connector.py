@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
 from preimage.connectors.web.address import adapter_name
 from preimage.connectors.web.registry import get_site_adapter
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
 
@@ -117,11 +117,12 @@ def _fields(rec: WebRecord) -> dict[str, Any]:
     }
 
 
-class WebAppConnector:
+class WebAppConnector(ConnectorBase):
     """Records of a web application through a site adapter (see module doc)."""
 
     scheme: ClassVar[str] = "web+"
     snapshot_type: ClassVar[type[Snapshot]] = WebSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
 
     def capture(self, target: Target, blobs: BlobStore) -> WebSnapshot:
         """List the records under the target's path through the adapter; change nothing."""
@@ -310,6 +311,3 @@ class WebAppConnector:
             outcome = Outcome.FAILED if content_lost else Outcome.RESTORED
             report.add(rec.ref, outcome, action=action, reason=" | ".join(parts))
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Records added, removed or changed (server fields ignored)."""
-        return diff_snapshots(before, after)

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
+from preimage._connector import capabilities_of
 from preimage._errors import (
     BlobCorruptError,
     BlobMissingError,
@@ -326,6 +327,13 @@ def restore(
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     _check_whole(st, backup, loaded)
     mode = ConflictMode(conflict)
+    for row, _scope, _snap in loaded:
+        declared = capabilities_of(get_connector(row.connector)).policies
+        if mode.value not in declared:
+            raise UsageError(
+                f"{row.target}: the {row.connector} connector does not support --policy "
+                f"{mode.value} (it restores with {', '.join(sorted(declared))}); nothing was written"
+            )
     if dry_run or mode is ConflictMode.REFUSE:
         plans = [
             get_connector(row.connector).restore(

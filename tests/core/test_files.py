@@ -344,3 +344,36 @@ class TestFileConnectorContract(ConnectorContract):
             (root / "new.txt").write_text("added")
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self) -> list[str]:
+        return ["file://elsewhere/srv/app", "file://"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """bin/, which the mutation removed; .ssh/ and a.txt stay damaged outside it."""
+        return f"{target_uri}/bin"
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path) -> str:
+        return f"file://{tmp_path}/not-yet"
+
+    @pytest.fixture
+    def create(self) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            root = Path(uri.removeprefix("file://"))
+            (root / "sub").mkdir(parents=True)
+            (root / "sub" / "f").write_text("appeared")
+
+        return make
+
+    @pytest.fixture
+    def hide(self) -> Callable[[str, Store], None]:
+        """A file over the store's per-file cap: in scope, deliberately not read."""
+        def over_the_cap(uri: str, store: Store) -> None:
+            from preimage import _quota
+
+            _quota.save(store, _quota.Quota(max_file_size=1024))
+            (Path(uri.removeprefix("file://")) / "big.bin").write_bytes(b"x" * 4096)
+
+        return over_the_cap
