@@ -31,6 +31,7 @@ CLUSTER = "_"
 ALL_NAMESPACES = "_all"
 _CLUSTER_ALIASES = (CLUSTER, "_cluster")
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class Address:
         if namespace is not None and not _dns_label(namespace):
             raise InvalidTargetError(uri, f"{namespace!r} is not a valid namespace name")
         selector = target.param("selector") or None
+        owned = (target.param("owned") or "").lower()
+        if owned not in (*_TRUE, *_FALSE):
+            raise InvalidTargetError(uri, f"owned={owned!r}: write owned=true or owned=false")
         return cls(
             uri=uri,
             context=target.host or None,
@@ -90,7 +94,7 @@ class Address:
             resource=parts[1] if len(parts) > 1 else None,
             name=parts[2] if len(parts) > 2 else None,
             selector=selector,
-            include_owned=(target.param("owned") or "").lower() in _TRUE,
+            include_owned=owned in _TRUE,
             all_namespaces=all_namespaces,
         )
 

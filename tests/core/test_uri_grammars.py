@@ -77,3 +77,13 @@ def test_browser_and_web_uris_round_trip(tmp_path: Path) -> None:
     web = Target.parse(web_uri("isso", "http://127.0.0.1:8080/t/12?page=2", params=[("profile", "/p")]))
     assert adapter_name(web) == "isso"
     assert (web.path, web.param("page"), web.param("profile")) == ("/t/12", "2", "/p")
+
+
+def test_a_malformed_uri_is_one_plain_line_whatever_it_contains(cli: object) -> None:
+    """Brackets in a URI or its grammar are printed as they are, never read as markup."""
+    proc = cli("capture", "k8s://kind/shop/configmaps/a/extra")  # type: ignore[operator]
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "preimage: invalid target 'k8s://kind/shop/configmaps/a/extra': expected "
+        "k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]]"
+    ]
