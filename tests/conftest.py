@@ -8,6 +8,7 @@ need other defaults (mail tests check the exit code by default).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,7 +20,6 @@ import pytest
 from preimage import Store
 
 CliResult = subprocess.CompletedProcess[str]
-
 
 @pytest.fixture(scope="session", autouse=True)
 def _hook_decides_in_process() -> Iterator[None]:
@@ -69,3 +69,15 @@ def cli(home: Path) -> Callable[..., CliResult]:
         return proc
 
     return run
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that refuses every connection for the whole test: bound
+    but never listening, so no other process can start listening on it meanwhile."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        sock.close()

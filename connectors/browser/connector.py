@@ -122,7 +122,8 @@ class BrowserConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    # A target names an existing profile (the browser created it); there is no absent one.
+    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False)
 
     # ------------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> BrowserSnapshot:

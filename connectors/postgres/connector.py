@@ -30,8 +30,11 @@ class PostgresConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "postgresql"
     snapshot_type: ClassVar[type[Snapshot]] = PostgresSnapshot
+    # A restore is one transaction over the whole target, ordered by dependencies:
+    # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
-        server_identities=True, remote=True, audits_completeness=True
+        sub_scopes=False, undo="target", server_identities=True, remote=True,
+        audits_completeness=True,
     )
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:

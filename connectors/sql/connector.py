@@ -83,7 +83,11 @@ class SQLAlchemyConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "sqlite"
     snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(remote=True, audits_completeness=True)
+    # A restore is one transaction over the whole target: narrow it by capturing a
+    # narrower target (?tables=, ?table=&where=), not --only.
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        sub_scopes=False, undo="target", remote=True, audits_completeness=True
+    )
 
     # ------------------------------------------------------------ engine
     def _engine(self, url: str) -> Any:

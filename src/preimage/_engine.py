@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._connector import capabilities_of
@@ -221,21 +222,26 @@ def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
 
 
 def _select(backup: BackupRow, only: Iterable[str]) -> list[tuple[SnapshotRow, tuple[str, ...]]]:
-    """Snapshots of ``backup`` selected by ``--only`` URIs, with per-snapshot sub-scopes."""
+    """Snapshots of ``backup`` selected by ``--only`` URIs, with per-snapshot sub-scopes.
+
+    An ``--only`` URI names a target of the backup, a path below one
+    (``file:///srv/app/bin``), or a part of one after ``#`` — which works for
+    targets with a query too (``web+isso://h/t?profile=p#comment:…``).
+    """
     only = [o for o in only if o]
     if not only:
         return [(row, ()) for row in backup.snapshots]
     chosen: dict[int, set[str]] = {}
     for uri in only:
-        clean = Target.parse(uri).redacted.rstrip("/")
+        where, hashed, part = uri.partition("#")
+        clean = Target.parse(where).redacted.rstrip("/")
         hit = False
         for row in backup.snapshots:
             base = row.target.rstrip("/")
             if clean == base:
-                chosen.setdefault(row.idx, set())
-                chosen[row.idx].add("")
+                chosen.setdefault(row.idx, set()).add(unquote(part) if hashed else "")
                 hit = True
-            elif clean.startswith(base + "/"):
+            elif clean.startswith(base + "/") and not hashed:
                 chosen.setdefault(row.idx, set()).add(clean[len(base) + 1 :])
                 hit = True
         if not hit:
@@ -327,8 +333,14 @@ def restore(
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     _check_whole(st, backup, loaded)
     mode = ConflictMode(conflict)
-    for row, _scope, _snap in loaded:
-        declared = capabilities_of(get_connector(row.connector)).policies
+    for row, scope, _snap in loaded:
+        caps = capabilities_of(get_connector(row.connector))
+        if scope and not caps.sub_scopes:
+            raise UsageError(
+                f"--only {', '.join(scope)}: the {row.connector} connector restores "
+                f"{row.target} whole; capture a narrower target instead. Nothing was written"
+            )
+        declared = caps.policies
         if mode.value not in declared:
             raise UsageError(
                 f"{row.target}: the {row.connector} connector does not support --policy "

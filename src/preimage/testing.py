@@ -53,6 +53,7 @@ could not read keeps the score below 1.0.
 
 from __future__ import annotations
 
+import functools
 import json
 import typing
 from collections.abc import Callable, Iterator
@@ -71,7 +72,7 @@ from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import SERVER_REASON
 from preimage.snapshot_schemas import Record, Snapshot, load_snapshot
 
-__all__ = ["ConnectorContract"]
+__all__ = ["ConnectorContract", "known_failure"]
 
 _WHOLE_ITEM = ("missing item", "extra item", "not captured")
 
@@ -86,6 +87,25 @@ def _record_models(annotation: Any) -> Iterator[type[Record]]:
         return
     for arg in typing.get_args(annotation):
         yield from _record_models(arg)
+
+
+def known_failure(test: Callable[..., None], reason: str) -> Callable[..., None]:
+    """``test`` (a contract test) marked as a known failure of one connector, strictly:
+    the run fails the day it passes, so the mark comes off with the fix::
+
+        class TestMine(ConnectorContract):
+            test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
+                ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
+                "rows of tables without a primary key are not merged yet",
+            )
+    """
+
+    @functools.wraps(test)
+    def run(self: Any, *args: Any, **kwargs: Any) -> None:
+        test(self, *args, **kwargs)
+
+    marked: Callable[..., None] = pytest.mark.xfail(reason=reason, strict=True)(run)
+    return marked
 
 
 class ConnectorContract:
@@ -143,14 +163,15 @@ class ConnectorContract:
         original: Snapshot, damaged: Snapshot, after: Snapshot, store: Store, keys: set[str]
     ) -> list[str]:
         """Content fields of the items ``keys`` that the damage changed and that are back
-        at their captured value in ``after``.  Metadata is left out: putting a missing
-        child back may rightly set its directory's times to the captured ones."""
+        at their captured value in ``after``.  Metadata is left out (putting a missing
+        child back may rightly set its directory's times to the captured ones), and so
+        are derived fields (a folder's message count comes back with its messages)."""
         o, _ = flatten(original.scoring_items(store.blobs))
         d, _ = flatten(damaged.scoring_items(store.blobs))
         a, _ = flatten(after.scoring_items(store.blobs))
         return sorted(
             f"{key} {path}" for (key, path), leaf in d.items()
-            if key in keys and leaf.fidelity == "content"
+            if key in keys and leaf.fidelity == "content" and not leaf.derived
             and (key, path) in o and o[(key, path)].value != leaf.value
             and (key, path) in a and a[(key, path)].value == o[(key, path)].value
         )
@@ -376,15 +397,17 @@ class ConnectorContract:
         backup = preimage.capture([target_uri], store=store)
         mutate(target_uri)
         result = preimage.restore(backup.id, store=store)
-        keys = {i.natural_key() for i in backup.snapshots[0].scoring_items(store.blobs)}
-        assert all(m.key in keys for m in result.remaps), [m.key for m in result.remaps]
+        items = list(backup.snapshots[0].scoring_items(store.blobs))
+        names = {i.natural_key() for i in items} | {i.label() for i in items}
+        unknown = [m.key for m in result.remaps if m.key not in names]
+        assert unknown == [], "a remap must name a captured item by natural key or label"
         total, _ = preimage.score(backup.id, store=store, remaps=result.remaps)
         generic = [
             f"{d.item} {d.path}" for d in total.differences
             if d.fidelity == "server" and d.reason not in _WHOLE_ITEM
             and (not d.note or d.note.startswith(SERVER_REASON))
         ]
-        assert generic == [], "declare reason= on these server fields"
+        assert generic == [], f"declare reason= on these server fields: {generic}"
 
     def test_state_the_capture_cannot_read_is_never_scored_as_restored(
         self, target_uri: str, store: Store, request: pytest.FixtureRequest
@@ -396,7 +419,7 @@ class ConnectorContract:
         hide = self._needs(request, "hide", "audits_completeness")
         hide(target_uri, store)
         backup = preimage.capture([target_uri], store=store)
-        assert backup.snapshots[0].uncaptured
+        assert backup.snapshots[0].uncaptured, "hide() made nothing the capture lists as unread"
         total, _ = preimage.score(backup.id, store=store)
         assert total.restorable.score is not None and total.restorable.score < 1.0
-        assert any(not d.empty for d in preimage.diff(backup.id, store=store))
+        assert any(not d.empty for d in preimage.diff(backup.id, store=store)), "diff said unchanged"
