@@ -21,6 +21,24 @@ from preimage import Store
 
 CliResult = subprocess.CompletedProcess[str]
 
+#: The fixture that starts each real server, and the marker every test using it carries.
+SERVER_MARKERS = {
+    "pg_server": "postgres", "mariadb_server": "mariadb", "dovecot": "imap",
+    "dovecot_minimal": "imap", "control_plane": "kubernetes", "chromium": "browser",
+    "isso_server": "webapp", "trac_server": "webapp",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts (or shares) a real server carries that server's marker, even when
+    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in SERVER_MARKERS.items():
+            if fixture in used and item.get_closest_marker(marker) is None:
+                item.add_marker(getattr(pytest.mark, marker))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hook_decides_in_process() -> Iterator[None]:
     """Hook processes decide in-process unless a test starts a decision service itself
