@@ -13,9 +13,11 @@ Names are case-insensitive.  A built-in whose name ends with ``+`` covers a
 family (``mysql+`` serves ``mysql+pymysql``, ``web+`` serves ``web+isso``).
 
 The connector registry (:data:`connectors`, entry-point group
-``preimage.connectors``) lives here; the site-adapter registry is the same
-class in :mod:`preimage.connectors.web.registry` (group
-``preimage.site_adapters``).
+``preimage.connectors``) lives here; the same class serves the site adapters
+(:mod:`preimage.connectors.web.registry`, group ``preimage.site_adapters``),
+the benchmark's systems (:mod:`preimage.bench.systems.base`, group
+``preimage.bench_systems``) and its content-only copiers
+(:mod:`preimage.bench.content_only`, group ``preimage.bench_copiers``).
 """
 
 from __future__ import annotations
@@ -49,9 +51,11 @@ class PluginLoader(Generic[T]):
     """Plug-ins of one kind, by name: registered, built in, or by entry point.
 
     ``kind`` names the plug-ins in messages (``connector``, ``site adapter``);
-    ``make`` turns what a name points at (a class, an instance, a factory)
-    into the plug-in and checks it; ``miss`` builds the error for an unknown
-    or unloadable name from ``(name, known names, hint)``.
+    ``cache=False`` makes a new plug-in on every load (stateful ones, such as a
+    benchmark system that starts a server); ``make`` turns what a name points at
+    (a class, an instance, a factory) into the plug-in and checks it; ``miss``
+    builds the error for an unknown or unloadable name from ``(name, known
+    names, hint)``.
     """
 
     def __init__(
@@ -62,11 +66,13 @@ class PluginLoader(Generic[T]):
         *,
         miss: Miss,
         make: Callable[[Any], T] | None = None,
+        cache: bool = True,
     ) -> None:
         self.kind = kind
         self.group = group
         self.builtins = builtins
         self._miss = miss
+        self._keep = cache
         self._make = make or (lambda obj: obj() if isinstance(obj, type) else obj)
         self._registered: dict[str, Any] = {}
         self._cache: dict[str, T] = {}
@@ -159,8 +165,18 @@ class PluginLoader(Generic[T]):
             plugin = self._make(ep.load())
         else:
             raise self._miss(name, self.names(), None)
-        self._cache[name] = plugin
+        if self._keep:
+            self._cache[name] = plugin
         return plugin
+
+    def get(self, name: str) -> T | None:
+        """The plug-in called ``name``, or ``None`` when nothing has that name (a plug-in
+        that exists but cannot load still raises)."""
+        name = name.lower()
+        known = name in self._registered or self.builtin_for(name) is not None
+        if not known and self._entry_point(name) is None:
+            return None
+        return self.load(name)
 
     def table(self) -> list[dict[str, str]]:
         """One row per name: where it comes from, its extra, and whether it loads."""

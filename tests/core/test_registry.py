@@ -117,3 +117,16 @@ def test_a_connector_without_the_protocol_is_refused() -> None:
             preimage.get_connector("broken")
     finally:
         preimage._registry.unregister_connector("broken")
+
+
+def test_benchmark_systems_and_copiers_use_the_same_mechanism() -> None:
+    """The benchmark's systems and content-only copiers are plug-ins of the same kind; a system
+    is made anew for every run (it starts a server), and an unknown name says what exists."""
+    from preimage.bench.content_only import copiers, get_copier
+    from preimage.bench.systems.base import get_system, systems
+
+    assert isinstance(systems, PluginLoader) and isinstance(copiers, PluginLoader)
+    assert get_system("files") is not get_system("files")
+    assert get_copier("web+isso") is not None and get_copier("gopher") is None
+    with pytest.raises(preimage.UsageError, match=r"unknown benchmark system 'nope'.*files"):
+        get_system("nope")
