@@ -1,4 +1,4 @@
-"""SQL target URIs of the SQLAlchemy connector, built here.
+"""SQL target URIs of the SQLAlchemy connector, read and built here.
 
 ::
 
@@ -7,8 +7,12 @@
     mariadb+pymysql://user@host:3306/db[…]
 
 SQLAlchemy's own spelling (``sqlite:////abs`` has four slashes); no query
-means every table.  :func:`~preimage.connectors.sql.connector.engine_url`
-reads them.  PostgreSQL URIs, which add ``?schema=``, are built and read by
+means every table.  :func:`scope_tables` reads the scope; every other query
+parameter is the driver's (``charset=utf8mb4``) and is passed on by
+:func:`~preimage.connectors.sql.connector.engine_url`.  A row scope is read
+as its whole table: this connector captures tables, so it keeps more than the
+rows the predicate selects rather than fewer (PostgreSQL reads row scopes).
+PostgreSQL URIs, which add ``?schema=``, are built and read by
 :mod:`preimage.connectors.postgres.scope` with the same table scope.
 """
 
@@ -17,7 +21,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import quote
 
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 from preimage._uri import netloc, query, quote_path
+
+#: Query parameters that are this grammar's, never the driver's.
+SCOPE_PARAMS = frozenset({"tables", "table", "where"})
+
+
+def scope_tables(target: Target) -> list[str]:
+    """The tables ``target`` names (empty: every table); raise :class:`InvalidTargetError`
+    for a scope that contradicts itself."""
+    tables, table, where = target.param("tables"), target.param("table"), target.param("where")
+    if tables is not None and table is not None:
+        raise InvalidTargetError(target.redacted, "give tables= or table=, not both")
+    if where is not None and table is None:
+        raise InvalidTargetError(target.redacted, "'where' needs 'table=<table>'")
+    if table is not None:
+        if not table.strip():
+            raise InvalidTargetError(target.redacted, "'table' is empty")
+        return [table.strip()]
+    names = [n.strip() for n in (tables or "").split(",") if n.strip()]
+    if tables is not None and not names:
+        raise InvalidTargetError(target.redacted, "'tables' is empty")
+    return names
 
 
 def table_scope(

@@ -41,6 +41,7 @@ from preimage._errors import (
 )
 from preimage._target import Target
 from preimage.connectors.sql import mysql
+from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
@@ -54,7 +55,8 @@ def engine_url(target: Target) -> tuple[str, str]:
     """(SQLAlchemy URL with the password, redacted target URI) for ``target``."""
     from sqlalchemy.engine import URL
 
-    query = {k: v[-1] for k, v in target.query.items() if k != "tables"}
+    query = {k: v[-1] for k, v in target.query.items() if k not in SCOPE_PARAMS}
+    names = scope_tables(target)
     if target.scheme == "sqlite":
         if target.host not in (None, "", "localhost"):
             raise InvalidTargetError(target.redacted, "sqlite targets are local files")
@@ -63,8 +65,8 @@ def engine_url(target: Target) -> tuple[str, str]:
             raise InvalidTargetError(target.redacted, "name a database file: sqlite:////abs/x.db")
         path = str(Path(raw).absolute())
         redacted = f"sqlite:///{path}"
-        if target.param("tables"):
-            redacted += f"?tables={target.param('tables')}"
+        if names:
+            redacted += f"?tables={','.join(names)}"
         return f"sqlite:///{path}", redacted
     url = URL.create(
         drivername=target.scheme, username=target.username,
@@ -125,7 +127,7 @@ class SQLAlchemyConnector(ConnectorBase):
         """Read tables, rows and every schema object in one transaction, then audit what
         the database holds that was not read."""
         url, redacted = engine_url(target)
-        names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
+        names = scope_tables(target)
         scope = "tables" if names else "database"
         dialect = target.scheme.split("+", 1)[0]
         path = _sqlite_path(url)
@@ -155,8 +157,12 @@ class SQLAlchemyConnector(ConnectorBase):
                 dialect = conn.dialect.name
         finally:
             engine.dispose()
+        notes = [] if target.param("where") is None else [
+            "row scope read as its whole table (this connector captures tables; PostgreSQL "
+            "targets read just the rows)"
+        ]
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
-                           uncaptured=uncaptured)
+                           uncaptured=uncaptured, notes=notes)
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
         from sqlalchemy import inspect, text

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -148,7 +148,8 @@ def capture(
                 snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
-                named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
+                view.flush()
+                named = {d for d in digests_in(raw) - view.touched if st.blobs.stored_size(d)}
                 st.catalog.add_snapshot(
                     SnapshotRow(backup_id, idx, target.scheme, snap.target, digest,
                                 len(snap.items)),
@@ -166,6 +167,7 @@ def capture(
                 seconds=time.perf_counter() - started,
             )
             raise
+        st.blobs.flush()   # durable and indexed before the backup says complete
         seconds = time.perf_counter() - started
         st.catalog.finish_backup(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,
@@ -267,9 +269,24 @@ def _complete(st: Store, ref: str, verb: str) -> BackupRow:
     return backup
 
 
+def _as_seen(st: Store, row: BackupRow) -> BackupRow:
+    """``row`` with an ``open`` status shown as ``abandoned`` when no process holds its
+    lease: a killed capture must not look like a running one."""
+    if row.status == "open" and not st.catalog.lease_held(row.id):
+        return replace(row, status="abandoned")
+    return row
+
+
 def show(ref: str, *, store: Store | None = None) -> BackupRow:
     """The catalog entry of backup ``ref``."""
-    return _open(store).catalog.get(ref)
+    st = _open(store)
+    return _as_seen(st, st.catalog.get(ref))
+
+
+def list_backups(limit: int | None = 50, *, store: Store | None = None) -> list[BackupRow]:
+    """Backups, newest first, a killed capture shown as ``abandoned``."""
+    st = _open(store)
+    return [_as_seen(st, r) for r in st.catalog.list_backups(limit)]
 
 
 def _check_whole(

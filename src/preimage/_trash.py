@@ -74,9 +74,10 @@ def move_to_trash(paths: Sequence[str], *, home: Path, backup_id: str, recursive
     catalog = store.catalog
     label = label or ("rm " + " ".join(paths))[:120]
     try:
-        catalog.add_backup(backup_id, label=label, kind="trash", tier="rewrite", session=session,
-                           tool_call={"tool": "trash", "input": {"paths": list(paths)}})
-        with catalog.lease(backup_id):
+        with catalog.lease(backup_id):   # held before the row exists: never open unleased
+            catalog.add_backup(backup_id, label=label, kind="trash", tier="rewrite",
+                               session=session,
+                               tool_call={"tool": "trash", "input": {"paths": list(paths)}})
             return _move_all(paths, store, backup_id, recursive=recursive, force=force,
                              session=session, label=label)
     finally:

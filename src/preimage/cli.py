@@ -256,10 +256,11 @@ def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
 @handle_errors
 def list_(limit: int, as_json: bool) -> None:
     """List backups, newest first."""
+    from preimage._engine import list_backups
     from preimage._store import Store
 
     with Store() as store:
-        rows = store.catalog.list_backups(limit)
+        rows = list_backups(limit, store=store)
     if as_json:
         emit_json([_backup_doc(r) for r in rows])
         return
@@ -377,9 +378,11 @@ def _attach_store_commands() -> None:
 # simply has no command.
 _LAZY_COMMANDS = {
     "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "uninstall": "preimage.layer.cli", "mcp-proxy": "preimage.layer.cli",
     "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
     "serve": "preimage.layer.service_cli",
     "bench": "preimage.bench.cli",
+    "store": "preimage._cli_remote", "copy": "preimage._cli_remote",
 }
 
 
@@ -393,7 +396,7 @@ def _lazy_command(name: str) -> click.Command | None:
         if exc.name and module.startswith(exc.name):
             return None
         raise
-    cmd = getattr(mod, name, None)
+    cmd = getattr(mod, name.replace("-", "_"), None)
     return cmd if isinstance(cmd, click.Command) else None
 
 

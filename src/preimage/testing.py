@@ -32,9 +32,9 @@ test that needs it, naming the fixture — a declaration is a promise):
 ``absent_uri``, ``create``  ``absent_targets`` (or not): a target that does not exist
                             yet, and ``create(uri)`` making something there
 ``unreachable_uri``         ``remote``: the target on a server that is not listening
-``hide``                    ``audits_completeness``: ``hide(uri, store)`` puts state in
-                            scope that the connector cannot read (or may not, under the
-                            store's settings)
+``add_uncapturable``        ``audits_completeness``: ``add_uncapturable(uri)`` puts into
+                            the target something the connector does not read and returns
+                            a name its uncaptured entry contains
 ==========================  ==============================================================
 
 What is checked: a capture is read-only and round-trips through JSON; every
@@ -409,17 +409,19 @@ class ConnectorContract:
         ]
         assert generic == [], f"declare reason= on these server fields: {generic}"
 
-    def test_state_the_capture_cannot_read_is_never_scored_as_restored(
+    def test_state_it_cannot_read_is_recorded_as_uncaptured(
         self, target_uri: str, store: Store, request: pytest.FixtureRequest
     ) -> None:
-        """State in scope the connector cannot read is listed as uncaptured, so the
-        backup never scores 1.0 and diff is never empty."""
+        """What the capture cannot read is listed as uncaptured: the score stays below 1.0
+        and diff names it."""
         if not self._caps(target_uri).audits_completeness:
             pytest.skip("the connector does not audit its completeness")
-        hide = self._needs(request, "hide", "audits_completeness")
-        hide(target_uri, store)
+        add_uncapturable = self._needs(request, "add_uncapturable", "audits_completeness")
+        name = add_uncapturable(target_uri)
         backup = preimage.capture([target_uri], store=store)
-        assert backup.snapshots[0].uncaptured, "hide() made nothing the capture lists as unread"
+        entries = [u for s in backup.snapshots for u in s.uncaptured]
+        assert any(name in u.name for u in entries), entries
         total, _ = preimage.score(backup.id, store=store)
-        assert total.restorable.score is not None and total.restorable.score < 1.0
-        assert any(not d.empty for d in preimage.diff(backup.id, store=store)), "diff said unchanged"
+        assert total.overall.score is not None and total.overall.score < 1.0
+        diffs = preimage.diff(backup.id, store=store)
+        assert any(name in line for d in diffs for line in d.uncaptured)

@@ -275,29 +275,28 @@ def test_restore_into_read_only_parent_fails_cleanly(tmp_path: Path, home: Path)
         base.chmod(0o755)
 
 
-def test_restore_killed_half_way_finishes_when_run_again(tmp_path: Path, home: Path) -> None:
-    """kill -9 during a restore; the same restore run again completes at 1.0.
-
-    The restore kills itself (SIGKILL) as it is about to write its 300th file — a crash
-    point, so the moment is the same on every run however busy the machine is."""
+def test_restore_last_killed_half_way_then_run_again_finishes(tmp_path: Path, home: Path) -> None:
+    """The README's recovery path: `restore last`, kill -9 after 355 files, `restore last` again."""
     root = tmp_path / "many"
     root.mkdir()
-    for i in range(3000):
-        (root / f"f{i:05}").write_bytes(os.urandom(2048))
+    for i in range(1500):
+        (root / f"f{i:05}").write_bytes(os.urandom(256))
     env = {**os.environ, "PREIMAGE_HOME": str(home)}
     cmd = [sys.executable, "-m", "preimage"]
     backup = subprocess.run([*cmd, "capture", f"file://{root}"], capture_output=True, text=True,
                             env=env, check=True).stdout.strip()
     shutil.rmtree(root)
-    killed = subprocess.run([*cmd, "restore", backup], capture_output=True,
-                            env={**env, "PREIMAGE_CRASH_AT": "restore-write:300"})
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert 0 < len(os.listdir(root)) < 3000
-    subprocess.run([*cmd, "restore", backup], env=env, check=True, capture_output=True)
+    killed = subprocess.run([*cmd, "restore", "last"], capture_output=True,
+                            env={**env, "PREIMAGE_CRASH_AT": "restore-write:357"})
+    assert killed.returncode == -signal.SIGKILL
+    assert 300 < len(os.listdir(root)) < 1500
+    again = subprocess.run([*cmd, "restore", "last", "--json"], env=env, check=True,
+                           capture_output=True, text=True)
+    assert json.loads(again.stdout)["backup"] == backup
     score = json.loads(subprocess.run([*cmd, "score", backup, "--json"], env=env, check=True,
                                       capture_output=True, text=True).stdout)
     assert score["restorable"]["score"] == 1.0
-    assert not any(n.startswith(".preimage-tmp-") for n in os.listdir(root))
+    assert len(os.listdir(root)) == 1500
 
 
 def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -351,12 +350,13 @@ class TestFileConnectorContract(ConnectorContract):
         return make
 
     @pytest.fixture
-    def hide(self) -> Callable[[str, Store], None]:
+    def add_uncapturable(self, store: Store) -> Callable[[str], str]:
         """A file over the store's per-file cap: in scope, deliberately not read."""
-        def over_the_cap(uri: str, store: Store) -> None:
+        def over_the_cap(uri: str) -> str:
             from preimage import _quota
 
             _quota.save(store, _quota.Quota(max_file_size=1024))
             (Path(uri.removeprefix("file://")) / "big.bin").write_bytes(b"x" * 4096)
+            return "big.bin"
 
         return over_the_cap

@@ -43,10 +43,12 @@ def test_malformed_or_unknown_payload_is_allowed(stdin: str, home: Path, tmp_pat
 
 
 def test_hook_process_answers_json_to_garbage(cli: Cli, home: Path, tmp_path: Path) -> None:
-    """The hook process prints valid JSON and exits 0 on a payload that is not JSON."""
+    """A payload that is not JSON gets a JSON answer that says so and decides nothing."""
     proc = cli("hook", "claude-code", input="\x00 not json {", cwd=tmp_path)
     assert proc.returncode == 0
-    assert json.loads(proc.stdout) == {}
+    answer = json.loads(proc.stdout)
+    assert "nothing was backed up" in answer["systemMessage"]
+    assert "hookSpecificOutput" not in answer
     assert "Traceback" not in proc.stderr
 
 

@@ -88,6 +88,10 @@ class Finding:
     outside_workspace: bool = False
     rewrite: str | None = None     # a reversible replacement for ``source`` (shell text)
     span: tuple[int, int] | None = None  # where ``source`` sits in the call's command text
+    # A rewrite that protects by moving into the store's trash when it runs: the backup ID
+    # it will record and the target URIs it will hold (there is nothing to capture first).
+    rewrite_backup: str | None = None
+    rewrite_targets: list[str] = field(default_factory=list)
 
     @property
     def changes_state(self) -> bool:

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from preimage._ids import new_backup_id
+from preimage.connectors.files.address import file_uri
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
@@ -113,6 +114,10 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
     ``None`` when the capture stays (see the module docs for what makes an rm plain)."""
     if cmd.name != "rm" or ctx.call.harness not in APPLIES_REWRITES or ctx.store_home is None:
         return None
+    if os.environ.get("PREIMAGE_STORE"):
+        # A shared store: the trash would stay on this machine's disk, which may not
+        # outlive the sandbox; the capture goes to the shared store instead.
+        return None
     if cmd.wrappers or cmd.redirects or cmd.span is None or not cmd.cwd_known or not f.targets:
         return None
     plain = _plain_flags(cmd)
@@ -161,4 +166,5 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
                f"no copy) as backup {backup_id} when it runs; undo with "
                f"`preimage restore {backup_id}`."],
         wide=f.wide, outside_workspace=f.outside_workspace, rewrite=" ".join(argv), span=f.span,
+        rewrite_backup=backup_id, rewrite_targets=[file_uri(p) for p in paths],
     )
