@@ -29,14 +29,30 @@ SERVER_MARKERS = {
 }
 
 
+#: Areas whose tests share session servers: under pytest-xdist (``-n auto --dist
+#: loadgroup``) each runs on one worker, so each server starts once; a benchmark module
+#: (one bench run shared by its tests) is a group of its own.
+GROUPED_AREAS = ("browser", "email", "k8s", "sql")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts (or shares) a real server carries that server's marker, even when
-    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly."""
+    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly; and it
+    joins its area's xdist group (see :data:`GROUPED_AREAS`)."""
+    root = Path(__file__).parent
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for fixture, marker in SERVER_MARKERS.items():
             if fixture in used and item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
+        try:
+            parts = item.path.relative_to(root).parts
+        except ValueError:
+            continue
+        if parts[0] in GROUPED_AREAS:
+            item.add_marker(pytest.mark.xdist_group(parts[0]))
+        elif parts[0] == "bench" and len(parts) > 1:
+            item.add_marker(pytest.mark.xdist_group(f"bench-{parts[1]}"))
 
 
 @pytest.fixture(scope="session", autouse=True)
