@@ -167,6 +167,7 @@ class PgTable(PgOwned):
     late_defaults: list[str] = metadata(
         default_factory=list,
         description="columns whose default calls a captured function: set after creation",
+        unordered=True,
     )
     row_count: int = content(0, derived=True)
     rows_digest: str | None = content(
@@ -270,7 +271,7 @@ class PgExtension(Item):
     name: str = key()
     namespace: str = metadata(description="the schema it is installed in")
     version: str = metadata()
-    depends: list[str] = metadata(default_factory=list)
+    depends: list[str] = metadata(default_factory=list, unordered=True)
 
 
 class PgDatabase(Item):
