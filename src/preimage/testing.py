@@ -7,6 +7,8 @@ your real system, the way SQLAlchemy's suite runs by a dialect's
 requirements::
 
     class TestMyConnector(ConnectorContract):
+        connector = "mything"                   # the scheme, or the connector class
+
         @pytest.fixture
         def target_uri(self, my_server) -> str:
             return seed(my_server)              # a target with representative state
@@ -58,7 +60,7 @@ import json
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -108,8 +110,46 @@ def known_failure(test: Callable[..., None], reason: str) -> Callable[..., None]
     return marked
 
 
+#: The contract tests that only some capabilities call for: when each applies, and what
+#: the connector declares when it does not.
+_CONDITIONAL: dict[str, tuple[Callable[[Capabilities], bool], str]] = {
+    "test_merge_puts_back_what_is_missing_and_keeps_the_rest": (
+        lambda c: "merge" in c.policies, "does not declare the merge policy"),
+    "test_refuse_writes_nothing_once_the_target_changed": (
+        lambda c: "refuse" in c.policies, "does not declare the refuse policy"),
+    "test_undeclared_policies_are_refused_before_writing": (
+        lambda c: not {"merge", "refuse"} <= c.policies, "declares every policy"),
+    "test_a_sub_scope_restore_writes_only_inside_it": (
+        lambda c: c.sub_scopes, "restores whole targets only"),
+    "test_an_unreachable_server_is_a_transient_error": (
+        lambda c: c.remote, "keeps its state locally"),
+    "test_server_differences_are_explained": (
+        lambda c: c.server_identities, "declares no server-assigned identities"),
+    "test_state_it_cannot_read_is_recorded_as_uncaptured": (
+        lambda c: c.audits_completeness, "does not audit its completeness"),
+}
+
+
 class ConnectorContract:
-    """Tests every connector must pass; subclass it and provide the fixtures."""
+    """Tests every connector must pass; subclass it and provide the fixtures.
+
+    Name the connector under test in ``connector`` (its URI scheme, or the connector class
+    itself before it is registered) and the tests its capabilities do not call for are
+    left out of the class, so they are neither collected nor reported as skipped.  Left
+    unnamed, the kit reads the capabilities from ``target_uri`` and skips them instead.
+    """
+
+    connector: ClassVar[str | type | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.connector is None:
+            return
+        named = cls.connector
+        caps = capabilities_of(get_connector(named) if isinstance(named, str) else named)
+        for name, (applies, _) in _CONDITIONAL.items():
+            if not applies(caps):
+                setattr(cls, name, None)  # not a test of this class
 
     # ------------------------------------------------------------ fixtures
     @pytest.fixture
@@ -137,6 +177,15 @@ class ConnectorContract:
     @classmethod
     def _caps(cls, uri: str) -> Capabilities:
         return capabilities_of(cls._connector(uri))
+
+    def _applicable(self, uri: str, test: str) -> Capabilities:
+        """The capabilities of ``uri``'s connector; skips ``test`` when they do not call
+        for it (only reached when the class does not name its connector)."""
+        caps = self._caps(uri)
+        applies, declares = _CONDITIONAL[test]
+        if not applies(caps):
+            pytest.skip(f"the connector {declares}")
+        return caps
 
     @staticmethod
     def _live(uri: str, store: Store) -> Snapshot:
@@ -294,8 +343,7 @@ class ConnectorContract:
     ) -> None:
         """merge re-creates the items the mutation removed, and leaves the content the
         agent changed or added as the agent left it."""
-        if "merge" not in self._caps(target_uri).policies:
-            pytest.skip("the connector does not declare the merge policy")
+        self._applicable(target_uri, "test_merge_puts_back_what_is_missing_and_keeps_the_rest")
         backup, damaged = self._damaged_backup(target_uri, mutate, store)
         original = backup.snapshots[0]
         preimage.restore(backup.id, store=store, conflict="merge")
@@ -314,8 +362,7 @@ class ConnectorContract:
         self, target_uri: str, mutate: Callable[[str], None], store: Store
     ) -> None:
         """refuse stops with RestoreConflictError and leaves the live state as it was."""
-        if "refuse" not in self._caps(target_uri).policies:
-            pytest.skip("the connector does not declare the refuse policy")
+        self._applicable(target_uri, "test_refuse_writes_nothing_once_the_target_changed")
         backup, damaged = self._damaged_backup(target_uri, mutate, store)
         with pytest.raises(preimage.RestoreConflictError):
             preimage.restore(backup.id, store=store, conflict="refuse")
@@ -325,9 +372,8 @@ class ConnectorContract:
         self, target_uri: str, mutate: Callable[[str], None], store: Store
     ) -> None:
         """A policy the connector does not declare fails before anything is written."""
-        missing = {"merge", "refuse"} - set(self._caps(target_uri).policies)
-        if not missing:
-            pytest.skip("the connector declares every policy")
+        caps = self._applicable(target_uri, "test_undeclared_policies_are_refused_before_writing")
+        missing = {"merge", "refuse"} - set(caps.policies)
         backup, damaged = self._damaged_backup(target_uri, mutate, store)
         for policy in sorted(missing):
             with pytest.raises(preimage.PreimageError):
@@ -341,8 +387,7 @@ class ConnectorContract:
     ) -> None:
         """restore --only brings back damage inside the scope and leaves the rest as
         the agent left it; nothing the mutation did not touch is written."""
-        if not self._caps(target_uri).sub_scopes:
-            pytest.skip("the connector restores whole targets only")
+        self._applicable(target_uri, "test_a_sub_scope_restore_writes_only_inside_it")
         only = self._needs(request, "sub_scope", "sub_scopes")
         backup, damaged = self._damaged_backup(target_uri, mutate, store)
         original = backup.snapshots[0]
@@ -379,8 +424,7 @@ class ConnectorContract:
     ) -> None:
         """Capturing from a server that is not there raises TransientConnectorError (worth
         retrying) in one line, and no complete backup is recorded."""
-        if not self._caps(target_uri).remote:
-            pytest.skip("the connector's state is local")
+        self._applicable(target_uri, "test_an_unreachable_server_is_a_transient_error")
         uri = self._needs(request, "unreachable_uri", "remote")
         with pytest.raises(preimage.TransientConnectorError) as info:
             preimage.capture([uri], store=store)
@@ -392,8 +436,7 @@ class ConnectorContract:
     ) -> None:
         """After a restore every server-assigned difference says why in the system's
         own terms, and every remap the restore reports names a captured item."""
-        if not self._caps(target_uri).server_identities:
-            pytest.skip("the connector declares no server-assigned identities")
+        self._applicable(target_uri, "test_server_differences_are_explained")
         backup = preimage.capture([target_uri], store=store)
         mutate(target_uri)
         result = preimage.restore(backup.id, store=store)
@@ -414,8 +457,7 @@ class ConnectorContract:
     ) -> None:
         """What the capture cannot read is listed as uncaptured: the score stays below 1.0
         and diff names it."""
-        if not self._caps(target_uri).audits_completeness:
-            pytest.skip("the connector does not audit its completeness")
+        self._applicable(target_uri, "test_state_it_cannot_read_is_recorded_as_uncaptured")
         add_uncapturable = self._needs(request, "add_uncapturable", "audits_completeness")
         name = add_uncapturable(target_uri)
         backup = preimage.capture([target_uri], store=store)

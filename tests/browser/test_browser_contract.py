@@ -20,6 +20,8 @@ pytestmark = pytest.mark.browser
 class TestBrowserConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on one origin of the agent's profile."""
 
+    connector = "browser"
+
     @pytest.fixture
     def shop_tab(self, profile: Path, shop_site: Any) -> Iterator[Any]:
         """An open tab at the shop site, seeded with cookies, both storages and IndexedDB."""

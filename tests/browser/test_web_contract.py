@@ -21,6 +21,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 class TestIssoAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one isso thread, through the agent's profile."""
 
+    connector = "web+isso"
+
     @pytest.fixture
     def thread(self, isso_server: IssoServer, request: pytest.FixtureRequest) -> tuple[str, dict[str, int]]:
         """A thread of its own for each test: nested replies, authors, e-mails, votes, and
@@ -86,6 +88,8 @@ class TestIssoAdapterContract(ConnectorContract):
 
 class TestTracAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one Trac milestone and its tickets."""
+
+    connector = "web+trac"
 
     @pytest.fixture
     def milestone(

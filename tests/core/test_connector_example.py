@@ -49,6 +49,8 @@ def _registered() -> Iterator[None]:
 class TestJsonFileConnector(ConnectorContract):
     """Every test of the kit that the example's capabilities call for."""
 
+    connector = example.JsonFileConnector
+
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
         path = tmp_path / ".vscode" / "settings.json"

@@ -310,6 +310,8 @@ def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest
 class TestFileConnectorContract(ConnectorContract):
     """The file connector passes the conformance kit."""
 
+    connector = "file"
+
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
         root = tmp_path / "contract"

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.imap
 class TestImapConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on a whole account."""
 
+    connector = "imap"
+
     @pytest.fixture
     def target_uri(self, account: Account) -> str:
         """An account with read, unread, flagged and labelled mail in nested and special-use folders."""

@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.kubernetes]
 class TestKubernetesConnectorContract(ConnectorContract):
     """A namespace with ConfigMaps, a Secret, a Service, a Role and a ServiceAccount."""
 
+    connector = "k8s"
+
     @pytest.fixture
     def target_uri(self, kube: Kube) -> str:
         ns = kube.namespace("contract", labels={"env": "test"})

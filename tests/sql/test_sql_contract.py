@@ -68,6 +68,8 @@ class _PostgresFixtures:
 class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL tables scope: the whole contract."""
 
+    connector = "postgresql"
+
     test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
         ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
         "merge re-adds a foreign key that still exists when it re-creates a dropped index "
@@ -105,6 +107,8 @@ class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
 class TestPostgresDatabaseContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL whole-database scope: the whole contract."""
 
+    connector = "postgresql"
+
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
         db.sql(SEED)
@@ -132,6 +136,8 @@ class TestPostgresDatabaseContract(_PostgresFixtures, _LiveInStore, ConnectorCon
 
 class TestSqliteContract(_LiveInStore, ConnectorContract):
     """SQLite file through SQLAlchemy: the whole contract."""
+
+    connector = "sqlite"
 
     test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
         ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
@@ -223,6 +229,8 @@ INSERT INTO entries (account_id, amount) VALUES (1, 5), (2, 7), (3, 9), (1, 11);
 @pytest.mark.mariadb
 class TestMariaDBContract(_LiveInStore, ConnectorContract):
     """MariaDB through SQLAlchemy (mariadb+pymysql): the whole contract."""
+
+    connector = "mariadb+pymysql"
 
     test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
         ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,

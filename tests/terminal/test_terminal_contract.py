@@ -16,6 +16,8 @@ from preimage.testing import ConnectorContract
 class TestGitConnectorContract(ConnectorContract):
     """git:// against a seeded repository; the damage is reset --hard plus clean -fdx."""
 
+    connector = "git"
+
     @pytest.fixture
     def target_uri(self, tmp_path: Path, git_config: Path) -> str:
         repo, _ = seed_repository(tmp_path / "git")
@@ -56,6 +58,8 @@ class TestGitConnectorContract(ConnectorContract):
 
 class TestPipConnectorContract(ConnectorContract):
     """pip:// against a venv without pip; the damage is `pip install -U liba` (5.9.0 → 5.10.0 + libb)."""
+
+    connector = "pip"
 
     @pytest.fixture
     def target_uri(self, venv: Path) -> str:
