@@ -8,8 +8,8 @@ EDITABLE := --config-settings editable_mode=strict
 # setuptools announces every strict editable install with a warning; it is information only.
 QUIET  := PYTHONWARNINGS="ignore:Editable installation"
 # Two workers: one per core; tests that share a session server run on one worker
-# (tests/conftest.py groups them), so every server still starts once.
-PYTEST_FLAGS ?= -n auto --dist loadgroup
+# (tests/conftest.py schedules them), so every server still starts once.
+PYTEST_FLAGS ?= -n auto
 
 .PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
 

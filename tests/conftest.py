@@ -40,30 +40,45 @@ SERVER_MARKERS = {
 }
 
 
-#: Areas whose tests share session servers: under pytest-xdist (``-n auto --dist
-#: loadgroup``) each runs on one worker, so each server starts once; a benchmark module
-#: (one bench run shared by its tests) is a group of its own.
-GROUPED_AREAS = ("browser", "email", "k8s", "sql")
+#: Areas whose tests share session servers: under pytest-xdist (``-n auto``) all the tests
+#: of one run on one worker, so each server starts once; a benchmark module (one bench
+#: run shared by its tests) is a unit of its own.  Every other test goes wherever a
+#: worker is free.
+GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work a test belongs to (see :data:`GROUPED_AREAS`): its area, its
+    benchmark module, or the test itself."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
+        return parts[1]
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] == "bench":
+        return f"bench/{parts[2]}"
+    return nodeid
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Schedule by :func:`_unit`: xdist's own ``loadgroup`` reads a group from a suffix it
+    writes into node ids, which pytest 9 no longer lets a plugin change."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts (or shares) a real server carries that server's marker, even when
-    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly; and it
-    joins its area's xdist group (see :data:`GROUPED_AREAS`)."""
-    root = Path(__file__).parent
+    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for fixture, marker in SERVER_MARKERS.items():
             if fixture in used and item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
-        try:
-            parts = item.path.relative_to(root).parts
-        except ValueError:
-            continue
-        if parts[0] in GROUPED_AREAS:
-            item.add_marker(pytest.mark.xdist_group(parts[0]))
-        elif parts[0] == "bench" and len(parts) > 1:
-            item.add_marker(pytest.mark.xdist_group(f"bench-{parts[1]}"))
 
 
 @pytest.fixture(scope="session", autouse=True)
