@@ -10,6 +10,7 @@ from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
+from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Walker, file_type, resolve_root
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
@@ -37,6 +38,7 @@ class FileConnector(ConnectorBase):
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
     capabilities: ClassVar[Capabilities] = Capabilities(audits_completeness=True)
+    reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
         """Walk the target and store every regular file's bytes in ``blobs``."""

@@ -11,6 +11,7 @@ from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
+from preimage.connectors.postgres.revert import PgReverter
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
@@ -36,6 +37,7 @@ class PostgresConnector(ConnectorBase):
         sub_scopes=False, undo="target", server_identities=True, remote=True,
         audits_completeness=True,
     )
+    reverter: ClassVar[PgReverter] = PgReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:
         """Read the target's objects and rows as of one moment."""

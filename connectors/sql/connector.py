@@ -43,6 +43,7 @@ from preimage._target import Target
 from preimage.connectors.sql import mysql
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
@@ -90,6 +91,7 @@ class SQLAlchemyConnector(ConnectorBase):
     capabilities: ClassVar[Capabilities] = Capabilities(
         sub_scopes=False, undo="target", remote=True, audits_completeness=True
     )
+    reverter: ClassVar[SqlReverter] = SqlReverter()
 
     # ------------------------------------------------------------ engine
     def _engine(self, url: str) -> Any:

@@ -266,5 +266,19 @@ def connector_problem(scheme: str) -> str | None:
 
 
 def connector_table() -> list[dict[str, str]]:
-    """Rows for ``preimage connectors``: scheme, where it comes from, whether it loads."""
-    return [{"scheme": r.pop("name"), **r} for r in connectors.table()]
+    """Rows for ``preimage connectors``: scheme, where it comes from, whether it loads,
+    and how finely ``preimage undo`` reverts a call in it (its declared granularity)."""
+    rows = []
+    for row in connectors.table():
+        scheme = row.pop("name")
+        undo = ""
+        if row.get("status") == "ok":
+            try:
+                conn = get_connector(scheme.rstrip("+") + ("+x" if scheme.endswith("+") else ""))
+                granularity = getattr(getattr(conn, "reverter", None), "granularity", None)
+                undo = (granularity.describe() if granularity is not None
+                        else "no (restore brings whole targets back)")
+            except Exception as exc:  # a broken plug-in must not break the listing
+                row["status"] = f"error: {exc}"
+        rows.append({"scheme": scheme, **row, "undo": undo})
+    return rows

@@ -24,33 +24,13 @@ requirements::
 Fixtures, by capability (a capability declared without its fixture fails the
 test that needs it, naming the fixture — a declaration is a promise):
 
-==========================  ==============================================================
-``target_uri``              always: a seeded target
-``mutate``                  always: ``mutate(uri)`` damages it — best when it removes,
-                            changes and adds items, so every policy has work to do
-``malformed_uris``          always: URIs of this scheme that must be refused
-``sub_scope``               ``sub_scopes``: an ``--only`` URI inside the target naming
-                            part of what ``mutate`` damages, not all of it
-``absent_uri``, ``create``  ``absent_targets`` (or not): a target that does not exist
-                            yet, and ``create(uri)`` making something there
-``unreachable_uri``         ``remote``: the target on a server that is not listening
-``add_uncapturable``        ``audits_completeness``: ``add_uncapturable(uri)`` puts into
-                            the target something the connector does not read and returns
-                            a name its uncaptured entry contains
-==========================  ==============================================================
-
-What is checked: a capture is read-only and round-trips through JSON; every
-field of every item has a fidelity class; the mutation shows in ``diff``; a
-dry run writes nothing; ``overwrite`` brings content and metadata back at
-1.0 and a second restore has nothing to do; the undo backup taken before a
-restore undoes it; ``merge`` puts back what is missing and keeps what the
-agent changed or added; ``refuse`` writes nothing once the target changed;
-an undeclared policy is refused; a sub-scope restore writes only inside its
-scope; an absent target comes back as absent (or is refused in one line);
-malformed URIs are refused before anything is stored; an unreachable server
-is a transient error; server-assigned differences carry a reason of their
-own and the remaps a restore reports name captured items; state the capture
-could not read keeps the score below 1.0.
+==========================  ======================================================= The undo check: a
+connector that writes single items declares its granularity (``reverter`` on
+the class, with a :class:`~preimage.restoration.revert.Granularity`), and the
+undo of the mutation alone — captured before and after it, as the backup
+layer does around a call — brings back every item as it was, compared on the
+leaves the undo tells changes apart by; one that restores only whole targets
+has its undo refused before anything is written.
 """
 
 from __future__ import annotations
@@ -69,6 +49,7 @@ from preimage._connector import Capabilities, Connector, capabilities_of
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage.restoration import Outcome
+from preimage.restoration.revert import Granularity, compared_leaves, reverter_for
 from preimage.similarity import diff_snapshots, flatten
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import SERVER_REASON
@@ -467,3 +448,37 @@ class ConnectorContract:
         assert total.overall.score is not None and total.overall.score < 1.0
         diffs = preimage.diff(backup.id, store=store)
         assert any(name in line for d in diffs for line in d.uncaptured)
+
+    def test_undo_of_the_mutation_alone_brings_every_item_back(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """Captured before and after the mutation (as the backup layer does around a
+        call), the mutation is undone item by item: every item is back on the leaves an
+        undo compares, with no conflict; a connector without item writes is refused
+        before anything is written."""
+        from preimage._undo import capture_after
+
+        conn = get_connector(preimage.Target.parse(target_uri).scheme)
+        pre = preimage.capture([target_uri], store=store, kind="layer", session="contract")
+        mutate(target_uri)
+        capture_after(pre.id, store=store)
+        reverter = getattr(conn, "reverter", None)
+        if reverter is None:
+            damaged = self._live(target_uri, store)
+            with pytest.raises(preimage.UsageError, match="restores whole targets"):
+                preimage.undo(pre.id, store=store)
+            assert diff_snapshots(damaged, self._live(target_uri, store), store.blobs).empty
+            return
+        granularity = reverter.granularity
+        assert isinstance(granularity, Granularity) and granularity.item
+        result = preimage.undo(pre.id, store=store)
+        assert result.ok and result.conflicts == 0, [p.to_dict() for p in result.plans]
+        before = pre.snapshots[0]
+        rv = reverter_for(conn, before)
+        want = compared_leaves(before, store.blobs, rv)
+        got = compared_leaves(self._live(target_uri, store), store.blobs, rv)
+        assert got.keys() == want.keys(), ("missing", sorted(want.keys() - got.keys())[:10],
+                                           "extra", sorted(got.keys() - want.keys())[:10])
+        wrong = [k for k in want if got[k] != want[k]]
+        assert not wrong, [(k, sorted(set(want[k].items()) ^ set(got[k].items()))[:4])
+                           for k in wrong[:3]]

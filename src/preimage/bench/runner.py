@@ -231,6 +231,7 @@ def run_one(
             if outcome.exit_code != 0:
                 result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
             system.settle(sandbox)
+            protector.after_call(ctx, protection, outcome.exit_code)
             damaged = score_live(truth, truth_store)
             result.damage = damaged.restorable.score
             if protection.backup_id is not None:
@@ -301,6 +302,7 @@ def run_bench(
     finished run (:func:`~preimage.bench.report.progress_line`), so a run without a
     terminal still shows that it moves.
     """
+    from preimage.bench.intervening import run_intervening
     from preimage.bench.report import progress_line
 
     say = progress or (lambda _msg: None)
@@ -329,7 +331,7 @@ def run_bench(
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
                 started = time.perf_counter()
-                res = run_one(
+                res = (run_intervening if sc.after else run_one)(
                     sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
                     cache=cache,
                 )
