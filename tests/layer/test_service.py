@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 
 import postgres as pg_fixture  # fixtures/ is on sys.path (tests/layer/conftest.py)
 import pytest
-from services import running_services, stop_services
+from services import request, running_services, stop_services
 
 
 def payload(command: str, cwd: Path, session: str = "s1") -> str:
@@ -167,6 +166,31 @@ def test_service_carries_the_home_the_hook_was_given(service: Service, tmp_path:
     assert not (tmp_path / "rel-store").exists()
 
 
+def test_service_sees_an_edited_rule(service: Service, tmp_path: Path) -> None:
+    """The service validates the user's rules once per version of each file: a rule added
+    to rules.d while it runs applies to the next call, and its removal to the one after."""
+    service.start()
+    work = tmp_path / "w"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "rows.csv").write_text("1,tea\n")
+    def context() -> str:
+        answer, err = finish(service.hook("deploy wipe --yes", work))
+        assert "in-process" not in err
+        return str(answer["hookSpecificOutput"]["additionalContext"])
+
+    assert "(workspace tier)" in context()      # no rule knows `deploy`: the workspace is kept
+    rules_d = tmp_path / "config" / "rules.d"
+    rules_d.mkdir(parents=True)
+    (rules_d / "mine.yaml").write_text(
+        "rules:\n  - name: my-deploy\n    tier: pair\n    impact: high\n"
+        "    match: {command: [deploy], subcommand: [wipe]}\n"
+        "    targets: ['file://{cwd}/data']\n")
+    got = context()
+    assert "(pair tier)" in got and f"{(work / 'data').as_uri()}." in got
+    (rules_d / "mine.yaml").unlink()
+    assert "(workspace tier)" in context()
+
+
 def test_service_off_decides_in_process(service: Service, tmp_path: Path) -> None:
     """PREIMAGE_SERVICE=off keeps every decision in the hook process and starts nothing."""
     service.env["PREIMAGE_SERVICE"] = "off"
@@ -209,27 +233,13 @@ def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
     assert proc.returncode == 1
 
 
-def _raw_request(sock_path: str, header: dict[str, Any]) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(sock_path)
-        s.sendall(json.dumps({**header, "body": 0}).encode() + b"\n")
-        data = b""
-        while b"\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data.split(b"\n", 1)[0]) if data else {}
-
-
 def test_unknown_protocol_version_is_refused(service: Service) -> None:
     """A request in another protocol version gets an error naming the version spoken."""
     service.start()
     status = service.status()
     assert status is not None
-    reply = _raw_request(status["socket"], {"v": 99, "op": "status"})
-    assert reply["event"] == "error" and "speaks 1" in reply["error"]
+    reply = request(status["socket"], {"v": 99, "op": "status"})
+    assert reply is not None and reply["event"] == "error" and "speaks 1" in reply["error"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")

@@ -157,6 +157,13 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
 
     remember(event.call, backup_id=decision.backup_id, error=decision.error,
              targets=decision.targets)
+    if decision.updated_input is not None and not event.call.tool_use_id:
+        # No call id (Gemini CLI): the after-event names the call by its input, which is
+        # then the rewritten one.
+        from dataclasses import replace
+
+        remember(replace(event.call, input=decision.updated_input),
+                 backup_id=decision.backup_id, error=decision.error, targets=decision.targets)
     return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
