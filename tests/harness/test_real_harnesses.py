@@ -104,8 +104,9 @@ class Ran:
         return self.box.project / "shop.db"
 
     def backups(self) -> list[dict[str, Any]]:
-        """The backups taken for a tool call (a restore's own safety backup names none)."""
-        return [b for b in backups(self.env) if b.get("tool_call")]
+        """The backups taken before a tool call (a restore's own safety backup names none;
+        the capture right after a call, kind ``post-call``, names it too but is not one)."""
+        return [b for b in backups(self.env) if b.get("tool_call") and b["kind"] != "post-call"]
 
     def backup_of(self, tool: str, needle: str) -> dict[str, Any]:
         """The one backup whose call is ``tool`` with ``needle`` in its input."""
@@ -358,8 +359,9 @@ def test_real_harness_through_the_decision_service(
     assert not (project / "build").exists()
     trash = next(b for b in ran.backups() if b["id"] == rm["backup_id"])
     assert trash["kind"] == "trash" and trash["tool_call"]["input"]["command"] == "rm -r build"
-    edited = next(b for b in ran.backups() if "notes.txt" in json.dumps(b["tool_call"]["input"]))
+    (edit_id,) = [e["backup_id"] for e in log if e.get("event") == "decision"
+                  and e.get("action") == "capture"]                 # the edit, before it ran
     preimage("restore", trash["id"], env=ran.env)
-    preimage("restore", edited["id"], env=ran.env)
+    preimage("restore", edit_id, env=ran.env)
     assert (project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
     assert (project / "notes.txt").read_text() == "hello\n"
