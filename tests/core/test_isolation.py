@@ -49,7 +49,10 @@ def test_no_test_reaches_the_default_store(tmp_path: Path) -> None:
     stand_in = {var: tmp_path / "user" / var.lower()
                 for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")}
     env = {**os.environ, **{var: str(p) for var, p in stand_in.items()},
-           "STAND_IN_DATA": str(stand_in["XDG_DATA_HOME"]), "CI": "true"}
+           "STAND_IN_DATA": str(stand_in["XDG_DATA_HOME"]), "CI": "true",
+           # the conftest's helpers (fixtures/), found from the copy as from the original
+           "PYTHONPATH": os.pathsep.join(filter(None, [
+               str(Path(__file__).parents[2] / "fixtures"), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
          "-p", "no:randomly", "-W", "ignore::pytest.PytestAssertRewriteWarning", str(inner)],
