@@ -6,13 +6,13 @@ import os
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Walker, file_type, resolve_root
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
 
@@ -27,7 +27,7 @@ def file_uri(root: os.PathLike[str] | str) -> str:
     return f"file://{text}"
 
 
-class FileConnector:
+class FileConnector(ConnectorBase):
     """A file or a directory tree: bytes, types, hardlinks, modes, owners, ns times, xattrs.
 
     Targets are ``file:///abs/path`` (a host other than empty or ``localhost``
@@ -37,6 +37,7 @@ class FileConnector:
 
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(audits_completeness=True)
     reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
@@ -84,6 +85,3 @@ class FileConnector:
             )
         return TreeRestorer(snapshot, blobs, policy).run()
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Entries added, removed or changed (inode and ctime ignored)."""
-        return diff_snapshots(before, after)
