@@ -331,20 +331,41 @@ class Catalog(ABC):
 
     @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
-        """Blobs a backup (or one of its snapshots) references."""
+        """Blobs a backup (or one of its snapshots) references, directly or through
+        the links of a blob it references (see :meth:`add_links`)."""
 
     @abstractmethod
     def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
-        """Every blob a backup references, leaving out backups in ``skip_statuses``
-        (``prune`` skips ``failed`` and ``abandoned``: what they stored is garbage)."""
+        """Every blob a backup references (directly or through links), leaving out
+        backups in ``skip_statuses`` (``prune`` skips ``failed`` and ``abandoned``:
+        what they stored is garbage)."""
 
     @abstractmethod
     def ref_rows(self) -> Iterator[tuple[str, int, str]]:
-        """Every ``(backup_id, idx, digest)`` reference (for ``stats``)."""
+        """Every ``(backup_id, idx, digest)`` reference, links followed (for ``stats``)."""
 
     @abstractmethod
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
         """Add references to an existing snapshot (repair, migration)."""
+
+    def add_links(self, parent: str, children: Iterable[str]) -> bool:
+        """Record that blob ``parent`` names the blobs ``children``, so that whatever
+        references ``parent`` references them too (a chunk of a snapshot document
+        names the file blobs of its items; an unchanged chunk is recorded once, not
+        once per backup).
+
+        A link is a fact about the parent's bytes, so recording it again, or for
+        a parent no backup references yet, is harmless.  Returns False when the
+        catalog keeps no links — the caller then records ``children`` as direct
+        references of its snapshot.
+        """
+        return False
+
+    def drop_unused_links(self) -> int:
+        """Forget the links of parents no backup references, but only while no backup
+        is ``open`` (a capture records a chunk's links before its snapshot row); the
+        number of links dropped.  ``prune`` calls it."""
+        return 0
 
     @abstractmethod
     def forget(self, backup_ids: Iterable[str]) -> int:
