@@ -61,7 +61,8 @@ class FileConnector:
             raise TerminalConnectorError(
                 f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
             ) from exc
-        walker = Walker(root, blobs, max_file_size=blobs.max_file_size)
+        previous = blobs.previous(file_uri(root)) if blobs.previous is not None else None
+        walker = Walker(root, blobs, max_file_size=blobs.max_file_size, previous=previous)
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")

@@ -26,11 +26,11 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage._errors import InvalidTargetError, PreimageError, TerminalConnectorError
 from preimage._sizes import human_bytes
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.files import FileEntry, FileType
@@ -158,6 +158,37 @@ class _Counting:
         return data
 
 
+def walk_key(rel: str) -> tuple[str, ...]:
+    """The order a walk yields paths in: ``"."`` first, then by components (pre-order
+    with names sorted is the order of these tuples)."""
+    return () if rel == "." else tuple(rel.split("/"))
+
+
+class _Previous:
+    """The entries of the previous snapshot of the same root, matched to the walk by
+    path: both come in walk order, so one pass over each suffices."""
+
+    def __init__(self, entries: Iterable[FileEntry]) -> None:
+        self._it = iter(entries)
+        self._cur: FileEntry | None = None
+        self._key: tuple[str, ...] = ()
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            self._cur = next(self._it, None)
+        except (PreimageError, ValueError, TypeError):
+            self._cur = None   # its document cannot be read: reuse nothing more
+        if self._cur is not None:
+            self._key = walk_key(self._cur.path)
+
+    def get(self, rel: str) -> FileEntry | None:
+        key = walk_key(rel)
+        while self._cur is not None and self._key < key:
+            self._advance()
+        return self._cur if self._cur is not None and self._key == key else None
+
+
 class Walker:
     """Walks a tree in a fixed order (pre-order, names sorted) yielding entries.
 
@@ -166,6 +197,14 @@ class Walker:
     (planning a restore).  ``exclude`` leaves paths (and their subtrees) out,
     e.g. the ``.git`` directory of a working tree.  ``max_file_size`` leaves
     larger files unread (see the module docstring).
+
+    ``previous`` — the entries of this root's previous snapshot, in walk order —
+    lets the walk reuse an entry whose inode, ctime and mtime are those recorded
+    there: every change to a file's bytes, size, mode, owner, xattrs or link
+    target moves its ctime, so such an entry is unchanged but for its atime
+    (read again), and its file is neither read nor even listed for xattrs.  A
+    file's blob must still be in the store (``exists``); an entry with hard
+    links or without a stored digest is always read afresh.
     """
 
     def __init__(
@@ -176,6 +215,7 @@ class Walker:
         store_content: bool = True,
         exclude: Exclude | None = None,
         max_file_size: int | None = None,
+        previous: Iterable[FileEntry] | None = None,
     ) -> None:
         self.root = root
         self.blobs = blobs
@@ -186,6 +226,7 @@ class Walker:
         self.debris: list[str] = []
         self._cache_rows: list[tuple[int, int, int, int, int, str]] = []
         self._links: dict[tuple[int, int], str] = {}
+        self._previous = _Previous(previous) if previous is not None else None
 
     def _fail(self, what: str, rel: str, exc: OSError) -> TerminalConnectorError:
         path = self.root if rel == "." else self.root / rel
@@ -262,8 +303,29 @@ class Walker:
             raise self._fail("list", rel, exc) from exc
         return fd, rel, iter(names)
 
+    def _reuse(self, prev: FileEntry, ftype: str, st: os.stat_result) -> FileEntry | None:
+        """``prev`` (with the current atime) when its source provably did not change."""
+        if (prev.type != ftype or prev.inode != st.st_ino or prev.ctime_ns != st.st_ctime_ns
+                or prev.mtime_ns != st.st_mtime_ns or prev.hardlink_to is not None
+                or (ftype != "dir" and st.st_nlink != 1)):
+            return None
+        if ftype == "file":
+            if prev.digest is None or prev.size != st.st_size:
+                return None
+            if self.max_file_size is not None and st.st_size > self.max_file_size:
+                return None
+            if self.store_content and not self.blobs.exists(prev.digest):  # type: ignore[union-attr]
+                return None
+        if prev.atime_ns == st.st_atime_ns:
+            return prev
+        return prev.model_copy(update={"atime_ns": st.st_atime_ns})
+
     def _entry(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> FileEntry:
         ftype = file_type(st.st_mode)
+        if self._previous is not None:
+            prev = self._previous.get(rel)
+            if prev is not None and (reused := self._reuse(prev, ftype, st)) is not None:
+                return reused
         digest = None
         link_target = None
         hardlink_to = None

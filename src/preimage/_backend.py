@@ -24,7 +24,7 @@ import hashlib
 import io
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
@@ -78,6 +78,10 @@ class BlobStore(ABC):
         # the store's per-file cap: a connector records a larger source as
         # uncaptured instead of reading it (None: no cap)
         self.max_file_size: int | None = None
+        # previous(target) -> the items of that target's newest snapshot (set by the
+        # engine for each capture): a connector may reuse an entry whose source
+        # provably did not change since, instead of reading it again
+        self.previous: Callable[[str], Iterable[Any] | None] | None = None
 
     # ------------------------------------------------------------ what connectors use
     @abstractmethod
@@ -325,6 +329,15 @@ class Catalog(ABC):
     def count(self) -> int:
         """Number of backups."""
 
+    def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
+        """The newest snapshot of ``target`` by ``connector`` in a complete backup."""
+        for backup in self.list_backups(None):
+            if backup.status == "complete":
+                for row in backup.snapshots:
+                    if row.target == target and row.connector == connector:
+                        return row
+        return None
+
     @abstractmethod
     def stored_since(self, when: float) -> int:
         """Bytes the backups finished after ``when`` added to the store."""
@@ -348,18 +361,18 @@ class Catalog(ABC):
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
         """Add references to an existing snapshot (repair, migration)."""
 
-    def add_links(self, parent: str, children: Iterable[str]) -> bool:
+    def add_links(self, parent: str, children: set[str]) -> set[str]:
         """Record that blob ``parent`` names the blobs ``children``, so that whatever
         references ``parent`` references them too (a chunk of a snapshot document
         names the file blobs of its items; an unchanged chunk is recorded once, not
-        once per backup).
+        once per backup); return the children ``parent`` now links to.
 
         A link is a fact about the parent's bytes, so recording it again, or for
-        a parent no backup references yet, is harmless.  Returns False when the
-        catalog keeps no links — the caller then records ``children`` as direct
+        a parent no backup references yet, is harmless.  A catalog that keeps no
+        links returns an empty set: the caller records ``children`` as direct
         references of its snapshot.
         """
-        return False
+        return set()
 
     def drop_unused_links(self) -> int:
         """Forget the links of parents no backup references, but only while no backup

@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     items       INTEGER NOT NULL,
     PRIMARY KEY (backup_id, idx)
 );
+CREATE INDEX IF NOT EXISTS snapshots_by_target ON snapshots(target);
 CREATE TABLE IF NOT EXISTS refs (
     backup_id   TEXT NOT NULL,
     idx         INTEGER NOT NULL,
@@ -367,6 +368,18 @@ class SqliteCatalog(Catalog):
         """Number of backups."""
         return int(self._db.execute("SELECT count(*) FROM backups").fetchone()[0])
 
+    def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
+        """The newest snapshot of ``target`` in a complete backup (one query)."""
+        r = self._db.execute(
+            "SELECT s.backup_id, s.idx, s.connector, s.target, s.digest, s.items FROM snapshots s"
+            " JOIN backups b ON b.id = s.backup_id WHERE s.target=? AND s.connector=?"
+            " AND b.status='complete' ORDER BY s.backup_id DESC LIMIT 1",
+            (target, connector),
+        ).fetchone()
+        if r is None:
+            return None
+        return SnapshotRow(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), int(r[5] or 0))
+
     def stored_since(self, when: float) -> int:
         """Sum of ``stored_bytes`` of backups finished after ``when``."""
         row = self._db.execute(
@@ -399,12 +412,21 @@ class SqliteCatalog(Catalog):
         ):
             yield str(r[0]), int(r[1]), str(r[2])
 
-    def add_links(self, parent: str, children: Iterable[str]) -> bool:
-        """Record that ``parent`` names ``children`` (idempotent, one transaction)."""
+    def add_links(self, parent: str, children: set[str]) -> set[str]:
+        """Record that ``parent`` names ``children``; the children it now links to.
+
+        A parent's links are written in one transaction and dropped in one
+        statement, so any link of ``parent`` on record means all of them are:
+        an unchanged chunk costs one read, no write.
+        """
+        recorded = {str(r[0]) for r in self._db.execute(
+            "SELECT child FROM links WHERE parent=?", (parent,))}
+        if recorded:
+            return recorded & children
         with self._tx() as db:
             db.executemany("INSERT OR IGNORE INTO links VALUES (?,?)",
                            ((parent, c) for c in children))
-        return True
+        return set(children)
 
     def drop_unused_links(self) -> int:
         """Forget links of parents nothing references, when no backup is open."""

@@ -25,12 +25,11 @@ catalog that keeps no links gets every blob as a direct reference, as before.
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
-
-from preimage._format import digests_in
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -42,6 +41,7 @@ MIN_ITEMS = 32
 MAX_ITEMS = 2048
 BOUNDARY_MASK = 0x7F          # one item in 128 ends a chunk: ~160 items per chunk
 INLINE_BYTES = 64 << 10       # items that fit stay inside the document
+_QUOTED_DIGEST = re.compile(rb'"([0-9a-f]{64})"')
 
 
 def item_json(item: Any) -> bytes:
@@ -101,11 +101,13 @@ class ItemWriter:
     def _cut(self) -> None:
         body = b"[" + b",".join(self._pending) + b"]"
         digest = self.view.put_bytes(body)
-        named = digests_in(body) - {digest}
+        # Blob names in items are JSON strings; a name this misses stays a direct
+        # reference of the snapshot, so looking only at quoted ones is safe (and fast).
+        named = {m.decode() for m in _QUOTED_DIGEST.findall(body)} - {digest}
         touched = self.view.touched
         children = {d for d in named if d in touched or self.view.stored_size(d)}
-        if children and self.catalog.add_links(digest, children):
-            touched.difference_update(children)
+        if children:
+            touched.difference_update(self.catalog.add_links(digest, children))
         self.chunks.append((digest, len(self._pending)))
         self._pending = []
         self._pending_items = []

@@ -11,7 +11,15 @@ from functools import partial
 from typing import Any, TypeVar
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
-from preimage._documents import StoredDocument, StoredItems, expand, item_adapter, store_document
+from preimage._documents import (
+    StoredDocument,
+    StoredItems,
+    chunk_list,
+    expand,
+    is_chunked,
+    item_adapter,
+    store_document,
+)
 from preimage._errors import (
     BlobCorruptError,
     BlobMissingError,
@@ -188,6 +196,7 @@ def _store_snapshot(
     large state in memory.
     """
     stream = getattr(conn, "capture_stream", None)
+    view.previous = partial(_previous_items, st, conn)
     snap: Snapshot = (stream or conn.capture)(target, view)
     doc = store_document(view, st.catalog, snap, snap.items)
     if doc.chunks is not None:
@@ -197,6 +206,25 @@ def _store_snapshot(
     if items is not snap.items:
         snap = snap.model_copy(update={"items": items})
     return snap, doc
+
+
+def _previous_items(st: Store, conn: Any, target: str) -> Iterable[Any] | None:
+    """The items of ``target``'s newest snapshot, read as they are used; None when
+    there is none or it cannot be read (reusing them is only a shortcut)."""
+    row = st.catalog.latest_snapshot(target, conn.scheme)
+    if row is None:
+        return None
+    try:
+        document = json.loads(st.blobs.get_bytes(row.digest))
+        current = conn.snapshot_type.model_fields["schema_version"].default
+        if not isinstance(document, dict) or document.get("schema_version") != current:
+            return None
+        adapter = item_adapter(conn.snapshot_type)
+        if is_chunked(document):
+            return StoredItems(st.blobs, chunk_list(document), adapter)
+        return [adapter.validate_python(x) for x in document.get("items", [])]
+    except (PreimageError, ValueError, TypeError, KeyError):
+        return None
 
 
 T = TypeVar("T")

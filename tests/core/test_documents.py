@@ -3,6 +3,7 @@ unchanged capture costs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -140,3 +141,50 @@ def test_a_format_two_store_is_upgraded_and_keeps_its_backups(tmp_path: Path) ->
         preimage.restore(backup.id, store=st)
         assert check(st, read_data=True).ok
     assert (root / "d00" / "f00003").read_bytes() == b"file 3\n" * 4
+
+
+def test_an_entry_whose_inode_ctime_and_mtime_match_is_reused_unread(
+    tmp_path: Path, store: Store
+) -> None:
+    """The walk trusts the previous snapshot for an unchanged inode and reads a changed one."""
+    from preimage.connectors.files.walk import Walker
+
+    root = _tree(tmp_path / "t", 3)
+    first = {e.path: e for e in Walker(root, store.blobs).entries()}
+    other = store.blobs.put_bytes(b"what the previous snapshot says\n")
+    forged = [e.model_copy(update={"digest": other}) if e.path == "d00/f00001" else e
+              for e in first.values()]
+    again = {e.path: e for e in Walker(root, store.blobs, previous=forged).entries()}
+    assert again["d00/f00001"].digest == other          # reused: the file was not read
+    os.utime(root / "d00" / "f00001", ns=(1, first["d00/f00001"].mtime_ns))   # ctime moves
+    third = {e.path: e for e in Walker(root, store.blobs, previous=forged).entries()}
+    assert third["d00/f00001"].digest == first["d00/f00001"].digest
+    assert third["d00/f00001"].atime_ns == 1
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_captured(tmp_path: Path, store: Store) -> None:
+    """Content changed in place with the old mtime put back is still seen (ctime moved)."""
+    root = _tree(tmp_path / "t", 2500)
+    preimage.capture([f"file://{root}"], store=store)
+    victim = root / "d07" / "f00700"
+    st = victim.stat()
+    victim.write_bytes(b"FILE 700\n")
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = preimage.capture([f"file://{root}"], store=store)
+    entry = next(e for e in again.snapshots[0].items if e.path == "d07/f00700")
+    assert store.blobs.get_bytes(entry.digest) == b"FILE 700\n"
+
+
+def test_an_unreadable_previous_document_only_costs_a_full_read(
+    tmp_path: Path, store: Store
+) -> None:
+    """A previous snapshot whose chunk is gone is not reused; the capture reads everything."""
+    root = _tree(tmp_path / "t", 2500)
+    first = preimage.capture([f"file://{root}"], store=store)
+    items = first.snapshots[0].items
+    assert isinstance(items, StoredItems)
+    store.blobs.path(items._chunks[3][0]).unlink()   # type: ignore[attr-defined]
+    again = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root)
+    preimage.restore(again.id, store=store)
+    assert (root / "d24" / "f02499").read_bytes() == b"file 2499\n" * (1 + 2499 % 7)
