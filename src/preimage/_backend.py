@@ -129,12 +129,23 @@ class BlobStore(ABC):
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound enough to reuse instead of rewriting."""
 
-    def flush(self) -> None:  # noqa: B027 - optional: a backend without buffers has nothing to do
-        """Persist what the backend buffers (the engine calls it after each snapshot)."""
-
     @abstractmethod
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
+
+    def flush(self) -> None:
+        """Persist what the backend buffers: make every blob put so far durable and
+        visible to other processes.
+
+        The engine calls it after each snapshot, so before a backup is marked
+        complete.  The local store writes its verification records; a packed
+        store uploads its last pack and the index naming it.
+        """
+        return
+
+    def close(self) -> None:
+        """Release what the blob side holds (upload threads, leases); idempotent."""
+        return
 
     @abstractmethod
     def raw_size(self, digest: str) -> int | None:

@@ -47,9 +47,11 @@ class Store:
     """Blobs and catalog under one home directory.
 
     ``blobs`` and ``catalog`` plug in another backend (see
-    :mod:`preimage._backend`); the home still holds the local parts (locks,
-    trash, scratch areas).  Opening a store at an older format upgrades it;
-    a newer one raises :class:`~preimage.StoreFormatError`.
+    :mod:`preimage._backend`); with neither given and ``PREIMAGE_STORE`` set,
+    the shared store it names is opened (:mod:`preimage._remote`).  The home
+    still holds the local parts (locks, trash, scratch areas, caches).
+    Opening a store at an older format upgrades it; a newer one raises
+    :class:`~preimage.StoreFormatError`.
     """
 
     def __init__(
@@ -74,6 +76,10 @@ class Store:
             raise StoreUnavailableError(str(self.home), "not a directory")
         if not os.access(self.home, os.W_OK):
             raise StoreUnavailableError(str(self.home), "not writable")
+        if blobs is None and catalog is None and os.environ.get("PREIMAGE_STORE"):
+            from preimage._remote import open_configured
+
+            blobs, catalog = open_configured(self.home) or (None, None)
         self.blobs: BlobStore = blobs or LocalBlobStore(self.home / "blobs")
         self.catalog: Catalog = catalog or SqliteCatalog(self.home / "catalog.sqlite")
         if self.blobs.digest_cache is None:
@@ -87,9 +93,13 @@ class Store:
             raise
 
     def close(self) -> None:
-        """Write what the blob store buffers and release the catalog connection."""
+        """Write what the blob store buffers, release the blob side (uploads, leases)
+        and the catalog connection."""
         try:
-            self.blobs.flush()
+            try:
+                self.blobs.flush()
+            finally:
+                self.blobs.close()
         finally:
             self.catalog.close()
 

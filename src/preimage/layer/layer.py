@@ -24,11 +24,13 @@ from preimage._store import Store, default_home
 from preimage._target import Target
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
+from preimage.layer.completion import Completion, ToolResult
 from preimage.layer.config import LayerConfig, Mode
 from preimage.layer.context import Context
 from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
+from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
 from preimage.layer.uris import file_uri
 
@@ -277,6 +279,8 @@ class BackupLayer:
             if moved:  # the rewrite itself is the backup: it records it as it runs
                 decision.backup_id = moved[0].rewrite_backup
                 decision.targets = [u for f in moved for u in f.rewrite_targets]
+                decision.tier = decision.tier or Tier.REWRITE
+                leave_call(self.store_home(), moved[0].rewrite_backup, call)
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:
@@ -293,6 +297,18 @@ class BackupLayer:
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
         return decision
+
+    def after(self, call: ToolCall, result: ToolResult,
+              decision: Decision | None = None) -> Completion:
+        """Record that ``call`` finished — status and duration, tied to the backup ``before`` took.
+
+        ``decision`` is the one ``before`` returned, when the caller still holds it (the
+        Python API); hook processes pass ``None`` and the pre-call hook's note is read
+        instead.  Every post-call step belongs here, so there is one place to add one.
+        """
+        from preimage.layer.completion import complete
+
+        return complete(call, result, decision)
 
     def _open_store(self) -> Store:
         if self._store is None:
