@@ -102,7 +102,6 @@ def init(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
 def migrate(store_url: str | None, catalog_url: str | None) -> None:
     """Bring the catalog's tables and the store format up to this preimage's."""
     from preimage._catalog_postgres import SCHEMA_VERSION
-
     from preimage._format import FORMAT
 
     settings = _settings(store_url, catalog_url)
