@@ -158,6 +158,9 @@ class _Counting:
         return data
 
 
+CLONE_MIN = 1 << 20   # files this large are cloned into the store where it can (FICLONE)
+
+
 def walk_key(rel: str) -> tuple[str, ...]:
     """The order a walk yields paths in: ``"."`` first, then by components (pre-order
     with names sorted is the order of these tuples)."""
@@ -421,7 +424,12 @@ class Walker:
                 holes = before.st_blocks * 512 < before.st_size
                 extents = data_extents(fd, before.st_size) if holes else None
                 counter = _Counting(fh)
-                if self.store_content and self.blobs is not None:
+                cloned = None
+                if self.store_content and self.blobs is not None and before.st_size >= CLONE_MIN:
+                    cloned = self.blobs.put_clone(fd)   # a reflink where the filesystem has them
+                if cloned is not None:
+                    digest, counter.count = cloned
+                elif self.store_content and self.blobs is not None:
                     digest = self.blobs.put_file(counter)  # type: ignore[arg-type]
                 else:
                     hasher = hashlib.sha256()

@@ -20,6 +20,7 @@ delete what is still unreferenced.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import itertools
@@ -57,6 +58,13 @@ class Leftover:
 
     name: str
     size: int
+
+
+# ioctl(dest_fd, FICLONE, src_fd) makes dest share every extent of src (XFS, btrfs);
+# these errors mean "not here" (another filesystem, or none that clones): copy instead
+FICLONE = 0x40049409
+NO_CLONE = frozenset((errno.EXDEV, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOTTY,
+                      errno.ENOSYS, errno.EPERM, errno.EBADF))
 
 
 class BlobStore(ABC):
@@ -98,6 +106,17 @@ class BlobStore(ABC):
         if len(head) < CHUNK:
             return self.put_bytes(head)
         return self.put_chunks(itertools.chain([head], iter(lambda: fileobj.read(CHUNK), b"")))
+
+    def put_clone(self, fd: int) -> tuple[str, int] | None:
+        """Store the open regular file ``fd`` by sharing its extents (a reflink), when
+        the backend and filesystem can: ``(digest, size)``; None and nothing stored
+        when they cannot (the caller reads the file with ``put_file``)."""
+        return None
+
+    def clone_source(self, digest: str) -> int | None:
+        """An open descriptor a restore may clone the blob's bytes from (it owns and
+        closes it), or None: read the blob with ``chunks``."""
+        return None
 
     @abstractmethod
     def chunks(
@@ -534,6 +553,17 @@ class RecordingBlobs(BlobStore):
         self._count(before)
         self.touched.add(digest)
         return digest
+
+    def put_clone(self, fd: int) -> tuple[str, int] | None:
+        before = self._state()
+        got = self.inner.put_clone(fd)
+        self._count(before)
+        if got is not None:
+            self.touched.add(got[0])
+        return got
+
+    def clone_source(self, digest: str) -> int | None:
+        return self.inner.clone_source(digest)
 
     def chunks(
         self, digest: str, *, backup_id: str | None = None, path: str | None = None
