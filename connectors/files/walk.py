@@ -335,6 +335,7 @@ class Walker:
         rdev = None
         size = st.st_size if ftype == "file" else 0
         extents = None
+        ctime_ns = st.st_ctime_ns
         if ftype != "dir" and st.st_nlink > 1:
             ident = (st.st_dev, st.st_ino)
             hardlink_to = self._links.get(ident)
@@ -344,7 +345,7 @@ class Walker:
             digest, size, extents = self._file(dir_fd, name, rel, st)
         elif ftype == "symlink":
             link_target = os.readlink(name, dir_fd=dir_fd)
-            self._keep_link_atime(dir_fd, name, st)
+            ctime_ns = self._keep_link_atime(dir_fd, name, st)
         elif ftype in ("chardev", "blockdev"):
             rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
         return FileEntry(
@@ -363,17 +364,24 @@ class Walker:
             rdev=rdev,
             extents=extents,
             inode=st.st_ino,
-            ctime_ns=st.st_ctime_ns,
+            ctime_ns=ctime_ns,
         )
 
     @staticmethod
-    def _keep_link_atime(dir_fd: int, name: str, st: os.stat_result) -> None:
-        # readlink() moves a symlink's atime and there is no O_NOATIME for it:
-        # put the recorded atime back so a capture leaves no trace.
+    def _keep_link_atime(dir_fd: int, name: str, st: os.stat_result) -> int:
+        """Undo the atime move of a readlink(); the symlink's ctime as left after it.
+
+        readlink() moves a symlink's atime and there is no O_NOATIME for it: the
+        recorded atime is put back so a capture leaves no trace.  That moves the
+        ctime, which is recorded as it is now — else the next capture would see a
+        changed symlink, read it again and move the ctime again, every time.
+        """
         with contextlib.suppress(OSError):
             if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_atime_ns != st.st_atime_ns:
                 os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dir_fd,
                          follow_symlinks=False)
+                return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ctime_ns
+        return st.st_ctime_ns
 
     def _file(
         self, dir_fd: int, name: str, rel: str, st: os.stat_result

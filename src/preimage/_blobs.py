@@ -134,18 +134,10 @@ class LocalBlobStore(BlobStore):
             return raw
         return zst
 
-    def _zst(self, digest: str) -> Path:
-        """Where a compressed copy of the blob is written (a damaged clone is dropped:
-        the new copy replaces it)."""
-        raw = f"{self._root_s}/{digest[:2]}/{digest}.raw"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(raw)
-        return Path(raw[:-4] + ".zst")
-
     def _hidden_paths(self, digest: str) -> list[Path]:
-        hidden = self.root / "hidden"
-        if not hidden.is_dir():
+        if not os.path.isdir(f"{self._root_s}/hidden"):
             return []
+        hidden = self.root / "hidden"
         return [p for gen in sorted(hidden.iterdir()) for sfx in _SUFFIXES
                 if (p := gen / f"{digest}{sfx}").exists()]
 
@@ -207,18 +199,24 @@ class LocalBlobStore(BlobStore):
         A hidden blob is brought back; a damaged one answers False, so the
         caller reads its source again and ``put_*`` rewrites the blob.
         """
-        final = self._file(digest)
-        sound = self._sound(digest, final)
-        if sound is None and self._rescue(digest):
-            sound = self._sound(digest, final)
-        if sound:
+        if not self._needs_write(digest):
             return True
         return self.fallback.exists(digest) if self.fallback else False
 
-    def _needs_write(self, digest: str, final: Path) -> bool:
-        sound = self._sound(digest, final)
-        if sound is None and self._rescue(digest):
-            sound = self._sound(digest, final)
+    def _needs_write(self, digest: str, *, writing: bool = False) -> bool:
+        """Whether no sound copy of the blob is in place (a hidden one is brought back
+        first).  ``writing``: a compressed copy is about to be written, so a damaged
+        clone, which would stand beside it, is dropped."""
+        zst = f"{self._root_s}/{digest[:2]}/{digest}.zst"
+        sound = self._sound(digest, zst)
+        if sound is None:
+            raw = zst[:-4] + ".raw"
+            sound = self._sound(digest, raw)
+            if sound is None and self._rescue(digest):
+                sound = self._sound(digest, self._file(digest))
+            elif sound is False and writing:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(raw)
         return not sound
 
     # ------------------------------------------------------------ writing
@@ -226,17 +224,15 @@ class LocalBlobStore(BlobStore):
         """Store ``data``; return its digest (small blobs skip the streaming path)."""
         digest = hashlib.sha256(data).hexdigest()
         self.bytes_seen += len(data)
-        final = self.path(digest)
         try:
-            if not self._needs_write(digest, final):
+            if not self._needs_write(digest, writing=True):
                 return digest
-            final = self._zst(digest)
+            final = f"{self._root_s}/{digest[:2]}/{digest}.zst"
             packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
-            parent = final.parent
-            if parent.name not in self._dirs:
-                _private_dir(parent)
-                self._dirs.add(parent.name)
-            tmp = self.root / "tmp" / f"blob-{os.getpid()}-{secrets.token_hex(8)}"
+            if digest[:2] not in self._dirs:
+                _private_dir(Path(final).parent)
+                self._dirs.add(digest[:2])
+            tmp = f"{self._root_s}/tmp/blob-{os.getpid()}-{secrets.token_hex(8)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -272,10 +268,9 @@ class LocalBlobStore(BlobStore):
                         writer.write(chunk)
                 self.bytes_seen += raw
                 digest = hasher.hexdigest()
-                final = self.path(digest)
-                if not self._needs_write(digest, final):
+                if not self._needs_write(digest, writing=True):
                     return digest
-                final = self._zst(digest)
+                final = self.root / digest[:2] / f"{digest}.zst"
                 _private_dir(final.parent)
                 tmp.flush()
                 size = os.fstat(tmp.fileno()).st_size
@@ -320,7 +315,7 @@ class LocalBlobStore(BlobStore):
                 size += len(chunk)
             digest = hasher.hexdigest()
             self.bytes_seen += size
-            if not self._needs_write(digest, Path(self._file(digest))):
+            if not self._needs_write(digest):
                 return digest, size
             final = f"{self._root_s}/{digest[:2]}/{digest}.raw"
             _private_dir(Path(final).parent)

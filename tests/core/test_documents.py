@@ -188,3 +188,17 @@ def test_an_unreadable_previous_document_only_costs_a_full_read(
     shutil.rmtree(root)
     preimage.restore(again.id, store=store)
     assert (root / "d24" / "f02499").read_bytes() == b"file 2499\n" * (1 + 2499 % 7)
+
+
+def test_symlinks_are_reused_by_the_next_capture(tmp_path: Path, store: Store) -> None:
+    """Putting a symlink's atime back moves its ctime; that ctime is what is recorded, so
+    an unchanged tree of symlinks re-captures to the same chunks."""
+    root = _tree(tmp_path / "t", 2000)
+    for i in range(0, 2000, 20):
+        os.symlink(f"f{i:05}", root / f"d{i // 100:02}" / f"link{i:05}")
+    preimage.capture([f"file://{root}"], store=store)
+    again = preimage.capture([f"file://{root}"], store=store)
+    third = preimage.capture([f"file://{root}"], store=store)
+    assert third.stored_bytes < len(third.snapshots[0].items)   # < 1 KB per thousand
+    heads = [store.catalog.get(b.id).snapshots[0].digest for b in (again, third)]
+    assert store.catalog.refs(again.id) - {heads[0]} == store.catalog.refs(third.id) - {heads[1]}
