@@ -92,6 +92,16 @@ def _check_not_store(target: Target, store: Store) -> None:
             )
 
 
+def _capturer(conn: Any, target: Target, blobs: Any, previous: Snapshot | None
+              ) -> Callable[[], Snapshot]:
+    """The connector's capture of ``target``; following ``previous`` where it can,
+    else streaming its items where it can (``capture_stream``)."""
+    follow = getattr(conn, "capture_following", None)
+    if previous is not None and follow is not None:
+        return partial(follow, target, blobs, previous)
+    return partial(getattr(conn, "capture_stream", None) or conn.capture, target, blobs)
+
+
 def snapshot_bytes(snap: Snapshot) -> bytes:
     """``snap`` as one JSON document with its items inline (the format of a small
     snapshot; large ones are stored in chunks by :func:`_store_snapshot`).
@@ -119,8 +129,15 @@ def capture(
     session: str | None = None,
     kind: str = "capture",
     parent_id: str | None = None,
+    previous: Sequence[Snapshot | None] | None = None,
 ) -> Backup:
     """Capture every target in ``uris`` as one backup and return it.
+
+    ``previous`` (one per URI) are earlier captures of the same targets: a
+    connector whose items can leave a target's scope while they still exist (a
+    ticket unlinked from a deleted milestone) follows them there
+    (``capture_following``), so the two captures compare item by item — what an
+    undo of one call needs.
 
     Raises :class:`InvalidTargetError` / :class:`NoSuchConnectorError` before
     anything is stored when a URI is bad, and the connector's error when a
@@ -155,7 +172,8 @@ def capture(
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
                 view.max_file_size = quota.max_file_size
-                snap, doc = _guarded(partial(_store_snapshot, st, conn, target, view),
+                follow = previous[idx] if previous else None
+                snap, doc = _guarded(partial(_store_snapshot, st, conn, target, view, follow),
                                      "capture", target.redacted)
                 view.flush()
                 named = {d for d in digests_in(doc.raw) - view.touched if st.blobs.stored_size(d)}
@@ -187,18 +205,18 @@ def capture(
 
 
 def _store_snapshot(
-    st: Store, conn: Any, target: Target, view: RecordingBlobs
+    st: Store, conn: Any, target: Target, view: RecordingBlobs, follow: Snapshot | None
 ) -> tuple[Snapshot, StoredDocument]:
     """Capture ``target`` and store its document; the snapshot as the caller sees it.
 
-    A connector with ``capture_stream`` hands over its items while it reads
-    them; they go into chunks as they come and are read back from the store
+    ``follow`` is an earlier capture a connector may follow (see
+    :func:`capture`).  A connector with ``capture_stream`` hands over its items
+    while it reads them; they go into chunks as they come and are read back from the store
     when the caller iterates them (:class:`StoredItems`), so no capture holds a
     large state in memory.
     """
-    stream = getattr(conn, "capture_stream", None)
     view.previous = partial(_previous_items, st, conn)
-    snap: Snapshot = (stream or conn.capture)(target, view)
+    snap: Snapshot = _capturer(conn, target, view, follow)()
     doc = store_document(view, st.catalog, snap, snap.items)
     if doc.chunks is not None:
         items: Any = StoredItems(st.blobs, doc.chunks, item_adapter(type(snap)))
@@ -386,7 +404,15 @@ def restore(
     that still describes the live state (see :func:`_resumable`); otherwise a
     fresh undo backup is taken first.  A dry run writes nothing and returns
     the plan.
+
+    ``conflict="revert"`` undoes the call backup ``ref`` was taken for instead —
+    only what the call changed, keeping everything changed since
+    (:func:`preimage.undo`, which this returns the result of).
     """
+    if ConflictMode(conflict) is ConflictMode.REVERT:
+        from preimage._undo import undo as undo_call
+
+        return undo_call(ref, store=store, only=only, dry_run=dry_run)
     st = _open(store)
     backup = _complete(st, ref, "restored")
     if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back

@@ -92,9 +92,11 @@ class BackupLayer:
         rules: RuleSet | None = None,
         model: ModelTier | None = None,
         env: dict[str, str] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.config = config or LayerConfig.load()
         self._store = store
+        self._home = home   # the store's home when no store is given (else the default)
         self._store_notes: list[str] = []   # what the store did on the last capture (quota)
         self.rules = rules or load_rules()
         self.env = dict(env if env is not None else os.environ)
@@ -104,7 +106,10 @@ class BackupLayer:
 
     # ------------------------------------------------------------ planning
     def store_home(self) -> Path:
-        return self._store.home if self._store is not None else default_home()
+        """Where this layer's backups go — captures and ``preimage trash`` rewrites alike."""
+        if self._store is not None:
+            return self._store.home
+        return self._home.absolute() if self._home is not None else default_home()
 
     def context(self, call: ToolCall) -> Context:
         workspace = (self.config.workspace or self.env.get("CLAUDE_PROJECT_DIR") or call.cwd)
@@ -308,11 +313,28 @@ class BackupLayer:
         """
         from preimage.layer.completion import complete
 
-        return complete(call, result, decision)
+        completion = complete(call, result, decision)
+        if completion.backup_id:
+            self._capture_after(completion)
+        return completion
+
+    def _capture_after(self, completion: Completion) -> None:
+        """Capture the pre-call backup's targets again: with it, the call's delta is known
+        and ``preimage undo`` can revert just this call (unchanged state dedupes)."""
+        from preimage._undo import capture_after
+
+        assert completion.backup_id is not None
+        try:
+            post = capture_after(completion.backup_id, store=self._open_store())
+        except (PreimageError, OSError) as exc:
+            completion.post_error = (f"the capture after the call failed: {exc}; `preimage "
+                                     "undo` cannot revert this call alone")
+            return
+        completion.post_backup_id = post.id if post is not None else None
 
     def _open_store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            self._store = Store(self.store_home())
         return self._store
 
     def _capture(self, call: ToolCall, plan: Plan) -> tuple[str | None, list[str]]:
