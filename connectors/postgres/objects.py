@@ -519,18 +519,27 @@ _DEFACL_WORDS = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES"
                  "n": "SCHEMAS"}
 
 
-def _default_acls(cur: Cursor) -> list[PgObject]:
+_OWN_ROLE = "WHERE d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+
+
+def own_default_acls(cur: Cursor) -> list[PgObject]:
+    """The default privileges of the current role: the ones that apply to what it creates."""
+    return _default_acls(cur, own=True)
+
+
+def _default_acls(cur: Cursor, *, own: bool = False) -> list[PgObject]:
     """``ALTER DEFAULT PRIVILEGES``: revoke what the built-in default gives, grant the rest."""
     from preimage.connectors.postgres.ddl import acl_grants
 
     cur.execute(
-        """SELECT d.oid, pg_get_userbyid(d.defaclrole) AS role, d.defaclobjtype,
+        f"""SELECT d.oid, pg_get_userbyid(d.defaclrole) AS role, d.defaclobjtype,
             (SELECT nspname FROM pg_namespace WHERE oid = d.defaclnamespace) AS nsp,
             ARRAY(SELECT x::text FROM unnest(d.defaclacl) x ORDER BY 1) AS acl,
             ARRAY(SELECT x::text FROM unnest(acldefault(
                 CASE d.defaclobjtype WHEN 'S' THEN 's' ELSE d.defaclobjtype END,
                 d.defaclrole)) x ORDER BY 1) AS builtin
-        FROM pg_default_acl d ORDER BY d.oid""")
+        FROM pg_default_acl d {_OWN_ROLE if own else ""}
+        ORDER BY d.oid""")
     out = []
     for r in cur.fetchall():
         word = _DEFACL_WORDS[r["defaclobjtype"]]
