@@ -18,6 +18,7 @@ from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
 from preimage.connectors.postgres.ddl import lit, q, qn
+from preimage.connectors.postgres.largeobjects import plan_large_objects
 from preimage.connectors.postgres.objects import own_default_acls
 from preimage.connectors.postgres.plan import PHASES, Planner, Step
 from preimage.connectors.postgres.rows import (
@@ -157,6 +158,8 @@ class PgRestorer:
                           whole_schemas=self.snap.scope in ("schema", "database"),
                           own_defaults=own_default_acls(cur))
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
+        if self.snap.scope == "database":
+            plan_large_objects(plan, list(self.snap.items), live, self.blobs)
         steps = [s for s in plan.steps(PHASES) if s.bracket or self.policy.in_scope(s.key)]
         mode = self.policy.conflict
         if mode is ConflictMode.MERGE:

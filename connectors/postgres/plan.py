@@ -313,7 +313,7 @@ class Planner:
             if not already:
                 self.plan.add("defaults-off", Step(
                     key, "default privileges held back while objects are created",
-                    live.drop.split("\n") if live.drop else [], bracket=True))
+                    _statements(live.drop), bracket=True))
             if key in captured_keys:
                 if not any(s.key == key for s in self.plan.phases.get("objects-late", [])):
                     self.plan.add("objects-late", Step(
@@ -340,7 +340,7 @@ class Planner:
             phase = "defaults-off" if o.objtype == "default acl" else (
                 "drop-late" if o.late else "drop-other")
             self.plan.add(phase, Step(
-                o.natural_key(), f"drop {o.objtype} to re-create it", have.drop.split("\n"),
+                o.natural_key(), f"drop {o.objtype} to re-create it", _statements(have.drop),
                 destructive=True))
         sql = list(o.definition) + (owner_comment_acl(o, None) if o.ref else [])
         self.plan.add("objects-late" if o.late else "create",
@@ -352,7 +352,12 @@ class Planner:
                 if isinstance(s, PgSequence) and s.identity and s.owned_by
                 and s.owned_by.startswith(quoted_table(t) + ".")}
         name = qn(t.namespace, t.name)
-        sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t)]
+        parents = [t.partition_of] if t.partition_of else list(t.inherits)
+        parent = next((x for x in self.captured if isinstance(x, PgTable) and parents
+                       and quoted_table(x) == parents[0]), None)
+        sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t),
+               *ddl.column_settings(t, None, {c.name: c for c in parent.columns}
+                                    if parent else None)]
         if t.replica_identity in ("f", "n"):
             sql.append(f"ALTER TABLE {name} REPLICA IDENTITY "
                        f"{'FULL' if t.replica_identity == 'f' else 'NOTHING'}")
@@ -412,6 +417,9 @@ class Planner:
                 cols.append(f"ALTER TABLE {name} RESET ({opts})")
             if t.options:
                 cols.append(f"ALTER TABLE {name} SET ({', '.join(t.options)})")
+        if t.access_method != have.access_method:
+            cols.append(f"ALTER TABLE {name} SET ACCESS METHOD {q(t.access_method or 'heap')}")
+        cols += ddl.column_settings(t, live_cols)
         if t.replica_identity not in ("i", have.replica_identity):
             word = {"d": "DEFAULT", "f": "FULL", "n": "NOTHING"}[t.replica_identity]
             cols.append(f"ALTER TABLE {name} REPLICA IDENTITY {word}")
@@ -494,6 +502,7 @@ class Planner:
             if idx and (have is None or have.replica_identity != "i"):
                 fin.append(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {q(idx)}")
         fin += owner_comment_acl(t, have)
+        fin += ddl.column_acl_statements(t, live_cols if have else None)
         for phase, sql, action in (
             ("constraints", cons, "constraints and indexes"),
             ("foreign-keys", fks, "foreign keys"),
@@ -514,7 +523,7 @@ class Planner:
                     "drop-late" if item.late else "drop-other")
                 self.plan.add(phase, Step(
                     item.natural_key(), f"drop {item.objtype} (created after the capture)",
-                    item.drop.split("\n"), removes=True, destructive=True))
+                    _statements(item.drop), removes=True, destructive=True))
             elif isinstance(item, PgFunction | PgType | PgSequence):
                 if isinstance(item, PgSequence) and item.identity:
                     continue  # goes with its table
@@ -659,6 +668,11 @@ def replace_enum(cur: Cursor, item: PgType) -> str:
         moved += 1
     cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
     return f"{moved} column(s) moved"
+
+
+def _statements(text: str) -> list[str]:
+    """The statements of a newline-separated ``drop`` (none for an empty one)."""
+    return [x for x in text.split("\n") if x]
 
 
 def _differing(have: list[Any], want: list[Any], sig: Callable[[Any], Any]) -> list[Any]:

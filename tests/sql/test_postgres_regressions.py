@@ -115,25 +115,24 @@ def test_storage_order_of_updated_rows_is_kept(check: Any, db: Any, cli: Any, pg
 def test_state_the_capture_cannot_read_is_recorded_and_scored(
     db: Any, cli: Any, store: Any
 ) -> None:
-    """An object of a kind the connector does not model (an operator class, a large object)
-    is listed as uncaptured: score stays below 1.0 and diff names it."""
+    """What the connector does not read (a user mapping, which holds credentials; a table's
+    TOAST options) is listed as uncaptured: score stays below 1.0 and diff names it."""
     db.sql("""
-        CREATE TABLE public.t (id int PRIMARY KEY);
-        CREATE FUNCTION public.int_cmp_rev(int, int) RETURNS int LANGUAGE sql IMMUTABLE
-            AS $$ SELECT CASE WHEN $1 < $2 THEN 1 WHEN $1 > $2 THEN -1 ELSE 0 END $$;
-        CREATE OPERATOR CLASS public.int_rev_ops FOR TYPE int USING btree AS
-            OPERATOR 1 > , OPERATOR 2 >= , OPERATOR 3 = , OPERATOR 4 <= , OPERATOR 5 < ,
-            FUNCTION 1 public.int_cmp_rev(int, int);
-        SELECT lo_from_bytea(0, 'hello');
+        CREATE TABLE public.t (id int PRIMARY KEY, body text)
+            WITH (toast.autovacuum_enabled = false);
+        CREATE FOREIGN DATA WRAPPER quiet_fdw;
+        CREATE SERVER far FOREIGN DATA WRAPPER quiet_fdw;
+        CREATE USER MAPPING FOR CURRENT_USER SERVER far OPTIONS (password 'secret');
     """)
     backup = preimage.capture([db.uri()], store=store)
     snap = backup.snapshots[0]
     kinds = {u.kind for u in snap.uncaptured}
-    assert {"operator class", "large object"} <= kinds, snap.uncaptured
+    assert {"user mapping", "TOAST storage options"} <= kinds, snap.uncaptured
+    assert "secret" not in snap.model_dump_json()
     total, _ = preimage.score(backup.id, store=store)
     assert total.overall.score < 1.0
     diff = preimage.diff(backup.id, store=store)[0]
-    assert any("int_rev_ops" in u for u in diff.uncaptured)
+    assert any("public.t" in u for u in diff.uncaptured)
     score = cli.score(backup.id)
     assert score["uncaptured"] >= 2
 
