@@ -462,20 +462,18 @@ def _with_live(
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = _complete(st, ref, "compared")
-    if backup.kind == "trash":
-        raise UsageError(
-            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
-            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
-            "renames it back"
-        )
     with st.scratch_area() as scratch:
+        if backup.kind == "trash":  # an rm renamed into the trash: read what it holds now
+            from preimage._trash import live_target, trash_snapshots
+
+            originals = trash_snapshots(st, backup, scratch, only)
+            uris = [live_target(snap) for _row, snap in originals]
+        else:
+            originals = [(row, load_snapshot_row(st, row)) for row, _scope in _select(backup, only)]
+            uris = [row.target for row, _snap in originals]
         pairs = [
-            (
-                row,
-                load_snapshot_row(st, row),
-                get_connector(row.connector).capture(Target.parse(row.target), scratch),
-            )
-            for row, _scope in _select(backup, only)
+            (row, original, get_connector(row.connector).capture(Target.parse(uri), scratch))
+            for (row, original), uri in zip(originals, uris, strict=True)
         ]
         yield scratch, pairs
 

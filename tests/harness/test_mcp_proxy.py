@@ -7,8 +7,10 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -19,6 +21,8 @@ from mcp.client.stdio import stdio_client
 from preimage.layer.mcp_proxy import http_client
 
 pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
 
 
 def shop(path: Path) -> Path:
@@ -37,6 +41,25 @@ def rows(path: Path) -> list[tuple[Any, ...]]:
     return got
 
 
+def run_apart(go: Callable[[], Awaitable[T]]) -> T:
+    """``anyio.run(go)`` on a thread of its own: another test's session fixture (Playwright's
+    sync API) may keep an event loop running on this one, and a loop cannot nest."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = anyio.run(go)
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 def call_through_proxy(db: Path, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
                        *extra: str) -> list[Any]:
     """Start `preimage mcp-proxy -- mcp-server-sqlite`, make ``calls``, return the results."""
@@ -53,7 +76,7 @@ def call_through_proxy(db: Path, cwd: Path, calls: list[tuple[str, dict[str, Any
             assert "write_query" in names and "read_query" in names
             return [await session.call_tool(name, args) for name, args in calls]
 
-    return anyio.run(go)
+    return run_apart(go)
 
 
 def text(result: Any) -> str:
@@ -152,7 +175,7 @@ def test_proxy_over_streamable_http_on_both_sides(home: Path, tmp_path: Path) ->
                 return [await session.call_tool("read_query", {"query": "SELECT * FROM orders"}),
                         await session.call_tool("write_query", {"query": "DELETE FROM orders"})]
 
-        selected, deleted = anyio.run(go)
+        selected, deleted = run_apart(go)
     finally:
         for p in (proxy, upstream):
             if p is not None:

@@ -265,12 +265,16 @@ def test_failed_backup_with_deny_blocks_the_call(denied: Ran) -> None:
     assert "NOT backed up" in " ".join(denied.route.tool_results)
 
 
-def test_claude_code_asks_before_a_rewritten_call(model: ModelServer,
-                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
-    """In Claude Code's default mode the rewritten `rm` goes to the user; with nobody to
-    approve it (print mode) neither it nor the original runs, and the model is told why."""
-    root = tmp_path_factory.mktemp("claude-code-asked")
-    asked = start(model, "claude-code", root, [shell("claude-code", "rm -rf build")])
-    assert (asked.box.project / "build" / "app.o").exists()
-    assert asked.backups() == []
-    assert "rewrote the call" in asked.route.tool_results[0]
+def test_claude_code_rewrite_follows_the_users_own_rules(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """In Claude Code's default mode the rewritten `rm` carries no decision of preimage's:
+    the user allowed Bash, so it runs as the original would have — into the trash, under
+    the backup ID the model is told — and restore brings the tree back."""
+    root = tmp_path_factory.mktemp("claude-code-default-mode")
+    ran = start(model, "claude-code", root, [shell("claude-code", "rm -rf build")])
+    assert not (ran.box.project / "build").exists()
+    (backup,) = [b for b in ran.backups() if "build" in json.dumps(b["tool_call"]["input"])]
+    assert backup["tool_call"]["tool"] == "trash"
+    assert backup["id"] in ran.route.seen_after_tools()
+    preimage("restore", backup["id"], env=ran.env)
+    assert (ran.box.project / "build" / "app.o").read_bytes() == b"\x7fELF object code"

@@ -30,6 +30,7 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
+from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
 from preimage.layer.uris import file_uri
 
@@ -278,6 +279,8 @@ class BackupLayer:
             if moved:  # the rewrite itself is the backup: it records it as it runs
                 decision.backup_id = moved[0].rewrite_backup
                 decision.targets = [u for f in moved for u in f.rewrite_targets]
+                decision.tier = decision.tier or Tier.REWRITE
+                leave_call(self.store_home(), moved[0].rewrite_backup, call)
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:

@@ -26,8 +26,10 @@ import sys
 from pathlib import Path
 
 from preimage._ids import new_backup_id
+from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
+from preimage.layer.mounts import mount_table
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.shell import SimpleCommand, resolve
 from preimage.layer.uris import file_uri
@@ -47,19 +49,18 @@ def preimage_command() -> str:
     return f"{shlex.quote(sys.executable)} -m preimage"
 
 
+def leave_call(home: Path, backup_id: str | None, call: ToolCall) -> None:
+    """Leave ``call`` for the ``preimage trash`` run that records ``backup_id``, so the
+    backup names what the agent ran (the command line carries only the ID)."""
+    if backup_id:
+        from preimage._trash import leave_call as leave
+
+        leave(home, backup_id, {**call.to_record(), "session": call.session_id})
+
+
 def mount_points() -> list[str]:
     """Every mount point of this process's namespace (``/proc/self/mountinfo``)."""
-    try:
-        with open("/proc/self/mountinfo") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) > 4:
-            out.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return out
+    return [point for point, _kind in mount_table()]
 
 
 def _plain_flags(cmd: SimpleCommand) -> tuple[bool, bool, list[str]] | None:

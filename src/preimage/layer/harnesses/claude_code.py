@@ -8,8 +8,8 @@ MCP tools named ``mcp__<server>__<tool>``.
 
 Answer (stdout, exit 0): ``hookSpecificOutput.additionalContext`` reaches the model;
 ``permissionDecision`` ``allow``/``deny``/``ask`` with ``permissionDecisionReason``;
-``updatedInput`` replaces the tool input (with ``allow``, or ``ask``: the user approves
-the rewritten call);
+``updatedInput`` replaces the tool input (with ``allow``; with no decision the rewritten
+call goes through the user's own permission rules, as the original would have);
 ``systemMessage`` is shown to the user.  The command's ``timeout`` is in seconds.
 """
 
@@ -46,9 +46,12 @@ class ClaudeCode(Harness):
                    permission_mode: str | None = None) -> dict[str, Any]:
         """The JSON answer as a dict (``{}`` when there is nothing to say).
 
-        A rewritten call goes to the user to approve (``ask``): a hook never approves
-        a destructive call by itself.  ``--approve``, or a session already in
-        ``bypassPermissions`` mode, answers ``allow``.
+        A rewritten call carries no decision: the harness applies ``updatedInput`` and
+        then asks its own permission rules, exactly as it would have for the original
+        call — a hook never approves a destructive call by itself, and never blocks one
+        the user allowed (``ask`` would leave an unattended run unable to delete at all).
+        ``--approve``, or a session already in ``bypassPermissions`` mode, answers
+        ``allow``.
         """
         if not self.worth_saying(decision):
             return {}
@@ -58,9 +61,10 @@ class ClaudeCode(Harness):
         if context:
             specific["additionalContext"] = context
         if decision.action is Action.REWRITE and decision.updated_input is not None:
-            auto = config.approve or permission_mode == "bypassPermissions"
-            specific["permissionDecision"] = "allow" if auto else "ask"
-            specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
+            if config.approve or permission_mode == "bypassPermissions":
+                specific["permissionDecision"] = "allow"
+                specific["permissionDecisionReason"] = (
+                    "preimage rewrote the call into a reversible form")
             specific["updatedInput"] = decision.updated_input
         elif decision.protected and config.approve:
             specific["permissionDecision"] = "allow"
