@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError
+from preimage._errors import RestoreConflictError, RestoreError
 from preimage.connectors.sql import mysql
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
@@ -203,7 +203,10 @@ class SqlRestorer:
     def _insert(self, t: SqlTable) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows
 
-        return lambda: insert_rows(self.conn, t, self.blobs)
+        def run() -> None:
+            insert_rows(self.conn, t, self.blobs)
+
+        return run
 
     def _replace_rows(self, t: SqlTable, quoted: str) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows
@@ -257,6 +260,81 @@ class SqlRestorer:
                                       (c.name, c.value))
 
         return run
+
+
+def restore_rows(conn: Any, snap: SqlSnapshot, blobs: BlobStore, policy: RestorePolicy,
+                 report: RestoreReport) -> None:
+    """Row scope (MySQL/MariaDB): put the captured rows back by primary key — deleted
+    ones inserted with their keys, changed ones reverted (``overwrite``), or only the
+    missing ones (``merge``); rows outside the capture are left alone.
+
+    InnoDB keeps rows in primary-key order, so rows put back by key sit where they sat.
+    The table's triggers are dropped while the rows go back (MySQL cannot switch one off)
+    and created again after, from the capture when one is missing — so a restore that
+    stopped between the two is finished by running it again.  The rows go back in one
+    transaction of their own."""
+    from preimage.connectors.sql import mysql_rows
+
+    table = next(t for t in snap.items if isinstance(t, SqlTable))
+    triggers = [o for o in snap.items if isinstance(o, SqlObject) and o.kind == "trigger"]
+    key = table.natural_key()
+    present = {str(n) for (n,) in conn.exec_driver_sql(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")}
+    if table.name not in present:
+        raise RestoreError(
+            f"table {table.name} no longer exists; a row-scope backup holds only some rows — "
+            "restore a backup of the whole table; nothing was written")
+    if mysql_rows.tuple_columns(conn, table.name) != table.copy_columns:
+        raise RestoreError(f"the columns of {table.name} changed since the capture; nothing "
+                           "was written")
+    live_triggers = {o.name: o for o in mysql.read_objects(conn, [table.name])}
+    missing = [o for o in triggers if o.name not in live_triggers]
+    digest = _HashOnly().put_chunks(mysql_rows.read_lines(
+        conn, mysql_rows.select_sql(table.name, table.copy_columns, table.row_filter)))
+    rows_differ = digest != (table.rows_digest or _HashOnly().put_chunks([]))
+    if not rows_differ and not missing:
+        report.add(key, Outcome.UNCHANGED)
+        return
+    if policy.conflict is ConflictMode.REFUSE:
+        raise RestoreConflictError(snap.target, [key])
+    if policy.dry_run:
+        report.add(key, Outcome.PLANNED, "put back captured rows" if rows_differ
+                   else "create missing triggers")
+        return
+    done: list[str] = []
+    count = 0
+    try:
+        if rows_differ:
+            for name in live_triggers:
+                conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {mysql.quote(name)}")
+                done.append(f"drop trigger {name} while the rows go back")
+            conn.exec_driver_sql("START TRANSACTION")
+            try:
+                count = mysql_rows.write_lines(
+                    conn, table.name, table.copy_columns,
+                    blobs.chunks(table.rows_digest, path=table.name) if table.rows_digest
+                    else [], on_duplicate="update" if policy.conflict is ConflictMode.OVERWRITE
+                    else "keep", key=table.primary_key)
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK")
+                raise
+            conn.exec_driver_sql("COMMIT")
+            done.append(f"put back {count} captured rows")
+        # The live triggers as they were (in their order), then captured ones still missing.
+        for trigger in [*live_triggers.values(), *missing] if rows_differ else missing:
+            mysql.replay(conn, trigger)
+            done.append(f"create trigger {trigger.name}")
+    except Exception as exc:
+        dropped = [n for n in live_triggers if f"drop trigger {n} while the rows go back" in done
+                   and f"create trigger {n}" not in done]
+        for name in dropped:  # put the triggers back now if the server lets us
+            try:
+                mysql.replay(conn, live_triggers[name])
+                done.append(f"create trigger {name} again after the failure")
+            except Exception:
+                continue
+        raise StepsFailedError(f"row restore of {key}", exc, done) from exc
+    report.add(key, Outcome.RESTORED, "; ".join(done))
 
 
 def _inspect(conn: Any) -> Any:

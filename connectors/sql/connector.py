@@ -39,9 +39,9 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
-from preimage.connectors.sql import mysql
+from preimage.connectors.sql import mysql, mysql_rows
 from preimage.connectors.sql.audit import sqlite_audit
-from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
+from preimage.connectors.sql.rows import batches, decode_rows, encode_rows, put_while_reading
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
@@ -54,7 +54,7 @@ def engine_url(target: Target) -> tuple[str, str]:
     """(SQLAlchemy URL with the password, redacted target URI) for ``target``."""
     from sqlalchemy.engine import URL
 
-    query = {k: v[-1] for k, v in target.query.items() if k != "tables"}
+    query = {k: v[-1] for k, v in target.query.items() if k not in ("tables", "table", "where")}
     if target.scheme == "sqlite":
         if target.host not in (None, "", "localhost"):
             raise InvalidTargetError(target.redacted, "sqlite targets are local files")
@@ -121,7 +121,10 @@ class SQLAlchemyConnector:
         the database holds that was not read."""
         url, redacted = engine_url(target)
         names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
-        scope = "tables" if names else "database"
+        where = row_scope(target)
+        if where is not None:
+            names = [str(target.param("table")).strip()]
+        scope = "rows" if where is not None else "tables" if names else "database"
         dialect = target.scheme.split("+", 1)[0]
         path = _sqlite_path(url)
         if path is not None and not os.path.exists(path):
@@ -139,7 +142,12 @@ class SQLAlchemyConnector:
                 raise
             with conn, conn.begin():
                 if mysql.is_mysql(conn):
-                    conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    conn.exec_driver_sql(
+                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    # As mysqldump: TIMESTAMP values and defaults read in UTC.
+                    conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
+                if where is not None:
+                    return self._capture_rows(conn, target, redacted, names[0], where, blobs)
                 items = list(self._read(conn, blobs, names))
                 if mysql.is_mysql(conn):
                     uncaptured = mysql.audit(conn, items, names or None)
@@ -152,6 +160,40 @@ class SQLAlchemyConnector:
             engine.dispose()
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
                            uncaptured=uncaptured)
+
+    def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
+                      blobs: BlobStore) -> SqlSnapshot:
+        """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB)."""
+        from sqlalchemy import inspect
+
+        if not mysql.is_mysql(conn):
+            raise InvalidTargetError(target.redacted, "a row scope (?table=…&where=…) is for "
+                                     "PostgreSQL and MySQL/MariaDB; capture the table")
+        insp = inspect(conn)
+        if name not in insp.get_table_names():
+            raise TerminalConnectorError(
+                f"table {name} does not exist in {redacted} — a row-scope capture needs the "
+                "table; capture ?tables= to record its absence", target=redacted)
+        pk = insp.get_pk_constraint(name).get("constrained_columns")
+        if not pk or mysql_rows.tuple_columns(conn, name) is None:
+            raise InvalidTargetError(target.redacted, (
+                f"a row scope needs a primary key on {name} (rows go back by key) and columns "
+                "that travel as strings (no BIT, spatial or JSON) — capture ?tables= instead"))
+        from sqlalchemy import exc as sa_exc
+
+        try:
+            item = self._table(conn, insp, name, blobs, {}, where=where)
+        except sa_exc.DBAPIError as exc:
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc.orig}") \
+                from exc
+        except Exception as exc:  # the rows are read by the driver's own cursor
+            if type(exc).__module__.split(".")[0] != "pymysql":
+                raise
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc}") \
+                from exc
+        # Its triggers too: they are dropped while the rows go back, and made again.
+        return SqlSnapshot(target=redacted, dialect=conn.dialect.name, scope="rows",
+                           items=[item, *mysql.read_objects(conn, [name])])
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
         from sqlalchemy import inspect, text
@@ -194,7 +236,8 @@ class SQLAlchemyConnector:
                     yield SqlCounter(kind="pragma", name=pragma, value=int(value or 0))
 
     def _table(self, conn: Any, insp: Any, name: str, blobs: Any,
-               master: dict[tuple[str, str], tuple[str, str]]) -> SqlTable:
+               master: dict[tuple[str, str], tuple[str, str]],
+               where: str | None = None) -> SqlTable:
         from sqlalchemy import MetaData, Table, select
         from sqlalchemy.schema import CreateTable
 
@@ -226,6 +269,15 @@ class SQLAlchemyConnector:
                         ddl=ddl)
         if blobs is None:
             return item
+        tuples = mysql_rows.tuple_columns(conn, name) if mysql.is_mysql(conn) else None
+        if tuples is not None:
+            # MySQL/MariaDB: each row as the server renders it, straight into the blob.
+            lines = _LineCounter()
+            digest = put_while_reading(blobs, lines.through(mysql_rows.read_lines(
+                conn, mysql_rows.select_sql(name, tuples, where))))
+            return item.model_copy(update={
+                "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
+                "copy_columns": tuples, "row_filter": where})
         stmt = select(*table.c)
         if conn.dialect.name != "sqlite" and not mysql.is_mysql(conn):
             stmt = stmt.order_by(*([table.c[c] for c in pk] or list(table.c)))
@@ -309,7 +361,7 @@ class SQLAlchemyConnector:
                        policy: RestorePolicy, report: RestoreReport) -> None:
         """MySQL/MariaDB: every step commits on its own (DDL does anyway); the steps done
         are journalled in the report and in any error, and a re-run finishes the rest."""
-        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError
+        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
 
         try:
             conn = self._connect(engine, snapshot.target)
@@ -327,7 +379,10 @@ class SQLAlchemyConnector:
             conn.exec_driver_sql(
                 "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
             try:
-                SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
+                if snapshot.scope == "rows":
+                    restore_rows(conn, snapshot, blobs, policy, report)
+                else:
+                    SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
             except StepsFailedError as exc:
                 done = "; ".join(exc.done) if exc.done else "none"
                 raise RestoreError(
@@ -374,15 +429,51 @@ class SQLAlchemyConnector:
         return diff_snapshots(before, after)
 
 
-def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:
-    """Insert the captured rows of ``table`` in batches."""
+def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> int:
+    """Insert the captured rows of ``table`` in batches; return how many."""
     from sqlalchemy import MetaData, Table
 
     if table.rows_digest is None:
-        return
+        return 0
+    if table.rows_format == "tuples":
+        return mysql_rows.write_lines(conn, table.name, table.copy_columns,
+                                      blobs.chunks(table.rows_digest, path=table.name))
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
+    count = 0
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
         conn.execute(live.insert(), batch)
+        count += len(batch)
+    return count
+
+
+class _LineCounter:
+    """Counts the lines of the chunks passing through."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def through(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.rows += chunk.count(b"\n")
+            yield chunk
+
+
+def row_scope(target: Target) -> str | None:
+    """The re-rendered predicate of ``?table=…&where=…`` (``None`` without one); raise
+    :class:`InvalidTargetError` for a bad one."""
+    from preimage.connectors.sql.predicate import check_predicate
+
+    where = target.param("where")
+    if where is None:
+        if target.param("table") is not None:
+            raise InvalidTargetError(target.redacted, "'table' needs 'where' (or use ?tables=)")
+        return None
+    if not (target.param("table") or "").strip():
+        raise InvalidTargetError(target.redacted, "'where' needs 'table=<name>'")
+    if target.param("tables") is not None:
+        raise InvalidTargetError(target.redacted, "give only one of tables, table")
+    dialect = "mysql" if target.scheme.split("+", 1)[0] in mysql.MYSQL_DIALECTS else "sqlite"
+    return check_predicate(where, target.redacted, dialect=dialect)
 
 
 def _unknown_database(exc: BaseException) -> bool:
