@@ -69,6 +69,7 @@ class SqlRestorer:
         self.report = report
         self.connector = connector
         self.quote = conn.dialect.identifier_preparer.quote
+        self._insp: Any = None
 
     def _exec(self, sql: str, params: dict[str, Any] | None = None) -> Callable[[], None]:
         from sqlalchemy import text
@@ -109,8 +110,7 @@ class SqlRestorer:
                     loads.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
                                        self._insert(t)))
                 continue
-            digest = self.connector._table(self.conn, _inspect(self.conn), t.name,
-                                           _HashOnly(), {}).rows_digest
+            digest = self._live_digest(t)
             if digest != t.rows_digest:
                 q = self.quote(t.name)
                 if self.policy.conflict is ConflictMode.MERGE:
@@ -199,6 +199,19 @@ class SqlRestorer:
         for key in captured:
             if key not in done and self.policy.in_scope(key):
                 self.report.add(key, Outcome.UNCHANGED)
+
+    def _live_digest(self, t: SqlTable) -> str | None:
+        """The digest the live rows of ``t`` would get in a capture."""
+        if t.rows_format == "tuples":
+            from preimage.connectors.sql import mysql_rows
+
+            if mysql_rows.tuple_columns(self.conn, t.name) == t.copy_columns:
+                return _HashOnly().put_chunks(mysql_rows.read_lines(
+                    self.conn, mysql_rows.select_sql(t.name, t.copy_columns)))
+        if self._insp is None:
+            self._insp = _inspect(self.conn)
+        return self.connector._table(  # type: ignore[no-any-return]
+            self.conn, self._insp, t.name, _HashOnly(), {}).rows_digest
 
     def _insert(self, t: SqlTable) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows

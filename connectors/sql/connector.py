@@ -252,12 +252,13 @@ class SQLAlchemyConnector:
             checks = []
         indexes = sorted(f"{i['name']}({','.join(c or '' for c in i['column_names'])})"
                          f"{' unique' if i.get('unique') else ''}" for i in insp.get_indexes(name))
-        table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
+        table = None  # reflected again only where it is needed (SQLAlchemy's own DDL, rows)
         if conn.dialect.name == "sqlite":
             ddl = master.get(("table", name), ("", ""))[1]
         elif mysql.is_mysql(conn):
-            ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE `{name}`").one()[1]
+            ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE {mysql.quote(name)}").one()[1]
         else:
+            table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
             ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
         columns = [SqlColumn(
             name=c["name"], type=str(c["type"]), nullable=bool(c.get("nullable", True)),
@@ -278,6 +279,8 @@ class SQLAlchemyConnector:
             return item.model_copy(update={
                 "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
                 "copy_columns": tuples, "row_filter": where})
+        if table is None:
+            table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         stmt = select(*table.c)
         if conn.dialect.name != "sqlite" and not mysql.is_mysql(conn):
             stmt = stmt.order_by(*([table.c[c] for c in pk] or list(table.c)))
