@@ -91,6 +91,9 @@ class SqlRestorer:
         recreate: set[str] = set()
         replaced: set[str] = set()   # kept tables whose rows are replaced
         is_mysql = mysql.is_mysql(self.conn)
+        # Neither MySQL nor SQLite can switch a trigger off: one on a table whose rows are
+        # replaced is dropped meanwhile and made again after, so the restore does not fire it.
+        no_switch = is_mysql or self.conn.dialect.name == "sqlite"
         for t in tables:
             have = live.get(t.natural_key())
             if not t.exists:
@@ -127,8 +130,7 @@ class SqlRestorer:
                     continue
                 if want is None and snap.scope == "tables" and have.table not in names:
                     continue
-                # MySQL cannot switch a trigger off: drop it while the rows go back.
-                trigger_off = is_mysql and have.kind == "trigger" and have.table in replaced
+                trigger_off = no_switch and have.kind == "trigger" and have.table in replaced
                 if want is None or want.ddl != have.ddl or have.table in recreate or \
                         trigger_off or want.settings != have.settings:
                     drops.insert(0, _Step(key, "drop (created since)" if want is None
@@ -148,7 +150,7 @@ class SqlRestorer:
                                           self._alter_database(o), destructive=True))
                 continue
             if have is None or have.ddl != o.ddl or o.table in recreate or (
-                is_mysql and o.kind == "trigger" and o.table in replaced
+                no_switch and o.kind == "trigger" and o.table in replaced
             ) or have.settings != o.settings:
                 run = self._replay(o) if is_mysql else self._exec(o.ddl)
                 late.append(_Step(o.natural_key(), f"create {o.kind}", run,

@@ -63,8 +63,10 @@ def engine_url(target: Target) -> tuple[str, str]:
             raise InvalidTargetError(target.redacted, "name a database file: sqlite:////abs/x.db")
         path = str(Path(raw).absolute())
         redacted = f"sqlite:///{path}"
-        if target.param("tables"):
-            redacted += f"?tables={target.param('tables')}"
+        tables = target.param("tables") or (target.param("table") if target.param("where")
+                                            else None)
+        if tables:
+            redacted += f"?tables={tables}"
         return f"sqlite:///{path}", redacted
     url = URL.create(
         drivername=target.scheme, username=target.username,
@@ -122,10 +124,16 @@ class SQLAlchemyConnector:
         url, redacted = engine_url(target)
         names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
         where = row_scope(target)
+        dialect = target.scheme.split("+", 1)[0]
+        notes: list[str] = []
         if where is not None:
             names = [str(target.param("table")).strip()]
+            if dialect not in mysql.MYSQL_DIALECTS:
+                # No row scope here: the whole table is a before-image of the rows too.
+                notes.append(f"row scope widened to the whole table {names[0]} (row scopes are "
+                             "for PostgreSQL and MySQL/MariaDB)")
+                where = None
         scope = "rows" if where is not None else "tables" if names else "database"
-        dialect = target.scheme.split("+", 1)[0]
         path = _sqlite_path(url)
         if path is not None and not os.path.exists(path):
             return SqlSnapshot(target=redacted, dialect="sqlite", database_exists=False,
@@ -159,16 +167,13 @@ class SQLAlchemyConnector:
         finally:
             engine.dispose()
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
-                           uncaptured=uncaptured)
+                           uncaptured=uncaptured, notes=notes)
 
     def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
                       blobs: BlobStore) -> SqlSnapshot:
         """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB)."""
         from sqlalchemy import inspect
 
-        if not mysql.is_mysql(conn):
-            raise InvalidTargetError(target.redacted, "a row scope (?table=…&where=…) is for "
-                                     "PostgreSQL and MySQL/MariaDB; capture the table")
         insp = inspect(conn)
         if name not in insp.get_table_names():
             raise TerminalConnectorError(
