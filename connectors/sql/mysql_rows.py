@@ -35,7 +35,10 @@ STATEMENT_BYTES = 1 << 20
 
 def tuple_columns(conn: Any, table: str) -> list[str] | None:
     """The stored (not generated) columns of ``table`` when every one of them can travel as
-    a quoted binary string; ``None`` when the table needs the generic path."""
+    a quoted binary string; ``None`` when the table needs the generic path (or the driver
+    is not one whose unbuffered cursor this module knows: PyMySQL, mysqlclient)."""
+    if _driver(conn) not in ("pymysql", "MySQLdb"):
+        return None
     rows = conn.exec_driver_sql(
         "SELECT COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
         "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
@@ -44,6 +47,10 @@ def tuple_columns(conn: Any, table: str) -> list[str] | None:
     if not rows or any(str(t).lower() in _SLOW_TYPES for _, t, _ in rows):
         return None
     return [str(n) for n, _, extra in rows if "GENERATED" not in str(extra or "").upper()]
+
+
+def _driver(conn: Any) -> str:
+    return type(conn.connection.dbapi_connection).__module__.split(".")[0]
 
 
 def select_sql(table: str, columns: list[str], where: str | None = None) -> str:
@@ -57,8 +64,7 @@ def read_lines(conn: Any, sql: str) -> Iterator[bytes]:
     """The rows of ``sql`` (one line each), in chunks, from an unbuffered cursor on the
     connection's own transaction."""
     dbapi = conn.connection.dbapi_connection
-    module = type(dbapi).__module__.split(".")[0]
-    cursors = __import__(f"{module}.cursors", fromlist=["SSCursor"])
+    cursors = __import__(f"{_driver(conn)}.cursors", fromlist=["SSCursor"])
     conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
     cur = dbapi.cursor(cursors.SSCursor)
     try:
