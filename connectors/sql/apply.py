@@ -293,6 +293,8 @@ def restore_rows(conn: Any, snap: SqlSnapshot, blobs: BlobStore, policy: Restore
     table = next(t for t in snap.items if isinstance(t, SqlTable))
     triggers = [o for o in snap.items if isinstance(o, SqlObject) and o.kind == "trigger"]
     key = table.natural_key()
+    if not policy.in_scope(key):
+        return
     present = {str(n) for (n,) in conn.exec_driver_sql(
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")}
     if table.name not in present:

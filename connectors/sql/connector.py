@@ -2,11 +2,15 @@
 
 Targets are SQLAlchemy URLs: ``sqlite:////abs/path.db`` (``sqlite:///rel.db``
 is made absolute), ``mysql+pymysql://user@host/db``; ``?tables=a,b`` narrows
-the capture to those tables (names that do not exist are captured as absent).
+the capture to those tables (names that do not exist are captured as absent);
+``?table=t&where=<predicate>`` to the rows a statement touches (MySQL/MariaDB;
+elsewhere, and for a table without a primary key, widened to the table).
 
 Capture runs in one transaction and reflects tables, columns, keys,
-constraints and indexes; rows stream into a blob as JSON lines in storage
-order (a plain scan) for SQLite and MySQL/MariaDB, in key order elsewhere.
+constraints and indexes; rows stream into a blob in storage order (a plain
+scan) for SQLite and MySQL/MariaDB, in key order elsewhere — as the server's
+own value tuples for MySQL/MariaDB (:mod:`.mysql_rows`), as JSON lines
+otherwise.
 SQLite also keeps the exact DDL of every table, index, view and trigger from
 ``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
 ``application_id``; MySQL/MariaDB keep ``SHOW CREATE`` of every table, view,
@@ -155,7 +159,13 @@ class SQLAlchemyConnector:
                     # As mysqldump: TIMESTAMP values and defaults read in UTC.
                     conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
                 if where is not None:
-                    return self._capture_rows(conn, target, redacted, names[0], where, blobs)
+                    rows = self._capture_rows(conn, target, redacted, names[0], where, blobs)
+                    if rows is not None:
+                        return rows
+                    # Rows that cannot go back by key: the whole table is their before-image.
+                    scope = "tables"
+                    notes.append(f"row scope widened to the whole table {names[0]} (a row "
+                                 "scope needs a primary key and no BIT, spatial or JSON column)")
                 items = list(self._read(conn, blobs, names))
                 if mysql.is_mysql(conn):
                     uncaptured = mysql.audit(conn, items, names or None)
@@ -170,8 +180,9 @@ class SQLAlchemyConnector:
                            uncaptured=uncaptured, notes=notes)
 
     def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
-                      blobs: BlobStore) -> SqlSnapshot:
-        """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB)."""
+                      blobs: BlobStore) -> SqlSnapshot | None:
+        """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB);
+        ``None`` when the table has no primary key or a column the tuples cannot carry."""
         from sqlalchemy import inspect
 
         insp = inspect(conn)
@@ -181,9 +192,7 @@ class SQLAlchemyConnector:
                 "table; capture ?tables= to record its absence", target=redacted)
         pk = insp.get_pk_constraint(name).get("constrained_columns")
         if not pk or mysql_rows.tuple_columns(conn, name) is None:
-            raise InvalidTargetError(target.redacted, (
-                f"a row scope needs a primary key on {name} (rows go back by key) and columns "
-                "that travel as strings (no BIT, spatial or JSON) — capture ?tables= instead"))
+            return None
         from sqlalchemy import exc as sa_exc
 
         try:

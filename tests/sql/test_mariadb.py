@@ -219,8 +219,9 @@ def test_row_scope_on_a_sample_database(my_samples: Any, mariadb_server: Any, cl
 
 
 def test_row_scope_merge_dry_run_and_refusals(mydb: Any, cli: Any, store: Any) -> None:
-    """merge puts back only missing rows; a dry run writes nothing; a bad predicate, a
-    function that acts on the server and a table without a key are one-line refusals."""
+    """merge puts back only missing rows; a dry run writes nothing; a bad predicate and a
+    function that acts on the server are one-line refusals; a table without a key is
+    captured whole."""
     mydb.sql(SCHEMA)
     backup = preimage.capture([rows_uri(mydb, "customers", "id < 3")], store=store)
     mydb.sql("DELETE FROM customers WHERE id = 1; UPDATE customers SET name = 'z' WHERE id = 2")
@@ -233,8 +234,12 @@ def test_row_scope_merge_dry_run_and_refusals(mydb: Any, cli: Any, store: Any) -
         proc = cli.run("capture", rows_uri(mydb, "customers", where), check=False)
         assert proc.returncode != 0 and says in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
-    proc = cli.run("capture", rows_uri(mydb, "notes", "n = 1"), check=False)
-    assert proc.returncode != 0 and "primary key" in proc.stderr and "Traceback" not in proc.stderr
+    # No primary key: the whole table is captured instead (more than the rows, never less).
+    wide = preimage.capture([rows_uri(mydb, "notes", "n = 1")], store=store)
+    assert wide.snapshots[0].scope == "tables" and "widened" in wide.snapshots[0].notes[0]
+    mydb.sql("DELETE FROM notes WHERE n = 1")
+    preimage.restore(wide.id, store=store)
+    assert mydb.sql("SELECT count(*) FROM notes").strip() == "3"
 
 
 TYPES = r"""
