@@ -205,6 +205,29 @@ def iter_tuple_rows(chunks: Iterable[bytes], columns: list[str]) -> Iterator[dic
         yield _row(rest, columns)
 
 
+def tuple_raw(value: Any) -> bytes | None:
+    """A tuple row's value (text, ``{"$bytes": …}`` or ``None``) as the column's bytes."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return base64.b64decode(value["$bytes"])
+    return str(value).encode("utf-8")
+
+
+_QUOTED = {b"\\": b"\\\\", b"'": b"\\'", b"\x00": b"\\0", b"\x1a": b"\\Z", b"\n": b"\\n"}
+
+
+def tuple_line(values: dict[str, Any], columns: list[str]) -> bytes:
+    """One line of a tuple-lines blob, as the server's ``QUOTE`` (with newlines as ``\\n``)
+    renders it: the inverse of the rows :func:`iter_tuple_rows` yields."""
+    parts = []
+    for column in columns:
+        raw = tuple_raw(values.get(column))
+        parts.append(b"NULL" if raw is None else b"'" + re.sub(
+            rb"[\\'\x00\x1a\n]", lambda m: _QUOTED[m.group(0)], raw) + b"'")
+    return b"(" + b",".join(parts) + b")\n"
+
+
 def _row(line: bytes, columns: list[str]) -> dict[str, Any]:
     values = [None if m.group(0) == b"NULL" else _text(_unescape(m.group(1)))
               for m in _VALUE.finditer(line[1:-1])]

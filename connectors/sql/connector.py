@@ -45,6 +45,7 @@ from preimage._errors import (
 from preimage._target import Target
 from preimage.connectors.sql import mysql, mysql_rows
 from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows, put_while_reading
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -89,6 +90,7 @@ class SQLAlchemyConnector:
 
     scheme: ClassVar[str] = "sqlite"
     snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
+    reverter: ClassVar[SqlReverter] = SqlReverter()
 
     # ------------------------------------------------------------ engine
     def _engine(self, url: str) -> Any:
@@ -395,8 +397,10 @@ class SQLAlchemyConnector:
             # As mysqldump restores: a 0 in an AUTO_INCREMENT column is a 0, not a new id.
             conn.exec_driver_sql(
                 "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+            # TIMESTAMP values were read in UTC (as mysqldump reads them): written alike.
+            conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
             try:
-                if snapshot.scope == "rows":
+                if snapshot.scope == "rows" and policy.keys is None:
                     restore_rows(conn, snapshot, blobs, policy, report)
                 else:
                     SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
