@@ -279,3 +279,24 @@ def test_every_column_type_goes_back_byte_for_byte(mydb: Any, cli: Any) -> None:
     same_dump(mydb.dump(), before)
     score = cli.score(backup)
     assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"]
+
+
+def test_one_call_undone_row_by_row(mydb: Any, store: Any) -> None:
+    """Undo of one call on MariaDB (rows kept as the server's tuples): the call's UPDATE
+    and DELETE are reverted by primary key, a row inserted later is kept, and the
+    reverted rows hold their exact bytes (latin1 text, binary with NUL)."""
+    from preimage._undo import capture_after
+
+    mydb.sql(SCHEMA)
+    state = ("SELECT id, HEX(name), email, created FROM customers ORDER BY id; "
+             "SELECT id, customer_id, total, HEX(note), HEX(raw) FROM orders ORDER BY id")
+    before = mydb.sql(state)
+    pre = preimage.capture([mydb.uri()], store=store, kind="layer", session="s",
+                           tool_call={"tool": "Bash", "input": {"command": "mariadb …"}})
+    mydb.sql("UPDATE customers SET name = 'X'; DELETE FROM orders WHERE id = 1;")
+    capture_after(pre.id, store=store)
+    mydb.sql("INSERT INTO notes VALUES ('later', 9)")
+    result = preimage.undo(pre.id, store=store)
+    assert result.ok, result.to_dict()
+    assert mydb.sql("SELECT count(*) FROM notes WHERE body = 'later'").strip() == "1"
+    assert mydb.sql(state) == before
