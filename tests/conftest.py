@@ -16,18 +16,29 @@ from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+
 from preimage import Store
 
 CliResult = subprocess.CompletedProcess[str]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _hook_decides_in_process() -> Iterator[None]:
+def _hook_decides_in_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Hook processes decide in-process unless a test starts a decision service itself
-    (a service per test's store would outlive the test)."""
+    (a service per test's store would outlive the test).  Any service still starts in a
+    runtime directory of the session's own, never the user's, and the session ends by
+    stopping whatever is left there — and failing, since a test left it."""
+    from services import stop_services
+
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PREIMAGE_SERVICE", "off")
+        mp.setenv("PREIMAGE_RUNTIME_DIR", str(runtime))
         yield
+    left = stop_services(runtime)
+    assert not left, f"decision services left running by the tests: pids {left}"
 
 
 @pytest.fixture(autouse=True)

@@ -92,9 +92,11 @@ class BackupLayer:
         rules: RuleSet | None = None,
         model: ModelTier | None = None,
         env: dict[str, str] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.config = config or LayerConfig.load()
         self._store = store
+        self._home = home   # the store's home when no store is given (else the default)
         self._store_notes: list[str] = []   # what the store did on the last capture (quota)
         self.rules = rules or load_rules()
         self.env = dict(env if env is not None else os.environ)
@@ -104,7 +106,10 @@ class BackupLayer:
 
     # ------------------------------------------------------------ planning
     def store_home(self) -> Path:
-        return self._store.home if self._store is not None else default_home()
+        """Where this layer's backups go — captures and ``preimage trash`` rewrites alike."""
+        if self._store is not None:
+            return self._store.home
+        return self._home.absolute() if self._home is not None else default_home()
 
     def context(self, call: ToolCall) -> Context:
         workspace = (self.config.workspace or self.env.get("CLAUDE_PROJECT_DIR") or call.cwd)
@@ -329,7 +334,7 @@ class BackupLayer:
 
     def _open_store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            self._store = Store(self.store_home())
         return self._store
 
     def _capture(self, call: ToolCall, plan: Plan) -> tuple[str | None, list[str]]:
