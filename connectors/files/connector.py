@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from typing import ClassVar
+from urllib.parse import parse_qs, urlsplit
 
 from preimage.connectors.files.apply import TreeRestorer
-from preimage.connectors.files.walk import Walker, file_type, resolve_root
+from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.restore import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
@@ -23,6 +24,12 @@ class FileConnector:
     Targets are ``file:///abs/path`` (a host other than empty or ``localhost``
     is rejected).  A target that does not exist captures as "absent", so that
     restoring it removes whatever was created there later.
+
+    ``?depth=N`` keeps the walk to N levels below the target: ``depth=0`` is
+    the directory's own entry (mode, owner, times, xattrs) and none of its
+    children — what a command that adds or removes an entry changes in the
+    directory that holds it.  The restore of such a snapshot leaves deeper
+    paths alone, neither compared nor removed.
     """
 
     scheme: ClassVar[str] = "file"
@@ -35,16 +42,20 @@ class FileConnector:
                 target.redacted, "file:// targets are local; write file:///abs/path"
             )
         root = resolve_root(target.path)
+        depth = _depth(target.param("depth"), target.redacted)
         try:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
             root_type = None
-        items = list(Walker(root, blobs).entries())
+        items = list(Walker(root, blobs, exclude=depth_exclude(depth)).entries())
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
+        if depth is not None:
+            notes.append(f"entries deeper than {depth} level(s) below the target are not part "
+                         "of this snapshot")
         return FileSnapshot(
-            target=f"file://{root}",
+            target=f"file://{root}" + (f"?depth={depth}" if depth is not None else ""),
             root=str(root),
             root_type=root_type,
             items=items,
@@ -56,8 +67,26 @@ class FileConnector:
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         assert isinstance(snapshot, FileSnapshot)
-        return TreeRestorer(snapshot, blobs, policy).run()
+        query = parse_qs(urlsplit(snapshot.target).query)
+        values = query.get("depth")
+        depth = _depth(values[-1] if values else None, snapshot.target)
+        return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth)).run()
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
         """Entries added, removed or changed (inode and ctime ignored)."""
         return diff_snapshots(before, after)
+
+
+def _depth(value: str | None, uri: str) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise InvalidTargetError(uri, f"depth={value!r}: give a number of levels, e.g. depth=0")
+    return int(value)
+
+
+def depth_exclude(depth: int | None) -> Exclude | None:
+    """The walk exclusion that keeps a tree to ``depth`` levels below its root."""
+    if depth is None:
+        return None
+    return lambda rel, _st: rel.count("/") >= depth

@@ -344,3 +344,22 @@ class TestFileConnectorContract(ConnectorContract):
             (root / "new.txt").write_text("added")
 
         return damage
+
+
+def test_depth_zero_keeps_a_directory_entry_and_leaves_its_children_alone(
+        tmp_path: Path, store: Store) -> None:
+    """`?depth=0` restores a directory's times after an entry in it changed, touching no child."""
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "a").write_text("a")
+    (d / "sub" / "b").write_text("b")
+    os.utime(d, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_001))
+    backup = preimage.capture([f"file://{d}/a", f"file://{d}?depth=0"], store=store)
+    snap = [s.target for s in store.catalog.get(backup.id).snapshots]
+    assert snap == [f"file://{d}/a", f"file://{d}?depth=0"]
+    (d / "a").unlink()
+    (d / "late").write_text("created after the capture, outside both scopes")
+    preimage.restore(backup.id, store=store)
+    assert sorted(os.listdir(d)) == ["a", "late", "sub"]
+    assert os.stat(d).st_mtime_ns == 1_600_000_000_000_000_001
+    assert (d / "sub" / "b").read_text() == "b"
