@@ -44,4 +44,4 @@ def test_user_rule_in_rules_d_wins(cli: Cli, home: Path, world: World) -> None:
     doc = json.loads(cli("rules", "explain", "deploy wipe --yes", "--json", cwd=world.proj,
                          env=world.env, check=True).stdout)
     assert doc["rules"] == ["my-deploy"]
-    assert doc["wanted"] == [f"file://{world.proj}/data"]
+    assert doc["wanted"] == [f"file://{world.proj}/data", f"file://{world.proj}?depth=0"]

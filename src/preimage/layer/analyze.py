@@ -10,6 +10,7 @@ from preimage.layer import (  # noqa: F401  (importing registers the extractors)
     ex_k8s,
     ex_mail,
     ex_sql,
+    ex_text,
     ex_tools,
     ex_vcs,
 )

@@ -88,6 +88,7 @@ class Finding:
     outside_workspace: bool = False
     rewrite: str | None = None     # a reversible replacement for ``source`` (shell text)
     span: tuple[int, int] | None = None  # where ``source`` sits in the call's command text
+    forced_by: list[str] = field(default_factory=list)  # words/programs that widened the scope
 
     @property
     def changes_state(self) -> bool:
@@ -107,6 +108,7 @@ class Finding:
             "wide": self.wide,
             "outside_workspace": self.outside_workspace,
             "rewrite": self.rewrite,
+            "forced_by": list(self.forced_by),
         }
 
 

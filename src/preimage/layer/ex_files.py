@@ -9,8 +9,10 @@ times, xattrs and symlinks, and removes what the command created there.
 from __future__ import annotations
 
 import os
+from urllib.parse import unquote, urlsplit
 
 from preimage.layer._extract import (
+    dynamic_words,
     expand_paths,
     file_targets,
     finding,
@@ -33,7 +35,8 @@ def _paths_finding(cmd: SimpleCommand, rule: Rule, ctx: Context, words: list[Wor
                    wide: bool = False) -> Finding:
     paths, dynamic, globbed = expand_paths(cmd, words)
     if dynamic:
-        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows")
+        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows",
+                       forced_by=dynamic_words(cmd, words))
     targets = file_targets(paths, ctx, why, include_absent=include_absent)
     f = finding(cmd, rule, targets=targets, wide=wide or globbed,
                 outside_workspace=outside(ctx, paths))
@@ -100,7 +103,9 @@ def _copy_like(cmd: SimpleCommand, rule: Rule, ctx: Context, sources: list[Word]
     src_paths, dyn1, globbed = expand_paths(cmd, sources)
     dest_paths, dyn2, _ = expand_paths(cmd, [dest_word])
     if dyn1 or dyn2 or len(dest_paths) != 1:
-        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows")
+        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows",
+                       forced_by=dynamic_words(cmd, [*sources, dest_word]) or [
+                           f"destination `{dest_word.text}` matching {len(dest_paths)} paths"])
     dest = dest_paths[0]
     if os.path.isdir(dest) and not os.path.islink(dest) and not no_target_dir:
         landing = [os.path.join(dest, os.path.basename(p.rstrip("/"))) for p in src_paths]
@@ -139,7 +144,36 @@ def in_place(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
                                       "--line-length", "-s", "-E"])
     has_script_opt = args.has("-e", "--expression", "-f", "--file")
     files = args.positionals if has_script_opt else args.positionals[1:]
-    return _paths_finding(cmd, rule, ctx, files, f"{cmd.name} -i rewrites it")
+    f = _paths_finding(cmd, rule, ctx, files, f"{cmd.name} -i rewrites it")
+    suffix = in_place_suffix(cmd)
+    if suffix and not f.unknown:
+        backups = [backup_name(unquote(urlsplit(t.uri).path), suffix) for t in f.targets]
+        f.targets += file_targets(backups, ctx, f"{cmd.name} -i{suffix} leaves this backup copy",
+                                  include_absent=True)
+    return f
+
+
+def in_place_suffix(cmd: SimpleCommand) -> str:
+    """The backup suffix of ``sed -i.bak`` / ``--in-place=.bak`` / ``perl -pi.orig`` (or "")."""
+    for w in cmd.words[1:]:
+        t = w.text
+        if t == "--":
+            break
+        if t.startswith("--in-place="):
+            return t.split("=", 1)[1]
+        if t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
+            before, _, after = t[1:].partition("i")
+            if before.isalpha() or not before:
+                return after  # the rest of the cluster, as sed and perl read it (-ie: "e")
+    return ""
+
+
+def backup_name(path: str, suffix: str) -> str:
+    """Where ``-iSUFFIX`` keeps the original of ``path`` (``*`` stands for its name)."""
+    name = os.path.basename(path)
+    if "*" in suffix:
+        return os.path.join(os.path.dirname(path), suffix.replace("*", name))
+    return path + suffix
 
 
 @shell_extractor("truncate")
@@ -252,7 +286,8 @@ def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
         if r.target.dynamic:
             return Finding(source=cmd.source, tier=Tier.WORKSPACE, rule="redirect",
                            impact=Impact.NORMAL, unknown=True, span=cmd.span,
-                           notes=["output goes to a file only the running shell can name"])
+                           notes=["output goes to a file only the running shell can name"],
+                           forced_by=[f"redirection target `{r.target.why or r.target.text}`"])
         writes.append((r, resolve(cmd, r.target.text)))
     if not writes:
         return None

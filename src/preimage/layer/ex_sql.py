@@ -98,8 +98,9 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         if e.impact.rank > f.impact.rank:
             f.impact = e.impact
         f.wide = f.wide or e.wide
-        if e.note:
+        if e.note and e.note not in f.notes:
             f.notes.append(e.note)
+        f.forced_by.extend(x for x in e.forced_by if x not in f.forced_by)
         if e.kind == "database":
             whole = True
         elif e.kind == "other-database" and e.database:
@@ -212,7 +213,7 @@ def psql(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
 
 
 def _whole(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase, why: str) -> Finding:
-    f = effects_finding(source, rule, base, [SqlEffect("database", Impact.NORMAL)])
+    f = effects_finding(source, rule, base, [SqlEffect("database", Impact.NORMAL, forced_by=[why])])
     f.notes.append(f"{why}; the whole database is captured")
     return f
 

@@ -30,6 +30,7 @@ from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Ti
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rules import RuleSet, load_rules
+from preimage.layer.side_effects import cover_side_effects, file_path
 from preimage.layer.uris import file_uri
 
 
@@ -134,6 +135,8 @@ class BackupLayer:
                 ws = self._workspace_target(ctx, plan)
                 if f.unknown:
                     reason = "; ".join(f.notes) or "the layer cannot tell what it changes"
+                    if f.forced_by:
+                        reason += f" (forced by {', '.join(f.forced_by)})"
                     if mode is Mode.HIGH_IMPACT:
                         plan.notes.append(f"{reason}; high-impact mode takes no workspace snapshot")
                         continue
@@ -148,6 +151,7 @@ class BackupLayer:
             if targets and (plan.tier is None or f.tier.rank > plan.tier.rank):
                 plan.tier = f.tier
             plan.targets.extend(targets)
+        plan.targets = cover_side_effects(plan.targets, ctx, plan.notes)
         plan.wanted = self._collapse(plan.targets, plan.notes)
         plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes, plan.dropped), [])
         if not plan.targets:
@@ -192,7 +196,8 @@ class BackupLayer:
             if t.uri not in seen:
                 seen.add(t.uri)
                 out.append(t)
-        files = sorted((t for t in out if t.scheme == "file"), key=lambda t: len(t.uri))
+        files = sorted((t for t in out if t.scheme == "file" and file_path(t)[1] is None),  # type: ignore[index]
+                       key=lambda t: len(t.uri))
         kept: list[PlannedTarget] = []
         for t in files:
             if not any(t.uri == k.uri or t.uri.startswith(k.uri.rstrip("/") + "/") for k in kept):
@@ -201,7 +206,27 @@ class BackupLayer:
         for t in kept:
             split.extend(self._around_store(t, notes))
         others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
-        return others + split
+        return others + split + self._limited(out, kept)
+
+    def _limited(self, targets: list[PlannedTarget], full: list[PlannedTarget]) -> list[PlannedTarget]:
+        """Depth-limited file targets not inside a whole one, deepest path first (so the
+        directories' own times are put back after what is restored inside them)."""
+        roots = [file_path(k)[0] for k in full]  # type: ignore[index]
+        home = str(self.store_home().resolve())
+        best: dict[str, PlannedTarget] = {}
+        for t in targets:
+            got = file_path(t)
+            if got is None or got[1] is None:
+                continue
+            path, depth = got
+            if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+                continue
+            if path == home or path.startswith(home + "/") or (depth and home.startswith(path + "/")):
+                continue
+            have = best.get(path)
+            if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
+                best[path] = t
+        return sorted(best.values(), key=lambda t: (-file_path(t)[0].count("/"), t.uri))  # type: ignore[index]
 
     @staticmethod
     def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:

@@ -229,7 +229,8 @@ def _redirect(node: Any, text: str, state: _State) -> Redirect:
     out = node.output
     if hasattr(out, "kind") and out.kind == "word":
         raw = text[out.pos[0]:out.pos[1]]
-        target = expand(raw, state.env, dynamic_vars=state.dynamic)[0]
+        got = expand(raw, state.env, dynamic_vars=state.dynamic, cwd=_known_cwd(state))
+        target = got[0] if len(got) == 1 else Word(raw, dynamic=True, why=raw)
     return Redirect(op, target, heredoc)
 
 
@@ -243,9 +244,11 @@ def _command(node: Any, text: str, state: _State, out: list[SimpleCommand], note
             _walk(sub, text, state.copy(), out, notes, depth, False, None)
         if part.kind == "assignment" and not words:
             name, _, raw = text[part.pos[0]:part.pos[1]].partition("=")
-            assigns[name] = expand(raw, state.env, dynamic_vars=state.dynamic)[0]
+            assigns[name] = expand(raw, state.env, dynamic_vars=state.dynamic,
+                                   cwd=_known_cwd(state), assignment=True)[0]
         elif part.kind == "word":
-            words.extend(expand(text[part.pos[0]:part.pos[1]], state.env, dynamic_vars=state.dynamic))
+            words.extend(expand(text[part.pos[0]:part.pos[1]], state.env,
+                                dynamic_vars=state.dynamic, cwd=_known_cwd(state)))
         elif part.kind == "redirect":
             redirects.append(_redirect(part, text, state))
     span = (node.pos[0], node.pos[1]) if top else None
@@ -276,12 +279,17 @@ def _command_from_raw(raw: str, state: _State, out: list[SimpleCommand], notes: 
             target = m.group(3) or next(it, "")
             redirects.append(Redirect(m.group(2), expand(target, state.env)[0] if target else None))
             continue
-        words.extend(expand(tok, state.env, dynamic_vars=state.dynamic))
+        words.extend(expand(tok, state.env, dynamic_vars=state.dynamic, cwd=_known_cwd(state)))
     while words and "=" in words[0].text and re.match(r"^[A-Za-z_]\w*=", words[0].text):
         k, _, v = words.pop(0).text.partition("=")
         state.env[k] = v
     if words or redirects:
         _emit(words, redirects, dict(state.env), state, out, notes, depth, raw, None, None, [])
+
+
+def _known_cwd(state: _State) -> str | None:
+    """Where bash may expand a word for us: the line's directory, when it is known."""
+    return state.cwd if state.cwd_known else None
 
 
 def _assign(state: _State, assigns: dict[str, Word]) -> None:

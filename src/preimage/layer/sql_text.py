@@ -1,10 +1,15 @@
 """What a piece of SQL changes, read with sqlglot (never by pattern alone).
 
-Each statement becomes an :class:`SqlEffect`: read-only, a set of tables, a
-row scope (``DELETE``/``UPDATE`` with a ``WHERE`` on one table), a schema,
-the whole database, or another database (``DROP DATABASE``).  Statements
-sqlglot cannot model are classified by their leading keywords; anything
-still unclear is treated as touching the whole database.
+Each statement becomes one or more :class:`SqlEffect` s: read-only, a set of
+tables, a row scope (``DELETE``/``UPDATE`` with a ``WHERE`` on one table), a
+schema, the whole database, or another database (``DROP DATABASE``).  A
+``SELECT`` is read-only only when it is proven so: data-changing statements
+inside it (``WITH d AS (DELETE … RETURNING *) SELECT …``) count as theirs, and
+a call of any function outside the engine's known side-effect-free built-ins
+(``SELECT purge_all()``, ``nextval``, ``query_to_xml``) captures the whole
+database, naming the function.  Statements sqlglot cannot model are
+classified by their leading keywords; anything still unclear is treated as
+touching the whole database.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from typing import Literal
 
 from preimage.layer.decision import Impact
@@ -22,9 +29,7 @@ _READ_KEYWORDS = ("SELECT", "SHOW", "EXPLAIN", "WITH", "VALUES", "TABLE", "BEGIN
                   "UNLISTEN", "NOTIFY", "PREPARE", "DEALLOCATE", "DISCARD", "LOCK", "CHECKPOINT",
                   "VACUUM", "ANALYZE", "ANALYSE", "REINDEX", "CLUSTER", "FETCH", "CLOSE",
                   "DECLARE", "MOVE", "PRAGMA", "DESCRIBE", "DESC", "USE", "END", "ABORT", "LOAD")
-_SIDE_EFFECT_FUNCS = {"setval", "nextval", "pg_terminate_backend", "lo_unlink", "dblink_exec",
-                      "pg_reload_conf", "pg_rotate_logfile", "lo_import", "pg_drop_replication_slot",
-                      "pg_create_restore_point", "pg_switch_wal", "pg_truncate"}
+_FUNCTION_LISTS = {"postgres": "postgres_functions.txt", "sqlite": "sqlite_functions.txt"}
 
 
 @dataclass
@@ -39,6 +44,38 @@ class SqlEffect:
     database: str | None = None
     wide: bool = False
     note: str = ""
+    forced_by: list[str] = field(default_factory=list)  # what made the scope wider
+
+
+@lru_cache(maxsize=4)
+def known_functions(dialect: str) -> frozenset[str] | None:
+    """Built-in functions of ``dialect`` that change no stored state (``None``: no list)."""
+    name = _FUNCTION_LISTS.get(dialect)
+    if name is None:
+        return None
+    text = (resources.files("preimage.layer") / "data" / name).read_text()
+    return frozenset(ln.strip().lower() for ln in text.splitlines()
+                     if ln.strip() and not ln.startswith("#"))
+
+
+def unknown_functions(tree: object, dialect: str) -> list[str]:
+    """Functions ``tree`` calls that are not known to leave stored state alone.
+
+    Functions sqlglot models as typed expressions (``count``, ``upper``,
+    ``coalesce`` …) are standard built-ins; the rest (``exp.Anonymous``) are
+    looked up in the engine's list.  Without a list (MySQL) every such
+    function is unknown.
+    """
+    from sqlglot import exp
+
+    assert isinstance(tree, exp.Expression)
+    known = known_functions(dialect)
+    out: list[str] = []
+    for f in tree.find_all(exp.Anonymous):
+        name = str(f.name).lower()
+        if (known is None or name not in known) and name not in out:
+            out.append(name)
+    return out
 
 
 def _name(table: object, default_schema: str | None) -> str:
@@ -87,13 +124,13 @@ def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
             return SqlEffect("tables", Impact.NORMAL, [name])
     return SqlEffect("database", Impact.HIGH if head in ("DROP", "TRUNCATE", "DELETE") else
                      Impact.NORMAL, note=f"`{' '.join(words[:2])}` is not modelled statement by "
-                     "statement; the whole database is captured")
+                     "statement; the whole database is captured",
+                     forced_by=[f"statement `{' '.join(words[:2])}`"])
 
 
 def analyze_sql(sql: str, dialect: str = "postgres") -> list[SqlEffect]:
-    """The effect of every statement in ``sql``."""
+    """The effects of every statement in ``sql`` (at least one per statement)."""
     import sqlglot
-    from sqlglot import exp
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     default_schema: str | None = "public" if dialect == "postgres" else None
@@ -112,8 +149,30 @@ def analyze_sql(sql: str, dialect: str = "postgres") -> list[SqlEffect]:
         except Exception:  # sqlglot raises many kinds; anything unparsed goes by keywords
             out.append(_by_keywords(stmt, default_schema))
             continue
-        out.append(_effect(tree, stmt, default_schema, exp))
+        out.extend(_statement_effects(tree, stmt, default_schema, dialect))
     return out
+
+
+def _statement_effects(tree, stmt: str, default_schema: str | None,  # type: ignore[no-untyped-def]
+                       dialect: str) -> list[SqlEffect]:
+    """The statement's own effect, those of data-changing statements nested in it, and the
+    whole database when it calls a function not known to be free of side effects."""
+    from sqlglot import exp
+
+    if tree is None or isinstance(tree, exp.Command):
+        return [_by_keywords(stmt, default_schema)]
+    effects = [_effect(tree, stmt, default_schema, exp)]
+    for sub in tree.find_all(exp.Delete, exp.Update, exp.Insert, exp.Merge):
+        if sub is not tree:
+            effects.append(_effect(sub, stmt, default_schema, exp))
+    unknown = unknown_functions(tree, dialect)
+    if unknown:
+        names = ", ".join(f"`{n}`" for n in unknown[:5])
+        effects.append(SqlEffect("database", Impact.NORMAL,
+                                 note=f"the statement calls {names}, not known to leave the "
+                                 "database unchanged; the whole database is captured",
+                                 forced_by=[f"function `{n}`" for n in unknown]))
+    return effects
 
 
 def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # type: ignore[no-untyped-def]
@@ -122,13 +181,8 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
     if isinstance(tree, (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Show,
                          exp.Describe, exp.Set, exp.Transaction, exp.Commit, exp.Rollback,
                          exp.Use, exp.Pragma)):
-        funcs = {f.name.lower() for f in tree.find_all(exp.Anonymous)}
-        funcs |= {type(f).__name__.lower() for f in tree.find_all(exp.Func)}
         if isinstance(tree, exp.Select) and tree.args.get("into") is not None:
             return SqlEffect("read", Impact.LOW, note="SELECT INTO creates a new table")
-        if funcs & _SIDE_EFFECT_FUNCS:
-            return SqlEffect("database", Impact.NORMAL,
-                             note="the query calls a function that changes server state")
         return SqlEffect("read")
     tables = [_name(t, default_schema) for t in tree.find_all(exp.Table)]
     if isinstance(tree, exp.Drop):
