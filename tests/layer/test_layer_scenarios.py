@@ -81,8 +81,9 @@ CASES = [
 UPDATE customers SET last_name = 'Role';
 SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
     Case("S-force-reset", sh("npx prisma migrate reset --force"), lambda w: [f"{PGP}/shop"]),
+    # CASCADE also drops what other schemas hold that depends on public: the whole database
     Case("S-force-reset (SQL)", sh('psql shop -c "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"'),
-         lambda w: [f"{PGP}/shop?schema=public"]),
+         lambda w: [f"{PGP}/shop"]),
     Case("S-drop-database", sh('psql -d postgres -c "DROP DATABASE gis_old"'),
          lambda w: [f"{PGP}/gis_old"]),
     Case("S-sqlite-file", sh("rm -f app.db && sqlite3 app.db < schema.sql"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from preimage.layer import (  # noqa: F401  (importing registers the extractors)
+    ex_archive,
     ex_browser,
     ex_files,
     ex_k8s,

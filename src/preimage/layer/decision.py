@@ -58,7 +58,9 @@ class PlannedTarget:
     ``fallback`` is captured instead when the connector for ``uri`` is not
     installed (a ``git://`` repository falls back to its ``file://`` tree).
     ``regenerable`` marks state a tool can rebuild (caches, build output,
-    installed packages) — the ``human-work`` mode skips it.
+    installed packages) — the ``human-work`` mode skips it.  ``widen`` is a
+    wider scope captured when ``uri`` itself cannot be (a table scope that
+    names a view: the whole database).
     """
 
     uri: str
@@ -66,6 +68,7 @@ class PlannedTarget:
     fallback: str | None = None
     regenerable: bool = False
     external: bool = False   # lives outside the machine's filesystem (a server)
+    widen: str | None = None  # captured instead when capturing ``uri`` fails (a wider scope)
 
     @property
     def scheme(self) -> str:

@@ -22,6 +22,7 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, read_small, resolve
+from preimage.layer.sql_catalog import TableFacts, postgres_facts, sqlite_facts
 from preimage.layer.sql_text import SqlEffect, analyze_sql
 from preimage.layer.uris import file_uri, sql_uri, sqlite_uri
 
@@ -86,8 +87,19 @@ def sql_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase, sql
     return effects_finding(source, rule, base, effects)
 
 
+def catalog_facts(base: SqlBase, tables: list[str]) -> TableFacts:
+    """What the database's catalog says about the written tables (see :mod:`.sql_catalog`)."""
+    if base.scheme == "sqlite" and base.path:
+        return sqlite_facts(base.path, tables)
+    if base.scheme == "postgresql" and base.database:
+        return postgres_facts(base.uri(), base.database, tables)
+    return TableFacts()
+
+
 def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
                     effects: list[SqlEffect]) -> Finding:
+    """Targets for the statements' effects: databases, schemas, tables and row scopes, widened
+    by what the catalog says about the written tables."""
     f = finding(source, rule, impact=Impact.NONE, outside_workspace=True)
     whole = False
     schemas: set[str] = set()
@@ -113,6 +125,17 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         elif e.kind == "rows" and e.where is not None:
             rows[(e.tables[0], e.where)] = None
     fallback = file_uri(base.path) if base.scheme == "sqlite" and base.path else None
+    written = sorted(tables | {t for t, _ in rows})
+    if written and not whole:
+        facts = catalog_facts(base, written)
+        if facts.widen:
+            whole = True
+            f.notes.append("; ".join(facts.widen) + " — what the statement changes reaches "
+                           "beyond the tables it names; the whole database is captured")
+            f.forced_by.extend(w for w in facts.widen if w not in f.forced_by)
+        elif facts.cascades:
+            tables.update(facts.cascades)
+            f.notes.append("foreign keys cascade the change to " + ", ".join(facts.cascades))
     if whole:
         targets.append(PlannedTarget(base.uri(), "the SQL changes this database", fallback=fallback,
                                      external=base.scheme != "sqlite"))
@@ -124,13 +147,13 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         if left:
             targets.append(PlannedTarget(base.uri(tables=sorted(left)),
                                          "the SQL changes these tables", fallback=fallback,
-                                         external=base.scheme != "sqlite"))
+                                         external=base.scheme != "sqlite", widen=base.uri()))
         for (table, where) in rows:
             if table in tables or table.split(".")[0] in schemas:
                 continue
             targets.append(PlannedTarget(base.uri(table=table, where=where),
                                          "the rows this statement touches", fallback=fallback,
-                                         external=base.scheme != "sqlite"))
+                                         external=base.scheme != "sqlite", widen=base.uri()))
     f.targets = targets
     if not targets and f.impact is not Impact.LOW:
         f.tier = Tier.READ_ONLY

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from preimage._errors import PreimageError
 from preimage._registry import BUILTINS, _registered, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
@@ -303,12 +302,12 @@ class BackupLayer:
             return decision
         t0 = time.perf_counter()
         decision.targets = [t.uri for t in plan.targets]
-        backup_id, failed = self._capture(call, plan)
+        backup_id, failed, held = self._capture(call, plan, decision.notes)
         decision.capture_seconds = time.perf_counter() - t0
         decision.backup_id = backup_id
+        decision.targets = held
         if failed:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))
-            decision.targets = [u for u in decision.targets if not any(u in f for f in failed)]
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
         return decision
@@ -318,7 +317,15 @@ class BackupLayer:
             self._store = Store()
         return self._store
 
-    def _capture(self, call: ToolCall, plan: Plan) -> tuple[str | None, list[str]]:
+    def _capture(self, call: ToolCall, plan: Plan,
+                 notes: list[str]) -> tuple[str | None, list[str], list[str]]:
+        """One backup of the plan's targets: ``(id, failures, the URIs it holds)``.
+
+        When the capture fails, each target is tried alone (into a throw-away
+        store); one that still fails is replaced by its wider scope when it
+        has one (a table scope naming a view → the database), else left out
+        and reported, and the rest are kept in one backup.
+        """
         from preimage._engine import capture
 
         label = (call.command or call.tool)[:120]
@@ -327,28 +334,35 @@ class BackupLayer:
         uris = [t.uri for t in plan.targets]
         try:
             store = self._open_store()
-            return capture(uris, store=store, **kw).id, []  # type: ignore[arg-type]
-        except PreimageError as exc:
-            if len(uris) == 1 or self._store is None:
-                return None, [f"{', '.join(uris)}: {exc}"]
-            first_error = exc
+            return capture(uris, store=store, **kw).id, [], uris  # type: ignore[arg-type]
         except OSError as exc:
-            return None, [f"the backup store failed: {exc}"]
+            return None, [f"the backup store failed: {exc}"], []
+        except Exception as exc:  # a connector's failure, whatever its type, is reported
+            if self._store is None:
+                return None, [f"{', '.join(uris)}: {exc}"], []
+            first_error = exc
         good, failed = [], []
         scratch = self._store.scratch()
         try:  # find which targets fail (into a throw-away store), keep the rest in one backup
-            for uri in uris:
-                try:
-                    target = Target.parse(uri)
-                    get_connector(target.scheme).capture(target, scratch)
+            for t in plan.targets:
+                for uri in filter(None, (t.uri, t.widen)):
+                    try:
+                        target = Target.parse(uri)
+                        get_connector(target.scheme).capture(target, scratch)
+                    except Exception as exc:
+                        problem = f"{uri}: {exc}"
+                        continue
+                    if uri != t.uri:
+                        notes.append(f"{problem}; {uri} is captured instead")
                     good.append(uri)
-                except PreimageError as exc:
-                    failed.append(f"{uri}: {exc}")
+                    break
+                else:
+                    failed.append(problem)
         finally:
             shutil.rmtree(scratch.root, ignore_errors=True)
         if not good:
-            return None, failed or [str(first_error)]
+            return None, failed or [str(first_error)], []
         try:
-            return capture(good, store=self._store, **kw).id, failed  # type: ignore[arg-type]
-        except PreimageError as exc:
-            return None, [*failed, str(exc)]
+            return capture(good, store=self._store, **kw).id, failed, good  # type: ignore[arg-type]
+        except Exception as exc:
+            return None, [*failed, str(exc)], []

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from preimage.layer.decision import Impact
 
@@ -165,7 +165,7 @@ def _statement_effects(tree, stmt: str, default_schema: str | None,  # type: ign
     for sub in tree.find_all(exp.Delete, exp.Update, exp.Insert, exp.Merge):
         if sub is not tree:
             effects.append(_effect(sub, stmt, default_schema, exp))
-    unknown = unknown_functions(tree, dialect)
+    unknown = unknown_functions(_executed_part(tree, exp), dialect)
     if unknown:
         names = ", ".join(f"`{n}`" for n in unknown[:5])
         effects.append(SqlEffect("database", Impact.NORMAL,
@@ -175,14 +175,33 @@ def _statement_effects(tree, stmt: str, default_schema: str | None,  # type: ign
     return effects
 
 
+def _executed_part(tree: Any, exp: Any) -> Any:
+    """What of a statement runs now: a CREATE of a function, view, trigger, rule, index or
+    type only stores its body; a CREATE TABLE … AS or materialized view runs its query."""
+    if isinstance(tree, tuple(getattr(exp, n) for n in ("Grant", "Revoke", "Comment")
+                              if hasattr(exp, n))):
+        return exp.Null()  # names a function, does not call it
+    if not isinstance(tree, exp.Create):
+        return tree
+    kind = (tree.args.get("kind") or "").upper()
+    materialized = tree.find(exp.MaterializedProperty) is not None
+    if (kind == "TABLE" or materialized) and tree.expression is not None:
+        return tree.expression
+    return exp.Null()
+
+
 def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # type: ignore[no-untyped-def]
     if isinstance(tree, exp.Command) or tree is None:
         return _by_keywords(stmt, default_schema)
     if isinstance(tree, (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Show,
                          exp.Describe, exp.Set, exp.Transaction, exp.Commit, exp.Rollback,
                          exp.Use, exp.Pragma)):
-        if isinstance(tree, exp.Select) and tree.args.get("into") is not None:
-            return SqlEffect("read", Impact.LOW, note="SELECT INTO creates a new table")
+        into = tree.args.get("into") if isinstance(tree, exp.Select) else None
+        if into is not None:
+            if into.args.get("temporary"):
+                return SqlEffect("read", note="a temporary table lives only in its session")
+            return SqlEffect("tables", Impact.LOW, [_name(into.this, default_schema)],
+                             note="SELECT INTO creates a new table, captured as absent")
         return SqlEffect("read")
     tables = [_name(t, default_schema) for t in tree.find_all(exp.Table)]
     if isinstance(tree, exp.Drop):
@@ -191,15 +210,25 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
         first = objs[0] if objs else None
         if kind == "DATABASE" and isinstance(first, exp.Table):
             return SqlEffect("other-database", Impact.HIGH, database=first.name or first.db)
+        if tree.args.get("cascade"):
+            return SqlEffect("database", Impact.HIGH, wide=True,
+                             note=f"DROP {kind} … CASCADE drops what depends on it, wherever it "
+                             "is; the whole database is captured",
+                             forced_by=[f"DROP {kind} … CASCADE"])
         if kind == "SCHEMA":
             name = (first.db or first.name) if isinstance(first, exp.Table) else None
             return SqlEffect("schema", Impact.HIGH, schema=name or default_schema, wide=True)
-        if kind in ("TABLE", "VIEW", "MATERIALIZED VIEW", "SEQUENCE", "FOREIGN TABLE"):
+        if kind == "TABLE":
             names = [_name(t, default_schema) for t in objs if isinstance(t, exp.Table)]
-            return SqlEffect("tables", Impact.HIGH, names or tables,
-                             wide=bool(tree.args.get("cascade")))
-        schema = first.db if isinstance(first, exp.Table) and first.db else default_schema
-        return SqlEffect("schema", Impact.HIGH, schema=schema)
+            return SqlEffect("tables", Impact.HIGH, names or tables)
+        return _object_schema(first, default_schema, Impact.HIGH, f"DROP {kind}", exp)
+    if isinstance(tree, exp.Create):
+        return _create(tree, tables, default_schema, exp)
+    if isinstance(tree, exp.Alter):
+        kind = (tree.args.get("kind") or "").upper()
+        if kind == "TABLE":  # every table it names: the altered one, a new name, FK targets
+            return SqlEffect("tables", Impact.NORMAL, tables)
+        return _object_schema(tree.this, default_schema, Impact.NORMAL, f"ALTER {kind}", exp)
     if isinstance(tree, exp.TruncateTable):
         return SqlEffect("tables", Impact.HIGH, tables)
     if isinstance(tree, (exp.Delete, exp.Update)):
@@ -217,22 +246,71 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
     if isinstance(tree, (exp.Insert, exp.Merge)):
         target = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
         return SqlEffect("tables", Impact.NORMAL, [_name(target, default_schema)])
-    if isinstance(tree, exp.Alter):
-        return SqlEffect("tables", Impact.NORMAL, tables[:1])
-    if isinstance(tree, exp.Create):
-        kind = (tree.args.get("kind") or "").upper()
-        if tree.args.get("replace") and kind in ("VIEW", "FUNCTION", "PROCEDURE", "TRIGGER"):
-            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-            schema = getattr(target, "db", None) or default_schema
-            return SqlEffect("schema", Impact.NORMAL, schema=schema)
-        return SqlEffect("read", Impact.LOW, note=f"CREATE {kind} adds a new object")
     if isinstance(tree, exp.Copy):
         if tree.args.get("kind"):  # COPY … FROM loads rows
             return SqlEffect("tables", Impact.NORMAL, tables[:1])
         return SqlEffect("read")
-    if isinstance(tree, (exp.Grant, exp.Comment)) and tables:
-        return SqlEffect("tables", Impact.LOW, tables[:1])
+    grants = tuple(getattr(exp, n) for n in ("Grant", "Revoke", "Comment") if hasattr(exp, n))
+    if isinstance(tree, grants):
+        return _privileges(tree, tables, default_schema, exp)
     return _by_keywords(stmt, default_schema)
+
+
+def _privileges(tree: Any, tables: list[str], default_schema: str | None, exp: Any) -> SqlEffect:
+    """GRANT/REVOKE/COMMENT ON: the table, the schema, or the schema of the object named."""
+    kind = (tree.args.get("kind") or "TABLE").upper()
+    obj = tree.args.get("securable") or tree.this
+    if kind == "SCHEMA":
+        name = (obj.db or obj.name) if isinstance(obj, exp.Table) else None
+        if name:
+            return SqlEffect("schema", Impact.LOW, schema=name)
+    if kind == "COLUMN" and isinstance(obj, exp.Column) and obj.table:
+        schema = obj.args.get("db")
+        return SqlEffect("tables", Impact.LOW,
+                         [f"{schema.name if schema else default_schema}.{obj.table}"])
+    if kind in ("TABLE", "") and tables:
+        return SqlEffect("tables", Impact.LOW, tables)
+    return _object_schema(obj, default_schema, Impact.LOW, f"{tree.key.upper()} ON {kind}", exp)
+
+
+def _object_schema(obj: object, default_schema: str | None, impact: Impact, what: str,
+                   exp: Any) -> SqlEffect:
+    """The schema holding a non-table object (view, sequence, index, function, type …)."""
+    target = obj.this if isinstance(obj, exp.Schema) else obj
+    schema = getattr(target, "db", None) or default_schema
+    if not schema:
+        return SqlEffect("database", impact, note=f"{what}: its schema is not known; the whole "
+                         "database is captured", forced_by=[what])
+    return SqlEffect("schema", impact, schema=schema,
+                     note=f"{what} changes an object of schema {schema}; the schema is captured")
+
+
+def _create(tree, tables: list[str], default_schema: str | None,  # type: ignore[no-untyped-def]
+            exp) -> SqlEffect:
+    """What a CREATE adds: a new table (captured absent, so a restore drops it), the table an
+    index or trigger is on, a schema, a database, or the schema of any other object."""
+    kind = (tree.args.get("kind") or "").upper()
+    props = tree.args.get("properties")
+    temporary = props is not None and any(
+        isinstance(p, exp.TemporaryProperty) for p in props.expressions)
+    if temporary:
+        return SqlEffect("read", note="a temporary object lives only in its session")
+    if kind == "TABLE":
+        return SqlEffect("tables", Impact.LOW, tables,
+                         note="CREATE TABLE: the new table is captured as absent, so a restore "
+                         "drops it")
+    if kind in ("INDEX", "TRIGGER") and tables:
+        return SqlEffect("tables", Impact.LOW, tables[-1:] if kind == "INDEX" else tables[:1])
+    if kind == "SCHEMA":
+        name = (tree.this.db or tree.this.name) if isinstance(tree.this, exp.Table) else None
+        if not name:
+            return SqlEffect("database", Impact.LOW, forced_by=["CREATE SCHEMA"])
+        return SqlEffect("schema", Impact.LOW, schema=name)
+    if kind == "DATABASE":
+        name = tree.this.name if isinstance(tree.this, exp.Table) else None
+        if name:
+            return SqlEffect("other-database", Impact.LOW, database=name)
+    return _object_schema(tree.this, default_schema, Impact.LOW, f"CREATE {kind}", exp)
 
 
 def _split(sql: str) -> list[str]:

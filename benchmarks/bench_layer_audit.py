@@ -1,0 +1,147 @@
+"""The backup layer's execution audit over the full corpora: misses, unnecessary captures, bytes.
+
+Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--tools rm,git]
+     [--limit N] [--json results.jsonl] [--workdir DIR]
+
+* tldr: every command example of the tldr pages (common + linux) whose
+  program is installed here runs in a bubblewrap sandbox after the layer's
+  backup; examples whose program is missing are counted as not run.
+* sql: the statements of PostgreSQL's regression suite (the extract in
+  tests/layer/corpus/postgres-regress) run one call at a time against a
+  scratch database on a throw-away server, through the layer's MCP
+  ``execute_sql`` path; pg_dump is the oracle.
+
+Prints the table that docs/layer.md shows (miss rate must be 0) and every
+miss with what changed outside the backup.  ``--sample`` runs only the
+fixed CI sample; ``--write-sample N`` regenerates it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures"))
+
+from layer_audit import report, tldr  # noqa: E402
+from layer_audit.shell import CallResult, ShellAudit  # noqa: E402
+
+from preimage import Store  # noqa: E402
+
+SAMPLE = ROOT / "tests" / "layer" / "corpus" / "tldr" / "ci-sample.txt"
+# Programs whose every example is in the CI sample: the ones that delete, move or rewrite files.
+CORE = ("rm", "rmdir", "mv", "cp", "ln", "mkdir", "touch", "chmod", "truncate", "shred", "tee",
+        "dd", "sed", "awk", "tar", "gzip", "gunzip", "zip", "unzip", "find", "sort", "split",
+        "patch", "install", "rsync", "sqlite3", "git", "xargs", "rename", "csplit")
+
+
+def sample_ids() -> list[str]:
+    """The CI sample (ids of examples), as committed."""
+    return [ln.split("\t")[0] for ln in SAMPLE.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def write_sample(examples: list[tldr.Example], audit: ShellAudit, n: int) -> None:
+    """Every example of the core programs that run here, then others by a fixed hash, up to n."""
+    import hashlib
+
+    runnable = [e for e in examples if audit.available(tldr.instantiate(e, str(audit.work)))]
+    core = [e for e in runnable if tldr.program(e.template) in CORE]
+    rest = sorted((e for e in runnable if e not in core),
+                  key=lambda e: hashlib.sha256(e.id.encode()).hexdigest())
+    chosen = (core + rest)[:n]
+    lines = ["# The tldr examples the CI sample runs (id, then the template), regenerated with",
+             "# python benchmarks/bench_layer_audit.py --write-sample N"]
+    lines += [f"{e.id}\t{e.template}" for e in sorted(chosen, key=lambda e: e.index)]
+    SAMPLE.write_text("\n".join(lines) + "\n")
+    print(f"wrote {len(chosen)} examples to {SAMPLE}")
+
+
+def run_tldr(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
+    store = Store(workdir / "store")
+    audit = ShellAudit(workdir / "tldr", store)
+    examples = tldr.load()
+    if args.write_sample:
+        write_sample(examples, audit, args.write_sample)
+        return []
+    if args.sample:
+        wanted = set(sample_ids())
+        examples = [e for e in examples if e.id in wanted]
+    if args.tools:
+        tools = set(args.tools.split(","))
+        examples = [e for e in examples if tldr.program(e.template) in tools or e.page in tools]
+    if args.limit:
+        examples = examples[:args.limit]
+    results = []
+    started = time.perf_counter()
+    for i, e in enumerate(examples):
+        command = tldr.instantiate(e, str(audit.work))
+        r = audit.audit(e.id, tldr.program(command), command)
+        results.append(r)
+        if r.missed:
+            print(report.misses([r]), flush=True)
+        if args.progress and (i + 1) % args.progress == 0:
+            ran = sum(x.status == "ran" for x in results)
+            print(f"... {i + 1}/{len(examples)} examples, {ran} run, "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    return results
+
+
+def run_sql(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
+    from layer_audit import sql
+
+    if args.write_sample:
+        print(f"wrote {sql.write_sample()} calls to the SQL CI sample")
+        return []
+    return sql.run_corpus(workdir / "sql", sample=args.sample, files=args.files,
+                          limit=args.limit, progress=args.progress)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--corpus", choices=["tldr", "sql", "all"], default="all")
+    ap.add_argument("--sample", action="store_true", help="only the fixed CI sample")
+    ap.add_argument("--tools", help="only these programs or tldr pages (comma list)")
+    ap.add_argument("--files", help="only these regression files (comma list, sql corpus)")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--json", type=Path, help="write every call's result here (JSON lines)")
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--progress", type=int, default=200, help="print progress every N calls")
+    ap.add_argument("--write-sample", type=int, default=0, metavar="N")
+    args = ap.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="preimage-layer-audit-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    started = time.perf_counter()
+    results: list[CallResult] = []
+    try:
+        if args.corpus in ("tldr", "all"):
+            got = run_tldr(args, workdir)
+            if got:
+                print(report.table(got, title="tldr pages (common + linux)"))
+            results += got
+        if args.corpus in ("sql", "all"):
+            got = run_sql(args, workdir)
+            if got:
+                print(report.table(got, title="PostgreSQL regression statements"))
+            results += got
+    finally:
+        if args.json and results:
+            report.dump(results, args.json)
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{time.perf_counter() - started:.0f} s; load before the run: {load}")
+    if any(r.missed for r in results):
+        print(f"{sum(bool(r.missed) for r in results)} calls MISSED state", file=sys.stderr)
+        sys.exit(1)
+
+
+
+if __name__ == "__main__":
+    main()
