@@ -5,26 +5,28 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 EDITABLE := --config-settings editable_mode=strict
+# setuptools announces every strict editable install with a warning; it is information only.
+QUIET  := PYTHONWARNINGS="ignore:Editable installation"
 
 .PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e . $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e . $(EDITABLE)
 	touch $@
 
 $(VENV)/.all: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
 	touch $@ $(VENV)/.base
 
 venv: $(VENV)/.base
 venv-all: $(VENV)/.all
 
 demo: venv
-	$(PIP) install -q -e . $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e . $(EDITABLE)
 	$(VENV)/bin/preimage demo
 
 setup:
@@ -37,14 +39,14 @@ types: venv-all
 	$(VENV)/bin/mypy -p preimage
 
 test: setup venv-all
-	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy -p preimage
 	$(PY) -m pytest
 
 # The regret benchmark: every scenario, with the HTML report (bench-report/index.html).
 bench: setup venv-all
-	$(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
 	$(VENV)/bin/preimage bench --report bench-report
 
 bench-quick: venv-all

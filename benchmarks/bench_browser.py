@@ -24,11 +24,10 @@ import _common  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from preimage.connectors.browser import browser_context  # noqa: E402
-
 import preimage  # noqa: E402
 from fixtures.isso import ADMIN_PASSWORD, IssoServer  # noqa: E402
 from preimage import Store  # noqa: E402
+from preimage.connectors.browser import browser_context  # noqa: E402
 
 
 def bench_comments(n: int, tmp: Path, profile: Path) -> None:
@@ -59,8 +58,8 @@ def bench_comments(n: int, tmp: Path, profile: Path) -> None:
         rest, result, score = _common.timed_restore(backup.id, store)
         print(f"isso {n} comments: capture {cap:.1f} s, restore {rest:.1f} s "
               f"(incl. undo capture and read-back), stored {backup.stored_bytes} B, "
-              f"ok={result.ok}, content={score.classes['content'].score:.3f} "
-              f"metadata={score.classes['metadata'].score:.3f}")
+              f"ok={result.ok}, content={score.classes['content'].text(3)} "
+              f"metadata={score.classes['metadata'].text(3)}")
 
 
 def bench_idb(mb: int, tmp: Path, profile: Path) -> None:
@@ -97,8 +96,8 @@ def bench_idb(mb: int, tmp: Path, profile: Path) -> None:
     print(f"IndexedDB ~{mb} MB ({mb * 100} records): capture {cap:.1f} s, restore {rest:.1f} s "
           f"(incl. undo capture), logical {backup.logical_bytes / 1e6:.1f} MB, "
           f"stored {backup.stored_bytes / 1e6:.2f} MB, ok={result.ok}, "
-          f"content={score.classes['content'].score:.3f} "
-          f"metadata={score.classes['metadata'].score:.3f}")
+          f"content={score.classes['content'].text(3)} "
+          f"metadata={score.classes['metadata'].text(3)}")
 
 
 def main() -> None:

@@ -1,6 +1,11 @@
-"""Restore planning, conflict policy, the restore journal and the id-remap report."""
+"""Restore policy and reports: conflict modes, scope, per-item outcomes, id remaps.
 
-from preimage.restore.policy import ConflictMode, RestorePolicy
-from preimage.restore.report import IdRemap, ItemResult, Outcome, RestoreReport
+Imported as ``preimage.restoration`` (the folder is ``restore/``): the name
+``preimage.restore`` belongs to the function that restores a backup by ID, so
+each name means one thing.
+"""
+
+from preimage.restoration.policy import ConflictMode, RestorePolicy
+from preimage.restoration.report import IdRemap, ItemResult, Outcome, RestoreReport
 
 __all__ = ["ConflictMode", "IdRemap", "ItemResult", "Outcome", "RestorePolicy", "RestoreReport"]

@@ -1,17 +1,19 @@
-"""Field-class similarity scoring, state diffs and the CI gate."""
+"""Field-class similarity scoring, state diffs, their human-readable account and the CI gate."""
 
 from preimage.similarity.diff import ItemChange, StateDiff, diff_snapshots
-from preimage.similarity.score import (
+from preimage.similarity.report import (
+    CLASSES,
+    RESTORABLE,
     ClassScore,
     LeafDifference,
     SimilarityReport,
-    compare,
-    flatten,
     merge_reports,
-    score,
 )
+from preimage.similarity.scoring import compare, flatten, score
 
 __all__ = [
+    "CLASSES",
+    "RESTORABLE",
     "ClassScore",
     "ItemChange",
     "LeafDifference",

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.similarity.score import flatten
-from preimage.snapshot_schemas import Snapshot
 from pydantic import BaseModel, Field
+
+from preimage.similarity.scoring import flatten
+from preimage.snapshot_schemas import Fidelity, Snapshot
 
 
 class ItemChange(BaseModel):
-    """One item that was added, removed or changed, with the fields that changed."""
+    """One item that was added, removed or changed, with the fields that changed.
+
+    ``key`` is the item's natural key (what restores match on); ``label`` names
+    it for a person.
+    """
 
     key: str
     change: str  # "added" | "removed" | "changed"
     fields: list[str] = Field(default_factory=list)
     classes: list[str] = Field(default_factory=list)
+    label: str = ""
 
 
 class StateDiff(BaseModel):
@@ -28,7 +34,7 @@ class StateDiff(BaseModel):
 
     @property
     def empty(self) -> bool:
-        """True when nothing differs (``server``-class fields ignored) and
+        """True when nothing differs (``server`` and ``access`` fields ignored) and
         nothing in scope went unread."""
         return not self.changes and not self.uncaptured
 
@@ -41,36 +47,53 @@ class StateDiff(BaseModel):
 
 
 def diff_snapshots(
-    before: Snapshot, after: Snapshot, blobs: Any | None = None, *, include_server: bool = False
+    before: Snapshot,
+    after: Snapshot,
+    blobs: Any | None = None,
+    *,
+    include_server: bool = False,
+    include_access: bool = False,
 ) -> StateDiff:
     """Item-level differences of ``after`` relative to ``before``.
 
-    ``server``-class fields are ignored unless ``include_server``: a restored
-    file has a new inode, which is not a change the user made.
+    ``server``-class fields are ignored unless ``include_server`` (a restored
+    file has a new inode, which is not a change the user made), and
+    ``access``-class fields unless ``include_access`` (reading a file is not
+    changing it).
     """
-    b_leaves, b_keys = flatten(before.scoring_items(blobs))
-    a_leaves, a_keys = flatten(after.scoring_items(blobs))
-    changes: list[ItemChange] = [
-        ItemChange(key=k, change="removed") for k in sorted(b_keys - a_keys)
+    ignored = set()
+    if not include_server:
+        ignored.add(Fidelity.SERVER.value)
+    if not include_access:
+        ignored.add(Fidelity.ACCESS.value)
+    b_leaves, b_items = flatten(before.scoring_items(blobs))
+    a_leaves, a_items = flatten(after.scoring_items(blobs))
+    changes = [
+        ItemChange(key=k, change="removed", label=b_items[k])
+        for k in sorted(b_items.keys() - a_items.keys())
     ]
-    changes += [ItemChange(key=k, change="added") for k in sorted(a_keys - b_keys)]
+    changes += [
+        ItemChange(key=k, change="added", label=a_items[k])
+        for k in sorted(a_items.keys() - b_items.keys())
+    ]
     per_item: dict[str, tuple[set[str], set[str]]] = {}
-    for leaf in set(b_leaves) | set(a_leaves):
+    for leaf in b_leaves.keys() | a_leaves.keys():
         item, path = leaf
-        if item not in b_keys or item not in a_keys:
+        if item not in b_items or item not in a_items:
             continue
         b, a = b_leaves.get(leaf), a_leaves.get(leaf)
-        fidelity = (b or a)[0]  # type: ignore[index]
-        if fidelity == "server" and not include_server:
+        fidelity = (b or a).fidelity  # type: ignore[union-attr]
+        if fidelity in ignored:
             continue
-        if b is None or a is None or b[1] != a[1]:
+        if b is None or a is None or type(b.value) is not type(a.value) or b.value != a.value:
             fields, classes = per_item.setdefault(item, (set(), set()))
             fields.add(path)
             classes.add(fidelity)
     for item in sorted(per_item):
         fields, classes = per_item[item]
-        changes.append(
-            ItemChange(key=item, change="changed", fields=sorted(fields), classes=sorted(classes))
-        )
+        changes.append(ItemChange(
+            key=item, change="changed", fields=sorted(fields), classes=sorted(classes),
+            label=b_items[item],
+        ))
     unread = sorted({f"{u.label()}: {u.reason}" for u in (*before.uncaptured, *after.uncaptured)})
     return StateDiff(target=before.target, changes=changes, uncaptured=unread)

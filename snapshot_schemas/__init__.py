@@ -1,11 +1,16 @@
 """Pydantic models of every snapshot, versioned, with fidelity classes per field."""
 
 from preimage.snapshot_schemas._base import (
+    SET,
     Fidelity,
+    FieldSpec,
     Item,
+    Leaf,
     Record,
     Snapshot,
     Uncaptured,
+    access,
+    child_path,
     content,
     iter_leaves,
     key,
@@ -19,13 +24,18 @@ from preimage.snapshot_schemas._base import (
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
 __all__ = [
+    "SET",
     "Fidelity",
+    "FieldSpec",
     "FileEntry",
     "FileSnapshot",
     "Item",
+    "Leaf",
     "Record",
     "Snapshot",
     "Uncaptured",
+    "access",
+    "child_path",
     "content",
     "iter_leaves",
     "key",

@@ -5,27 +5,52 @@ schema and nowhere else:
 
 * ``content``  — the user's data (file bytes, row values, message bodies, specs);
 * ``metadata`` — hard metadata a client can write back (modes, mtimes, flags, …);
+* ``access``   — access times: a client can write them back, but anything that
+  reads the restored state (an ``ls -R``, a checksum) moves them again, so they
+  are scored apart and left out of ``restorable``;
 * ``server``   — identity the server assigns and no client can set (inode, UID,
   ``resourceVersion``, OIDs, web-app ids).
 
-Declare a field's class with :func:`content`, :func:`metadata` or
-:func:`server` (thin wrappers around :func:`pydantic.Field`).  A field that is
-itself a model with declared fields takes its classes from that model; any
+Declare a field's class with :func:`content`, :func:`metadata`, :func:`access`
+or :func:`server` (thin wrappers around :func:`pydantic.Field`).  A field that
+is itself a model with declared fields takes its classes from that model; any
 other field without a declaration is ``content``.  The fields that make up an
 item's natural key are declared with :func:`key` and are not scored as leaves
 (two items with the same key agree on it by definition).
 
+The same declarations say how the meter reads a field (:func:`iter_leaves`):
+
+* ``display=`` — how a person reads the value: ``"mode"`` (octal permission
+  bits), ``"ns"`` (nanoseconds since the epoch), ``"unix"`` (seconds since the
+  epoch); the meter's report prints them that way;
+* ``reason=`` — why a ``server`` field cannot come back, in the system's own
+  terms; the report prints it next to every difference in that field;
+* ``unordered=True`` — a list whose order means nothing (flags, ACL entries):
+  its members are compared as a set;
+* ``keyed_by=(…)`` — a list of entries identified by some of their fields
+  (index definitions by name): entries are compared by that key, never by
+  position; lists of records whose model declares :func:`key` fields are keyed
+  by them without saying so;
+* ``keyed_lists={path: …}`` — the same for lists nested in a free-form value
+  (a Kubernetes object): ``path`` names the list from the field (dict keys
+  joined by ``.``, ``[]`` for "each entry of a list"), the value is the key
+  fields or :data:`SET`.
+
 Snapshots are frozen, forbid unknown fields, and carry ``schema_version``.  A
 schema change is a new version plus a migration registered with
-:func:`register_migration`, never an edit in place.
+:func:`register_migration`, never an edit in place (how a field is *scored* —
+its class, display, list matching — is not part of the stored document and
+changes without one).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,15 +60,49 @@ class Fidelity(enum.StrEnum):
 
     CONTENT = "content"
     METADATA = "metadata"
+    ACCESS = "access"
     SERVER = "server"
 
 
 _KEY = "key"
+#: A list compared as a set of its members (see ``unordered``).
+SET = "set"
+ListMatch = str | tuple[str, ...]
 
 
-def _field(cls: str, default: Any = ..., **kwargs: Any) -> Any:
+class FieldSpec(NamedTuple):
+    """What the schema declares about one field (see the module docstring)."""
+
+    fidelity: str | None
+    display: str = ""
+    reason: str = ""
+    lists: Mapping[str, ListMatch] = {}
+
+
+def _field(
+    cls: str,
+    default: Any = ...,
+    *,
+    display: str = "",
+    reason: str = "",
+    unordered: bool = False,
+    keyed_by: tuple[str, ...] = (),
+    keyed_lists: Mapping[str, ListMatch] | None = None,
+    **kwargs: Any,
+) -> Any:
     extra = dict(kwargs.pop("json_schema_extra", None) or {})
     extra["fidelity"] = cls
+    if display:
+        extra["display"] = display
+    if reason:
+        extra["reason"] = reason
+    lists: dict[str, Any] = {k: (v if v == SET else list(v)) for k, v in (keyed_lists or {}).items()}
+    if unordered:
+        lists[""] = SET
+    if keyed_by:
+        lists[""] = list(keyed_by)
+    if lists:
+        extra["lists"] = lists
     return Field(default, json_schema_extra=extra, **kwargs)
 
 
@@ -57,8 +116,13 @@ def metadata(default: Any = ..., **kwargs: Any) -> Any:
     return _field(Fidelity.METADATA.value, default, **kwargs)
 
 
+def access(default: Any = ..., **kwargs: Any) -> Any:
+    """An ``access``-class field: an access time, moved by anyone who reads the state."""
+    return _field(Fidelity.ACCESS.value, default, **kwargs)
+
+
 def server(default: Any = ..., **kwargs: Any) -> Any:
-    """A ``server``-class field: identity only the server can assign."""
+    """A ``server``-class field: identity only the server can assign (say why in ``reason``)."""
     return _field(Fidelity.SERVER.value, default, **kwargs)
 
 
@@ -67,20 +131,65 @@ def key(default: Any = ..., **kwargs: Any) -> Any:
     return _field(_KEY, default, **kwargs)
 
 
+_SPECS: dict[tuple[type[Any], str], FieldSpec] = {}
+
+
 class Record(BaseModel):
     """A frozen model whose fields carry fidelity classes (nested parts of items)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     @classmethod
+    def field_spec(cls, name: str) -> FieldSpec:
+        """What the schema declares about field ``name``."""
+        found = _SPECS.get((cls, name))
+        if found is None:
+            extra = cls.model_fields[name].json_schema_extra
+            extra = extra if isinstance(extra, dict) else {}
+            fidelity = extra.get("fidelity")
+            raw_lists = extra.get("lists")
+            lists: dict[str, ListMatch] = {}
+            if isinstance(raw_lists, dict):
+                for k, v in raw_lists.items():
+                    lists[str(k)] = SET if v == SET else tuple(str(x) for x in v)  # type: ignore[union-attr]
+            found = FieldSpec(
+                str(fidelity) if fidelity is not None else None,
+                str(extra.get("display", "")),
+                str(extra.get("reason", "")),
+                lists,
+            )
+            _SPECS[(cls, name)] = found
+        return found
+
+    @classmethod
     def field_class(cls, name: str) -> str | None:
         """The declared fidelity class of field ``name`` (``None`` if undeclared)."""
-        info = cls.model_fields[name]
-        extra = info.json_schema_extra
-        if isinstance(extra, dict):
-            value = extra.get("fidelity")
-            return str(value) if value is not None else None
-        return None
+        return cls.field_spec(name).fidelity
+
+    @classmethod
+    def key_fields(cls) -> list[str]:
+        """The fields declared with :func:`key`, in declaration order."""
+        return [n for n in cls.model_fields if cls.field_class(n) == _KEY]
+
+    def leaves(self, fidelity: str, path: str = "") -> Iterator[tuple[str, Leaf]]:
+        """This record's scored leaves: each field under its declared class.
+
+        Override it for a record whose classes are not per field (a Kubernetes
+        object classes the leaves of one document by path).
+        """
+        cls = type(self)
+        for name in cls.model_fields:
+            spec = cls.field_spec(name)
+            if spec.fidelity == _KEY:
+                continue
+            yield from iter_leaves(
+                getattr(self, name),
+                spec.fidelity or fidelity,
+                child_path(path, name),
+                display=spec.display,
+                note=spec.reason,
+                lists=spec.lists,
+            )
 
 
 class Item(Record):
@@ -90,12 +199,18 @@ class Item(Record):
 
     def natural_key(self) -> str:
         """The key that matches this item across snapshots (path, table name, …)."""
-        parts = [
-            f"{name}={getattr(self, name)}"
-            for name in type(self).model_fields
-            if type(self).field_class(name) == _KEY
-        ]
+        parts = [f"{name}={getattr(self, name)}" for name in type(self).key_fields()]
         return "|".join(parts)
+
+    def label(self) -> str:
+        """The item as a person names it: its kind and the rest of its key
+        (``table public.orders``); items override it where a better name exists."""
+        rest = [
+            str(getattr(self, n))
+            for n in type(self).key_fields()
+            if n != "kind" and getattr(self, n) not in (None, "")
+        ]
+        return f"{self.kind} {'/'.join(rest)}".strip()
 
 
 class Uncaptured(Record):
@@ -141,6 +256,12 @@ class Snapshot(BaseModel):
         """Items to score.  Snapshots that keep bulk data in blobs (table rows)
         override this to expand it; ``blobs`` is the store to read them from."""
         yield from self.items
+
+    def server_note(self, item: Item, path: str) -> str:
+        """Why the ``server`` leaf at ``path`` of ``item`` cannot come back, when the
+        schema's ``reason=`` does not say (a snapshot whose reasons are data, such as a
+        site adapter's, overrides it); ``""`` for the meter's generic note."""
+        return ""
 
 
 # ---------------------------------------------------------------- registry
@@ -191,34 +312,105 @@ def load_snapshot(document: dict[str, Any], cls: type[Snapshot]) -> Snapshot:
     return cls.model_validate(document)
 
 
-def iter_leaves(
-    value: Any, fidelity: str, path: str = ""
-) -> Iterable[tuple[str, str, Any]]:
-    """Flatten ``value`` into ``(path, fidelity, leaf)`` triples.
+class Leaf(NamedTuple):
+    """One scored value: its class, the value, how to show it, and the schema's note."""
 
-    Models contribute each field under the field's declared class (or the
-    inherited one); dicts and lists are walked; everything else is a leaf.
-    Key fields are skipped.  Empty containers are leaves of their own so that
-    an empty directory or an empty label map still counts.
+    fidelity: str
+    value: Any
+    display: str = ""
+    note: str = ""
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+def child_path(path: str, name: object) -> str:
+    """``path`` extended by a field or map key: ``a.b``, or ``a["b/c"]`` when the key
+    is not a plain name."""
+    text = str(name)
+    if _IDENTIFIER.match(text):
+        return f"{path}.{text}" if path else text
+    return f"{path}[{json.dumps(text, ensure_ascii=False)}]"
+
+
+def entry_labels(
+    values: list[Any] | tuple[Any, ...], match: ListMatch | None
+) -> list[tuple[str, str]]:
+    """How each entry of a list is named in a leaf path, and how it was matched:
+    ``[0]`` by position, ``{member}`` in a set, ``[name="x"]`` by key (``#2`` on a
+    repeated key)."""
+    labels: list[tuple[str, str]] = []
+    for i, v in enumerate(values):
+        if match == SET and isinstance(v, str | int | float | bool):
+            labels.append((f"{{{v}}}", "set"))
+        elif isinstance(match, tuple) and isinstance(v, dict) and any(k in v for k in match):
+            parts = [f"{k}={json.dumps(v[k], ensure_ascii=False)}" for k in match if k in v]
+            labels.append((f"[{', '.join(parts)}]", "key"))
+        elif isinstance(match, tuple) and isinstance(v, Record):
+            parts = [
+                f"{k}={json.dumps(getattr(v, k, None), ensure_ascii=False, default=str)}"
+                for k in match
+            ]
+            labels.append((f"[{', '.join(parts)}]", "record"))
+        elif isinstance(v, Record) and type(v).key_fields():
+            parts = [
+                f"{k}={json.dumps(getattr(v, k), ensure_ascii=False, default=str)}"
+                for k in type(v).key_fields()
+            ]
+            labels.append((f"[{', '.join(parts)}]", "record"))
+        else:
+            labels.append((f"[{i}]", "position"))
+    seen: dict[str, int] = {}
+    out = []
+    for label, how in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append((label if seen[label] == 1 else f"{label}#{seen[label]}", how))
+    return out
+
+
+def iter_leaves(
+    value: Any,
+    fidelity: str,
+    path: str = "",
+    *,
+    display: str = "",
+    note: str = "",
+    lists: Mapping[str, ListMatch] | None = None,
+    rel: str = "",
+) -> Iterator[tuple[str, Leaf]]:
+    """Flatten ``value`` into ``(path, leaf)`` pairs.
+
+    Records contribute each field under the field's declared class (or the
+    inherited one); dicts are walked by key; lists by position, or — when
+    ``lists`` declares the list at ``rel`` (its path from the declaring field)
+    — by key or as a set.  Everything else is a leaf.  Key fields, and the
+    key fields of keyed entries, are skipped.  Empty containers are leaves of
+    their own so that an empty directory or an empty label map still counts.
     """
     if isinstance(value, Record):
-        cls = type(value)
-        for name in cls.model_fields:
-            declared = cls.field_class(name)
-            if declared == _KEY:
-                continue
-            yield from iter_leaves(
-                getattr(value, name), declared or fidelity, f"{path}.{name}" if path else name
-            )
+        yield from value.leaves(fidelity, path)
     elif isinstance(value, dict):
         if not value:
-            yield path, fidelity, {}
+            yield path, Leaf(fidelity, {}, display, note)
         for k in sorted(value, key=str):
-            yield from iter_leaves(value[k], fidelity, f"{path}[{k!r}]")
+            yield from iter_leaves(
+                value[k], fidelity, child_path(path, k), display=display, note=note,
+                lists=lists, rel=f"{rel}.{k}" if rel else str(k),
+            )
     elif isinstance(value, list | tuple):
         if not value:
-            yield path, fidelity, []
-        for i, v in enumerate(value):
-            yield from iter_leaves(v, fidelity, f"{path}[{i}]")
+            yield path, Leaf(fidelity, [], display, note)
+            return
+        match = lists.get(rel) if lists else None
+        for (label, how), v in zip(entry_labels(value, match), value, strict=True):
+            if how == "set":
+                yield f"{path}{label}", Leaf(fidelity, True, "", note)
+                continue
+            if how == "key":  # the key is in the path; its fields are not leaves again
+                v = {k: x for k, x in v.items() if k not in match}  # type: ignore[operator]
+            yield from iter_leaves(
+                v, fidelity, f"{path}{label}", display=display, note=note,
+                lists=lists, rel=f"{rel}[]",
+            )
     else:
-        yield path, fidelity, value
+        yield path, Leaf(fidelity, value, display, note)

@@ -20,6 +20,8 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -29,7 +31,6 @@ from preimage.snapshot_schemas._base import (
     metadata,
     register_snapshot_type,
 )
-from pydantic import Field
 
 SameSite = Literal["Strict", "Lax", "None"]
 
@@ -43,7 +44,9 @@ class CookieEntry(Item):
     path: str = key("/")
     partition_key: str | None = key(None, description="top-level site of a partitioned cookie")
     value: str = content()
-    expires: float = metadata(-1, description="Unix seconds; -1 for a session cookie")
+    expires: float = metadata(
+        -1, description="Unix seconds; -1 for a session cookie", display="unix"
+    )
     http_only: bool = metadata(False)
     secure: bool = metadata(False)
     same_site: SameSite = metadata("Lax")
@@ -88,7 +91,7 @@ class IdbStore(Item):
     next_key: int | None = metadata(
         None, description="the key generator's next number (auto-increment stores)"
     )
-    indexes: list[IndexSpec] = metadata(default_factory=list)
+    indexes: list[IndexSpec] = metadata(default_factory=list, keyed_by=("name",))
     records: int = content(0, description="number of records")
     digest: str | None = content(
         None,

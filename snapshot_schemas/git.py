@@ -27,9 +27,10 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import Item, Snapshot, content, key, register_snapshot_type
 from preimage.snapshot_schemas.files import FileEntry
-from pydantic import Field
 
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
@@ -112,7 +113,7 @@ class GitOperation(Item):
     """Operations in progress: merge, rebase-merge, rebase-apply, am, cherry-pick, revert, bisect."""
 
     kind: Literal["git-operation"] = key("git-operation")
-    operations: list[str] = content()
+    operations: list[str] = content(unordered=True)
 
 
 GitItem = Annotated[

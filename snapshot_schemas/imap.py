@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -35,7 +37,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 Scope = Literal["account", "folder", "messages"]
 
@@ -49,12 +50,22 @@ class ImapFolder(Item):
     messages: int = content(0, description="number of messages captured in the folder")
     separator: str | None = metadata(None, description="the hierarchy separator")
     special_use: list[str] = metadata(
-        default_factory=list, description="RFC 6154 attributes (\\Trash, \\Sent, …), sorted"
+        default_factory=list, description="RFC 6154 attributes (\\Trash, \\Sent, …), sorted",
+        unordered=True,
     )
     subscribed: bool = metadata(False)
-    uidvalidity: int | None = server(None)
-    uidnext: int | None = server(None)
-    highestmodseq: int | None = server(None, description="only when the server has CONDSTORE")
+    uidvalidity: int | None = server(
+        None, reason="the server picks UIDVALIDITY when it creates a folder"
+    )
+    uidnext: int | None = server(None, reason="the server counts UIDs up with every message")
+    highestmodseq: int | None = server(
+        None, description="only when the server has CONDSTORE",
+        reason="the server counts MODSEQ up with every change",
+    )
+
+    def label(self) -> str:
+        """``folder INBOX/Archive``."""
+        return f"folder {self.folder}"
 
 
 class ImapMessage(Item):
@@ -71,17 +82,28 @@ class ImapMessage(Item):
     digest: str = content(description="sha256 of the raw RFC 822 bytes (in the blob store)")
     size: int = content()
     flags: list[str] = metadata(
-        default_factory=list, description="system flags, sorted, without \\Recent"
+        default_factory=list, description="system flags, sorted, without \\Recent",
+        unordered=True,
     )
-    keywords: list[str] = metadata(default_factory=list, description="keywords, sorted")
+    keywords: list[str] = metadata(
+        default_factory=list, description="keywords, sorted", unordered=True
+    )
     internaldate: str = metadata(description="INTERNALDATE, ISO 8601 in UTC")
-    uid: int = server()
-    modseq: int | None = server(None, description="only when the server has CONDSTORE")
+    uid: int = server(reason="the server assigns a new UID to every message APPENDed or copied")
+    modseq: int | None = server(
+        None, description="only when the server has CONDSTORE",
+        reason="the server counts MODSEQ up with every change",
+    )
 
     def natural_key(self) -> str:
         """Folder, identity and copy number (as :meth:`Item.natural_key` spells it, but
         without walking the fields: restores compute it for every message)."""
         return f"kind=message|folder={self.folder}|ident={self.ident}|copy_no={self.copy_no}"
+
+    def label(self) -> str:
+        """``message <id@host> in INBOX`` (``, copy 2`` for a repeated copy)."""
+        copy = f", copy {self.copy_no + 1}" if self.copy_no else ""
+        return f"message {self.ident} in {self.folder}{copy}"
 
     @property
     def message_id(self) -> str | None:

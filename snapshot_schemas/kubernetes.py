@@ -23,6 +23,15 @@ which class:
   ``status.observedGeneration`` and the clock stamps controllers put in
   status conditions, and a Pod's whole ``status`` (its kubelet reports it).
 
+The meter reads an object as one document (:meth:`KubeObject.leaves`), each
+leaf in the class :data:`FIELD_CLASSES` gives it.  Lists whose order no client
+sets are compared by key, never by position (:data:`KEYED_LISTS`): the API
+server orders ``managedFields`` by time and controllers order
+``status.conditions`` as they please, so a restored object whose entries came
+back in another order is the same object.  Every other list (containers, env,
+ports, finalizers, …) is written by the client in its order, which a restore
+keeps, so it is compared by position.
+
 ``managedFields[].fieldsV1`` names ownerReferences by UID; those keys are
 stored with the owner's kind and name instead of its UID
 (``k:{"uid":"$owner(Deployment/web)"}``) so that an object whose owner was
@@ -31,22 +40,25 @@ re-created compares equal, and the UID is put back when joining.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
+
+from pydantic import Field
 
 from preimage.snapshot_schemas._base import (
     Fidelity,
     Item,
+    Leaf,
     Snapshot,
+    child_path,
     content,
+    entry_labels,
     key,
     metadata,
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 CONTENT, METADATA, SERVER = Fidelity.CONTENT.value, Fidelity.METADATA.value, Fidelity.SERVER.value
 
@@ -131,6 +143,63 @@ def leaf_class(kind: str, path: Path) -> str:
         if found is not None:
             return found
     return CONTENT
+
+
+#: Lists compared by key, by their path from the object's root: their order is set by
+#: the API server or a controller, not by the client that wrote the object.
+KEYED_LISTS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("metadata", "managedFields"): ("manager", "operation", "subresource"),
+    ("metadata", "ownerReferences"): ("kind", "name"),  # the uid is re-assigned
+    ("status", "conditions"): ("type",),
+}
+
+_SERVER_NOTES = {
+    "uid": "the API server gives every object it creates a new uid",
+    "resourceVersion": "the API server versions every write",
+    "generation": "the API server counts spec changes from 1 for a new object",
+    "creationTimestamp": "the API server stamps the time it created the object",
+    "deletionTimestamp": "the API server stamps the time deletion was requested",
+    "deletionGracePeriodSeconds": "set by the API server when deletion is requested",
+    "selfLink": "set by the API server",
+    "time": "the API server stamps the time of each manager's last write",
+    "observedGeneration": "the controller copies the generation it last acted on",
+}
+
+
+def server_note(kind: str, path: Path) -> str:
+    """Why the server leaf at ``path`` of an object of ``kind`` cannot come back."""
+    if kind == "Pod" and path[:1] == ("status",):
+        return "the kubelet reports a pod's status; a restore cannot make it run"
+    if path[-1] in STATUS_CLOCK_KEYS:
+        return "stamped by the controller that last wrote the status"
+    if path[-1] in JOB_UID_LABELS:
+        return "the Job controller labels pods with the Job's uid, new for a re-created Job"
+    if path[-1] in ("uid", "resourceVersion") and len(path) > 2:
+        return "refers to another object's server-assigned identity, new when it is re-created"
+    if path[-1] == "kubernetes.io/service-account.uid":
+        return "the ServiceAccount's uid, new when it is re-created"
+    return _SERVER_NOTES.get(str(path[-1]), "")
+
+
+def object_leaves(kind: str, value: Any, raw: Path = (), path: str = "") -> Iterator[
+    tuple[str, Leaf]
+]:
+    """The leaves of an object document, each in the class :func:`leaf_class` gives
+    it, lists in :data:`KEYED_LISTS` matched by key.  ``raw`` is the path of keys and
+    list positions that the class rules read; ``path`` the one the meter reports."""
+    if isinstance(value, dict) and value:
+        for k in sorted(value):
+            yield from object_leaves(kind, value[k], (*raw, k), child_path(path, k))
+        return
+    if isinstance(value, list) and value:
+        keys = KEYED_LISTS.get(tuple(p for p in raw if isinstance(p, str)))
+        for i, ((label, how), v) in enumerate(zip(entry_labels(value, keys), value, strict=True)):
+            if how == "key" and keys is not None:  # the key is in the path, not a leaf again
+                v = {k: x for k, x in v.items() if k not in keys}
+            yield from object_leaves(kind, v, (*raw, i), path + label)
+        return
+    cls = leaf_class(kind, raw) if raw else CONTENT
+    yield path, Leaf(cls, value, "", server_note(kind, raw) if cls == SERVER and raw else "")
 
 
 # ----------------------------------------------------------- owner-UID keys
@@ -311,6 +380,21 @@ class KubeObject(Item):
             assigned=assigned,
         )
 
+    def leaves(self, fidelity: str, path: str = "") -> Iterator[tuple[str, Leaf]]:
+        """The object as one document (owner UIDs in managedFields named by owner),
+        each leaf in its class; see :data:`FIELD_CLASSES` and :data:`KEYED_LISTS`."""
+        for name in ("api_version", "resource"):
+            yield child_path(path, name), Leaf(CONTENT, getattr(self, name))
+        doc: Any = {}
+        for part in (self.body, self.meta, self.assigned):
+            doc = _merge(doc, part)
+        yield from object_leaves(self.kind, doc, (), path)
+
+    def label(self) -> str:
+        """``Deployment shop/web`` (``PersistentVolume pv-1`` when cluster-scoped)."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
     def manifest(self) -> dict[str, Any]:
         """The whole object, as it was read from the API."""
         return join_object(self.api_version, self.kind, self.body, self.meta, self.assigned)
@@ -355,8 +439,3 @@ class KubernetesSnapshot(Snapshot):
         "resources, PVs of claims); never removed by a restore",
     )
     items: list[KubeObject] = Field(default_factory=list)
-
-
-def canonical(obj: Any) -> str:
-    """A stable text form of a JSON value (for equality checks and hashing)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

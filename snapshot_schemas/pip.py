@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -30,7 +32,6 @@ from preimage.snapshot_schemas._base import (
     metadata,
     register_snapshot_type,
 )
-from pydantic import Field
 
 
 class PipInterpreter(Item):

@@ -1,4 +1,4 @@
-"""Snapshot schema of the PostgreSQL connector (v1).
+"""Snapshot schema of the PostgreSQL connector (v2).
 
 A snapshot holds one item per object in scope — the database itself (whole-
 database targets), schemas, extensions, types, functions, sequences, tables and
@@ -21,6 +21,11 @@ name in them is schema-qualified.  By class:
   inheritance parents, storage options, replica identity; owners, grants
   (ACLs, ``NULL`` read as the type's default ACL) and comments; the database's
   owner, encoding, collation, connection limit and settings;
+Version 2 adds :class:`PgObject` (every other kind pg_dump knows: aggregates,
+operators, casts, rules, statistics, publications, …), ``depends`` on every
+object (the natural keys it needs created first, read from ``pg_depend``), and
+rows kept in physical (storage) order; a v1 document loads unchanged.
+
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
   any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
   line with the rows): they change on every update and no client can set them.
@@ -32,6 +37,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -39,11 +46,11 @@ from preimage.snapshot_schemas._base import (
     content,
     key,
     metadata,
+    register_migration,
     register_snapshot_type,
     server,
 )
 from preimage.snapshot_schemas.sql import TableRow, row_key
-from pydantic import Field
 
 
 class PgRow(TableRow):
@@ -51,6 +58,9 @@ class PgRow(TableRow):
 
     ctid: str | None = server(None, description="physical location; changes on update")
     xmin: str | None = server(None, description="inserting transaction id")
+
+
+_OID = "PostgreSQL assigns an OID to every object it creates; a re-created one gets a new OID"
 
 
 class PgColumn(Record):
@@ -110,9 +120,14 @@ class PgOwned(Item):
     name: str = key()
     exists: bool = content(True)
     owner: str | None = metadata(None)
-    acl: list[str] = metadata(default_factory=list, description="aclitems, sorted")
+    acl: list[str] = metadata(default_factory=list, description="aclitems, sorted", unordered=True)
     comment: str | None = metadata(None)
-    oid: int | None = server(None)
+    depends: list[str] = metadata(
+        default_factory=list,
+        description="natural keys of captured objects this one needs first (pg_depend)",
+        unordered=True,
+    )
+    oid: int | None = server(None, reason=_OID)
 
     @property
     def qualified(self) -> str:
@@ -131,25 +146,34 @@ class PgTable(PgOwned):
     partition_of: str | None = metadata(None)
     partition_bound: str | None = metadata(None)
     partition_key: str | None = metadata(None)
-    constraints: list[PgConstraint] = metadata(default_factory=list)
-    indexes: list[PgIndex] = metadata(default_factory=list)
-    triggers: list[PgTrigger] = metadata(default_factory=list)
-    policies: list[PgPolicy] = metadata(default_factory=list)
+    constraints: list[PgConstraint] = metadata(default_factory=list, keyed_by=("name",))
+    indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
+    triggers: list[PgTrigger] = metadata(default_factory=list, keyed_by=("name",))
+    policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)
     rls_forced: bool = metadata(False)
-    options: list[str] = metadata(default_factory=list, description="reloptions")
+    options: list[str] = metadata(default_factory=list, description="reloptions", unordered=True)
     replica_identity: Literal["d", "n", "f", "i"] = metadata("d")
     row_key: list[str] = metadata(default_factory=list, description="primary-key columns")
     copy_columns: list[str] = content(
         default_factory=list, description="columns in the rows blob (generated ones excluded)"
     )
+    late_defaults: list[str] = metadata(
+        default_factory=list,
+        description="columns whose default calls a captured function: set after creation",
+    )
     row_count: int = content(0)
-    rows_digest: str | None = content(None, description="COPY text of the rows, key order")
+    rows_digest: str | None = content(
+        None, description="COPY text of the rows, in storage order (v1: key order)"
+    )
     row_filter: str | None = content(None, description="row scope: the normalised predicate")
     row_system_digest: str | None = server(
-        None, description="per row, in the rows' order: ctid and xmin (COPY text)"
+        None, description="per row, in the rows' order: ctid and xmin (COPY text)",
+        reason="ctid and xmin say where a row version lives and which transaction wrote it",
     )
-    relfilenode: int | None = server(None)
+    relfilenode: int | None = server(
+        None, reason="PostgreSQL names a table's file anew when it is re-created or rewritten"
+    )
 
 
 class PgSequence(PgOwned):
@@ -193,9 +217,31 @@ class PgView(PgOwned):
     kind: Literal["view"] = key("view")
     materialized: bool = content(False)
     definition: str = content(description="pg_get_viewdef()")
-    options: list[str] = metadata(default_factory=list)
+    options: list[str] = metadata(default_factory=list, unordered=True)
     populated: bool = metadata(True)
-    indexes: list[PgIndex] = metadata(default_factory=list)
+    indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
+    late: bool = metadata(
+        False, description="depends on a constraint (GROUP BY a key): created after constraints"
+    )
+
+
+class PgObject(PgOwned):
+    """Any other object pg_dump knows, kept as the statements that create it.
+
+    ``objtype`` is PostgreSQL's own word for the kind (``pg_identify_object``:
+    ``aggregate``, ``operator``, ``cast``, ``rule``, ``statistics object``,
+    ``publication``, ``text search configuration``, ``server``, …); ``name``
+    its identity within the schema (with argument types where they identify
+    it).  ``late`` objects (rules, statistics, publications, event triggers,
+    default privileges) are created after the rows and constraints.
+    """
+
+    kind: Literal["object"] = key("object")
+    objtype: str = key()
+    definition: list[str] = content(description="the statements that create it")
+    ref: str = metadata(description="how COMMENT ON / ALTER … OWNER TO name it")
+    drop: str = metadata(description="the statement that drops it")
+    late: bool = metadata(False)
 
 
 class PgSchema(Item):
@@ -205,9 +251,9 @@ class PgSchema(Item):
     name: str = key()
     exists: bool = content(True)
     owner: str | None = metadata(None)
-    acl: list[str] = metadata(default_factory=list)
+    acl: list[str] = metadata(default_factory=list, unordered=True)
     comment: str | None = metadata(None)
-    oid: int | None = server(None)
+    oid: int | None = server(None, reason=_OID)
 
 
 class PgExtension(Item):
@@ -217,6 +263,7 @@ class PgExtension(Item):
     name: str = key()
     namespace: str = metadata(description="the schema it is installed in")
     version: str = metadata()
+    depends: list[str] = metadata(default_factory=list)
 
 
 class PgDatabase(Item):
@@ -229,14 +276,17 @@ class PgDatabase(Item):
     collate: str = metadata()
     ctype: str = metadata()
     connection_limit: int = metadata(-1)
-    acl: list[str] = metadata(default_factory=list)
+    acl: list[str] = metadata(default_factory=list, unordered=True)
     comment: str | None = metadata(None)
-    settings: list[str] = metadata(default_factory=list, description="ALTER DATABASE SET …")
-    oid: int | None = server(None)
+    settings: list[str] = metadata(
+        default_factory=list, description="ALTER DATABASE SET …", unordered=True
+    )
+    oid: int | None = server(None, reason=_OID)
 
 
 PgItem = Annotated[
-    PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView,
+    PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView
+    | PgObject,
     Field(discriminator="kind"),
 ]
 
@@ -248,7 +298,7 @@ class PostgresSnapshot(Snapshot):
     """Objects and rows of one PostgreSQL database, in one consistent read."""
 
     schema_name: ClassVar[str] = "postgres"
-    schema_version: int = 1
+    schema_version: int = 2
     connector: str = "postgresql"
     database: str
     database_exists: bool = True
@@ -285,6 +335,12 @@ class PostgresSnapshot(Snapshot):
                     ctid=phys.get("ctid"),
                     xmin=phys.get("xmin"),
                 )
+
+
+@register_migration("postgres", 1)
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v2 only adds fields with defaults (``depends``, ``late``, :class:`PgObject`)."""
+    return {**document, "schema_version": 2}
 
 
 def iter_copy_rows(chunks: Iterator[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:

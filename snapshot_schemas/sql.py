@@ -1,4 +1,4 @@
-"""Snapshot schema of the SQLAlchemy connector (v1): SQLite, MySQL/MariaDB, any dialect.
+"""Snapshot schema of the SQLAlchemy connector (v2): SQLite, MySQL/MariaDB, any dialect.
 
 One :class:`SqlTable` per table (absent tables included when the target names
 them), its rows in a blob as JSON lines, and for SQLite the exact DDL of every
@@ -9,6 +9,12 @@ object from ``sqlite_master``.  What is kept, by class:
 * metadata — nullability, defaults, autoincrement, primary/foreign/unique/check
   constraints, indexes, triggers, the exact DDL, ``sqlite_sequence`` counters
   (the next AUTOINCREMENT id), ``PRAGMA user_version`` and ``application_id``;
+Version 2 adds MySQL/MariaDB objects kept verbatim from ``SHOW CREATE …``
+(views, triggers, procedures, functions, events and the database itself with
+its character set and collation); rows are kept in storage order (a plain
+scan: InnoDB's clustered order, SQLite's rowid order).  v1 documents load
+unchanged.
+
 * server   — SQLite's ``rowid`` of a table without a declared key is not kept at all
   (rows are matched by value), so nothing here is server-class.
 """
@@ -20,6 +26,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Record,
@@ -27,9 +35,9 @@ from preimage.snapshot_schemas._base import (
     content,
     key,
     metadata,
+    register_migration,
     register_snapshot_type,
 )
-from pydantic import Field
 
 
 class TableRow(Item):
@@ -73,22 +81,29 @@ class SqlTable(Item):
     exists: bool = content(True)
     columns: list[SqlColumn] = content(default_factory=list)
     primary_key: list[str] = metadata(default_factory=list)
-    foreign_keys: list[str] = metadata(default_factory=list)
-    unique_constraints: list[str] = metadata(default_factory=list)
-    check_constraints: list[str] = metadata(default_factory=list)
-    indexes: list[str] = metadata(default_factory=list)
+    foreign_keys: list[str] = metadata(default_factory=list, unordered=True)
+    unique_constraints: list[str] = metadata(default_factory=list, unordered=True)
+    check_constraints: list[str] = metadata(default_factory=list, unordered=True)
+    indexes: list[str] = metadata(default_factory=list, unordered=True)
     ddl: str | None = metadata(None, description="CREATE TABLE as the database keeps it (SQLite)")
     row_count: int = content(0)
     rows_digest: str | None = content(None, description="sha256 of the rows as JSON lines")
 
 
 class SqlObject(Item):
-    """Another schema object kept verbatim: an index, view or trigger (SQLite)."""
+    """Another schema object kept verbatim: an index, view or trigger (SQLite); a view,
+    trigger, procedure, function or event (MySQL/MariaDB, ``SHOW CREATE …``); the
+    database itself (MySQL/MariaDB, ``SHOW CREATE DATABASE``)."""
 
-    kind: Literal["index", "view", "trigger"] = key()
+    kind: Literal["index", "view", "trigger", "procedure", "function", "event", "database"] = key()
     name: str = key()
     table: str = metadata()
     ddl: str = content()
+    settings: dict[str, str] = metadata(
+        default_factory=dict,
+        description="MySQL: sql_mode, character_set_client, collation_connection (and an "
+        "event's time_zone) it was created under",
+    )
 
 
 class SqlCounter(Item):
@@ -107,7 +122,7 @@ class SqlSnapshot(Snapshot):
     """Tables (and for SQLite, every schema object) of one database."""
 
     schema_name: ClassVar[str] = "sql"
-    schema_version: int = 1
+    schema_version: int = 2
     connector: str = "sqlalchemy"
     dialect: str
     database_exists: bool = True
@@ -134,3 +149,9 @@ class SqlSnapshot(Snapshot):
                         row=row_key(values, table.primary_key, seen),
                         values=values,
                     )
+
+
+@register_migration("sql", 1)
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v2 only widens the object kinds."""
+    return {**document, "schema_version": 2}

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from preimage.snapshot_schemas._base import (
     Item,
     Snapshot,
@@ -30,7 +32,6 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
-from pydantic import Field
 
 
 class WebRecord(Item):
@@ -41,6 +42,10 @@ class WebRecord(Item):
     content: dict[str, Any] = content(default_factory=dict)
     metadata: dict[str, Any] = metadata(default_factory=dict)
     server: dict[str, Any] = server(default_factory=dict)
+
+    def label(self) -> str:
+        """``comment <name>``: the record as the adapter names it."""
+        return f"{self.kind} {self.name}"
 
     @property
     def ref(self) -> str:
@@ -63,3 +68,8 @@ class WebSnapshot(Snapshot):
         description="'kind.field' → why a client cannot set that server-class field",
     )
     items: list[WebRecord] = Field(default_factory=list)
+
+    def server_note(self, item: Item, path: str) -> str:
+        """The adapter's own reason for a server field (``server_reasons``)."""
+        field = path.removeprefix("server.").split(".", 1)[0].split("[", 1)[0]
+        return self.server_reasons.get(f"{item.kind}.{field}", "")

@@ -21,6 +21,15 @@ from preimage import Store
 CliResult = subprocess.CompletedProcess[str]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _hook_decides_in_process() -> Iterator[None]:
+    """Hook processes decide in-process unless a test starts a decision service itself
+    (a service per test's store would outlive the test)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREIMAGE_SERVICE", "off")
+        yield
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private PREIMAGE_HOME for the test (outside the trees it protects)."""

@@ -36,9 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
+from preimage._target import Target
 from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.browser import (
@@ -49,10 +52,6 @@ from preimage.snapshot_schemas.browser import (
     IndexSpec,
     StorageEntry,
 )
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
-from preimage._target import Target
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Route

@@ -14,29 +14,34 @@ running it again):
 6. put metadata back bottom-up (children before parents, so directory mtimes
    stick): xattrs, owner, mode (after chown, which clears setuid), then times.
 
-Every write happens through a parent that is checked to be a real directory
-inside the target — a symlinked parent is replaced, never followed.
+Every write goes through directory file descriptors (:mod:`.dirfd`): a path
+is reached component by component without following a symlink, and the
+target's parent must resolve where it did at capture — a symlink put in the
+way is replaced (``overwrite``), kept and not written through (``merge``), or
+stops the restore before it writes; it is never followed.  The snapshot's root
+must be its target's path.  Hardlink groups are re-linked to their first path
+whenever that path is rewritten; sparse files get their holes back; a file
+whose content was not captured (over the per-file cap) keeps its live content.
+Temporary files of a killed restore (``.preimage-tmp-*``) are removed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import shutil
 import stat
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
-from preimage.connectors.files.walk import Exclude, Walker, file_type
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
-
+from preimage import _crash
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError, RestoreError, UnsafePathError
+from preimage.connectors.files.dirfd import TreeHandle, shown
+from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
-_TMP_PREFIX = ".preimage-tmp-"
+_NOT_CAPTURED = "its content was not captured (over the store's per-file cap); left as it is"
 
 
 def check_path(rel: str) -> None:
@@ -56,7 +61,8 @@ def _content_equal(want: FileEntry, have: FileEntry) -> bool:
     if want.type != have.type:
         return False
     if want.type == "file":
-        return want.digest == have.digest
+        # no digest: the content was never read, so the live content stands
+        return want.digest is None or (want.digest == have.digest and want.extents == have.extents)
     if want.type == "symlink":
         return want.link_target == have.link_target
     if want.type in ("chardev", "blockdev"):
@@ -84,6 +90,7 @@ class Plan:
     fix: list[FileEntry]        # entries whose metadata to set, capture order
     unchanged: list[str]
     skipped: list[tuple[str, str]]
+    debris: list[str] = field(default_factory=list)   # temp files of a killed restore
 
 
 class TreeRestorer:
@@ -107,11 +114,18 @@ class TreeRestorer:
         self.blobs = blobs
         self.policy = policy
         self.exclude = exclude
-        self.root = Path(snap.root)
+        self.root = resolve_root(snap.root)
         self.report = RestoreReport(
             target=snap.target, connector="file", dry_run=policy.dry_run
         )
-        self._written_inodes: dict[str, int] = {}
+        self._tree: TreeHandle | None = None
+
+    @property
+    def tree(self) -> TreeHandle:
+        """The root's directory handle (its parent checked against the capture)."""
+        if self._tree is None:
+            self._tree = TreeHandle(self.root, self.snap.root_parent)
+        return self._tree
 
     # ------------------------------------------------------------ scope
     def _in_scope(self, rel: str) -> bool:
@@ -123,20 +137,20 @@ class TreeRestorer:
                 return True
         return False
 
-    def _abs(self, rel: str) -> Path:
-        return self.root if rel == "." else self.root / rel
-
     # ------------------------------------------------------------ plan
     def plan(self) -> Plan:
+        """Compare the live tree with the snapshot; raise before anything is written
+        when a path is unsafe or (policy ``refuse``) anything changed."""
         for e in self.snap.items:
             check_path(e.path)
             if e.hardlink_to is not None:
                 check_path(e.hardlink_to)
         wanted = {e.path: e for e in self.snap.items}
-        walker = Walker(self.root, self.blobs, store_content=False, exclude=self.exclude)
+        walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         live = {e.path: e for e in walker.entries()}
-        plan = Plan([], [], [], [], [])
+        plan = Plan([], [], [], [], [], debris=walker.debris)
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
+        merge = self.policy.conflict is ConflictMode.MERGE
         conflicts: list[str] = []
         for rel in sorted(set(live) - set(wanted), key=lambda p: (-p.count("/"), p)):
             if not self._in_scope(rel):
@@ -148,35 +162,50 @@ class TreeRestorer:
                 continue
             if overwrite:
                 plan.remove.append(rel)
-            elif self.policy.conflict is ConflictMode.MERGE:
+            elif merge:
                 plan.skipped.append((rel, "created after the capture; merge keeps it"))
             conflicts.append(rel)
+        kept_in_place: list[str] = []   # snapshot dirs merge leaves as the non-dir they are now
+        rewritten: set[str] = set()
         for e in self.snap.items:
             if not self._in_scope(e.path):
                 continue
+            blocker = next((k for k in kept_in_place if _under(e.path, k)), None)
+            if blocker is not None:
+                plan.skipped.append(
+                    (e.path, f"inside {blocker}, which is no longer a directory; merge keeps it")
+                )
+                continue
             have = live.get(e.path)
             if have is None:
+                if e.type == "file" and e.digest is None and e.hardlink_to is None:
+                    plan.skipped.append((e.path, _NOT_CAPTURED.replace("; left as it is", "")))
+                    continue
                 plan.write.append(e)
                 plan.fix.append(e)
+                rewritten.add(e.path)
                 continue
             same_content = _content_equal(e, have)
-            same_links = (
-                e.hardlink_to is None
-                or live.get(e.hardlink_to) is None
-                or live[e.hardlink_to].inode == have.inode
+            same_links = e.hardlink_to is None or (
+                e.hardlink_to not in rewritten
+                and (live.get(e.hardlink_to) is None
+                     or live[e.hardlink_to].inode == have.inode)
             )
             if same_content and same_links and _meta_equal(e, have):
                 plan.unchanged.append(e.path)
                 continue
             conflicts.append(e.path)
             if not overwrite:
-                if self.policy.conflict is ConflictMode.MERGE:
+                if merge:
                     plan.skipped.append((e.path, "changed since the capture; merge keeps it"))
+                    if e.type == "dir" and have.type != "dir":
+                        kept_in_place.append(e.path)
                 continue
             if not (same_content and same_links):
                 if have.type != e.type and (e.path != "." or have.type == "dir" or e.type == "dir"):
                     plan.remove.append(e.path)
                 plan.write.append(e)
+                rewritten.add(e.path)
             plan.fix.append(e)
         if self.policy.conflict is ConflictMode.REFUSE and conflicts:
             raise RestoreConflictError(self.snap.target, conflicts)
@@ -225,16 +254,33 @@ class TreeRestorer:
             for rel, why in plan.skipped:
                 self.report.add(rel, Outcome.SKIPPED, reason=why)
             return self.report
-        self._preflight(plan)
-        self._ensure_parent()
+        try:
+            self._preflight(plan)
+            self._ensure_parent()
+            self._apply(plan)
+        except OSError as exc:
+            raise RestoreError(_os_failure(exc, self.tree)) from exc
+        finally:
+            self.tree.close()
+        for rel in plan.unchanged:
+            self.report.add(rel, Outcome.UNCHANGED)
+        for rel, why in plan.skipped:
+            self.report.add(rel, Outcome.SKIPPED, reason=why)
+        return self.report
+
+    def _apply(self, plan: Plan) -> None:
+        tree = self.tree
+        for rel in plan.debris:
+            tree.remove(rel, only_if_empty=False)
         for rel in plan.remove:
-            kept = self._remove(rel)
+            kept = tree.remove(rel, only_if_empty=self.exclude is not None)
             if kept:
                 self.report.add(rel, Outcome.SKIPPED, "remove", kept)
             elif rel not in {e.path for e in plan.write}:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
         for e in plan.write:
+            _crash.point("restore-write")
             reason = self._write(e)
             if reason:
                 not_written.add(e.path)
@@ -242,184 +288,91 @@ class TreeRestorer:
         rewritten = {e.path for e in plan.write}
         for e in reversed(plan.fix):
             if e.path not in not_written:
-                self._set_metadata(e)
+                tree.set_metadata(
+                    e.path, is_link=e.type == "symlink", xattrs=e.xattrs, uid=e.uid, gid=e.gid,
+                    mode=e.mode, atime_ns=e.atime_ns, mtime_ns=e.mtime_ns,
+                )
         for e in plan.fix:
             if e.path in not_written:
                 continue
             action = f"write {e.type}" if e.path in rewritten else "set metadata"
             self.report.add(e.path, Outcome.RESTORED, action)
-        for rel in plan.unchanged:
-            self.report.add(rel, Outcome.UNCHANGED)
-        for rel, why in plan.skipped:
-            self.report.add(rel, Outcome.SKIPPED, reason=why)
-        return self.report
 
     def _preflight(self, plan: Plan) -> None:
         seen: set[str] = set()
         for e in plan.write:
             if e.type == "file" and e.digest and e.hardlink_to is None and e.digest not in seen:
                 seen.add(e.digest)
-                self.blobs.verify(e.digest, path=str(self._abs(e.path)))
+                self.blobs.verify(e.digest, path=shown(self.tree.abs(e.path)))
 
     def _ensure_parent(self) -> None:
-        parent = self.root.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RestoreError(
-                f"cannot create {parent}: {exc.strerror}; nothing was written"
-            ) from exc
-        if self.snap.root_type is not None and not os.path.lexists(self.root):
-            probe = None
+        tree = self.tree
+        if not tree.parent_exists():
+            tree.make_parent()
+        if self.snap.root_type is not None and tree.lstat(".") is None:
+            probe = ".preimage-tmp-probe-" + str(os.getpid())
+            fd = tree.parent_fd()
             try:
-                fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=parent)
-                os.close(fd)
+                os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd))
+                os.unlink(probe, dir_fd=fd)
             except OSError as exc:
                 raise RestoreError(
-                    f"cannot write into {parent}: {exc.strerror} — the parent of the target is "
-                    "read-only; make it writable and run the restore again; nothing was written"
+                    f"cannot write into {shown(tree.real_parent)}: {exc.strerror} — the parent "
+                    "of the target is read-only; make it writable and run the restore again; "
+                    "nothing was written"
                 ) from exc
-            finally:
-                if probe:
-                    with contextlib.suppress(OSError):
-                        os.unlink(probe)
-
-    def _safe_parent(self, rel: str) -> Path:
-        """The parent directory of ``rel``, checked to be a real dir inside the root."""
-        path = self._abs(rel)
-        parent = path.parent if rel != "." else self.root.parent
-        if rel != ".":
-            cur = self.root
-            for part in PurePosixPath(rel).parts[:-1]:
-                cur = cur / part
-                st = os.lstat(cur)
-                if not stat.S_ISDIR(st.st_mode):
-                    raise UnsafePathError(rel, f"parent {cur} is not a real directory (symlink?)")
-        return parent
-
-    def _remove(self, rel: str) -> str:
-        """Remove ``rel``; return a reason when it is kept instead."""
-        path = self._abs(rel)
-        self._safe_parent(rel)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return ""
-        self._make_writable(path.parent)
-        if stat.S_ISDIR(st.st_mode) and self.exclude is not None:
-            # children were removed first (deepest first); what is left is excluded
-            try:
-                os.rmdir(path)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
-                return "holds paths this restore leaves alone (excluded from the capture)"
-        elif stat.S_ISDIR(st.st_mode):
-            for dirpath, dirnames, _ in os.walk(path):
-                for d in dirnames:
-                    with contextlib.suppress(OSError):
-                        p = os.path.join(dirpath, d)
-                        if not os.path.islink(p):
-                            os.chmod(p, 0o700)
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o700)
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-        return ""
-
-    @staticmethod
-    def _make_writable(directory: Path) -> None:
-        with contextlib.suppress(OSError):
-            st = os.lstat(directory)
-            if stat.S_ISDIR(st.st_mode) and not os.access(directory, os.W_OK | os.X_OK):
-                os.chmod(directory, stat.S_IMODE(st.st_mode) | 0o700)
 
     def _write(self, e: FileEntry) -> str:
         """Create ``e``; return a reason when it cannot be created by a client."""
-        path = self._abs(e.path)
-        parent = self._safe_parent(e.path)
-        self._make_writable(parent)
+        tree = self.tree
+        tree.make_writable(_parent(e.path))
         if e.type == "dir":
-            if os.path.lexists(path) and not os.path.isdir(path):
-                os.unlink(path)
-            if os.path.islink(path):
-                os.unlink(path)
-            if not os.path.isdir(path):
-                os.mkdir(path, 0o700)
-            self._make_writable(path)
+            tree.mkdir(e.path)
             return ""
         if e.type == "socket":
             return "sockets belong to the process that listens on them; it re-creates them"
-        if e.hardlink_to is not None:
-            lead = self._abs(e.hardlink_to)
-            if os.path.lexists(lead):
-                self._replace_with(path, lambda tmp: os.link(lead, tmp, follow_symlinks=False))
-                return ""
-            # the lead is out of scope or gone: write the content on its own
+        if e.hardlink_to is not None and tree.hardlink(e.path, e.hardlink_to):
+            return ""
+        # the lead is out of scope or gone: write the content on its own
         if e.type == "file":
-            self._write_file(e, path)
+            if e.digest is None:
+                return _NOT_CAPTURED
+            chunks = self.blobs.chunks(e.digest, path=shown(tree.abs(e.path)))
+            tree.write_file(e.path, chunks, e.size, e.extents)
         elif e.type == "symlink":
-            self._replace_with(path, lambda tmp: os.symlink(e.link_target or "", tmp))
+            tree.symlink(e.path, e.link_target or "")
         elif e.type == "fifo":
-            self._replace_with(path, lambda tmp: os.mkfifo(tmp, 0o600))
+            tree.fifo(e.path)
         elif e.type in ("chardev", "blockdev"):
             kind = stat.S_IFCHR if e.type == "chardev" else stat.S_IFBLK
             major, minor = e.rdev or (0, 0)
             try:
-                self._replace_with(
-                    path, lambda tmp: os.mknod(tmp, kind | 0o600, os.makedev(major, minor))
-                )
+                tree.device(e.path, kind, major, minor)
             except PermissionError:
                 return "creating device nodes needs root"
         return ""
 
-    def _replace_with(self, path: Path, make: object) -> None:
-        tmp = path.parent / f"{_TMP_PREFIX}{os.getpid()}-{path.name}"[:255]
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        make(str(tmp))  # type: ignore[operator]
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        os.replace(tmp, path)
 
-    def _write_file(self, e: FileEntry, path: Path) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if e.digest:
-                    for chunk in self.blobs.chunks(e.digest, path=str(path)):
-                        fh.write(chunk)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+def _under(path: str, top: str) -> bool:
+    return top == "." or path.startswith(top + "/")
 
-    def _set_metadata(self, e: FileEntry) -> None:
-        path = self._abs(e.path)
-        if e.type != "symlink":
-            self._set_xattrs(path, e.xattrs)
-        with contextlib.suppress(PermissionError):
-            os.chown(path, e.uid, e.gid, follow_symlinks=False)
-        if e.type != "symlink":
-            os.chmod(path, e.mode)
-        os.utime(path, ns=(e.atime_ns, e.mtime_ns), follow_symlinks=False)
 
-    @staticmethod
-    def _set_xattrs(path: Path, wanted: dict[str, str]) -> None:
-        try:
-            present = set(os.listxattr(path, follow_symlinks=False))
-        except OSError:
-            return
-        for name in present - set(wanted):
-            with contextlib.suppress(OSError):
-                os.removexattr(path, name, follow_symlinks=False)
-        for name, value in wanted.items():
-            with contextlib.suppress(OSError):
-                os.setxattr(path, name, bytes.fromhex(value), follow_symlinks=False)
+def _parent(rel: str) -> str:
+    if rel == ".":
+        return "."
+    up = str(PurePosixPath(rel).parent)
+    return "." if up in ("", ".") else up
+
+
+def _os_failure(exc: OSError, tree: TreeHandle) -> str:
+    where = shown(exc.filename) if isinstance(exc.filename, str) else shown(tree.root)
+    if exc.errno == errno.ENOSPC:
+        return (f"the filesystem holding {shown(tree.root)} is full — free space and run the "
+                "same restore again to finish it")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"cannot write {where}: {exc.strerror} — fix the permissions and run the same "
+                "restore again to finish it")
+    return f"cannot write under {shown(tree.root)}: {exc.strerror} ({where})"
 
 
 __all__ = ["Plan", "TreeRestorer", "check_path", "file_type"]

@@ -6,16 +6,25 @@ import os
 from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
+from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
 
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
+
+def file_uri(root: os.PathLike[str] | str) -> str:
+    """``file://`` + the path; bytes that are not UTF-8 (surrogate escapes) as ``%XX``."""
+    text = "".join(
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
+        if "\udc80" <= ch <= "\udcff" else ch
+        for ch in os.fspath(root)
+    )
+    return f"file://{text}"
 
 
 class FileConnector:
@@ -47,7 +56,13 @@ class FileConnector:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
             root_type = None
-        items = list(Walker(root, blobs, exclude=depth_exclude(depth)).entries())
+        except OSError as exc:
+            raise TerminalConnectorError(
+                f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
+            ) from exc
+        walker = Walker(root, blobs, max_file_size=blobs.max_file_size,
+                        exclude=depth_exclude(depth))
+        items = list(walker.entries())
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
@@ -55,11 +70,13 @@ class FileConnector:
             notes.append(f"entries deeper than {depth} level(s) below the target are not part "
                          "of this snapshot")
         return FileSnapshot(
-            target=f"file://{root}" + (f"?depth={depth}" if depth is not None else ""),
+            target=file_uri(root) + (f"?depth={depth}" if depth is not None else ""),
             root=str(root),
+            root_parent=os.path.realpath(root.parent),
             root_type=root_type,
             items=items,
             notes=notes,
+            uncaptured=walker.uncaptured,
         )
 
     def restore(
@@ -67,9 +84,16 @@ class FileConnector:
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         assert isinstance(snapshot, FileSnapshot)
-        query = parse_qs(urlsplit(snapshot.target).query)
-        values = query.get("depth")
+        root = resolve_root(snapshot.root)
+        values = parse_qs(urlsplit(snapshot.target).query).get("depth")
         depth = _depth(values[-1] if values else None, snapshot.target)
+        expected = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
+        if snapshot.target != expected or str(root) != snapshot.root:
+            raise UnsafePathError(
+                snapshot.root,
+                f"the snapshot's root is not its target {snapshot.target} — the document was "
+                "altered",
+            )
         return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth)).run()
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:

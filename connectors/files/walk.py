@@ -1,8 +1,22 @@
-"""Reading a tree without changing it: lstat, xattrs and streamed hashing.
+"""Reading a tree without changing it: directory fds, lstat, xattrs and streamed hashing.
+
+The walk holds a file descriptor per directory on the current path and
+reaches every entry relative to its directory's fd (``openat``/``fstatat``
+with ``O_NOFOLLOW``): symlinks are never followed, paths longer than PATH_MAX
+are no obstacle, and the walk is iterative, so depth is bounded by the open-file
+limit, not the interpreter's stack.  Names are the kernel's bytes, held as
+``os.fsdecode`` strings (surrogate-escaped when they are not UTF-8) so they
+round-trip exactly.
 
 Files and directories are opened with ``O_NOATIME`` where the kernel allows
-it (owner or root), so capturing does not move the access times it records;
-symlinks are never followed.
+it (owner or root), so capturing does not move the access times it records.
+A file that changes while it is read is read once more; if it is still
+changing, the bytes read are kept, its size is the number of bytes read, and
+it is listed in :attr:`Walker.uncaptured` (the copy may be torn).  A file
+larger than ``max_file_size`` is not read: its entry has no digest and it is
+listed in :attr:`Walker.uncaptured`.  Temporary files a killed restore left
+(``.preimage-tmp-*``) are not state: they are skipped and listed in
+:attr:`Walker.debris` for the next restore to remove.
 """
 
 from __future__ import annotations
@@ -14,21 +28,25 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from preimage.snapshot_schemas.files import FileEntry, FileType
+from typing import TYPE_CHECKING, BinaryIO
 
 from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage._sizes import human_bytes
+from preimage.snapshot_schemas import Uncaptured
+from preimage.snapshot_schemas.files import FileEntry, FileType
 
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
 
 _NOATIME = getattr(os, "O_NOATIME", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+TMP_PREFIX = ".preimage-tmp-"
 
 # Decides whether a path (relative to the walk root, never ".") is left out of
 # the walk, with its subtree; it gets the entry's lstat result.
 Exclude = Callable[[str, os.stat_result], bool]
 _CACHE_BATCH = 500
+_CHUNK = 1 << 20
 
 
 def file_type(mode: int) -> FileType:
@@ -48,17 +66,28 @@ def file_type(mode: int) -> FileType:
     return "socket"
 
 
-def open_noatime(path: str | Path, flags: int) -> int:
+def open_noatime(path: str | Path, flags: int, *, dir_fd: int | None = None) -> int:
     """``os.open`` with ``O_NOFOLLOW | O_NOATIME``, retrying without NOATIME when refused."""
-    flags |= os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_NOFOLLOW | _CLOEXEC
     try:
-        return os.open(path, flags | _NOATIME)
+        return os.open(path, flags | _NOATIME, dir_fd=dir_fd)
     except PermissionError:
-        return os.open(path, flags)
+        return os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.EINVAL and _NOATIME:
-            return os.open(path, flags)
+            return os.open(path, flags, dir_fd=dir_fd)
         raise
+
+
+_PROC_FD = os.path.isdir("/proc/self/fd")
+
+
+def at_path(dir_fd: int, name: str, fallback: str | Path | None = None) -> str:
+    """A short path naming ``name`` in the directory ``dir_fd``, for calls that take no
+    ``dir_fd`` (xattrs): through ``/proc/self/fd``, else ``fallback``."""
+    if _PROC_FD or fallback is None:
+        return f"/proc/self/fd/{dir_fd}/{name}"
+    return str(fallback)
 
 
 def read_xattrs(path: str | Path) -> dict[str, str]:
@@ -74,14 +103,39 @@ def read_xattrs(path: str | Path) -> dict[str, str]:
     return out
 
 
-def hash_file(path: str | Path) -> str:
+def hash_file(path: str | Path, *, dir_fd: int | None = None) -> str:
     """sha256 of a file's bytes, read without moving its atime."""
-    fd = open_noatime(path, os.O_RDONLY)
+    fd = open_noatime(path, os.O_RDONLY, dir_fd=dir_fd)
     hasher = hashlib.sha256()
     with os.fdopen(fd, "rb") as fh:
-        while chunk := fh.read(1 << 20):
+        while chunk := fh.read(_CHUNK):
             hasher.update(chunk)
     return hasher.hexdigest()
+
+
+def data_extents(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """``(offset, length)`` of the data regions of a sparse file; None when it has no hole."""
+    try:
+        if os.lseek(fd, 0, os.SEEK_HOLE) >= size:
+            return None
+        out: list[tuple[int, int]] = []
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    break
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            out.append((start, end - start))
+            pos = end
+        return out
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.lseek(fd, 0, os.SEEK_SET)
 
 
 def resolve_root(path: str) -> Path:
@@ -91,13 +145,27 @@ def resolve_root(path: str) -> Path:
     return Path(os.path.normpath(path))
 
 
+class _Counting:
+    """A read-only file wrapper that counts the bytes handed out."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(n)
+        self.count += len(data)
+        return data
+
+
 class Walker:
     """Walks a tree in a fixed order (pre-order, names sorted) yielding entries.
 
     With ``store_content`` regular files are stored in ``blobs`` (reusing
     unchanged blobs via the digest cache); without it they are only hashed
     (planning a restore).  ``exclude`` leaves paths (and their subtrees) out,
-    e.g. the ``.git`` directory of a working tree.
+    e.g. the ``.git`` directory of a working tree.  ``max_file_size`` leaves
+    larger files unread (see the module docstring).
     """
 
     def __init__(
@@ -107,79 +175,117 @@ class Walker:
         *,
         store_content: bool = True,
         exclude: Exclude | None = None,
+        max_file_size: int | None = None,
     ) -> None:
         self.root = root
         self.blobs = blobs
         self.store_content = store_content and blobs is not None
         self.exclude = exclude
+        self.max_file_size = max_file_size
+        self.uncaptured: list[Uncaptured] = []
+        self.debris: list[str] = []
         self._cache_rows: list[tuple[int, int, int, int, int, str]] = []
         self._links: dict[tuple[int, int], str] = {}
+
+    def _fail(self, what: str, rel: str, exc: OSError) -> TerminalConnectorError:
+        path = self.root if rel == "." else self.root / rel
+        hint = " — run as a user that can read it" if exc.errno == errno.EACCES else ""
+        return TerminalConnectorError(
+            f"cannot {what} {os.fsencode(str(path)).decode(errors='backslashreplace')}: "
+            f"{exc.strerror}{hint}",
+            target=str(self.root),
+        )
 
     def entries(self) -> Iterator[FileEntry]:
         """Every entry under the root, the root itself first as ``"."``."""
         try:
-            st = os.lstat(self.root)
+            parent = os.open(self.root.parent, os.O_PATH | os.O_DIRECTORY | _CLOEXEC)
         except FileNotFoundError:
             return
         except OSError as exc:
-            raise TerminalConnectorError(
-                f"cannot read {self.root}: {exc.strerror}", target=str(self.root)
-            ) from exc
+            raise self._fail("reach", ".", exc) from exc
+        stack: list[tuple[int, str, Iterator[str]]] = []
         try:
-            yield self._entry(".", self.root, st)
+            name = self.root.name or "/"
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                raise self._fail("read", ".", exc) from exc
+            yield self._entry(parent, name, ".", st)
             if stat.S_ISDIR(st.st_mode):
-                yield from self._walk_dir(self.root, "")
+                stack.append(self._open_dir(parent, name, "."))
+            while stack:
+                dir_fd, rel, names = stack[-1]
+                child = next(names, None)
+                if child is None:
+                    os.close(dir_fd)
+                    stack.pop()
+                    continue
+                child_rel = child if rel == "." else f"{rel}/{child}"
+                try:
+                    st = os.stat(child, dir_fd=dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # vanished while we walked: it is not part of the state
+                except OSError as exc:
+                    raise self._fail("read", child_rel, exc) from exc
+                if child.startswith(TMP_PREFIX):
+                    self.debris.append(child_rel)
+                    continue
+                if self.exclude is not None and self.exclude(child_rel, st):
+                    continue
+                yield self._entry(dir_fd, child, child_rel, st)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(self._open_dir(dir_fd, child, child_rel))
         finally:
+            for dir_fd, _rel, _names in stack:
+                os.close(dir_fd)
+            os.close(parent)
             self._flush_cache()
 
-    def _walk_dir(self, directory: Path, rel: str) -> Iterator[FileEntry]:
+    def _open_dir(self, parent_fd: int, name: str, rel: str) -> tuple[int, str, Iterator[str]]:
         try:
-            fd = open_noatime(directory, os.O_RDONLY | os.O_DIRECTORY)
+            fd = open_noatime(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=parent_fd)
         except OSError as exc:
-            raise TerminalConnectorError(
-                f"cannot list {directory}: {exc.strerror} — run as a user that can read it",
-                target=str(self.root),
-            ) from exc
+            if exc.errno == errno.EMFILE:
+                raise TerminalConnectorError(
+                    f"{self.root} is nested too deeply to walk with the open-file limit "
+                    f"(at {rel}); raise it with `ulimit -n` and capture again",
+                    target=str(self.root),
+                ) from exc
+            raise self._fail("list", rel, exc) from exc
         try:
-            with os.scandir(fd) as it:
-                names = sorted(e.name for e in it)
-        finally:
+            names = sorted(os.listdir(fd))
+        except OSError as exc:
             os.close(fd)
-        for name in names:
-            path = directory / name
-            child_rel = f"{rel}/{name}" if rel else name
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                continue  # vanished while we walked: it is not part of the state
-            if self.exclude is not None and self.exclude(child_rel, st):
-                continue
-            yield self._entry(child_rel, path, st)
-            if stat.S_ISDIR(st.st_mode):
-                yield from self._walk_dir(path, child_rel)
+            raise self._fail("list", rel, exc) from exc
+        return fd, rel, iter(names)
 
-    def _entry(self, rel: str, path: Path, st: os.stat_result) -> FileEntry:
+    def _entry(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> FileEntry:
         ftype = file_type(st.st_mode)
         digest = None
         link_target = None
         hardlink_to = None
         rdev = None
+        size = st.st_size if ftype == "file" else 0
+        extents = None
         if ftype != "dir" and st.st_nlink > 1:
             ident = (st.st_dev, st.st_ino)
             hardlink_to = self._links.get(ident)
             if hardlink_to is None:
                 self._links[ident] = rel
         if ftype == "file":
-            digest = self._digest(path, st)
+            digest, size, extents = self._file(dir_fd, name, rel, st)
         elif ftype == "symlink":
-            link_target = os.readlink(path)
-            self._keep_link_atime(path, st)
+            link_target = os.readlink(name, dir_fd=dir_fd)
+            self._keep_link_atime(dir_fd, name, st)
         elif ftype in ("chardev", "blockdev"):
             rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
         return FileEntry(
             path=rel,
             type=ftype,
-            size=st.st_size if ftype == "file" else 0,
+            size=size,
             digest=digest,
             link_target=link_target,
             hardlink_to=hardlink_to,
@@ -188,45 +294,95 @@ class Walker:
             gid=st.st_gid,
             mtime_ns=st.st_mtime_ns,
             atime_ns=st.st_atime_ns,
-            xattrs=read_xattrs(path),
+            xattrs=read_xattrs(at_path(dir_fd, name, self.root / rel)),
             rdev=rdev,
+            extents=extents,
             inode=st.st_ino,
             ctime_ns=st.st_ctime_ns,
         )
 
     @staticmethod
-    def _keep_link_atime(path: Path, st: os.stat_result) -> None:
+    def _keep_link_atime(dir_fd: int, name: str, st: os.stat_result) -> None:
         # readlink() moves a symlink's atime and there is no O_NOATIME for it:
         # put the recorded atime back so a capture leaves no trace.
         with contextlib.suppress(OSError):
-            if os.lstat(path).st_atime_ns != st.st_atime_ns:
-                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+            if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_atime_ns != st.st_atime_ns:
+                os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dir_fd,
+                         follow_symlinks=False)
 
-    def _digest(self, path: Path, st: os.stat_result) -> str:
+    def _file(
+        self, dir_fd: int, name: str, rel: str, st: os.stat_result
+    ) -> tuple[str | None, int, list[tuple[int, int]] | None]:
+        """Digest, size and data extents of a regular file."""
+        if self.max_file_size is not None and st.st_size > self.max_file_size:
+            self.uncaptured.append(Uncaptured(
+                name=rel, kind="file",
+                reason=f"{human_bytes(st.st_size)}, over the store's per-file cap of "
+                       f"{human_bytes(self.max_file_size)} — raise it with "
+                       "`preimage quota --max-file-size` to capture it",
+            ))
+            return None, st.st_size, None
         cache = self.blobs.digest_cache if self.blobs is not None else None
         if cache is not None:
             cached = cache.cached_digest(
                 st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
             )
             if cached and (not self.store_content or self.blobs.exists(cached)):  # type: ignore[union-attr]
-                return cached
+                extents = None
+                if st.st_blocks * 512 < st.st_size:   # sparse: its holes are part of the state
+                    with contextlib.suppress(OSError):
+                        fd = open_noatime(name, os.O_RDONLY, dir_fd=dir_fd)
+                        try:
+                            extents = data_extents(fd, st.st_size)
+                        finally:
+                            os.close(fd)
+                return cached, st.st_size, extents
         try:
-            if not self.store_content or self.blobs is None:
-                digest = hash_file(path)
-            else:
-                fd = open_noatime(path, os.O_RDONLY)
-                with os.fdopen(fd, "rb") as fh:
-                    digest = self.blobs.put_file(fh)
+            digest, size, extents = self._read(dir_fd, name, rel, st)
         except OSError as exc:
-            raise TerminalConnectorError(
-                f"cannot read {path}: {exc.strerror}", target=str(self.root)
-            ) from exc
-        self._cache_rows.append(
-            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
-        )
-        if len(self._cache_rows) >= _CACHE_BATCH:
-            self._flush_cache()
-        return digest
+            raise self._fail("read", rel, exc) from exc
+        if size == st.st_size:
+            self._cache_rows.append(
+                (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest)
+            )
+            if len(self._cache_rows) >= _CACHE_BATCH:
+                self._flush_cache()
+        return digest, size, extents
+
+    def _read(
+        self, dir_fd: int, name: str, rel: str, st: os.stat_result
+    ) -> tuple[str, int, list[tuple[int, int]] | None]:
+        for attempt in (1, 2):
+            fd = open_noatime(name, os.O_RDONLY, dir_fd=dir_fd)
+            with os.fdopen(fd, "rb") as fh:
+                before = os.fstat(fd)
+                holes = before.st_blocks * 512 < before.st_size
+                extents = data_extents(fd, before.st_size) if holes else None
+                counter = _Counting(fh)
+                if self.store_content and self.blobs is not None:
+                    digest = self.blobs.put_file(counter)  # type: ignore[arg-type]
+                else:
+                    hasher = hashlib.sha256()
+                    while chunk := counter.read(_CHUNK):
+                        hasher.update(chunk)
+                    digest = hasher.hexdigest()
+                after = os.fstat(fd)
+            steady = (
+                counter.count == before.st_size == after.st_size
+                and before.st_mtime_ns == after.st_mtime_ns
+                and before.st_ino == st.st_ino
+            )
+            if steady:
+                return digest, counter.count, extents
+            if attempt == 2:
+                self.uncaptured.append(Uncaptured(
+                    name=rel, kind="file",
+                    reason=f"changed while it was read ({before.st_size} bytes at the start, "
+                           f"{after.st_size} at the end, {counter.count} read); the stored copy "
+                           "may mix old and new bytes — capture again when it is quiet",
+                ))
+                return digest, counter.count, None
+        raise AssertionError("unreachable")
 
     def _flush_cache(self) -> None:
         cache = self.blobs.digest_cache if self.blobs is not None else None

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreError
 from preimage.connectors.files.apply import Plan, TreeRestorer
 from preimage.connectors.files.walk import Exclude
 from preimage.connectors.git.layout import (
@@ -37,12 +39,9 @@ from preimage.connectors.git.layout import (
     private_git_dir_exclude,
     worktree_exclude,
 )
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 from preimage.snapshot_schemas.git import GitSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreError
 
 
 @dataclass

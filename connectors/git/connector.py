@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 from preimage.connectors.files.walk import Walker
 from preimage.connectors.git import state
 from preimage.connectors.git.apply import GitRestorer
@@ -19,15 +22,11 @@ from preimage.connectors.git.layout import (
     worktree_exclude,
 )
 from preimage.connectors.git.repo import Repository, locate
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.git import GitItem, GitSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 
 
 class GitConnector:

@@ -15,27 +15,20 @@ from collections.abc import Iterable
 
 from imapclient.imap_utf7 import decode as utf7_decode
 from imapclient.response_parser import parse_response
+
+from preimage._blobs import BlobStore
+from preimage._target import Target
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.selection import Selection, stored_target
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import FolderInfo, FolderStatus, LiveMessage
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 
-from preimage._blobs import BlobStore
-from preimage._target import Target
-
 
 def server_name(folder: str, separator: str | None) -> str:
     """A ``/``-separated folder name from a URI, written with the server's separator."""
     if separator and separator != "/":
         return folder.replace("/", separator)
-    return folder
-
-
-def uri_name(folder: str, separator: str | None) -> str:
-    """The inverse of :func:`server_name`."""
-    if separator and separator != "/":
-        return folder.replace(separator, "/")
     return folder
 
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError
+from preimage._target import Target
 from preimage.connectors.imap.apply import Applier
 from preimage.connectors.imap.capture import MailboxCapture
 from preimage.connectors.imap.plan import Planner
 from preimage.connectors.imap.selection import Selection
 from preimage.connectors.imap.session import ImapSession
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.imap import ImapSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError
-from preimage._target import Target
 
 
 class ImapConnector:

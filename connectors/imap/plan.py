@@ -27,14 +27,13 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from preimage._blobs import BlobStore
 from preimage.connectors.imap.capture import in_tree, server_name
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import FolderInfo, FolderStatus, LiveMessage
-from preimage.restore import ConflictMode, RestorePolicy
+from preimage.restoration import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
-
-from preimage._blobs import BlobStore
 
 
 @dataclass

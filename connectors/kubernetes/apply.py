@@ -38,7 +38,7 @@ from preimage.connectors.kubernetes.plan import (
 )
 from preimage.connectors.kubernetes.references import ReferenceFixes
 from preimage.connectors.kubernetes.state import Failed, why
-from preimage.restore import ConflictMode, Outcome
+from preimage.restoration import ConflictMode, Outcome
 from preimage.snapshot_schemas.kubernetes import (
     KubeObject,
     split_object,

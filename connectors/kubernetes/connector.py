@@ -5,20 +5,19 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.apply import Writer
 from preimage.connectors.kubernetes.capture import Capturer
 from preimage.connectors.kubernetes.client import KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.kubernetes import KubernetesSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 
 #: How long a restore waits for a terminating namespace (or object) to go,
 #: and for a restored CRD to be Established: ``PREIMAGE_K8S_WAIT`` seconds.

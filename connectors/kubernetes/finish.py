@@ -9,7 +9,7 @@ from preimage.connectors.kubernetes.capture import get_object, list_objects
 from preimage.connectors.kubernetes.discovery import ResourceType
 from preimage.connectors.kubernetes.plan import Action, Step
 from preimage.connectors.kubernetes.state import WriterState
-from preimage.restore import IdRemap
+from preimage.restoration import IdRemap
 from preimage.snapshot_schemas.kubernetes import managed_fields_for
 
 _WORKERS = 8

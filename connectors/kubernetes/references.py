@@ -9,7 +9,7 @@ from typing import Any
 from preimage.connectors.kubernetes.capture import get_object
 from preimage.connectors.kubernetes.plan import Action, Step
 from preimage.connectors.kubernetes.state import Failed, WriterState
-from preimage.restore import IdRemap
+from preimage.restoration import IdRemap
 from preimage.snapshot_schemas.kubernetes import KubeObject
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from preimage.connectors.kubernetes.client import FIELD_MANAGER, MERGE_PATCH, ApiError, KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Action, Plan, Step
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot
 
 

@@ -32,6 +32,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError, RestoreError
+from preimage._target import Target
 from preimage.connectors.pip.connector import describe, open_environment
 from preimage.connectors.pip.environment import Environment, is_bytecode, read_record
 from preimage.connectors.pip.installer import install, pip_command, uninstall
@@ -43,12 +46,8 @@ from preimage.connectors.pip.wheel import (
     installed_path,
     record_hash,
 )
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
 
 
 def _major_minor(version: str) -> str:

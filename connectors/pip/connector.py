@@ -6,6 +6,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar
 
+from preimage._blobs import BlobStore
+from preimage._errors import InvalidTargetError
+from preimage._target import Target
 from preimage.connectors.files.walk import Walker
 from preimage.connectors.pip.environment import (
     Environment,
@@ -16,15 +19,11 @@ from preimage.connectors.pip.environment import (
     scan,
 )
 from preimage.connectors.pip.wheel import record_hash
-from preimage.restore import RestorePolicy, RestoreReport
+from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipItem, PipSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 
 
 def open_environment(target: Target) -> Environment:

@@ -27,10 +27,9 @@ import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from preimage._blobs import BlobStore
 from preimage.connectors.pip.environment import Environment, entry_point_scripts
 from preimage.snapshot_schemas.pip import PipDistribution
-
-from preimage._blobs import BlobStore
 
 INSTALLER_FILES = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")
 _EPOCH = (1980, 1, 1, 0, 0, 0)

@@ -11,19 +11,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from preimage._blobs import BlobStore
+from preimage._errors import RestoreConflictError, RestoreError
+from preimage._target import Target
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
 from preimage.connectors.postgres.ddl import lit, q, qn
 from preimage.connectors.postgres.plan import PHASES, Planner, Step
-from preimage.connectors.postgres.rows import copy_in, live_digest, sync_rows
+from preimage.connectors.postgres.rows import (
+    copy_in,
+    live_digest,
+    merge_rows_in_order,
+    rewrite_rows,
+    sync_rows,
+)
 from preimage.connectors.postgres.scope import PgScope
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
-
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
 
 Cursor = Any
 LOCK_TIMEOUT = "30s"
@@ -204,6 +209,14 @@ class PgRestorer:
             name = qn(table.namespace, table.name)
             if table.triggers:
                 c.execute(f"ALTER TABLE {name} DISABLE TRIGGER USER".encode())
+            if not merge:
+                # Rewrite in the captured order, so the rows sit where they sat.
+                why = rewrite_rows(c, table, self.blobs)
+                if why is None:
+                    return f"rewritten in storage order ({table.row_count} rows)"
+                self.report.notes.append(
+                    f"{table.qualified}: rows synced by key; their storage order (the order "
+                    f"pg_dump prints) differs from the capture: {why}")
             n = sync_rows(c, table, self.blobs, delete_extra=not merge,
                           update_changed=not merge, identity_always=always)
             return f"{n.deleted} deleted, {n.updated} reverted, {n.inserted} inserted"
@@ -213,46 +226,67 @@ class PgRestorer:
                     run=sync, destructive=False)
 
     def _restore_rows(self, cur: Cursor, live: list[Any]) -> None:
-        """Row scope: put back the captured rows (missing ones inserted with their
-        keys, changed ones reverted); rows outside the capture are left alone."""
-        (table,) = self.snap.tables()
-        have = next((t for t in live if isinstance(t, PgTable)), None)
-        key = table.natural_key()
-        if have is None or not have.exists:
-            raise RestoreError(
-                f"table {table.qualified} no longer exists; a row-scope backup holds only some "
-                "rows — restore a backup of the whole table; nothing was written"
-            )
-        if not table.row_key:
-            raise RestoreError(f"{table.qualified} has no primary key; row scope needs one")
-        if [c.name for c in have.columns if c.generated is None] != table.copy_columns:
-            raise RestoreError(
-                f"the columns of {table.qualified} changed since the capture; nothing was written"
-            )
-        digest, _ = live_digest(cur, table, table.row_filter)
-        if digest == table.rows_digest:
-            self.report.add(key, Outcome.UNCHANGED)
-            return
-        if self.policy.conflict is ConflictMode.REFUSE:
-            raise RestoreConflictError(self.snap.target, [key])
-        if self.policy.dry_run:
-            self.report.add(key, Outcome.PLANNED, "put back captured rows")
-            return
+        """Row scope: put back the captured rows of the table (and of each partition or
+        inheritance child): missing ones inserted with their keys, changed ones reverted;
+        rows outside the capture are left alone.  Under ``overwrite`` the table is rewritten
+        so every row is back at its captured place in storage order."""
+        live_tables = {t.natural_key(): t for t in live if isinstance(t, PgTable)}
+        plans: list[tuple[PgTable, PgTable]] = []
+        for table in self.snap.tables():
+            key = table.natural_key()
+            have = live_tables.get(key)
+            if have is None or not have.exists:
+                raise RestoreError(
+                    f"table {table.qualified} no longer exists; a row-scope backup holds only "
+                    "some rows — restore a backup of the whole table; nothing was written"
+                )
+            if table.rows_digest is None or table.row_count == 0:
+                continue  # a partitioned parent, or no row matched: nothing to put back
+            if [c.name for c in have.columns if c.generated is None] != table.copy_columns:
+                raise RestoreError(
+                    f"the columns of {table.qualified} changed since the capture; nothing was "
+                    "written"
+                )
+            digest, _ = live_digest(cur, table, table.row_filter)
+            if digest == table.rows_digest:
+                self.report.add(key, Outcome.UNCHANGED)
+                continue
+            plans.append((table, have))
+        if plans and self.policy.conflict is ConflictMode.REFUSE:
+            raise RestoreConflictError(self.snap.target, [t.natural_key() for t, _ in plans])
+        for table, have in plans:
+            key = table.natural_key()
+            if self.policy.dry_run:
+                self.report.add(key, Outcome.PLANNED, "put back captured rows")
+                continue
+            self.report.add(key, Outcome.RESTORED, self._put_rows_back(cur, table, have))
+
+    def _put_rows_back(self, cur: Cursor, table: PgTable, have: PgTable) -> str:
+        from preimage.connectors.postgres.ddl import trigger_enable_statement
+
         name = qn(table.namespace, table.name)
         states = [(t.name, t.enabled) for t in have.triggers]
         if states:
             cur.execute(f"ALTER TABLE {name} DISABLE TRIGGER USER".encode())
-        counts = sync_rows(
-            cur, table, self.blobs, delete_extra=False,
-            update_changed=self.policy.conflict is ConflictMode.OVERWRITE,
-            identity_always={c.name for c in table.columns if c.identity == "a"},
-        )
-        from preimage.connectors.postgres.ddl import trigger_enable_statement
-
+        done = ""
+        if self.policy.conflict is ConflictMode.OVERWRITE:
+            why = merge_rows_in_order(cur, table, self.blobs)
+            if why is None:
+                done = f"{table.row_count} rows put back in storage order"
+            else:
+                self.report.notes.append(
+                    f"{table.qualified}: rows put back by key; their storage order (the order "
+                    f"pg_dump prints) differs from the capture: {why}")
+        if not done:
+            counts = sync_rows(
+                cur, table, self.blobs, delete_extra=False,
+                update_changed=self.policy.conflict is ConflictMode.OVERWRITE,
+                identity_always={c.name for c in table.columns if c.identity == "a"},
+            )
+            done = f"{counts.inserted} rows put back, {counts.updated} rows reverted"
         for trg, enabled in states:
             cur.execute(trigger_enable_statement(name, trg, enabled).encode())
-        self.report.add(key, Outcome.RESTORED,
-                        f"{counts.inserted} rows put back, {counts.updated} rows reverted")
+        return done
 
     def _remaps(self, cur: Cursor, recreated: set[str]) -> None:
         """Report the new OIDs of re-created tables (server-assigned, so they changed)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.connectors.postgres import catalog
+from preimage._blobs import BlobStore
+from preimage.connectors.postgres import catalog, objects
+from preimage.connectors.postgres.audit import audit
+from preimage.connectors.postgres.order import addresses, dependencies
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
-from preimage.snapshot_schemas.postgres import PgSchema, PgTable
-
-from preimage._blobs import BlobStore
+from preimage.snapshot_schemas import Uncaptured
+from preimage.snapshot_schemas.postgres import PgObject, PgSchema, PgTable, PgView
 
 Cursor = Any
 
@@ -23,14 +25,14 @@ def prepare_session(cur: Cursor) -> None:
                 "pg_catalog.current_setting('search_path'), true)")
     cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     cur.execute("SET LOCAL check_function_bodies = off")
+    # Rows are read in storage order, as pg_dump reads them: one plain scan from the start.
+    cur.execute("SET LOCAL synchronize_seqscans = off")
+    cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
 
 
 def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any]:
-    """The items of ``scope`` in restore order; rows go to ``blobs`` when given.
-
-    Order: database, schemas, extensions, types, functions, sequences, tables
-    (parents first), views.
-    """
+    """The items of ``scope`` in dependency order (:mod:`.order`); rows go to ``blobs``
+    when given."""
     items: list[Any] = []
     schemas: list[str] | None = None
     if scope.scope == "database":
@@ -61,6 +63,34 @@ def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any
             tables = [t.model_copy(update={"row_filter": where}) for t in tables]
     items += tables
     items += [PgTable(namespace=s, name=n, exists=False) for s, n in absent]
-    if scope.scope != "rows":
-        items += catalog.read_views(cur, catalog.views_for(cur, table_oids, schemas))
-    return items
+    if scope.scope == "rows":
+        return items
+    views = catalog.read_views(cur, catalog.views_for(cur, table_oids, schemas))
+    items += views
+    if schemas is not None:
+        for read in (objects.aggregates, objects.operators, objects.casts, objects.collations,
+                     objects.conversions, objects.text_search, objects.foreign_tables):
+            items += read(cur, schemas)
+    if scope.scope == "database":
+        items += objects.database_objects(cur)
+    relations = [t.oid for t in tables if t.oid] + [v.oid for v in views if v.oid]
+    items += objects.rules(cur, relations)
+    items += objects.statistics(cur, relations)
+    return dependencies(cur, items)
+
+
+def audit_state(cur: Cursor, scope: PgScope, items: list[Any]) -> list[Uncaptured]:
+    """What lies in ``scope`` that ``items`` (as :func:`read_state` read them) lack."""
+    if scope.scope == "rows":
+        return []  # a row scope holds rows only; their table is the caller's to capture
+    if scope.scope == "database":
+        schemas: list[str] | None = [i.name for i in items if isinstance(i, PgSchema) and i.exists]
+    elif scope.scope == "schema":
+        schemas = [i.name for i in items if isinstance(i, PgSchema) and i.exists]
+    else:
+        schemas = None
+    relations = [i.oid for i in items if isinstance(i, PgTable | PgView) and i.oid]
+    relations += [i.oid for i in items
+                  if isinstance(i, PgObject) and i.objtype == "foreign table" and i.oid]
+    return audit(cur, set(addresses(cur, items)), schemas=schemas,
+                 whole_database=scope.scope == "database", relations=relations)

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from preimage.connectors.postgres.apply import PgRestorer
-from preimage.connectors.postgres.capture import prepare_session, read_state
-from preimage.connectors.postgres.connection import DatabaseMissingError, connect
-from preimage.connectors.postgres.ddl import qn
-from preimage.connectors.postgres.scope import parse_scope
-from preimage.restore import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
-from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
-
 from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage._target import Target
+from preimage.connectors.postgres.apply import PgRestorer
+from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
+from preimage.connectors.postgres.connection import DatabaseMissingError, connect
+from preimage.connectors.postgres.scope import parse_scope
+from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
 
 
 class PostgresConnector:
@@ -58,6 +56,7 @@ class PostgresConnector:
                 prepare_session(cur)
                 try:
                     items = read_state(cur, scope, blobs)
+                    uncaptured = audit_state(cur, scope, items)
                 except ValueError as exc:
                     raise InvalidTargetError(target.redacted, str(exc)) from exc
                 version = conn.info.server_version
@@ -88,16 +87,10 @@ class PostgresConnector:
                     "row-scope capture needs the table; capture ?tables= to record its absence",
                     target=target.redacted,
                 )
-            if not table.row_key:
-                raise InvalidTargetError(
-                    target.redacted,
-                    f"{qn(table.namespace, table.name)} has no primary key; a row scope needs one "
-                    "to put rows back — capture the whole table with ?tables=",
-                )
         notes += [f"table {t.qualified} did not exist at capture time"
                   for t in tables if not t.exists]
         return PostgresSnapshot(
-            **base, server_version=version, items=items, notes=notes,
+            **base, server_version=version, items=items, notes=notes, uncaptured=uncaptured,
         )
 
     def restore(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from preimage.snapshot_schemas.postgres import (
     PgColumn,
     PgFunction,
+    PgObject,
     PgOwned,
     PgSequence,
     PgTable,
@@ -56,13 +57,24 @@ def object_ref(item: PgOwned) -> tuple[str, str]:
         return word, f"{qn(item.namespace, item.name)}({item.arguments})"
     if isinstance(item, PgType):
         return ("DOMAIN" if item.typtype == "d" else "TYPE"), qn(item.namespace, item.name)
+    if isinstance(item, PgObject):
+        word, _, name = item.ref.partition(" ")
+        for multi in ("TEXT SEARCH DICTIONARY", "TEXT SEARCH CONFIGURATION", "ACCESS METHOD",
+                      "FOREIGN DATA WRAPPER", "FOREIGN TABLE", "EVENT TRIGGER"):
+            if item.ref.startswith(multi + " "):
+                return multi, item.ref[len(multi) + 1:]
+        return word, name
     raise TypeError(type(item).__name__)
 
 
 def grant_word(keyword: str) -> str:
     """The object word GRANT uses (views and matviews are granted as tables)."""
-    if keyword in ("VIEW", "MATERIALIZED VIEW"):
+    if keyword in ("VIEW", "MATERIALIZED VIEW", "FOREIGN TABLE"):
         return "TABLE"
+    if keyword == "AGGREGATE":
+        return "FUNCTION"
+    if keyword == "SERVER":
+        return "FOREIGN SERVER"
     return keyword
 
 
@@ -94,10 +106,15 @@ def acl_statements(keyword: str, name: str, want: list[str], have: list[str]) ->
     """REVOKE/GRANT statements turning ACL ``have`` into ``want`` (both sorted aclitems)."""
     if sorted(want) == sorted(have):
         return []
-    word = grant_word(keyword)
+    return acl_grants(f"{grant_word(keyword)} {name}", have, want)
+
+
+def acl_grants(on: str, have: list[str], want: list[str]) -> list[str]:
+    """``REVOKE ALL ON <on> FROM`` every grantee of ``have``, then ``GRANT … ON <on>`` each
+    entry of ``want`` (``on`` is ``TABLE "s"."t"``, or ``TABLES`` for default privileges)."""
     out = []
     for grantee in sorted({parse_aclitem(a)[0] for a in have}):
-        out.append(f"REVOKE ALL ON {word} {name} FROM {_role(grantee)} CASCADE")
+        out.append(f"REVOKE ALL ON {on} FROM {_role(grantee)} CASCADE")
     for entry in want:
         grantee, privs, _grantor = parse_aclitem(entry)
         plain: list[str] = []
@@ -109,12 +126,10 @@ def acl_statements(keyword: str, name: str, want: list[str], have: list[str]) ->
             (with_option if option else plain).append(_PRIVILEGES.get(letter, letter))
             i += 2 if option else 1
         if plain:
-            out.append(f"GRANT {', '.join(plain)} ON {word} {name} TO {_role(grantee)}")
+            out.append(f"GRANT {', '.join(plain)} ON {on} TO {_role(grantee)}")
         if with_option:
-            out.append(
-                f"GRANT {', '.join(with_option)} ON {word} {name} TO {_role(grantee)} "
-                "WITH GRANT OPTION"
-            )
+            out.append(f"GRANT {', '.join(with_option)} ON {on} TO {_role(grantee)} "
+                       "WITH GRANT OPTION")
     return out
 
 
@@ -165,7 +180,7 @@ def create_table(table: PgTable, identity_seqs: dict[str, PgSequence]) -> str:
                 d += f" GENERATED ALWAYS AS ({col.generated}) STORED"
             elif col.identity:
                 d += identity_clause(col, identity_seqs.get(col.name))
-            elif col.default is not None:
+            elif col.default is not None and col.name not in table.late_defaults:
                 d += f" DEFAULT {col.default}"
             if col.not_null:
                 d += " NOT NULL"
@@ -225,13 +240,14 @@ def setval_statement(seq: PgSequence) -> str:
     return f"SELECT pg_catalog.setval({regclass}, {seq.last_value}, {called})"
 
 
-def create_view(view: PgView) -> str:
-    """CREATE [MATERIALIZED] VIEW … AS <captured definition>."""
+def create_view(view: PgView, *, with_data: bool = True) -> str:
+    """CREATE [MATERIALIZED] VIEW … AS <captured definition> (a materialized view empty
+    unless ``with_data`` and it was populated)."""
     name = qn(view.namespace, view.name)
     body = view.definition.rstrip().rstrip(";")
     opts = f" WITH ({', '.join(view.options)})" if view.options else ""
     if view.materialized:
-        data = "WITH DATA" if view.populated else "WITH NO DATA"
+        data = "WITH DATA" if view.populated and with_data else "WITH NO DATA"
         return f"CREATE MATERIALIZED VIEW {name}{opts} AS {body} {data}"
     return f"CREATE VIEW {name}{opts} AS {body}"
 

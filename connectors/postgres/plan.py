@@ -10,13 +10,21 @@ The order (every step in one transaction, so a failure anywhere undoes all):
    (``DROP TABLE`` without ``CASCADE``: an object outside the target that
    depends on one — a new foreign key, a view — stops the restore);
 5. drop sequences, functions, types, extensions and schemas created since;
-6. create schemas, extensions, types, functions, sequences, tables;
-7. rows: ``COPY`` into re-created tables; kept tables are synced by primary
-   key through a temp table (user triggers disabled meanwhile);
-8. constraints and indexes, then foreign keys; triggers (and their enabled
-   state); policies and RLS flags;
+6. create schemas, extensions, types, functions, aggregates, operators, casts,
+   sequences, tables, views, materialized views (empty) and every other
+   object in **dependency order** — the order of the captured items, which
+   capture sorted from ``pg_depend`` (:mod:`.order`);
+7. rows: ``COPY`` into re-created tables in their captured (storage) order; a
+   kept table whose rows differ is rewritten in that order (``TRUNCATE`` +
+   ``COPY``), or — when another table's foreign key forbids the truncate —
+   synced by primary key through a temp table (user triggers disabled
+   meanwhile);
+8. defaults that call captured functions, constraints and indexes, then
+   foreign keys; triggers (and their enabled state); policies and RLS flags;
+   rules, statistics, publications, event triggers, default privileges;
 9. sequence ``OWNED BY`` and ``setval(last_value, is_called)``;
-10. views and materialized views (and their indexes);
+10. views that need a constraint; materialized views refreshed (in
+    dependency order) and their indexes;
 11. owners, comments and grants.
 
 ``merge`` keeps steps that only add (missing objects, missing rows);
@@ -32,10 +40,12 @@ from typing import Any
 
 from preimage.connectors.postgres import ddl
 from preimage.connectors.postgres.ddl import q, qn
+from preimage.connectors.postgres.objects import ACL_KINDS
 from preimage.snapshot_schemas.postgres import (
     PgDatabase,
     PgExtension,
     PgFunction,
+    PgObject,
     PgOwned,
     PgSchema,
     PgSequence,
@@ -73,9 +83,9 @@ class Plan:
 
 
 PHASES = [
-    "database", "drop-views", "drop-attached", "drop-tables", "drop-other", "schemas",
-    "extensions", "types", "functions", "sequences", "tables", "rows", "constraints",
-    "foreign-keys", "triggers", "policies", "sequence-state", "views", "finish",
+    "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
+    "create", "rows", "constraints", "foreign-keys", "triggers", "policies", "objects-late",
+    "sequence-state", "views", "finish",
 ]
 
 
@@ -97,6 +107,8 @@ def owner_comment_acl(item: PgOwned, live: PgOwned | None) -> list[str]:
         live.comment != item.comment
     )):
         out.append(ddl.comment_statement(f"{word} {name}", item.comment))
+    if isinstance(item, PgObject) and item.objtype not in ACL_KINDS:
+        return out  # rules, casts, operators, … have no grants
     have = live.acl if live is not None else fresh_acl(item.owner)
     out += ddl.acl_statements(word, name, item.acl, have)
     return out
@@ -141,7 +153,7 @@ class Planner:
                     continue
                 parents = [t.partition_of] if t.partition_of else list(t.inherits)
                 for p in parents:
-                    if any(x.natural_key() in self.recreate and _quoted(x) == p for x in tables):
+                    if any(x.natural_key() in self.recreate and quoted_table(x) == p for x in tables):
                         self.recreate.add(k)
                         changed = True
         drop_tables = [
@@ -151,7 +163,7 @@ class Planner:
         ]
         extras = [i for k, i in self.live.items()
                   if k not in captured_keys and getattr(i, "exists", True)
-                  and (self.whole_schemas or isinstance(i, PgView))]
+                  and (self.whole_schemas or isinstance(i, PgView | PgObject))]
         drop_tables += [i for i in extras if isinstance(i, PgTable)]
         drop_tables += [
             self.live[t.natural_key()] for t in self.captured
@@ -159,7 +171,7 @@ class Planner:
             and t.natural_key() in self.live and self.live[t.natural_key()].exists
         ]
         # Sequences owned by a dropped table go with it: treat them as missing.
-        dropped = {_quoted(t) for t in drop_tables}
+        dropped = {quoted_table(t) for t in drop_tables}
         for k, item in list(self.live.items()):
             if isinstance(item, PgSequence) and item.owned_by and (
                 item.owned_by.rsplit(".", 1)[0] in dropped
@@ -197,6 +209,13 @@ class Planner:
                 self._sequence_state(item)
             elif isinstance(item, PgView):
                 self._view(item)
+            elif isinstance(item, PgObject):
+                self._object(item)
+        # Creation follows the captured order: capture sorted it by dependencies.
+        order = {i.natural_key(): n for n, i in enumerate(self.captured)}
+        for phase in ("create", "views", "objects-late"):
+            if phase in self.plan.phases:
+                self.plan.phases[phase].sort(key=lambda s: order.get(s.key, -1))
         return self.plan
 
     def _captured_exists(self, live_table: PgTable) -> bool:
@@ -256,26 +275,58 @@ class Planner:
             if sql:
                 self.plan.add("finish", Step(v.natural_key(), "owner, comment, grants", sql))
             return
-        sql = [ddl.create_view(v)]
-        for idx in v.indexes:
-            sql.append(idx.definition)
-            if idx.comment is not None:
-                sql.append(ddl.comment_statement(
-                    f"INDEX {qn(v.namespace, idx.name)}", idx.comment))
-        sql += owner_comment_acl(v, None)
-        self.plan.add("views", Step(v.natural_key(), "create view", sql))
+        # Materialized views are created empty with the other objects and filled after the
+        # rows and constraints (as pg_dump does); a view needing a constraint waits for it.
+        late = [idx.definition for idx in v.indexes]
+        late += [ddl.comment_statement(f"INDEX {qn(v.namespace, idx.name)}", idx.comment)
+                 for idx in v.indexes if idx.comment is not None]
+        if v.materialized and v.populated:
+            late.append(f"REFRESH MATERIALIZED VIEW {qn(v.namespace, v.name)}")
+        sql = [ddl.create_view(v, with_data=False), *owner_comment_acl(v, None)]
+        if v.late:
+            self.plan.add("views", Step(v.natural_key(), "create view", sql + late))
+            return
+        self.plan.add("create", Step(v.natural_key(), "create view", sql))
+        if late:
+            self.plan.add("views", Step(v.natural_key(), "indexes and data", late))
+
+    def _object(self, o: PgObject) -> None:
+        """Create an object that is missing or defined differently (dropped first)."""
+        have = self.live_of(o)
+        gone = set(self.recreate)
+        if self.views_dropped:
+            gone |= {v.natural_key() for v in self.captured if isinstance(v, PgView)}
+        if have is not None and gone & set(o.depends):
+            have = None  # dropped with the table or view it belongs to
+        if have is not None and have.definition == o.definition:
+            sql = owner_comment_acl(o, have) if o.ref else []
+            if sql:
+                self.plan.add("finish", Step(o.natural_key(), "owner/comment/acl", sql))
+            return
+        if have is not None:
+            self.plan.add("drop-late" if o.late else "drop-other", Step(
+                o.natural_key(), f"drop {o.objtype} to re-create it", have.drop.split("\n"),
+                destructive=True))
+        sql = list(o.definition) + (owner_comment_acl(o, None) if o.ref else [])
+        self.plan.add("objects-late" if o.late else "create",
+                      Step(o.natural_key(), f"create {o.objtype}", sql))
 
     # ------------------------------------------------------------ tables
     def _new_table(self, t: PgTable) -> None:
         seqs = {s.owned_by.rsplit(".", 1)[-1].strip('"'): s for s in self.captured
                 if isinstance(s, PgSequence) and s.identity and s.owned_by
-                and s.owned_by.startswith(_quoted(t) + ".")}
+                and s.owned_by.startswith(quoted_table(t) + ".")}
         name = qn(t.namespace, t.name)
         sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t)]
         if t.replica_identity in ("f", "n"):
             sql.append(f"ALTER TABLE {name} REPLICA IDENTITY "
                        f"{'FULL' if t.replica_identity == 'f' else 'NOTHING'}")
-        self.plan.add("tables", Step(t.natural_key(), "create table", sql))
+        self.plan.add("create", Step(t.natural_key(), "create table", sql))
+        defaults = [f"ALTER TABLE {name} ALTER COLUMN {q(c.name)} SET DEFAULT {c.default}"
+                    for c in t.columns if c.name in t.late_defaults and c.default is not None]
+        if defaults:
+            self.plan.add("constraints", Step(t.natural_key(), "defaults calling functions",
+                                              defaults))
         self._attached(t, None)
 
     def _kept_table(
@@ -330,7 +381,7 @@ class Planner:
             word = {"d": "DEFAULT", "f": "FULL", "n": "NOTHING"}[t.replica_identity]
             cols.append(f"ALTER TABLE {name} REPLICA IDENTITY {word}")
         if cols:
-            self.plan.add("tables", Step(key, "column defaults, NOT NULL, options", cols,
+            self.plan.add("create", Step(key, "column defaults, NOT NULL, options", cols,
                                          destructive=True))
         self._attached(t, have, have_cons=have_cons, have_idx=have_idx, have_trg=have_trg,
                        have_pol=have_pol, synced=synced)
@@ -423,7 +474,11 @@ class Planner:
         """Schemas, extensions, types, functions and sequences: create, change, drop."""
         drop: list[Step] = []
         for item in sorted(extras, key=lambda i: -(getattr(i, "oid", 0) or 0)):
-            if isinstance(item, PgFunction | PgType | PgSequence):
+            if isinstance(item, PgObject):
+                self.plan.add("drop-late" if item.late else "drop-other", Step(
+                    item.natural_key(), f"drop {item.objtype} (created after the capture)",
+                    item.drop.split("\n"), removes=True, destructive=True))
+            elif isinstance(item, PgFunction | PgType | PgSequence):
                 if isinstance(item, PgSequence) and item.identity:
                     continue  # goes with its table
                 drop.append(Step(item.natural_key(), "drop (created after the capture)",
@@ -457,9 +512,9 @@ class Planner:
                 sql += ddl.acl_statements("SCHEMA", q(item.name), item.acl,
                                           have.acl if have else fresh_acl(item.owner))
                 if sql:
-                    self.plan.add("schemas", Step(item.natural_key(), "schema", sql))
+                    self.plan.add("create", Step(item.natural_key(), "schema", sql))
             elif isinstance(item, PgExtension) and have is None:
-                self.plan.add("extensions", Step(item.natural_key(), "create extension", [
+                self.plan.add("create", Step(item.natural_key(), "create extension", [
                     f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
                     f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]))
             elif isinstance(item, PgType):
@@ -471,7 +526,7 @@ class Planner:
                     continue
                 if have is not None and item.typtype == "e" and have.typtype == "e":
                     # Enum values cannot be removed: swap in a new type under the columns.
-                    self.plan.add("types", Step(
+                    self.plan.add("create", Step(
                         item.natural_key(), "re-create enum under its columns",
                         run=functools.partial(replace_enum, item=item),
                         destructive=True))
@@ -481,7 +536,7 @@ class Planner:
                 if have is not None:
                     drop.append(Step(item.natural_key(), "drop type to re-create it",
                                      [ddl.drop_statement(have)], destructive=True))
-                self.plan.add("types", Step(item.natural_key(), "create type",
+                self.plan.add("create", Step(item.natural_key(), "create type",
                                             [item.definition, *owner_comment_acl(item, None)]))
             elif isinstance(item, PgFunction):
                 if have is not None and have.definition == item.definition:
@@ -490,21 +545,21 @@ class Planner:
                         self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
                                                      sql))
                     continue
-                self.plan.add("functions", Step(
+                self.plan.add("create", Step(
                     item.natural_key(), "create function" if have is None else "replace function",
                     [item.definition, *owner_comment_acl(item, have)],
                     destructive=have is not None))
             elif isinstance(item, PgSequence) and not item.identity:
                 if have is None:
                     sql = [ddl.create_sequence(item), *owner_comment_acl(item, None)]
-                    self.plan.add("sequences", Step(item.natural_key(), "create sequence", sql))
+                    self.plan.add("create", Step(item.natural_key(), "create sequence", sql))
                 else:
                     sql = []
                     if _seq_settings(have) != _seq_settings(item):
                         sql.append(ddl.alter_sequence(item))
                     sql += owner_comment_acl(item, have)
                     if sql:
-                        self.plan.add("sequences", Step(item.natural_key(), "sequence settings",
+                        self.plan.add("create", Step(item.natural_key(), "sequence settings",
                                                         sql, destructive=True))
         for step in drop:
             self.plan.add("drop-other", step)
@@ -587,7 +642,7 @@ def _view_sig(v: PgView) -> tuple[Any, ...]:
             tuple((i.name, i.definition) for i in v.indexes))
 
 
-def _quoted(t: PgTable) -> str:
+def quoted_table(t: PgTable) -> str:
     """The table as ``%I.%I`` prints it (how parents and owners are captured)."""
     return f"{_ident(t.namespace)}.{_ident(t.name)}"
 

@@ -1,24 +1,28 @@
 """Table rows: streamed out with ``COPY … TO STDOUT`` into a blob, and back in.
 
-Rows are read in primary-key order (or, without a key, in the order of their
-text), so an unchanged table always yields the same blob and the same digest.
-Nothing holds more than one COPY chunk in memory.  Generated columns are left
-out (the server computes them again); identity values are written as they
-were (``COPY`` and ``OVERRIDING SYSTEM VALUE`` accept them).
+Rows are read in storage order — one plain scan from the first page, as
+``pg_dump`` reads them (the session turns synchronized scans and parallel
+workers off) — and written back in that order, so a re-created table holds
+its rows in the same physical order and ``pg_dump`` prints them the same.  A
+row scope reads its rows in ``ctid`` order.  The bytes go from the server to
+the blob store in COPY's chunks; nothing parses a row in Python.  Each row's
+``ctid`` and ``xmin`` (server-class) are read by a second ``COPY`` of the same
+scan in the same snapshot, into a second blob, line for line with the rows.
+Generated columns are left out (the server computes them again); identity
+values are written as they were (``COPY`` and ``OVERRIDING SYSTEM VALUE``
+accept them).
 """
 
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
-
-from preimage.connectors.postgres.ddl import q, qn
-from preimage.snapshot_schemas.postgres import PgTable
+from typing import Any
 
 from preimage._blobs import BlobStore
+from preimage.connectors.postgres.ddl import q, qn
+from preimage.snapshot_schemas.postgres import PgTable
 
 Cursor = Any
 
@@ -26,17 +30,11 @@ _TEMP = q("_preimage_rows")
 
 
 def _select(table: PgTable, where: str | None, *, system: bool = False) -> str:
-    cols = ", ".join(q(c) for c in table.copy_columns)
-    if system:
-        cols += ", ctid, xmin"
-    if table.row_key:
-        order = ", ".join(q(c) for c in table.row_key)
-    else:
-        order = ", ".join(f"{q(c)}::text" for c in table.copy_columns)
-    filt = f" WHERE ({where})" if where else ""
-    return (
-        f"SELECT {cols} FROM ONLY {qn(table.namespace, table.name)}{filt} ORDER BY {order}"
-    )
+    cols = "ctid, xmin" if system else ", ".join(q(c) for c in table.copy_columns)
+    if where:
+        return (f"SELECT {cols} FROM ONLY {qn(table.namespace, table.name)} WHERE ({where}) "
+                "ORDER BY ctid")
+    return f"SELECT {cols} FROM ONLY {qn(table.namespace, table.name)}"
 
 
 def _user_search_path(cur: Cursor) -> None:
@@ -58,61 +56,22 @@ class _Counter:
             yield data
 
 
-class _SplitSystem:
-    """Splits each COPY line's trailing ``ctid`` and ``xmin`` off into a side file, so the
-    rows blob holds only user data (and stays the same across captures)."""
-
-    def __init__(self, side: IO[bytes]) -> None:
-        self.side = side
-        self.rows = 0
-        self._rest = b""
-
-    def through(self, chunks: Iterable[Any]) -> Iterator[bytes]:
-        for chunk in chunks:
-            data = self._rest + bytes(chunk)
-            body, newline, self._rest = data.rpartition(b"\n")
-            if not newline:
-                continue
-            user: list[bytes] = []
-            system: list[bytes] = []
-            for line in body.split(b"\n"):
-                values, ctid, xmin = line.rsplit(b"\t", 2)
-                user.append(values)
-                system.append(ctid + b"\t" + xmin)
-            self.rows += len(user)
-            self.side.write(b"\n".join(system) + b"\n")
-            yield b"\n".join(user) + b"\n"
-
-
 def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -> PgTable:
     """Stream the table's rows (those matching ``where``) into a blob; return the item with
-    ``rows_digest`` and ``row_count`` set.
-
-    Each row's ``ctid`` and ``xmin`` (server-class) go to a second blob, line for line,
-    read in the same pass.
-    """
-    if not table.copy_columns:
-        return table
+    ``rows_digest``, ``row_count`` and (for ordinary tables) ``row_system_digest`` set."""
+    if not table.copy_columns or table.relkind == "p":
+        return table  # a partitioned table holds no rows of its own
     if where:
         _user_search_path(cur)
-    system = table.relkind == "r"
-    with tempfile.TemporaryFile() as side:
-        if system:
-            splitter = _SplitSystem(side)
-            with cur.copy(f"COPY ({_select(table, where, system=True)}) TO STDOUT") as copy:
-                digest = blobs.put_chunks(splitter.through(copy))
-            rows = splitter.rows
-            side.seek(0)
-            system_digest: str | None = blobs.put_file(side)  # type: ignore[arg-type]
-        else:
-            counter = _Counter()
-            with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
-                digest = blobs.put_chunks(counter.through(copy))
-            rows, system_digest = counter.rows, None
+    counter = _Counter()
+    with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
+        digest = blobs.put_chunks(counter.through(copy))
+    with cur.copy(f"COPY ({_select(table, where, system=True)}) TO STDOUT") as copy:
+        system_digest = blobs.put_chunks(bytes(c) for c in copy)
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return table.model_copy(update={
-        "rows_digest": digest, "row_count": rows, "row_system_digest": system_digest,
+        "rows_digest": digest, "row_count": counter.rows, "row_system_digest": system_digest,
     })
 
 
@@ -228,3 +187,73 @@ def sync_rows(
         counts.inserted = cur.rowcount
     cur.execute(f"DROP TABLE pg_temp.{_TEMP}")
     return counts
+
+
+def truncate(cur: Cursor, name: str) -> str | None:
+    """``TRUNCATE ONLY`` the table inside a savepoint; ``None`` when done, else why not
+    (another table's foreign key references it — nothing was changed then)."""
+    import psycopg
+
+    cur.execute("SAVEPOINT _preimage_truncate")
+    try:
+        cur.execute(f"TRUNCATE ONLY {name}".encode())
+    except psycopg.errors.FeatureNotSupported as exc:
+        cur.execute("ROLLBACK TO SAVEPOINT _preimage_truncate")
+        return str(exc).strip().splitlines()[0]
+    cur.execute("RELEASE SAVEPOINT _preimage_truncate")
+    return None
+
+
+def rewrite_rows(cur: Cursor, table: PgTable, blobs: BlobStore) -> str | None:
+    """Make the table hold exactly the captured rows, in their captured (storage) order:
+    ``TRUNCATE`` then ``COPY``.  Returns why it could not (nothing changed then)."""
+    why = truncate(cur, qn(table.namespace, table.name))
+    if why is None:
+        copy_in(cur, table, blobs)
+    return why
+
+
+def merge_rows_in_order(cur: Cursor, table: PgTable, blobs: BlobStore) -> str | None:
+    """Row scope: put the captured rows back where they were in storage order.
+
+    The live rows the capture does not hold keep their place; each captured row
+    (matched by primary key — or, without one, by its whole value and occurrence —
+    replacing the live one) goes back to its captured ``ctid``; the table is rewritten
+    in that merged order.  Returns why it could not (no ``ctid`` record, or a foreign key
+    forbids the truncate; nothing changed then).
+    """
+    if table.row_system_digest is None:
+        return "the backup has no storage positions for its rows"
+    name = qn(table.namespace, table.name)
+    cols = ", ".join(q(c) for c in table.copy_columns)
+    cur.execute(
+        f"CREATE TEMP TABLE {_TEMP} ON COMMIT DROP AS SELECT {cols} FROM ONLY {name} WITH NO DATA")
+    copy_in(cur, table, blobs, into=f"pg_temp.{_TEMP}")
+    cur.execute("CREATE TEMP TABLE _preimage_pos (pos tid, x xid) ON COMMIT DROP")
+    with cur.copy("COPY pg_temp._preimage_pos FROM STDIN") as copy:
+        for chunk in blobs.chunks(table.row_system_digest, path=table.qualified):
+            copy.write(chunk)
+    if table.row_key:
+        ident = ""
+        match = " AND ".join(f"c.{q(k)} = l.{q(k)}" for k in table.row_key)
+    else:  # the whole row, and which of its equal copies
+        ident = (f", ROW({cols})::text AS _txt, row_number() OVER "
+                 f"(PARTITION BY ROW({cols})::text ORDER BY pos) AS _occ")
+        match = "c._txt = l._txt AND c._occ = l._occ"
+    cur.execute(
+        f"""CREATE TEMP TABLE _preimage_merged ON COMMIT DROP AS
+        WITH r AS (SELECT row_number() OVER (ORDER BY ctid) AS n, {cols} FROM pg_temp.{_TEMP}),
+        p AS (SELECT row_number() OVER (ORDER BY ctid) AS n, pos FROM pg_temp._preimage_pos),
+        cap AS (SELECT p.pos, {cols} FROM r JOIN p USING (n)),
+        c AS (SELECT *{ident} FROM cap),
+        l AS (SELECT *{ident} FROM (SELECT ctid AS pos, {cols} FROM ONLY {name}) x)
+        SELECT pos, 0 AS src, {cols} FROM cap
+        UNION ALL
+        SELECT pos, 1, {cols} FROM l WHERE NOT EXISTS (SELECT 1 FROM c WHERE {match})""")
+    why = truncate(cur, name)
+    if why is None:
+        cur.execute(f"INSERT INTO {name} ({cols}) OVERRIDING SYSTEM VALUE SELECT {cols} "
+                    "FROM pg_temp._preimage_merged ORDER BY pos, src")
+    for temp in (_TEMP, "_preimage_pos", "_preimage_merged"):
+        cur.execute(f"DROP TABLE pg_temp.{temp}")
+    return why

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from preimage.snapshot_schemas.postgres import Scope
-
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
+from preimage.snapshot_schemas.postgres import Scope
 
 # Functions that change server state or reach outside the database; refused in predicates.
 _FORBIDDEN_FUNCTIONS = (

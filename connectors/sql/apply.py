@@ -1,10 +1,16 @@
-"""Restoring a :class:`SqlSnapshot` inside one open transaction.
+"""Restoring a :class:`SqlSnapshot`: SQLite inside one open transaction, MySQL step by step.
 
-Order: drop views and triggers that differ or are new; drop tables that are
-new (or, for a table target, were absent at capture) or whose DDL changed;
-drop indexes that differ; create tables from their DDL and insert their rows;
-replace the rows of kept tables whose digest differs; create indexes,
-triggers and views; set ``sqlite_sequence`` counters and pragmas.
+Order: the database's character set (MySQL); drop views, triggers and
+routines that differ or are new (and the triggers of tables whose rows are
+replaced, so they do not fire); drop tables that are new (or, for a table
+target, were absent at capture) or whose DDL changed; create tables from
+their DDL and insert their rows in captured order; replace the rows of kept
+tables whose digest differs; create indexes, views (a view that needs a view
+not yet made waits for it), routines, triggers and events; set
+``sqlite_sequence`` counters and pragmas.
+
+On MySQL every step commits on its own; a failing step raises
+:class:`StepsFailedError` naming the steps done before it.
 """
 
 from __future__ import annotations
@@ -14,11 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
-
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError
+from preimage.connectors.sql import mysql
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 
 class _HashOnly:
@@ -38,6 +44,17 @@ class _Step:
     run: Callable[[], None]
     destructive: bool = False
     removes: bool = False
+    retry: bool = False  # a view may need another view made later: try it again at the end
+
+
+class StepsFailedError(Exception):
+    """A step failed after others were done and committed (MySQL)."""
+
+    def __init__(self, step: str, error: BaseException, done: list[str]) -> None:
+        super().__init__(f"{step}: {error}")
+        self.step = step
+        self.error = getattr(error, "orig", error)
+        self.done = done
 
 
 class SqlRestorer:
@@ -71,6 +88,8 @@ class SqlRestorer:
         tables = [t for t in snap.items if isinstance(t, SqlTable)]
         objects = [o for o in snap.items if isinstance(o, SqlObject)]
         recreate: set[str] = set()
+        replaced: set[str] = set()   # kept tables whose rows are replaced
+        is_mysql = mysql.is_mysql(self.conn)
         for t in tables:
             have = live.get(t.natural_key())
             if not t.exists:
@@ -96,6 +115,7 @@ class SqlRestorer:
                 q = self.quote(t.name)
                 if self.policy.conflict is ConflictMode.MERGE:
                     continue
+                replaced.add(t.name)
                 loads.append(_Step(t.natural_key(), "replace rows",
                                    self._replace_rows(t, q), destructive=True))
         # Objects: drop what is new or differs (and everything on a re-created table).
@@ -103,9 +123,14 @@ class SqlRestorer:
             if isinstance(have, SqlObject):
                 want = captured.get(key)
                 assert want is None or isinstance(want, SqlObject)
+                if have.kind == "database":
+                    continue
                 if want is None and snap.scope == "tables" and have.table not in names:
                     continue
-                if want is None or want.ddl != have.ddl or have.table in recreate:
+                # MySQL cannot switch a trigger off: drop it while the rows go back.
+                trigger_off = is_mysql and have.kind == "trigger" and have.table in replaced
+                if want is None or want.ddl != have.ddl or have.table in recreate or \
+                        trigger_off or want.settings != have.settings:
                     drops.insert(0, _Step(key, "drop (created since)" if want is None
                                           else "drop to re-create",
                                           self._exec(f"DROP {have.kind.upper()} IF EXISTS "
@@ -117,8 +142,17 @@ class SqlRestorer:
                                    destructive=True, removes=True))
         for o in objects:
             have = live.get(o.natural_key())
-            if have is None or have.ddl != o.ddl or o.table in recreate:
-                late.append(_Step(o.natural_key(), f"create {o.kind}", self._exec(o.ddl)))
+            if o.kind == "database":
+                if have is not None and have.ddl != o.ddl:
+                    drops.insert(0, _Step(o.natural_key(), "character set and collation",
+                                          self._alter_database(o), destructive=True))
+                continue
+            if have is None or have.ddl != o.ddl or o.table in recreate or (
+                is_mysql and o.kind == "trigger" and o.table in replaced
+            ) or have.settings != o.settings:
+                run = self._replay(o) if is_mysql else self._exec(o.ddl)
+                late.append(_Step(o.natural_key(), f"create {o.kind}", run,
+                                  retry=o.kind == "view"))
         for c in snap.items:
             if isinstance(c, SqlCounter):
                 have = live.get(c.natural_key())
@@ -138,9 +172,24 @@ class SqlRestorer:
         if self.policy.conflict is ConflictMode.REFUSE and steps:
             raise RestoreConflictError(snap.target, sorted({s.key for s in steps}))
         done: dict[str, list[str]] = {}
-        for step in steps:
+        journal: list[str] = []
+        queue = list(steps)
+        retried: set[int] = set()
+        while queue:
+            step = queue.pop(0)
             if not self.policy.dry_run:
-                step.run()
+                try:
+                    step.run()
+                except Exception as exc:
+                    if step.retry and id(step) not in retried and queue:
+                        retried.add(id(step))
+                        queue.append(step)
+                        continue
+                    if is_mysql:
+                        raise StepsFailedError(f"{step.action} of {step.key}", exc,
+                                               journal) from exc
+                    raise
+            journal.append(f"{step.action} of {step.key}")
             done.setdefault(step.key, []).append(step.action)
         removed = {s.key for s in steps if s.removes}
         for key, actions in done.items():
@@ -160,10 +209,33 @@ class SqlRestorer:
         from preimage.connectors.sql.connector import insert_rows
 
         def run() -> None:
-            self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
-            insert_rows(self.conn, t, self.blobs)
+            if not mysql.is_mysql(self.conn):
+                self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
+                insert_rows(self.conn, t, self.blobs)
+                return
+            # One transaction per table: its rows are all back or none changed.
+            self.conn.exec_driver_sql("START TRANSACTION")
+            try:
+                self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
+                insert_rows(self.conn, t, self.blobs)
+            except BaseException:
+                self.conn.exec_driver_sql("ROLLBACK")
+                raise
+            self.conn.exec_driver_sql("COMMIT")
 
         return run
+
+    def _replay(self, o: SqlObject) -> Callable[[], None]:
+        return lambda: mysql.replay(self.conn, o)
+
+    def _alter_database(self, o: SqlObject) -> Callable[[], None]:
+        import re
+
+        # SHOW CREATE DATABASE: CREATE DATABASE `x` /*!40100 DEFAULT CHARACTER SET … */
+        found = re.search(r"/\*!\d+ (.*?) \*/", o.ddl)
+        options = found.group(1) if found else ""
+        sql = f"ALTER DATABASE {self.quote(o.name)} {options}"
+        return lambda: self.conn.exec_driver_sql(sql) and None
 
     def _create(self, t: SqlTable) -> Callable[[], None]:
         ddl = t.ddl or ""

@@ -5,16 +5,22 @@ is made absolute), ``mysql+pymysql://user@host/db``; ``?tables=a,b`` narrows
 the capture to those tables (names that do not exist are captured as absent).
 
 Capture runs in one transaction and reflects tables, columns, keys,
-constraints and indexes; rows stream into a blob as JSON lines in key order.
+constraints and indexes; rows stream into a blob as JSON lines in storage
+order (a plain scan) for SQLite and MySQL/MariaDB, in key order elsewhere.
 SQLite also keeps the exact DDL of every table, index, view and trigger from
 ``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
-``application_id``; MySQL keeps ``SHOW CREATE TABLE``; other dialects keep
-SQLAlchemy's compiled ``CREATE TABLE``.
+``application_id``; MySQL/MariaDB keep ``SHOW CREATE`` of every table, view,
+trigger, routine and event and of the database (:mod:`.mysql`); other
+dialects keep SQLAlchemy's compiled ``CREATE TABLE``.  Every capture audits
+the database for objects it did not read (:mod:`.audit`).
 
-Restore runs in one transaction with foreign-key checks off: objects created
-since the capture are dropped, changed tables are dropped and re-created from
-their DDL, rows of tables whose digest differs are replaced, then counters and
-pragmas are set.  A SQLite file that was deleted is created again.
+Restore, with foreign-key checks off: objects created since the capture are
+dropped, changed tables are dropped and re-created from their DDL, rows of
+tables whose digest differs are replaced, then counters and pragmas are set.
+SQLite does it in one transaction.  MySQL commits every DDL statement at once,
+so there the restore is a journal of steps: a failure names the steps already
+done, and running the same restore again finishes the rest.  A SQLite file
+that was deleted is created again, and so is a dropped MySQL database.
 """
 
 from __future__ import annotations
@@ -23,12 +29,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
-
-from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
-from preimage.restore import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
-from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 from preimage._blobs import BlobStore
 from preimage._errors import (
@@ -39,6 +39,13 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
+from preimage.connectors.sql import mysql
+from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
+from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 _PRAGMAS = ("user_version", "application_id")
 
@@ -110,7 +117,8 @@ class SQLAlchemyConnector:
 
     # ------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> SqlSnapshot:
-        """Read tables, rows and (SQLite) every schema object in one transaction."""
+        """Read tables, rows and every schema object in one transaction, then audit what
+        the database holds that was not read."""
         url, redacted = engine_url(target)
         names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
         scope = "tables" if names else "database"
@@ -121,12 +129,29 @@ class SQLAlchemyConnector:
                                scope=scope, notes=[f"{path} did not exist at capture time"])
         engine = self._engine(url)
         try:
-            with self._connect(engine, redacted) as conn, conn.begin():
+            try:
+                conn = self._connect(engine, redacted)
+            except TransientConnectorError as exc:
+                if _unknown_database(exc):
+                    return SqlSnapshot(target=redacted, dialect=dialect, database_exists=False,
+                                       scope=scope,
+                                       notes=["the database did not exist at capture time"])
+                raise
+            with conn, conn.begin():
+                if mysql.is_mysql(conn):
+                    conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 items = list(self._read(conn, blobs, names))
+                if mysql.is_mysql(conn):
+                    uncaptured = mysql.audit(conn, items, names or None)
+                elif conn.dialect.name == "sqlite":
+                    uncaptured = sqlite_audit(conn, items, names or None)
+                else:
+                    uncaptured = []
                 dialect = conn.dialect.name
         finally:
             engine.dispose()
-        return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items)
+        return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
+                           uncaptured=uncaptured)
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
         from sqlalchemy import inspect, text
@@ -142,11 +167,14 @@ class SQLAlchemyConnector:
                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
             ):
                 master[(typ, name)] = (tbl, sql)
+        objects = mysql.read_objects(conn, names or None) if mysql.is_mysql(conn) else []
+        yield from (o for o in objects if o.kind == "database")
         for name in wanted:
             if name not in present:
                 yield SqlTable(name=name, exists=False)
                 continue
             yield self._table(conn, insp, name, blobs, master)
+        yield from (o for o in objects if o.kind != "database")
         if sqlite:
             for (typ, name), (tbl, sql) in master.items():
                 if typ == "table" or (names and tbl not in names) or typ not in (
@@ -184,7 +212,7 @@ class SQLAlchemyConnector:
         table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         if conn.dialect.name == "sqlite":
             ddl = master.get(("table", name), ("", ""))[1]
-        elif conn.dialect.name == "mysql":
+        elif mysql.is_mysql(conn):
             ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE `{name}`").one()[1]
         else:
             ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
@@ -198,8 +226,11 @@ class SQLAlchemyConnector:
                         ddl=ddl)
         if blobs is None:
             return item
-        order = [table.c[c] for c in pk] or list(table.c)
-        stmt = select(*table.c).order_by(*order)
+        stmt = select(*table.c)
+        if conn.dialect.name != "sqlite" and not mysql.is_mysql(conn):
+            stmt = stmt.order_by(*([table.c[c] for c in pk] or list(table.c)))
+        # SQLite and MySQL/MariaDB: a plain scan, in storage order (rowid / clustered key),
+        # the order their dump tools print and a re-created table gets back.
         counter = [0]
 
         def rows() -> Iterator[Any]:
@@ -246,15 +277,14 @@ class SQLAlchemyConnector:
             report.notes.append(f"{path} re-created")
         engine = self._engine(url)
         try:
+            if snapshot.dialect in mysql.MYSQL_DIALECTS:
+                self._restore_mysql(engine, url, snapshot, blobs, policy, report)
+                return report
             with self._connect(engine, snapshot.target) as conn:
-                sqlite = conn.dialect.name == "sqlite"
                 # Foreign-key checks off for the restore's session (SQLite ignores the
                 # pragma inside a transaction, so it goes straight to the driver).
-                if sqlite:
+                if conn.dialect.name == "sqlite":
                     conn.connection.dbapi_connection.execute("PRAGMA foreign_keys = OFF")
-                elif conn.dialect.name == "mysql":
-                    conn.exec_driver_sql("SET FOREIGN_KEY_CHECKS = 0")
-                    conn.commit()
                 try:
                     with conn.begin():
                         from preimage.connectors.sql.apply import SqlRestorer
@@ -275,6 +305,66 @@ class SQLAlchemyConnector:
             engine.dispose()
         return report
 
+    def _restore_mysql(self, engine: Any, url: str, snapshot: SqlSnapshot, blobs: BlobStore,
+                       policy: RestorePolicy, report: RestoreReport) -> None:
+        """MySQL/MariaDB: every step commits on its own (DDL does anyway); the steps done
+        are journalled in the report and in any error, and a re-run finishes the rest."""
+        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError
+
+        try:
+            conn = self._connect(engine, snapshot.target)
+        except TransientConnectorError as exc:
+            if not _unknown_database(exc):
+                raise
+            conn = self._create_mysql_database(url, snapshot, policy, report)
+            if conn is None:
+                return
+        with conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql("SET SESSION FOREIGN_KEY_CHECKS = 0")
+            conn.exec_driver_sql("SET SESSION UNIQUE_CHECKS = 0")
+            # As mysqldump restores: a 0 in an AUTO_INCREMENT column is a 0, not a new id.
+            conn.exec_driver_sql(
+                "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+            try:
+                SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
+            except StepsFailedError as exc:
+                done = "; ".join(exc.done) if exc.done else "none"
+                raise RestoreError(
+                    f"restore of {snapshot.target} failed at {exc.step}: {exc.error} — MySQL "
+                    f"commits each step at once, so the {len(exc.done)} step(s) before it stay "
+                    f"done ({done}); fix the cause and run the same restore again to finish "
+                    "(it redoes only what still differs)"
+                ) from exc
+
+    def _create_mysql_database(self, url: str, snapshot: SqlSnapshot, policy: RestorePolicy,
+                               report: RestoreReport) -> Any:
+        """Create the dropped database from its captured ``SHOW CREATE DATABASE``."""
+        from sqlalchemy.engine import make_url
+
+        db = next((o for o in snapshot.items if isinstance(o, SqlObject)
+                   and o.kind == "database"), None)
+        if db is None or snapshot.scope != "database":
+            raise RestoreError(
+                f"the database of {snapshot.target} no longer exists and this backup holds only "
+                "some of its tables — restore a whole-database backup; nothing was written")
+        if policy.conflict is ConflictMode.REFUSE:
+            raise RestoreConflictError(snapshot.target, ["database dropped"])
+        if policy.dry_run:
+            for item in snapshot.items:
+                report.add(item.natural_key(), Outcome.PLANNED, "create")
+            return None
+        server = self._engine(make_url(url)._replace(database=None).render_as_string(
+            hide_password=False))
+        try:
+            with self._connect(server, snapshot.target) as admin:
+                admin.exec_driver_sql(db.ddl)
+                admin.commit()
+        finally:
+            server.dispose()
+        report.notes.append(f"database {db.name} re-created")
+        return self._connect(self._engine(url), snapshot.target)
+
     def live_items(self, conn: Any, names: list[str]) -> list[Any]:
         """The live objects (no rows) in the same scope."""
         return list(self._read(conn, None, names))
@@ -293,3 +383,11 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
         conn.execute(live.insert(), batch)
+
+
+def _unknown_database(exc: BaseException) -> bool:
+    """Whether a connection failed because the named database does not exist (MySQL 1049)."""
+    cause = exc.__cause__
+    orig = getattr(cause, "orig", None)
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    return bool(args) and args[0] == 1049

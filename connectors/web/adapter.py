@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from preimage.snapshot_schemas.web import WebRecord
-
 from preimage._errors import TerminalConnectorError, TransientConnectorError
+from preimage.snapshot_schemas.web import WebRecord
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page

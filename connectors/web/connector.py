@@ -27,16 +27,15 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
-from preimage.connectors.web.registry import get_site_adapter
-from preimage.restore import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
-from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
-
 from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
+from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
+from preimage.connectors.web.registry import get_site_adapter
+from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.similarity import StateDiff, diff_snapshots
+from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
 
 
 def adapter_name(target: Target) -> str:

@@ -12,9 +12,8 @@ import importlib
 from importlib.metadata import entry_points
 from typing import Any
 
-from preimage.connectors.web.adapter import SiteAdapter
-
 from preimage._errors import NoSuchConnectorError
+from preimage.connectors.web.adapter import SiteAdapter
 
 BUILTIN_ADAPTERS: dict[str, str] = {
     "isso": "preimage.connectors.web.isso:IssoAdapter",

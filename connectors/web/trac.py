@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
+from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage.connectors.web.adapter import (
     LoginRequiredError,
     RecordRefusedError,
@@ -67,8 +68,6 @@ from preimage.connectors.web.adapter import (
     SiteAdapter,
 )
 from preimage.snapshot_schemas.web import WebRecord
-
-from preimage._errors import InvalidTargetError, TerminalConnectorError
 
 CONTENT_FIELDS = ("summary", "description", "type", "priority", "component", "milestone",
                   "version", "keywords", "cc", "owner", "status", "resolution")

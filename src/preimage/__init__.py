@@ -3,31 +3,55 @@ backup ID, and score how faithfully it came back.
 
 Importing this package imports no heavy client (psycopg, kubernetes,
 imapclient, playwright, litellm); connectors load them when first used.
+Names are imported on first use (PEP 562), so ``import preimage.layer.hook_client``
+— the hook's path — costs nothing beyond the standard library.
 """
 
-from preimage._blobs import BlobStore
-from preimage._connector import Connector
-from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
-from preimage._errors import (
-    BackupNotFoundError,
-    BlobCorruptError,
-    BlobMissingError,
-    ConnectorError,
-    InvalidTargetError,
-    NoSuchConnectorError,
-    PreimageError,
-    RestoreConflictError,
-    RestoreError,
-    StoreError,
-    StoreUnavailableError,
-    TerminalConnectorError,
-    TransientConnectorError,
-    UnsafePathError,
-    UsageError,
-)
-from preimage._registry import get_connector, known_schemes, register_connector
-from preimage._store import Store
-from preimage._target import Target
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
+if TYPE_CHECKING:
+    from preimage._blobs import BlobStore
+    from preimage._connector import Connector
+    from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
+    from preimage._errors import (
+        BackupNotFoundError,
+        BlobCorruptError,
+        BlobMissingError,
+        ConnectorError,
+        InvalidTargetError,
+        NoSuchConnectorError,
+        PreimageError,
+        RestoreConflictError,
+        RestoreError,
+        StoreBusyError,
+        StoreError,
+        StoreFormatError,
+        StoreUnavailableError,
+        TerminalConnectorError,
+        TransientConnectorError,
+        UnsafePathError,
+        UsageError,
+    )
+    from preimage._registry import get_connector, known_schemes, register_connector
+    from preimage._store import Store
+    from preimage._target import Target
+
+_EXPORTS = {
+    "BlobStore": "_blobs", "Connector": "_connector",
+    **dict.fromkeys(("Backup", "RestoreResult", "capture", "diff", "restore", "score", "show"),
+                    "_engine"),
+    **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
+                     "ConnectorError", "InvalidTargetError", "NoSuchConnectorError",
+                     "PreimageError", "RestoreConflictError", "RestoreError", "StoreBusyError",
+                     "StoreError", "StoreFormatError", "StoreUnavailableError",
+                     "TerminalConnectorError", "TransientConnectorError",
+                     "UnsafePathError", "UsageError"), "_errors"),
+    **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
+    "Store": "_store", "Target": "_target",
+}
 
 __version__ = "0.1.0"
 
@@ -46,7 +70,9 @@ __all__ = [
     "RestoreError",
     "RestoreResult",
     "Store",
+    "StoreBusyError",
     "StoreError",
+    "StoreFormatError",
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
@@ -63,3 +89,16 @@ __all__ = [
     "score",
     "show",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'preimage' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"preimage.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

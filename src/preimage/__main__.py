@@ -1,5 +1,5 @@
-"""``python -m preimage`` runs the CLI."""
+"""``python -m preimage`` runs the CLI (``hook`` on its light path)."""
 
-from preimage.cli import main
+from preimage._entry import main
 
 main()

@@ -1,61 +1,100 @@
-"""Content-addressed blob store: sha256-named, deduplicated, zstd-compressed.
+"""The local blob store: sha256-named, deduplicated, zstd-compressed files.
 
 A blob's name is the sha256 of its *uncompressed* bytes; it lives at
-``blobs/<2 hex>/<64 hex>.zst``.  Writes go to a temp file in the same
-filesystem and are renamed into place, so a reader never sees half a blob and
-two processes writing the same blob both succeed.  Every read is verified:
-the decompressed bytes must hash to the name, else :class:`BlobCorruptError`.
+``blobs/<2 hex>/<64 hex>.zst``.  Writes go to a locked temp file in
+``blobs/tmp`` and are renamed into place, so a reader never sees half a blob,
+two processes writing the same blob both succeed, and a temp file nobody holds
+a lock on is the leftover of a killed writer.  Every read is verified: the
+decompressed bytes must hash to the name, else :class:`BlobCorruptError`.
+
+**Trusting an existing blob.**  Dedup means a capture that finds its bytes
+already stored does not write them — so a damaged blob must never be taken
+for a sound one, or every later capture of the same bytes would be complete
+and unrestorable.  :meth:`LocalBlobStore.exists` (and ``put_*`` when the file
+is there) trusts a blob only when a full verification is on record for the
+file exactly as it is now: same size, inode, mtime and ctime, with the
+verification made more than :data:`RACY_NS` after the file's ctime (a write in
+the same clock tick as the verification would leave every stat field equal —
+git calls such entries "racily clean").  Otherwise the blob is read and hashed
+once; a damaged blob is then rewritten from the new bytes (``put_*``) or
+reported absent (``exists``, so the caller reads its source again).
+
+**Hidden blobs** (``blobs/hidden/<generation>/``) are phase one of ``prune``:
+whoever asks for one — a capture's ``exists`` or ``put_*``, a restore's read —
+brings it back with an atomic rename, which ``prune`` cannot race (its delete
+is an ``unlink`` of the hidden path); :meth:`LocalBlobStore.purge_hidden`
+deletes the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
-import io
-import itertools
 import os
 import secrets
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, BinaryIO, Protocol
+from typing import IO, Protocol
 
 import zstandard
 
+from preimage import _crash
+from preimage._backend import CHUNK, BlobProblem, BlobStore, DigestCache, Leftover
 from preimage._errors import BlobCorruptError, BlobMissingError, StoreUnavailableError
 
-CHUNK = 1 << 20
+__all__ = ["CHUNK", "BlobStore", "DigestCache", "LocalBlobStore"]
+
 _LEVEL = 3
+RACY_NS = 2_000_000_000   # a verification this close to the file's ctime proves nothing
+_HEX = frozenset("0123456789abcdef")
+
+BlobKey = tuple[int, int, int, int]   # size, inode, mtime_ns, ctime_ns
 
 
-class DigestCache(Protocol):
-    """Remembers a file's digest by inode and stat."""
+class SoundnessCache(Protocol):
+    """Where the local store keeps the stat of blobs it has fully verified."""
 
-    def cached_digest(
-        self, dev: int, ino: int, size: int, mtime_ns: int, ctime_ns: int
-    ) -> str | None: ...
+    def blob_key(self, digest: str) -> BlobKey | None: ...
 
-    def cache_digests(self, rows: list[tuple[int, int, int, int, int, str]]) -> None: ...
+    def set_blob_key(self, digest: str, key: BlobKey | None) -> None: ...
+
+    def raw_size(self, digest: str) -> int | None: ...
+
+    def set_raw_sizes(self, rows: list[tuple[str, int]]) -> None: ...
 
 
 def _private_dir(path: Path) -> None:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-class BlobStore:
+def _key(st: os.stat_result) -> BlobKey:
+    return (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def is_digest(name: str) -> bool:
+    """Whether ``name`` looks like a blob name (64 lower-case hex digits)."""
+    return len(name) == 64 and set(name) <= _HEX
+
+
+class LocalBlobStore(BlobStore):
     """Blobs under ``root``.  ``fallback`` is read when a blob is not here
     (a scratch store layered over the real one for scoring live state)."""
 
     def __init__(self, root: Path, fallback: BlobStore | None = None) -> None:
+        super().__init__()
         self.root = root
         self.fallback = fallback
-        self.bytes_written = 0   # compressed bytes of blobs new to this store
-        self.bytes_seen = 0      # uncompressed bytes handed to put_*
-        self.blobs_written = 0
+        self.soundness: SoundnessCache | None = None
         self._dirs: set[str] = set()
+        # blobs this process read whole and found sound, by file stat: a cache
+        # for one process only, so the racy-ctime rule does not apply to it
+        self._verified: dict[str, BlobKey] = {}
         # Optional digest cache by inode and stat (the catalog), so that an
         # unchanged file is not read again on the next capture.
-        self.digest_cache: DigestCache | None = fallback.digest_cache if fallback else None
+        self.digest_cache = fallback.digest_cache if fallback else None
         try:
             _private_dir(root / "tmp")
         except OSError as exc:
@@ -66,11 +105,66 @@ class BlobStore:
         """Where blob ``digest`` lives (whether or not it exists)."""
         return self.root / digest[:2] / f"{digest}.zst"
 
+    def _hidden_paths(self, digest: str) -> list[Path]:
+        hidden = self.root / "hidden"
+        if not hidden.is_dir():
+            return []
+        return [p for gen in sorted(hidden.iterdir()) if (p := gen / f"{digest}.zst").exists()]
+
+    def _rescue(self, digest: str) -> bool:
+        """Bring a hidden blob back into place; False when there is none."""
+        for hidden in self._hidden_paths(digest):
+            final = self.path(digest)
+            _private_dir(final.parent)
+            try:
+                os.rename(hidden, final)
+            except FileNotFoundError:
+                continue   # purged a moment ago
+            return True
+        return False
+
+    # ------------------------------------------------------------ soundness
+    def _sound(self, digest: str, final: Path) -> bool | None:
+        """True when the file at ``final`` holds ``digest`` intact, False when it is
+        damaged, None when there is no file."""
+        try:
+            st = final.stat()
+        except FileNotFoundError:
+            return None
+        key = _key(st)
+        if self._verified.get(digest) == key:
+            return True
+        cache = self.soundness
+        if cache is not None and cache.blob_key(digest) == key:
+            return True
+        try:
+            self._read_verified(digest, final)
+        except (BlobCorruptError, BlobMissingError):
+            return False
+        self._verified[digest] = key
+        if cache is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
+            cache.set_blob_key(digest, key)
+        return True
+
     def exists(self, digest: str) -> bool:
-        """Whether the blob is present here or in the fallback."""
-        if self.path(digest).exists():
+        """Whether the blob is present and sound (here or in the fallback).
+
+        A hidden blob is brought back; a damaged one answers False, so the
+        caller reads its source again and ``put_*`` rewrites the blob.
+        """
+        final = self.path(digest)
+        sound = self._sound(digest, final)
+        if sound is None and self._rescue(digest):
+            sound = self._sound(digest, final)
+        if sound:
             return True
         return self.fallback.exists(digest) if self.fallback else False
+
+    def _needs_write(self, digest: str, final: Path) -> bool:
+        sound = self._sound(digest, final)
+        if sound is None and self._rescue(digest):
+            sound = self._sound(digest, final)
+        return not sound
 
     # ------------------------------------------------------------ writing
     def put_bytes(self, data: bytes) -> str:
@@ -78,53 +172,61 @@ class BlobStore:
         digest = hashlib.sha256(data).hexdigest()
         self.bytes_seen += len(data)
         final = self.path(digest)
-        if final.exists():
-            return digest
-        packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
-        parent = final.parent
         try:
+            if not self._needs_write(digest, final):
+                return digest
+            packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
+            parent = final.parent
             if parent.name not in self._dirs:
                 _private_dir(parent)
                 self._dirs.add(parent.name)
             tmp = self.root / "tmp" / f"blob-{os.getpid()}-{secrets.token_hex(8)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 os.write(fd, packed)
+                _crash.point("blob")
+                os.replace(tmp, final)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
             finally:
                 os.close(fd)
-            os.replace(tmp, final)
         except OSError as exc:
             raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
+        self._forget_key(digest)
         self.bytes_written += len(packed)
         self.blobs_written += 1
         return digest
-
-    def put_file(self, fileobj: BinaryIO) -> str:
-        """Store everything readable from ``fileobj``, streaming when it is large."""
-        head = fileobj.read(CHUNK)
-        if len(head) < CHUNK:
-            return self.put_bytes(head)
-        return self.put_chunks(itertools.chain([head], iter(lambda: fileobj.read(CHUNK), b"")))
 
     def put_chunks(self, chunks: Iterable[bytes]) -> str:
         """Store the concatenation of ``chunks`` without holding it in memory."""
         hasher = hashlib.sha256()
         tmp = self._tempfile()
+        raw = 0
         try:
             with tmp:
+                fcntl.flock(tmp.fileno(), fcntl.LOCK_EX)
                 cctx = zstandard.ZstdCompressor(level=_LEVEL)
                 with cctx.stream_writer(tmp, closefd=False) as writer:
                     for chunk in chunks:
                         hasher.update(chunk)
-                        self.bytes_seen += len(chunk)
+                        raw += len(chunk)
                         writer.write(chunk)
-            digest = hasher.hexdigest()
-            final = self.path(digest)
-            if final.exists():
-                return digest
-            _private_dir(final.parent)
-            size = os.path.getsize(tmp.name)
-            os.replace(tmp.name, final)
+                self.bytes_seen += raw
+                digest = hasher.hexdigest()
+                final = self.path(digest)
+                if not self._needs_write(digest, final):
+                    return digest
+                _private_dir(final.parent)
+                tmp.flush()
+                size = os.fstat(tmp.fileno()).st_size
+                _crash.point("blob")
+                os.replace(tmp.name, final)
+            self._forget_key(digest)
+            if self.soundness is not None:
+                self.soundness.set_raw_sizes([(digest, raw)])
             self.bytes_written += size
             self.blobs_written += 1
             return digest
@@ -133,6 +235,11 @@ class BlobStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp.name)
+
+    def _forget_key(self, digest: str) -> None:
+        self._verified.pop(digest, None)
+        if self.soundness is not None:
+            self.soundness.set_blob_key(digest, None)
 
     def _tempfile(self) -> IO[bytes]:
         try:
@@ -143,6 +250,37 @@ class BlobStore:
             raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
 
     # ------------------------------------------------------------ reading
+    def _source(self, digest: str) -> Path | None:
+        """The blob's file; a hidden blob is brought back first (whoever reads a
+        blob while a prune runs may be about to reference it)."""
+        final = self.path(digest)
+        if final.exists() or self._rescue(digest):
+            return final
+        return None
+
+    def _read_verified(
+        self, digest: str, source: Path, *, backup_id: str | None = None, path: str | None = None
+    ) -> None:
+        for _ in self._stream(digest, source, backup_id=backup_id, path=path):
+            pass
+
+    def _stream(
+        self, digest: str, source: Path, *, backup_id: str | None = None, path: str | None = None
+    ) -> Iterator[bytes]:
+        hasher = hashlib.sha256()
+        try:
+            with open(source, "rb") as fh:
+                reader = zstandard.ZstdDecompressor().stream_reader(fh)
+                while chunk := reader.read(CHUNK):
+                    hasher.update(chunk)
+                    yield chunk
+        except FileNotFoundError as exc:
+            raise BlobMissingError(digest, backup_id=backup_id, path=path) from exc
+        except (zstandard.ZstdError, OSError) as exc:
+            raise BlobCorruptError(digest, backup_id=backup_id, path=path) from exc
+        if hasher.hexdigest() != digest:
+            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
+
     def chunks(
         self, digest: str, *, backup_id: str | None = None, path: str | None = None
     ) -> Iterator[bytes]:
@@ -151,37 +289,29 @@ class BlobStore:
         Callers that write the chunks somewhere must treat an exception as
         "discard what you wrote".
         """
-        source = self.path(digest)
-        if not source.exists():
+        source = self._source(digest)
+        if source is None:
             if self.fallback is not None:
                 yield from self.fallback.chunks(digest, backup_id=backup_id, path=path)
                 return
             raise BlobMissingError(digest, backup_id=backup_id, path=path)
-        hasher = hashlib.sha256()
-        try:
-            with open(source, "rb") as fh:
-                reader = zstandard.ZstdDecompressor().stream_reader(fh)
-                while chunk := reader.read(CHUNK):
-                    hasher.update(chunk)
-                    yield chunk
-        except zstandard.ZstdError as exc:
-            raise BlobCorruptError(digest, backup_id=backup_id, path=path) from exc
-        if hasher.hexdigest() != digest:
-            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
-
-    def get_bytes(
-        self, digest: str, *, backup_id: str | None = None, path: str | None = None
-    ) -> bytes:
-        """The whole blob, verified."""
-        buf = io.BytesIO()
-        for chunk in self.chunks(digest, backup_id=backup_id, path=path):
-            buf.write(chunk)
-        return buf.getvalue()
+        yield from self._stream(digest, source, backup_id=backup_id, path=path)
 
     def verify(self, digest: str, *, backup_id: str | None = None, path: str | None = None) -> None:
-        """Raise :class:`BlobMissingError` / :class:`BlobCorruptError` unless the blob is sound."""
-        for _ in self.chunks(digest, backup_id=backup_id, path=path):
-            pass
+        """Raise unless the blob is sound; a verification on record for the file as
+        it is now (see the module docstring) counts without reading it again."""
+        source = self._source(digest)
+        if source is None:
+            if self.fallback is not None:
+                self.fallback.verify(digest, backup_id=backup_id, path=path)
+                return
+            raise BlobMissingError(digest, backup_id=backup_id, path=path)
+        sound = self._sound(digest, source)
+        if sound:
+            return
+        if sound is None:
+            raise BlobMissingError(digest, backup_id=backup_id, path=path)
+        raise BlobCorruptError(digest, backup_id=backup_id, path=path)
 
     def stored_size(self, digest: str) -> int:
         """Compressed size on disk (0 when only in the fallback or missing)."""
@@ -189,3 +319,197 @@ class BlobStore:
             return self.path(digest).stat().st_size
         except FileNotFoundError:
             return 0
+
+    def raw_size(self, digest: str) -> int | None:
+        """Uncompressed size: from the record, the zstd frame header, or by reading."""
+        cache = self.soundness
+        if cache is not None and (known := cache.raw_size(digest)) is not None:
+            return known
+        source = self._source(digest)
+        if source is None:
+            return None
+        try:
+            with open(source, "rb") as fh:
+                size = zstandard.frame_content_size(fh.read(18))
+            if size < 0:
+                size = sum(len(c) for c in self._stream(digest, source))
+        except (OSError, zstandard.ZstdError, BlobCorruptError, BlobMissingError):
+            return None
+        if cache is not None:
+            cache.set_raw_sizes([(digest, size)])
+        return int(size)
+
+    # ------------------------------------------------------------ lifecycle
+    def digests(self) -> Iterator[str]:
+        """Every blob file in place (names checked; hidden ones not included)."""
+        try:
+            fans = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        for fan in fans:
+            if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
+                continue
+            for entry in sorted(os.scandir(fan.path), key=lambda e: e.name):
+                name = entry.name.removesuffix(".zst")
+                if entry.name.endswith(".zst") and is_digest(name) and name[:2] == fan.name:
+                    yield name
+
+    def stray_files(self) -> list[str]:
+        """Files in the blob fan-out directories that are not named like a blob."""
+        out: list[str] = []
+        for fan in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
+                continue
+            for entry in os.scandir(fan.path):
+                name = entry.name.removesuffix(".zst")
+                if not (entry.name.endswith(".zst") and is_digest(name) and name[:2] == fan.name):
+                    out.append(f"{fan.name}/{entry.name}")
+        return sorted(out)
+
+    def inspect(self, digest: str, *, read_data: bool) -> BlobProblem | None:
+        """Whether the blob is present; with ``read_data`` also read and hashed
+        (even when a verification is on record).  A hidden blob counts as present."""
+        final = self.path(digest)
+        hidden = [] if final.exists() else self._hidden_paths(digest)
+        source = hidden[0] if hidden else (final if final.exists() else None)
+        if source is None:
+            return BlobProblem(digest, "missing", "no blob file")
+        if not read_data:
+            try:
+                with open(source, "rb") as fh:
+                    head = fh.read(4)
+            except OSError as exc:
+                return BlobProblem(digest, "corrupt", f"unreadable: {exc.strerror}")
+            if head != b"\x28\xb5\x2f\xfd":
+                return BlobProblem(digest, "corrupt", "not a zstd frame")
+            return None
+        try:
+            self._read_verified(digest, source)
+        except BlobMissingError:
+            return BlobProblem(digest, "missing", "no blob file")
+        except BlobCorruptError:
+            self._forget_key(digest)
+            return BlobProblem(digest, "corrupt", "content does not hash to its name")
+        with contextlib.suppress(OSError):
+            if source != final:
+                return None
+            st = source.stat()
+            self._verified[digest] = _key(st)
+            if self.soundness is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
+                self.soundness.set_blob_key(digest, _key(st))
+        return None
+
+    def hide(self, digest: str, generation: str) -> bool:
+        """Move the blob to ``hidden/<generation>/`` (see the module docstring)."""
+        target_dir = self.root / "hidden" / generation
+        _private_dir(target_dir)
+        try:
+            os.rename(self.path(digest), target_dir / f"{digest}.zst")
+        except FileNotFoundError:
+            return False
+        return True
+
+    def unhide(self, digest: str, generation: str) -> None:
+        """Move a hidden blob back into place (dropping it if a capture rewrote it)."""
+        hidden = self.root / "hidden" / generation / f"{digest}.zst"
+        final = self.path(digest)
+        _private_dir(final.parent)
+        with contextlib.suppress(FileNotFoundError):
+            if final.exists():
+                os.unlink(hidden)
+            else:
+                os.rename(hidden, final)
+
+    def hidden(self) -> dict[str, list[str]]:
+        """Hidden blobs by generation."""
+        out: dict[str, list[str]] = {}
+        base = self.root / "hidden"
+        if not base.is_dir():
+            return out
+        for gen in sorted(base.iterdir()):
+            out[gen.name] = sorted(
+                p.name.removesuffix(".zst") for p in gen.iterdir() if p.name.endswith(".zst")
+            )
+        return out
+
+    def purge_hidden(self, generation: str, digests: Iterable[str]) -> int:
+        """Unlink hidden blobs (one a capture renamed back is simply not there)."""
+        freed = 0
+        gen = self.root / "hidden" / generation
+        for digest in digests:
+            path = gen / f"{digest}.zst"
+            try:
+                size = path.stat().st_size
+                _crash.point("prune-delete")
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            freed += size
+            self._forget_key(digest)
+        with contextlib.suppress(OSError):
+            gen.rmdir()   # only when empty
+        return freed
+
+    def set_aside(self, digest: str) -> None:
+        """Move a damaged blob to ``damaged/`` (kept for inspection, never read)."""
+        target = self.root / "damaged"
+        _private_dir(target)
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(self.path(digest), target / f"{digest}.zst.{time.time_ns()}")
+        self._forget_key(digest)
+
+    def leftovers(self) -> list[Leftover]:
+        """Temp files in ``tmp/`` whose writer no longer holds them."""
+        out: list[Leftover] = []
+        tmp = self.root / "tmp"
+        try:
+            entries = sorted(os.scandir(tmp), key=lambda e: e.name)
+        except FileNotFoundError:
+            return out
+        for entry in entries:
+            if _unheld(entry.path):
+                with contextlib.suppress(OSError):
+                    out.append(Leftover(f"tmp/{entry.name}", entry.stat().st_size))
+        return out
+
+    def remove_leftovers(self, names: Iterable[str]) -> int:
+        """Delete leftovers that are still unheld; bytes freed."""
+        freed = 0
+        for name in names:
+            path = self.root / name
+            if not name.startswith("tmp/") or "/" in name[4:]:
+                continue
+            fd = _open_unheld(str(path))
+            if fd is None:
+                continue
+            try:
+                size = os.fstat(fd).st_size
+                os.unlink(path)
+                freed += size
+            except FileNotFoundError:
+                pass
+            finally:
+                os.close(fd)
+        return freed
+
+
+def _open_unheld(path: str) -> int | None:
+    """An fd holding an exclusive lock on ``path`` when no one else holds one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _unheld(path: str) -> bool:
+    fd = _open_unheld(path)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True

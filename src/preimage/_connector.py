@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
     from preimage._target import Target
-    from preimage.restore import RestorePolicy, RestoreReport
+    from preimage.restoration import RestorePolicy, RestoreReport
     from preimage.similarity import StateDiff
     from preimage.snapshot_schemas import Snapshot
 

@@ -60,6 +60,7 @@ def build_database(path: Path) -> None:
 
 def run_demo(workdir: str | None, say: Callable[..., None] | None) -> dict[str, Any]:
     """Run the demo; return the scores as a dict."""
+    quiet = say is None
     say = say or (lambda *a, **k: None)
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="preimage-demo-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -93,13 +94,13 @@ def run_demo(workdir: str | None, say: Callable[..., None] | None) -> dict[str, 
             )
             db.commit()
     before, _ = preimage.score(backup.id)
-    say(f"   similarity after the damage: restorable {before.restorable.score:.4f}")
+    say(f"   similarity after the damage: restorable {before.restorable.text()}")
     say(f"[bold]3. restore[/] preimage restore {backup.id}")
     result = preimage.restore(backup.id)
     say(f"   undo backup (state just before the restore): {result.undo_backup_id}")
     say("[bold]4. score[/] live state vs backup")
     total, per_target = preimage.score(backup.id)
-    if say is not None:
+    if not quiet:
         from preimage.cli import print_score_table
 
         print_score_table(total, per_target)

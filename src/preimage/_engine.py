@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from preimage._blobs import BlobStore
-from preimage._catalog import BackupRow, SnapshotRow
+from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._errors import (
     BlobCorruptError,
     BlobMissingError,
     PreimageError,
     RestoreError,
+    StoreError,
+    TerminalConnectorError,
     UsageError,
 )
+from preimage._format import digests_in
 from preimage._ids import new_backup_id
+from preimage._quota import enforce as enforce_quota
+from preimage._quota import load as load_quota
+from preimage._redact import redact, redact_value
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
-from preimage.restore import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, IdRemap, RestorePolicy, RestoreReport
 from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
+from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot, load_snapshot
 
 
@@ -39,6 +45,7 @@ class Backup:
     logical_bytes: int
     seconds: float
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what the store did (quota)
 
 
 @dataclass
@@ -54,6 +61,11 @@ class RestoreResult:
     def ok(self) -> bool:
         """True when every report is free of failures."""
         return all(r.ok for r in self.reports)
+
+    @property
+    def remaps(self) -> list[IdRemap]:
+        """Every server-assigned identity the restore changed, old → new."""
+        return [m for r in self.reports for m in r.remaps]
 
 
 def _open(store: Store | None) -> Store:
@@ -71,6 +83,20 @@ def _check_not_store(target: Target, store: Store) -> None:
             )
 
 
+def snapshot_bytes(snap: Snapshot) -> bytes:
+    """The stored JSON document of ``snap``.
+
+    File names that are not UTF-8 live in memory as surrogate-escaped strings
+    (``os.fsdecode``); JSON carries them as ``\\udcXX`` escapes, which load back
+    to the same string, so every name round-trips to its exact bytes.
+    """
+    try:
+        return snap.model_dump_json().encode()
+    except ValueError:
+        text = json.dumps(snap.model_dump(mode="json"), ensure_ascii=False)
+        return text.encode("utf-8", "backslashreplace")
+
+
 def capture(
     uris: Sequence[str | Target],
     *,
@@ -86,7 +112,10 @@ def capture(
 
     Raises :class:`InvalidTargetError` / :class:`NoSuchConnectorError` before
     anything is stored when a URI is bad, and the connector's error when a
-    target cannot be read (the half-made backup is marked ``failed``).
+    target cannot be read (the half-made backup is marked ``failed``).  The
+    capture holds the backup's lease while it runs, and records with each
+    snapshot every blob the connector wrote, reused or read, so ``prune``
+    keeps exactly those.
     """
     st = _open(store)
     targets = [u if isinstance(u, Target) else Target.parse(u) for u in uris]
@@ -96,48 +125,98 @@ def capture(
     for t in targets:
         _check_not_store(t, st)
     backup_id = new_backup_id()
-    st.catalog.add_backup(
-        backup_id,
-        label=label,
-        kind=kind,
-        tier=tier,
-        tool_call=tool_call,
-        session=session,
-        parent_id=parent_id,
-    )
-    started = time.perf_counter()
-    written0, seen0 = st.blobs.bytes_written, st.blobs.bytes_seen
-    snapshots: list[Snapshot] = []
-    try:
-        for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
-            snap = conn.capture(target, st.blobs)
-            digest = st.blobs.put_bytes(snap.model_dump_json().encode())
-            st.catalog.add_snapshot(
-                SnapshotRow(backup_id, idx, target.scheme, snap.target, digest, len(snap.items))
-            )
-            snapshots.append(snap)
-    except BaseException:
-        st.catalog.finish_backup(
+    quota = load_quota(st)
+    with st.catalog.lease(backup_id):
+        st.catalog.add_backup(
             backup_id,
-            status="failed",
-            stored_bytes=st.blobs.bytes_written - written0,
-            logical_bytes=st.blobs.bytes_seen - seen0,
-            seconds=time.perf_counter() - started,
+            label=redact(label),
+            kind=kind,
+            tier=tier,
+            tool_call=redact_value(tool_call) if tool_call is not None else None,
+            session=session,
+            parent_id=parent_id,
         )
+        started = time.perf_counter()
+        stored = logical = 0
+        snapshots: list[Snapshot] = []
+        try:
+            for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
+                view = RecordingBlobs(st.blobs)
+                view.max_file_size = quota.max_file_size
+                snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
+                raw = snapshot_bytes(snap)
+                digest = view.put_bytes(raw)
+                named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
+                st.catalog.add_snapshot(
+                    SnapshotRow(backup_id, idx, target.scheme, snap.target, digest,
+                                len(snap.items)),
+                    view.touched | named,
+                )
+                stored += view.bytes_written
+                logical += view.bytes_seen
+                snapshots.append(snap)
+        except BaseException:
+            st.catalog.finish_backup(
+                backup_id,
+                status="failed",
+                stored_bytes=stored,
+                logical_bytes=logical,
+                seconds=time.perf_counter() - started,
+            )
+            raise
+        seconds = time.perf_counter() - started
+        st.catalog.finish_backup(
+            backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,
+            seconds=seconds, snapshots=len(snapshots),
+        )
+    notes = enforce_quota(st) if quota.max_size is not None else []
+    return Backup(backup_id, snapshots, stored, logical, seconds, notes=notes)
+
+
+T = TypeVar("T")
+
+
+def _guarded(call: Callable[[], T], verb: str, target: str) -> T:
+    """Run a connector's ``call``; an exception that is not a preimage error (a client
+    library's, a bug) becomes a connector error naming the target, in one line."""
+    try:
+        return call()
+    except (PreimageError, KeyboardInterrupt, SystemExit, MemoryError):
         raise
-    seconds = time.perf_counter() - started
-    stored, logical = st.blobs.bytes_written - written0, st.blobs.bytes_seen - seen0
-    st.catalog.finish_backup(
-        backup_id, status="complete", stored_bytes=stored, logical_bytes=logical, seconds=seconds
-    )
-    return Backup(backup_id, snapshots, stored, logical, seconds)
+    except OSError as exc:
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else ""), target=target) from exc
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TerminalConnectorError(
+            f"cannot {verb} {target}: {text} — check that the target is what its URI says",
+            target=target,
+        ) from exc
 
 
 def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
-    """Read and validate one stored snapshot (verifying its blob)."""
+    """Read and validate one stored snapshot (verifying its blob).
+
+    A document that hashes right but does not parse, or that names another
+    target than its catalog row, raises :class:`StoreError` naming the backup.
+    """
     conn = get_connector(row.connector)
     raw = store.blobs.get_bytes(row.digest, backup_id=row.backup_id, path=row.target)
-    return load_snapshot(json.loads(raw), conn.snapshot_type)
+    try:
+        snap = load_snapshot(json.loads(raw), conn.snapshot_type)
+    except (ValueError, TypeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StoreError(
+            f"the snapshot document of {row.target} in backup {row.backup_id} is malformed "
+            f"({first}); run `preimage check` — nothing was written"
+        ) from exc
+    if snap.target != row.target:
+        raise StoreError(
+            f"the snapshot document of backup {row.backup_id} names {snap.target}, but the "
+            f"catalog says {row.target}; refusing it — run `preimage check`; nothing was written"
+        )
+    return snap
 
 
 def _select(backup: BackupRow, only: Iterable[str]) -> list[tuple[SnapshotRow, tuple[str, ...]]]:
@@ -169,9 +248,52 @@ def _select(backup: BackupRow, only: Iterable[str]) -> list[tuple[SnapshotRow, t
     return out
 
 
+def _complete(st: Store, ref: str, verb: str) -> BackupRow:
+    """Backup ``ref``, refused unless its capture finished (a killed or failed capture
+    holds only part of its targets, so it can neither be restored nor vouch for a score)."""
+    backup = st.catalog.get(ref)
+    if backup.status != "complete":
+        raise UsageError(
+            f"backup {backup.id} is {backup.status}, not complete (its capture did not finish); "
+            f"it cannot be {verb} — pick a complete backup from `preimage list`"
+        )
+    return backup
+
+
 def show(ref: str, *, store: Store | None = None) -> BackupRow:
     """The catalog entry of backup ``ref``."""
     return _open(store).catalog.get(ref)
+
+
+def _check_whole(
+    st: Store, backup: BackupRow, loaded: list[tuple[SnapshotRow, Any, Snapshot]]
+) -> None:
+    """Every snapshot row is there and every blob each selected snapshot references
+    is present and sound — before anything is written anywhere."""
+    if backup.expected_snapshots is not None and len(backup.snapshots) != backup.expected_snapshots:
+        raise StoreError(
+            f"backup {backup.id} should have {backup.expected_snapshots} snapshot(s) but the "
+            f"catalog holds {len(backup.snapshots)}; run `preimage check` — nothing was written"
+        )
+    for row, _scope, snap in loaded:
+        for digest in sorted(st.catalog.refs(backup.id, row.idx)):
+            try:
+                st.blobs.verify(digest, backup_id=backup.id)
+            except (BlobCorruptError, BlobMissingError) as exc:
+                where = item_naming(snap, digest)
+                path = f"{row.target} {where}" if where else row.target
+                raise type(exc)(digest, backup_id=backup.id, path=path) from exc
+
+
+def item_naming(snap: Snapshot, digest: str) -> str:
+    """The natural key of the first item whose fields mention ``digest`` (for messages)."""
+    for item in snap.items:
+        try:
+            if digest in json.dumps(item.model_dump(mode="json")):
+                return str(item.natural_key())
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return ""
 
 
 def restore(
@@ -184,31 +306,44 @@ def restore(
 ) -> RestoreResult:
     """Restore backup ``ref``.
 
-    Before anything is written the current state of the same targets is
-    captured as a new backup (``undo_backup_id``), so the restore itself can
-    be undone.  An interrupted restore re-run with the same arguments reuses
-    that first undo backup and finishes the job.  A dry run writes nothing and
-    returns the plan.
+    Nothing is written until every snapshot of the backup has been read and
+    every blob they reference verified, for all targets.  Then the current
+    state of the targets is captured as a new backup (``undo_backup_id``), so
+    the restore itself can be undone.  A restore that was interrupted is
+    resumed by running it again: it keeps the first undo backup as long as
+    that still describes the live state (see :func:`_resumable`); otherwise a
+    fresh undo backup is taken first.  A dry run writes nothing and returns
+    the plan.
     """
     st = _open(store)
-    backup = st.catalog.get(ref)
-    if backup.status != "complete":
-        raise UsageError(
-            f"backup {backup.id} is {backup.status}, not complete; it cannot be restored"
-        )
+    backup = _complete(st, ref, "restored")
+    if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
+        from preimage._trash import restore_trash
+
+        return restore_trash(st, backup, only=only, dry_run=dry_run,
+                             conflict=ConflictMode(conflict).value)
     selected = _select(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
+    _check_whole(st, backup, loaded)
     mode = ConflictMode(conflict)
-    if dry_run:
+    if dry_run or mode is ConflictMode.REFUSE:
         plans = [
             get_connector(row.connector).restore(
                 snap, st.blobs, policy=RestorePolicy(dry_run=True, conflict=mode, only=scope)
             )
             for row, scope, snap in loaded
         ]
-        return RestoreResult(backup.id, None, plans, True)
+        if dry_run:
+            return RestoreResult(backup.id, None, plans, True)
     only_key = json.dumps(sorted(only))
-    restore_id, undo = st.catalog.start_restore(backup.id, only_key)
+    entry = st.catalog.running_restore(backup.id, only_key)
+    undo: str | None = None
+    restore_id = 0
+    if entry is not None:
+        if entry.undo_backup and _resumable(st, entry.undo_backup, loaded):
+            restore_id, undo = entry.id, entry.undo_backup
+        else:
+            st.catalog.finish_restore(entry.id, "superseded")
     if undo is None:
         undo_backup = capture(
             [Target.parse(row.target) for row, _, _ in loaded],
@@ -219,14 +354,15 @@ def restore(
             parent_id=backup.id,
         )
         undo = undo_backup.id
-        st.catalog.set_restore_undo(restore_id, undo)
+        restore_id = st.catalog.start_restore(backup.id, only_key, undo)
     reports: list[RestoreReport] = []
     errors: list[str] = []
     for row, scope, snap in loaded:
         conn = get_connector(row.connector)
         policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
         try:
-            reports.append(conn.restore(snap, st.blobs, policy=policy))
+            reports.append(_guarded(partial(conn.restore, snap, st.blobs, policy=policy),
+                                    "restore", row.target))
         except (BlobCorruptError, BlobMissingError) as exc:
             raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
         except PreimageError as exc:
@@ -246,6 +382,61 @@ def restore(
     return result
 
 
+def _restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, tuple[str, Any]]]:
+    leaves, keys = flatten(snap.scoring_items(blobs))
+    items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
+    for (key, path), leaf in leaves.items():
+        if leaf.fidelity != "server":
+            items[key][path] = (leaf.fidelity, leaf.value)
+    return items
+
+
+def _resumable(st: Store, undo_id: str, loaded: list[tuple[SnapshotRow, Any, Snapshot]]) -> bool:
+    """Whether an unfinished restore's undo backup still describes the live state.
+
+    The live state of every target is captured (into a scratch store) and
+    compared item by item, over the restorable (content and metadata) fields:
+    each item must be as the undo backup has it (not written yet), as the
+    backup being restored has it (written), or hold the backup's content with
+    other metadata (written, metadata not yet set — a restore sets metadata
+    last).  Anything else — an item changed, created or deleted by someone
+    after the interrupted attempt — means work the undo backup does not hold:
+    the entry is superseded and a fresh undo backup is taken.
+    """
+    try:
+        undo = st.catalog.get(undo_id)
+    except PreimageError:
+        return False
+    if undo.status != "complete":
+        return False
+    by_target = {row.target: row for row in undo.snapshots}
+    with st.scratch_area() as scratch:
+        for row, _scope, wanted in loaded:
+            undo_row = by_target.get(row.target)
+            if undo_row is None:
+                return False
+            try:
+                before = load_snapshot_row(st, undo_row)
+                live = get_connector(row.connector).capture(Target.parse(row.target), scratch)
+            except PreimageError:
+                return False
+            u = _restorable_items(before, scratch)
+            b = _restorable_items(wanted, scratch)
+            now = _restorable_items(live, scratch)
+            for key in set(u) | set(now):
+                have, old, new = now.get(key), u.get(key), b.get(key)
+                if have in (old, new):
+                    continue
+                if have is not None and new is not None and _content(have) == _content(new):
+                    continue
+                return False
+    return True
+
+
+def _content(fields: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    return {p: v for p, (fidelity, v) in fields.items() if fidelity == "content"}
+
+
 @contextmanager
 def _with_live(
     ref: str, store: Store | None, only: Sequence[str]
@@ -253,9 +444,14 @@ def _with_live(
     """Each selected snapshot of backup ``ref`` with the live state of its target,
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
-    backup = st.catalog.get(ref)
-    scratch = st.scratch()
-    try:
+    backup = _complete(st, ref, "compared")
+    if backup.kind == "trash":
+        raise UsageError(
+            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
+            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
+            "renames it back"
+        )
+    with st.scratch_area() as scratch:
         pairs = [
             (
                 row,
@@ -265,8 +461,6 @@ def _with_live(
             for row, _scope in _select(backup, only)
         ]
         yield scratch, pairs
-    finally:
-        shutil.rmtree(scratch.root, ignore_errors=True)
 
 
 def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> list[StateDiff]:
@@ -276,11 +470,21 @@ def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> l
 
 
 def score(
-    ref: str, *, store: Store | None = None, only: Sequence[str] = ()
+    ref: str,
+    *,
+    store: Store | None = None,
+    only: Sequence[str] = (),
+    remaps: Iterable[IdRemap] = (),
 ) -> tuple[SimilarityReport, list[tuple[str, SimilarityReport]]]:
-    """Score the live state against backup ``ref``: the total and a report per target."""
+    """Score the live state against backup ``ref``: the total and a report per target.
+
+    ``remaps`` (a restore's :attr:`RestoreResult.remaps`) let server-class
+    differences name the identity remap that explains them.
+    """
+    remaps = list(remaps)
     with _with_live(ref, store, only) as (scratch, pairs):
         per_target = [
-            (row.target, score_snapshots(original, live, scratch)) for row, original, live in pairs
+            (row.target, score_snapshots(original, live, scratch, remaps=remaps))
+            for row, original, live in pairs
         ]
     return merge_reports(r for _, r in per_target), per_target

@@ -10,6 +10,8 @@ The hierarchy::
     │   └── UnsafePathError           a snapshot path that would escape its target
     ├── StoreError                    the backup store itself is in trouble
     │   ├── StoreUnavailableError     the store cannot be opened or written (full, read-only)
+    │   ├── StoreBusyError            another process holds a store-wide lock (prune, upgrade)
+    │   ├── StoreFormatError          the store was written by a newer preimage
     │   ├── BlobMissingError          a blob a snapshot needs is gone
     │   └── BlobCorruptError          a blob no longer matches its digest
     ├── ConnectorError                talking to an external system failed
@@ -88,6 +90,31 @@ class StoreUnavailableError(StoreError):
         super().__init__(
             f"backup store at {path} is unavailable: {reason} — free space, fix permissions, "
             "or point PREIMAGE_HOME at a writable directory"
+        )
+
+
+class StoreBusyError(StoreError):
+    """Another process holds a store-wide lock (a prune, an upgrade)."""
+
+    def __init__(self, path: str, lock: str) -> None:
+        self.path = path
+        self.lock = lock
+        super().__init__(
+            f"backup store at {path} is busy: another {lock} is running — wait for it to "
+            "finish and run this again"
+        )
+
+
+class StoreFormatError(StoreError):
+    """The store's format is newer than this preimage understands."""
+
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        self.path = path
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"backup store at {path} has format {found}, newer than this preimage understands "
+            f"(up to {supported}); upgrade preimage — the store was left untouched"
         )
 
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 from preimage._errors import InvalidTargetError
+from preimage._redact import is_secret_name, redact
+
+__all__ = ["Target", "redact"]
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*$")
 
@@ -25,6 +28,7 @@ _CLIENT_PASSWORD_VARS = {
     "postgresql": "PGPASSWORD",
     "postgres": "PGPASSWORD",
     "mysql": "MYSQL_PWD",
+    "mariadb": "MYSQL_PWD",
     "imap": "IMAP_PASSWORD",
     "imaps": "IMAP_PASSWORD",
 }
@@ -58,6 +62,12 @@ class Target:
         if not isinstance(uri, str) or not uri.strip():
             raise InvalidTargetError(str(uri), "empty URI — give e.g. file:///path/to/dir")
         uri = uri.strip()
+        bad = next((c for c in uri if ord(c) < 0x20 or ord(c) == 0x7F), None)
+        if bad is not None:
+            raise InvalidTargetError(
+                uri, f"contains the control character {bad!r} — percent-encode it (%{ord(bad):02X})"
+                if bad != "\x00" else "contains a NUL byte"
+            )
         if "://" not in uri and ":" not in uri.split("/", 1)[0]:
             raise InvalidTargetError(
                 uri, "no scheme — write file:///abs/path, postgresql://user@host/db, …"
@@ -70,16 +80,26 @@ class Target:
         scheme = parts.scheme.lower()
         if not scheme or not _SCHEME_RE.match(scheme):
             raise InvalidTargetError(uri, f"bad scheme {parts.scheme!r}")
-        if "\x00" in uri:
-            raise InvalidTargetError(uri, "contains a NUL byte")
+        path = unquote(parts.path, errors="surrogateescape")
+        if "\x00" in path:
+            raise InvalidTargetError(uri, "its path contains a NUL byte (%00)")
         password = unquote(parts.password) if parts.password is not None else None
         redacted_netloc = _netloc(parts.username, parts.hostname, port)
-        clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
-        rest = clean[len(scheme) + 1 :]
-        if uri[len(parts.scheme) + 1 :].startswith("//") and not rest.startswith("//"):
-            # urlunsplit drops an empty authority for schemes it does not know
-            # (pip:///venv → pip:/venv); keep the form the user wrote
-            clean = f"{scheme}://{rest}"
+        kept, secret = _split_query(parts.query)
+        if password is None:
+            password = next((secret[k] for k in ("password", "passwd", "pwd") if k in secret), None)
+        parts = parts._replace(query=kept)
+        if uri[len(parts.scheme) + 1 :].startswith("//"):
+            # built by hand: urlunsplit turns an empty authority with a path that
+            # starts with "//" (sqlite:////abs/db) into a host, and drops an empty
+            # authority for schemes it does not know (pip:///venv → pip:/venv)
+            clean = f"{scheme}://{redacted_netloc}{parts.path}"
+            if parts.query:
+                clean += f"?{parts.query}"
+            if parts.fragment:
+                clean += f"#{parts.fragment}"
+        else:
+            clean = urlunsplit((scheme, redacted_netloc, parts.path, parts.query, parts.fragment))
         if password is not None:
             _PASSWORDS[clean] = password
         return cls(
@@ -88,8 +108,8 @@ class Target:
             username=unquote(parts.username) if parts.username else None,
             host=parts.hostname,
             port=port,
-            path=unquote(parts.path),
-            query=parse_qs(parts.query, keep_blank_values=True),
+            path=path,
+            query=parse_qs(urlsplit(uri).query, keep_blank_values=True),
             password=password,
         )
 
@@ -123,21 +143,24 @@ class Target:
                 return auth[2]
         return None
 
-    def with_password(self, password: str | None) -> Target:
-        """A copy carrying ``password`` in memory."""
-        return Target(
-            uri=self.uri,
-            scheme=self.scheme,
-            username=self.username,
-            host=self.host,
-            port=self.port,
-            path=self.path,
-            query=self.query,
-            password=password,
-        )
-
     def __str__(self) -> str:
         return self.redacted
+
+
+def _split_query(query: str) -> tuple[str, dict[str, str]]:
+    """The query string without secret parameters (``password``, ``token``, …), and
+    those parameters: they stay in memory for this process, never in a stored URI."""
+    if not query:
+        return query, {}
+    kept: list[str] = []
+    secret: dict[str, str] = {}
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if is_secret_name(unquote(name)):
+            secret[unquote(name).lower()] = unquote(value)
+        else:
+            kept.append(pair)
+    return "&".join(kept), secret
 
 
 def _netloc(username: str | None, host: str | None, port: int | None) -> str:
@@ -149,8 +172,3 @@ def _netloc(username: str | None, host: str | None, port: int | None) -> str:
     if port is not None:
         netloc += f":{port}"
     return netloc
-
-
-def redact(text: str) -> str:
-    """Replace ``user:password@`` in any URI inside ``text`` with ``user:***@``."""
-    return re.sub(r"(?P<pre>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", r"\g<pre>:***@", text)

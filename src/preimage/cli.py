@@ -1,73 +1,63 @@
 """The ``preimage`` command line.
 
-Exit codes: 0 ok; 1 below a ``--min`` bar, a restore with failures, or nothing
-to do; 2 usage or bad input (unknown ID, malformed URI, unreachable server,
-corrupt blob, …) — always with a one-line reason on stderr.
+Exit codes (the README's table is this one):
+
+* ``0`` — done; ``diff``: nothing differs; ``list``: also when the store is empty;
+* ``1`` — ``diff``: something differs; ``score``: below ``--min``; ``restore``: some
+  item failed; ``check``: problems found; ``demo``: the demo did not score 1.0;
+* ``2`` — trouble: bad input (unknown or ambiguous ID, malformed URI, unknown
+  scheme), an unreachable server, a corrupt or missing blob, a busy or newer
+  store, a full disk — always one line on stderr saying what to do, never a
+  traceback;
+* ``130`` — interrupted (Ctrl-C); run the same command again.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from functools import wraps
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from preimage._errors import PreimageError
+from preimage._cli_io import (
+    _fail,
+    emit_json,
+    err,
+    handle_errors,
+    iso,
+    out,
+    when,
+    working,
+)
 from preimage._sizes import human_bytes
 from preimage._target import redact
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+__all__ = ["_fail", "err", "handle_errors", "main", "out", "print_score_table", "redact"]
 
 
-def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]preimage:[/] {redact(message)}", markup=True)
-    sys.exit(code)
+class _LazyGroup(click.Group):
+    """A group whose subpackage commands are imported when first named."""
+
+    lazy_loader: Callable[[str], click.Command | None] | None = None
+    lazy_names: tuple[str, ...] = ()
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n in self.lazy_names if self.get_command(ctx, n) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and self.lazy_loader is not None and cmd_name in self.lazy_names:
+            cmd = self.lazy_loader(cmd_name)
+            if cmd is not None:
+                self.add_command(cmd, cmd_name)
+        return cmd
 
 
-def handle_errors(fn: F) -> F:
-    """Turn preimage errors into a one-line reason and exit code 2."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except PreimageError as exc:
-            _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        except KeyboardInterrupt:
-            _fail("interrupted — run the same command again to finish", 130)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
-
-
-@contextmanager
-def _working(text: str, enabled: bool) -> Iterator[None]:
-    """A spinner on stderr while long work runs (only on a terminal)."""
-    if enabled and err.is_terminal:
-        with err.status(text):
-            yield
-    else:
-        yield
-
-
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="preimage")
 def main() -> None:
     """Capture state before an agent changes it, restore it by backup ID, score the result."""
@@ -82,10 +72,10 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
     """Capture the state of every target URI; print the backup ID."""
     import preimage
 
-    with _working("capturing…", not as_json):
+    with working("capturing…", not as_json):
         backup = preimage.capture(list(uris), label=label)
     if as_json:
-        _emit_json({
+        emit_json({
             "id": backup.id,
             "targets": [s.target for s in backup.snapshots],
             "items": sum(len(s.items) for s in backup.snapshots),
@@ -93,6 +83,9 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
             "logical_bytes": backup.logical_bytes,
             "seconds": round(backup.seconds, 4),
             "notes": {s.target: s.notes for s in backup.snapshots if s.notes},
+            "uncaptured": {s.target: [u.model_dump() for u in s.uncaptured]
+                           for s in backup.snapshots if s.uncaptured},
+            "store_notes": backup.notes,
         })
         return
     items = sum(len(s.items) for s in backup.snapshots)
@@ -103,6 +96,10 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
     for snap in backup.snapshots:
         for note in snap.notes:  # what was not captured, and why
             err.print(f"  note: {snap.target}: {note}", markup=False)
+        for u in snap.uncaptured:
+            err.print(f"  not captured: {snap.target}: {u.label()} — {u.reason}", markup=False)
+    for note in backup.notes:
+        err.print(f"  store: {note}", markup=False)
     click.echo(backup.id)
 
 
@@ -123,10 +120,10 @@ def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json
     """Restore backup REF (an ID, a unique prefix, or `last`)."""
     import preimage
 
-    with _working("restoring…", not as_json):
+    with working("restoring…", not as_json):
         result = preimage.restore(ref, only=list(only), dry_run=dry_run, conflict=policy)
     if as_json:
-        _emit_json({
+        emit_json({
             "backup": result.backup_id,
             "undo_backup": result.undo_backup_id,
             "dry_run": result.dry_run,
@@ -167,26 +164,23 @@ def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
 def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
-    """Show what differs between the live state and backup REF."""
+    """Show what differs between the live state and backup REF.
+
+    Exits like diff(1): 0 when nothing differs, 1 when something does, 2 on trouble.
+    """
     import preimage
 
-    with _working("comparing…", not as_json):
+    with working("comparing…", not as_json):
         diffs = preimage.diff(ref, only=list(only))
     if as_json:
-        _emit_json([d.model_dump(mode="json") for d in diffs])
+        emit_json([d.model_dump(mode="json") for d in diffs])
     else:
+        from preimage.similarity.render import diff_lines
+
         for d in diffs:
-            s = d.summary()
-            out.print(
-                f"[bold]{d.target}[/]: {s['removed']} removed, {s['added']} added, "
-                f"{s['changed']} changed since the backup"
-            )
-            for c in d.changes[:200]:
-                detail = f" ({', '.join(c.fields[:6])})" if c.fields else ""
-                out.print(f"  {c.change:8} {c.key}{detail}", markup=False)
-            for u in d.uncaptured:
-                out.print(f"  unknown  {u} (never captured, so no one can tell)", markup=False)
-    if all(d.empty for d in diffs):
+            for line in diff_lines(d):
+                out.print(line, markup=False)
+    if not all(d.empty for d in diffs):
         sys.exit(1)
 
 
@@ -197,10 +191,10 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--on",
     "on",
-    type=click.Choice(["restorable", "overall", "content", "metadata", "server"]),
     default="restorable",
     show_default=True,
-    help="Which score --min applies to (restorable = content + metadata).",
+    help="Which score --min applies to: restorable (content + metadata), overall, a class "
+    "(content, metadata, access, server) or classes joined by '+' (content+metadata+access).",
 )
 @click.option("--show", "show_n", type=int, default=20, show_default=True,
               help="Differences to list.")
@@ -209,59 +203,50 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 def score(
     ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int, as_json: bool
 ) -> None:
-    """Score how faithfully the live state reproduces backup REF."""
-    import preimage
+    """Score how faithfully the live state reproduces backup REF.
 
-    with _working("scoring…", not as_json):
+    A class with no field in scope scores n/a (null in --json); a gate on it passes,
+    since nothing of that class could be lost.
+    """
+    import preimage
+    from preimage.similarity import CLASSES
+    from preimage.similarity.render import SCORE_COLUMNS, report_lines
+
+    with working("scoring…", not as_json):
         total, per_target = preimage.score(ref, only=list(only))
-    value = total.value(on)
+    try:
+        value = total.value(on)
+    except ValueError as exc:
+        raise preimage.UsageError(f"--on: {exc}") from exc
     if as_json:
         doc = total.model_dump(mode="json")
-        doc["content"] = total.classes["content"].score
-        doc["metadata"] = total.classes["metadata"].score
-        doc["server"] = total.classes["server"].score
+        for c in CLASSES:  # restorable and overall stay whole ClassScore objects
+            doc[c] = total.score_of(c).score
         doc["differences"] = doc["differences"][: max(show_n, 0)] if show_n >= 0 else []
         doc["targets"] = {
-            t: {c: r.classes[c].score for c in r.classes} | {"restorable": r.restorable.score}
-            for t, r in per_target
+            t: {c: r.score_of(c).score for c in SCORE_COLUMNS} for t, r in per_target
         }
         doc["gate"] = {"on": on, "min": minimum, "value": value}
-        _emit_json(doc)
+        emit_json(doc)
     else:
         print_score_table(total, per_target)
-        restorable_diffs = [d for d in total.differences if d.fidelity != "server"]
-        for d in restorable_diffs[:show_n]:
-            out.print(
-                f"  {d.fidelity:8} {d.reason:13} {d.item} {d.path}: "
-                f"{d.original!r} → {d.restored!r}",
-                markup=False,
-            )
-        if total.uncaptured:
-            out.print(
-                f"  {total.uncaptured} item(s) in scope were never captured; the score counts "
-                "each as lost (see 'not captured' above)"
-            )
-        server_n = sum(1 for d in total.differences if d.fidelity == "server")
-        if server_n:
-            out.print(f"  {server_n} server-assigned field(s) differ (no client can set them)")
-    if minimum is not None and value < minimum:
+        for line in report_lines(total, show_n):
+            out.print(f"  {line}", markup=False)
+    if minimum is not None and value is not None and value < minimum:
         err.print(f"score {on} {value:.4f} is below --min {minimum}")
         sys.exit(1)
 
 
 def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
-    """The similarity table: one row per target plus the total."""
+    """The similarity table: one row per target plus the total; n/a for an empty class."""
+    from preimage.similarity.render import SCORE_COLUMNS, score_rows
+
     table = Table(title="similarity (live state vs backup)")
     table.add_column("target")
-    for col in ("content", "metadata", "server", "restorable"):
+    for col in SCORE_COLUMNS:
         table.add_column(col, justify="right")
-    rows = [*per_target, ("total", total)] if len(per_target) > 1 else per_target
-    for name, rep in rows:
-        table.add_row(
-            name,
-            *(f"{rep.classes[c].score:.4f}" for c in ("content", "metadata", "server")),
-            f"{rep.restorable.score:.4f}",
-        )
+    for row in score_rows(total, per_target):
+        table.add_row(*row)
     out.print(table)
 
 
@@ -276,18 +261,18 @@ def list_(limit: int, as_json: bool) -> None:
     with Store() as store:
         rows = store.catalog.list_backups(limit)
     if as_json:
-        _emit_json([_backup_doc(r) for r in rows])
+        emit_json([_backup_doc(r) for r in rows])
         return
     if not rows:
         out.print("no backups yet — `preimage capture URI` makes one")
-        sys.exit(1)
+        return
     table = Table()
     for col in ("id", "time (UTC)", "kind", "tier", "status", "targets", "stored", "label"):
         table.add_column(col)
     for r in rows:
         table.add_row(
             r.id,
-            _when(r.created_at),
+            when(r.created_at),
             r.kind,
             r.tier,
             r.status,
@@ -301,7 +286,8 @@ def list_(limit: int, as_json: bool) -> None:
 def _backup_doc(r: Any) -> dict[str, Any]:
     return {
         "id": r.id,
-        "created_at": _when(r.created_at),
+        "created_at": iso(r.created_at),
+        "finished_at": iso(r.finished_at),
         "label": r.label,
         "kind": r.kind,
         "tier": r.tier,
@@ -316,6 +302,7 @@ def _backup_doc(r: Any) -> dict[str, Any]:
             {"connector": s.connector, "target": s.target, "items": s.items, "digest": s.digest}
             for s in r.snapshots
         ],
+        "problems": r.problems,
     }
 
 
@@ -330,10 +317,13 @@ def show(ref: str, as_json: bool) -> None:
     row = preimage.show(ref)
     doc = _backup_doc(row)
     if as_json:
-        _emit_json(doc)
+        emit_json(doc)
         return
     for k, v in doc.items():
-        if k == "snapshots":
+        if k == "problems":
+            for p in v:
+                out.print(f"problem: {p} (`preimage check --repair` drops it)", markup=False)
+        elif k == "snapshots":
             for s in v:
                 line = f"  {s['connector']:10} {s['target']}  ({s['items']} items)"
                 out.print(line, markup=False)
@@ -349,7 +339,7 @@ def connectors(as_json: bool) -> None:
 
     rows = connector_table()
     if as_json:
-        _emit_json(rows)
+        emit_json(rows)
         return
     table = Table()
     for col in ("scheme", "source", "extra", "status"):
@@ -370,29 +360,48 @@ def demo(workdir: str | None, as_json: bool) -> None:
 
     result = run_demo(workdir, say=None if as_json else out.print)
     if as_json:
-        _emit_json(result)
-    elif result["restorable"] < 1.0:
+        emit_json(result)
+    if result["restorable"] < 1.0:
         sys.exit(1)
 
 
-def _attach_optional_commands() -> None:
-    """Commands that live in subpackages (backup layer, benchmark), when present."""
+def _attach_store_commands() -> None:
+    from preimage._cli_store import COMMANDS
+
+    for cmd in COMMANDS:
+        main.add_command(cmd)
+
+
+# Commands that live in subpackages, imported only when named (so `preimage list` does
+# not import the backup layer or the benchmark); a subpackage missing from this build
+# simply has no command.
+_LAZY_COMMANDS = {
+    "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
+    "serve": "preimage.layer.service_cli",
+    "bench": "preimage.bench.cli",
+}
+
+
+def _lazy_command(name: str) -> click.Command | None:
     import importlib
 
-    for module, names in (
-        ("preimage.layer.cli", ("hook", "install", "guard", "rules")),
-        ("preimage.bench.cli", ("bench",)),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        for name in names:
-            cmd = getattr(mod, name, None)
-            if isinstance(cmd, click.Command):
-                main.add_command(cmd)
+    module = _LAZY_COMMANDS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            return None
+        raise
+    cmd = getattr(mod, name, None)
+    return cmd if isinstance(cmd, click.Command) else None
 
 
+def _attach_optional_commands() -> None:
+    """Route the subpackage commands through :func:`_lazy_command`."""
+    main.lazy_loader = _lazy_command
+    main.lazy_names = tuple(_LAZY_COMMANDS)
+
+
+_attach_store_commands()
 _attach_optional_commands()

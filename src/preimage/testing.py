@@ -30,7 +30,7 @@ import pytest
 import preimage
 from preimage._registry import get_connector
 from preimage._store import Store
-from preimage.restore import Outcome
+from preimage.restoration import Outcome
 from preimage.similarity import diff_snapshots
 from preimage.similarity import score as score_snapshots
 from preimage.snapshot_schemas import Snapshot, load_snapshot

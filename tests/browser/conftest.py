@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from preimage.connectors.browser.chromium import DEFAULT_CHROMIUM, browser_context, close_profile
 
 from preimage import Store
+from preimage.connectors.browser.chromium import DEFAULT_CHROMIUM, browser_context, close_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from preimage.connectors.browser import browser_context, close_profile
 
 from fixtures.isso import IssoServer, seed_thread
 from fixtures.trac import TracServer
+from preimage.connectors.browser import browser_context, close_profile
 
 from .conftest import (
     CliRunner,
@@ -74,8 +74,10 @@ def test_delete_comments(
 
     diffs = _fully_restored(preimage_cli("score", backup["id"], "--show", "1000"))
     # root1 had three likes; the replies that followed it to its new id changed parent_id.
-    assert {d["path"] for d in diffs} == {"server['id']", "server['parent_id']",
-                                          "server['created']", "server['likes']"}
+    assert {d["path"] for d in diffs} == {"server.id", "server.parent_id",
+                                          "server.created", "server.likes"}
+    # each carries isso's own reason, and a new id the restore's remap
+    assert all(d["note"].startswith("isso ") or d["note"].startswith("follows ") for d in diffs)
     assert sorted(c["text"] for c in isso_server.comments(thread))[0] == "Anonymous opinion here."
 
 
@@ -155,7 +157,7 @@ def test_delete_issue(
 
     diffs = _fully_restored(preimage_cli("score", backup["id"]))
     assert [(d["path"], d["original"], d["restored"]) for d in diffs] == [
-        ("server['id']", first, remaps[0]["new"])]
+        ("server.id", first, remaps[0]["new"])]
 
 
 def test_delete_label(

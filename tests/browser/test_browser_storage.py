@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from preimage.connectors.browser import browser_context
-from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 
 import preimage
 from preimage import Store
+from preimage.connectors.browser import browser_context
+from preimage.snapshot_schemas.browser import BrowserSnapshot, CookieEntry
 
 from .conftest import SHOP_HOST, clear_site_data, seeded_tab, visit
 

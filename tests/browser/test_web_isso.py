@@ -9,12 +9,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from preimage.connectors.browser import browser_context
-from preimage.connectors.web import LoginRequiredError, SelectorMismatchError
 
 import preimage
 from fixtures.isso import IssoServer, seed_thread
 from preimage import Store, TransientConnectorError
+from preimage.connectors.browser import browser_context
+from preimage.connectors.web import LoginRequiredError, SelectorMismatchError
 
 from .conftest import moderator_deletes
 

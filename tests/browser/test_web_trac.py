@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from preimage.connectors.web import LoginRequiredError
 
 import preimage
 from fixtures.trac import TracServer
 from preimage import Store
+from preimage.connectors.web import LoginRequiredError
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 

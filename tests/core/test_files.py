@@ -217,7 +217,7 @@ def test_corrupted_blob_stops_restore_before_any_write(
 def test_snapshot_path_with_dotdot_is_refused(tmp_path: Path, store: Store) -> None:
     """A tampered snapshot with '..' in a path is refused and nothing is written."""
     from preimage.connectors.files import FileConnector
-    from preimage.restore import RestorePolicy
+    from preimage.restoration import RestorePolicy
     from preimage.snapshot_schemas import FileSnapshot
 
     root = tmp_path / "t"

@@ -33,3 +33,23 @@ def test_error_names_end_in_error() -> None:
         obj = getattr(preimage, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert name.endswith("Error"), name
+
+
+def test_no_name_is_both_a_submodule_and_another_object() -> None:
+    """No package exports a function or class under the name of one of its submodules."""
+    import importlib
+    import pkgutil
+    import types
+
+    clashes = []
+    for info in pkgutil.walk_packages(preimage.__path__, "preimage."):
+        if not info.ispkg:
+            continue
+        package = importlib.import_module(info.name)
+        for sub in pkgutil.iter_modules(package.__path__):
+            value = package.__dict__.get(sub.name)
+            if value is not None and not isinstance(value, types.ModuleType):
+                clashes.append(f"{info.name}.{sub.name}")
+    top = {m.name for m in pkgutil.iter_modules(preimage.__path__)}
+    clashes += [f"preimage.{n}" for n in top if not isinstance(preimage.__dict__.get(n), types.ModuleType | None)]
+    assert clashes == []

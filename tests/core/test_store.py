@@ -100,3 +100,38 @@ def test_unwritable_store_gives_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(StoreUnavailableError, match="PREIMAGE_HOME"):
         Store(blocker / "home")
+
+
+def test_a_damaged_blob_is_rewritten_by_the_next_capture_of_its_bytes(
+    tmp_path: Path, store: Store
+) -> None:
+    """After a blob is damaged, capturing the same bytes again heals it: the new backup restores."""
+    import shutil
+
+    import preimage
+
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "key").write_bytes(b"precious bytes\n" * 100)
+    first = preimage.capture([f"file://{root}"], store=store)
+    digest = next(e.digest for e in first.snapshots[0].items if e.path == "key")
+    blob = store.blobs.path(digest or "")
+    blob.write_bytes(blob.read_bytes()[:-5] + b"xxxxx")
+    (root / "key").touch()   # a new mtime: the file is read again, its bytes are the same
+    second = preimage.capture([f"file://{root}"], store=store)
+    store.blobs.verify(digest or "")
+    shutil.rmtree(root)
+    preimage.restore(second.id, store=store)
+    assert (root / "key").read_bytes() == b"precious bytes\n" * 100
+
+
+def test_exists_does_not_vouch_for_a_damaged_blob(store: Store) -> None:
+    """The dedup test answers False for a damaged blob, and put_bytes rewrites it."""
+    data = b"same bytes" * 500
+    digest = store.blobs.put_bytes(data)
+    assert store.blobs.exists(digest)
+    blob = store.blobs.path(digest)
+    blob.write_bytes(b"\x28\xb5\x2f\xfd" + b"junk")
+    assert not store.blobs.exists(digest)
+    assert store.blobs.put_bytes(data) == digest
+    assert store.blobs.get_bytes(digest) == data

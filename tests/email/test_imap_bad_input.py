@@ -6,10 +6,10 @@ import socket
 from typing import Any
 
 import pytest
-from preimage.snapshot_schemas.imap import ImapSnapshot
 
 import preimage
 from preimage import Store, TerminalConnectorError, TransientConnectorError
+from preimage.snapshot_schemas.imap import ImapSnapshot
 
 from .conftest import Account, CliResult, date_of, load_fixture, make_message
 

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from preimage.snapshot_schemas.imap import ImapSnapshot
 
 import preimage
 from preimage import Store
+from preimage.snapshot_schemas.imap import ImapSnapshot
 
 from .conftest import Account, date_of, make_message
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from preimage.restore import Outcome
 
 import preimage
 from preimage import RestoreConflictError, Store
+from preimage.restoration import Outcome
 
 from .conftest import Account, date_of, make_message
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from preimage import InvalidTargetError, Target
 from preimage.connectors.imap.selection import Selection, stored_target
 from preimage.connectors.imap.wire import (
     compact_uids,
@@ -10,8 +12,6 @@ from preimage.connectors.imap.wire import (
     parse_uid_set,
     split_flags,
 )
-
-from preimage import InvalidTargetError, Target
 
 
 def sel(uri: str) -> Selection:

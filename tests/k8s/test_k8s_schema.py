@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+
+from preimage import InvalidTargetError, Target
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.derived import derived_reason
 from preimage.connectors.kubernetes.discovery import ResourceType
@@ -19,8 +21,6 @@ from preimage.snapshot_schemas.kubernetes import (
     leaf_class,
     split_object,
 )
-
-from preimage import InvalidTargetError, Target
 
 OWNER_UID = "11111111-1111-1111-1111-111111111111"
 
@@ -198,3 +198,42 @@ def test_what_the_cluster_derives_is_skipped() -> None:
     assert derived_reason(job, _rtype("Job", "jobs.batch"), include_owned=False)
     cm = {"metadata": {"name": "settings"}}
     assert derived_reason(cm, _rtype("ConfigMap", "configmaps"), include_owned=False) is None
+
+
+def _snapshot(*objs: dict[str, Any]) -> KubernetesSnapshot:
+    return KubernetesSnapshot(
+        target="k8s://ctx/shop", context="ctx",
+        items=[KubeObject.from_object(copy.deepcopy(o), "replicasets") for o in objs],
+    )
+
+
+def test_managed_fields_in_another_order_are_the_same_object() -> None:
+    """The API server orders managedFields by time; the meter matches entries by
+    manager, operation and subresource, so a reordered list scores 1.0 and diffs empty."""
+    from preimage.similarity import diff_snapshots
+
+    obj = replica_set()
+    second = {"manager": "kubectl", "operation": "Apply", "apiVersion": "apps/v1",
+              "time": "2024-05-01T11:00:00Z", "fieldsType": "FieldsV1",
+              "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    obj["metadata"]["managedFields"].append(second)
+    swapped = copy.deepcopy(obj)
+    swapped["metadata"]["managedFields"].reverse()
+    rep = score(_snapshot(obj), _snapshot(swapped))
+    assert rep.overall.score == 1.0, rep.differences
+    assert diff_snapshots(_snapshot(obj), _snapshot(swapped)).empty
+    # an entry really lost is one named difference per field, by its key
+    lost = copy.deepcopy(obj)
+    lost["metadata"]["managedFields"].pop()
+    paths = {d.path for d in score(_snapshot(obj), _snapshot(lost)).differences}
+    assert 'metadata.managedFields[manager="kubectl", operation="Apply"].apiVersion' in paths
+    assert not any("[0]" in p or "[1]" in p for p in paths)
+
+
+def test_object_differences_read_as_object_paths_with_the_server_reason() -> None:
+    """A re-created object's uid differs with the API server's reason, under a plain path."""
+    rep = score(_snapshot(replica_set()), _snapshot(replica_set(uid="new-uid")))
+    [d] = rep.differences
+    assert (d.item, d.path, d.fidelity) == ("ReplicaSet shop/web-5d8f", "metadata.uid", "server")
+    assert d.note == "the API server gives every object it creates a new uid"
+    assert rep.restorable.score == 1.0

@@ -3,6 +3,7 @@ a fresh database per test, and a backup store in a temp dir."""
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import itertools
 import json
@@ -117,41 +118,151 @@ def cli(store: Store) -> Cli:
     return Cli()
 
 
-def _pg_dump(db: Database, *extra: str) -> tuple[str, str]:
-    """(schema, data) of ``db`` as pg_dump prints them, normalised for comparison:
-    comment and ``\\restrict`` lines dropped, rows of every COPY block sorted (row
-    order on disk is not state a user sees)."""
+# Lines of a plain pg_dump that are about the dump, not the database: the server and
+# pg_dump versions in the header, and \restrict / \unrestrict, whose key pg_dump draws
+# at random on every run.  Nothing else is removed: rows stay in the order pg_dump
+# read them (storage order), so a restore that moved rows around shows up.
+_DUMP_NOISE = ("-- Dumped from database version", "-- Dumped by pg_dump version",
+               "\\restrict ", "\\unrestrict ")
+
+
+def _pg_dump(db: Database, *extra: str) -> str:
+    """``pg_dump`` of ``db`` (plain, with owners and grants), less :data:`_DUMP_NOISE`."""
     server: Any = db.server
-
-    def run(*args: str) -> str:
-        proc = subprocess.run([server.tool("pg_dump"), "--no-sync", *args, *extra, db.name],
-                              capture_output=True, text=True, env=server.env(), check=False)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def clean(text: str) -> str:
-        out: list[str] = []
-        block: list[str] | None = None
-        for line in text.splitlines():
-            if block is not None:
-                if line == "\\.":
-                    out += sorted(block)
-                    out.append(line)
-                    block = None
-                else:
-                    block.append(line)
-                continue
-            if not line.strip() or line.startswith(("--", "\\restrict", "\\unrestrict")):
-                continue
-            out.append(line)
-            if line.startswith("COPY "):
-                block = []
-        return "\n".join(out)
-
-    return clean(run("--schema-only")), clean(run("--data-only"))
+    proc = subprocess.run([server.tool("pg_dump"), "--no-sync", *extra, db.name],
+                          capture_output=True, text=True, env=server.env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    return "\n".join(line for line in proc.stdout.splitlines()
+                     if not line.startswith(_DUMP_NOISE))
 
 
 @pytest.fixture
-def pg_dump() -> Callable[..., tuple[str, str]]:
-    """pg_dump of a test database: (schema, data), normalised."""
+def pg_dump() -> Callable[..., str]:
+    """pg_dump of a test database, byte for byte but for its version and key lines."""
     return _pg_dump
+
+
+samples_fixture = _load_fixture("sql_samples")
+
+
+@pytest.fixture(scope="session")
+def pg_samples(pg_server: Any) -> Callable[[str], str]:
+    """Sample name → template database holding it, each loaded once per session."""
+    loaded: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in loaded:
+            loaded[name] = samples_fixture.load_postgres(pg_server, name)
+        return loaded[name]
+
+    return get
+
+
+@pytest.fixture
+def sample_db(db: Database, pg_samples: Callable[[str], str]) -> Callable[[str], Database]:
+    """Turn the test's database into a copy of a sample database."""
+
+    def make(name: str) -> Database:
+        template = pg_samples(name)
+        db.server.psql(f"DROP DATABASE {db.name}")  # type: ignore[attr-defined]
+        db.server.psql(f"CREATE DATABASE {db.name} TEMPLATE {template}")  # type: ignore[attr-defined]
+        return db
+
+    return make
+
+
+class Checks:
+    """Assertions shared by the PostgreSQL tests."""
+
+    @staticmethod
+    def next_value(db: Database, seq: str) -> int:
+        """What the next ``nextval`` would return, read without calling it."""
+        out = db.sql(
+            f"SELECT CASE WHEN is_called THEN last_value + (SELECT seqincrement FROM pg_sequence "
+            f"WHERE seqrelid = '{seq}'::regclass) ELSE last_value END FROM {seq}"
+        )
+        return int(out.strip())
+
+    @staticmethod
+    def sequences(db: Database) -> str:
+        """Every sequence with its last value (empty until first used), one per line."""
+        return db.sql("SELECT format('%I.%I', schemaname, sequencename), last_value "
+                      "FROM pg_catalog.pg_sequences ORDER BY 1")
+
+    @staticmethod
+    def same_dump(after: str, before: str) -> None:
+        """pg_dump output identical; on failure show the differing lines."""
+        diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), "original",
+                                         "restored", lineterm="", n=1))
+        assert not diff, "pg_dump differs:\n" + "\n".join(diff[:60])
+
+    @staticmethod
+    def full_fidelity(cli: Cli, backup_id: str) -> dict[str, Any]:
+        """``preimage score``: content and metadata at 1.0."""
+        score = cli.score(backup_id)
+        assert score["content"] == 1.0, score["differences"]
+        assert score["metadata"] == 1.0, score["differences"]
+        return score
+
+
+@pytest.fixture
+def check() -> type[Checks]:
+    """Shared assertions (dump identity, full fidelity, sequence positions)."""
+    return Checks
+
+
+mariadb_fixture = _load_fixture("mariadb")
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[Any]:
+    """One throw-away MariaDB server for the whole session."""
+    try:
+        server = mariadb_fixture.MariaDBServer.start()
+    except mariadb_fixture.MariaDBServerError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class MyDatabase:
+    """A fresh database on the session's MariaDB server."""
+
+    def __init__(self, server: Any, name: str) -> None:
+        self.server = server
+        self.name = name
+
+    def uri(self, query: str = "", *, driver: str = "mariadb+pymysql") -> str:
+        return str(self.server.uri(self.name, driver=driver, query=query))
+
+    def sql(self, statements: str) -> str:
+        return str(self.server.sql(statements, self.name))
+
+    def dump(self) -> str:
+        """mysqldump (routines, events, triggers), without its date line."""
+        return str(self.server.dump(self.name))
+
+
+@pytest.fixture(scope="session")
+def my_samples(mariadb_server: Any) -> Callable[[str], str]:
+    """Sample name → database holding it on the MariaDB server, loaded once per session."""
+    loaded: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in loaded:
+            loaded[name] = samples_fixture.load_mariadb(mariadb_server, name)
+        return loaded[name]
+
+    return get
+
+
+@pytest.fixture
+def mydb(mariadb_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[MyDatabase]:
+    """A new, empty MariaDB database (dropped afterwards); its password in MYSQL_PWD."""
+    name = f"m{next(_counter)}"
+    mariadb_server.sql(f"CREATE DATABASE {name}")
+    monkeypatch.setenv("MYSQL_PWD", mariadb_server.password)
+    yield MyDatabase(mariadb_server, name)
+    mariadb_server.sql(f"DROP DATABASE IF EXISTS {name}")

@@ -4,7 +4,6 @@ plus pg_dump of original and restored databases compared."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 from urllib.parse import quote
 
@@ -15,31 +14,7 @@ import preimage
 pytestmark = pytest.mark.postgres
 
 
-def next_value(db: Any, seq: str) -> int:
-    """What the next ``nextval`` would return, read without calling it."""
-    out = db.sql(
-        f"SELECT CASE WHEN is_called THEN last_value + (SELECT seqincrement FROM pg_sequence "
-        f"WHERE seqrelid = '{seq}'::regclass) ELSE last_value END FROM {seq}"
-    )
-    return int(out.strip())
-
-
-def assert_same_dump(after: tuple[str, str], before: tuple[str, str]) -> None:
-    """pg_dump schema and data equal; on failure show the differing lines."""
-    for part, a, b in (("schema", before[0], after[0]), ("data", before[1], after[1])):
-        diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "original",
-                                         "restored", lineterm="", n=1))
-        assert not diff, f"pg_dump {part} differs:\n" + "\n".join(diff[:60])
-
-
-def assert_full_fidelity(cli: Any, backup_id: str) -> dict[str, Any]:
-    score = cli.score(backup_id)
-    assert score["content"] == 1.0, score["differences"]
-    assert score["metadata"] == 1.0, score["differences"]
-    return score
-
-
-def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
+def test_drop_tables_and_fakes_come_back(check: Any, db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
     """S-drop-tables: DROP TABLE + re-create with fakes is undone: rows, ids, sequence, view."""
     db.sql("""
         CREATE TABLE companies (id serial PRIMARY KEY, name text NOT NULL UNIQUE,
@@ -60,7 +35,7 @@ def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any, store:
         DELETE FROM executives WHERE id % 100 = 0;
     """)
     before = pg_dump(db)
-    seqs = {s: next_value(db, s) for s in ("companies_id_seq", "executives_id_seq")}
+    seqs = {s: check.next_value(db, s) for s in ("companies_id_seq", "executives_id_seq")}
     backup = cli.capture(db.uri("tables=public.executives,public.companies"))
     db.sql("""
         DROP TABLE executives, companies CASCADE;
@@ -75,15 +50,15 @@ def test_drop_tables_and_fakes_come_back(db: Any, cli: Any, pg_dump: Any, store:
     assert damaged.classes["content"].score < 0.1
     result = cli.restore(backup)
     assert result["undo_backup"]
-    assert_full_fidelity(cli, backup)
-    assert_same_dump(pg_dump(db), before)
+    check.full_fidelity(cli, backup)
+    check.same_dump(pg_dump(db), before)
     for seq, value in seqs.items():
-        assert next_value(db, seq) == value
+        assert check.next_value(db, seq) == value
     assert db.sql("INSERT INTO companies (name) VALUES ('new one') RETURNING id").split()[0] == \
         str(seqs["companies_id_seq"])
 
 
-def test_truncate_restart_identity_is_undone(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_truncate_restart_identity_is_undone(check: Any, db: Any, cli: Any, pg_dump: Any) -> None:
     """S-truncate-identity: rows and the identity's last_value 1042 come back; next id is 1043."""
     db.sql("""
         CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -99,23 +74,23 @@ def test_truncate_restart_identity_is_undone(db: Any, cli: Any, pg_dump: Any) ->
             FROM generate_series(1, 1042) g;
     """)
     before = pg_dump(db)
-    assert next_value(db, "orders_id_seq") == 1043
+    assert check.next_value(db, "orders_id_seq") == 1043
     backup = cli.capture(db.uri("tables=public.orders"))
     db.sql("TRUNCATE orders RESTART IDENTITY")
-    assert next_value(db, "orders_id_seq") == 1
+    assert check.next_value(db, "orders_id_seq") == 1
     cli.restore(backup)
-    score = assert_full_fidelity(cli, backup)
+    score = check.full_fidelity(cli, backup)
     # Physical row identity is recorded but server-assigned: reported, not restorable.
     server_paths = {d["path"] for d in score["differences"] if d["fidelity"] == "server"}
     assert {"ctid", "xmin"} & server_paths
     assert score["server"] < 1.0
-    assert_same_dump(pg_dump(db), before)
+    check.same_dump(pg_dump(db), before)
     assert db.sql("SELECT last_value, is_called FROM orders_id_seq").strip() == "1042|t"
     got = db.sql("INSERT INTO orders (customer, total) VALUES ('x', 1) RETURNING id").split()[0]
     assert got == "1043"
 
 
-def test_bad_delete_rows_come_back_from_a_row_scope(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_bad_delete_rows_come_back_from_a_row_scope(check: Any, db: Any, cli: Any, pg_dump: Any) -> None:
     """S-bad-delete: a DELETE whose regexp WHERE matched all 24k rows is undone from a
     before-image of exactly those rows."""
     db.sql("""
@@ -132,15 +107,15 @@ def test_bad_delete_rows_come_back_from_a_row_scope(db: Any, cli: Any, pg_dump: 
     db.sql("INSERT INTO posts (id, title) VALUES (24001, '[7] written after the delete')")
     report = cli.restore(backup)["reports"][0]
     assert "24000 rows put back" in report["items"][0]["action"]
-    assert_full_fidelity(cli, backup)
+    check.full_fidelity(cli, backup)
     # Row scope never removes rows it did not capture.
     assert db.sql("SELECT title FROM posts WHERE id = 24001").strip() == \
         "[7] written after the delete"
     db.sql("DELETE FROM posts WHERE id = 24001")
-    assert_same_dump(pg_dump(db), before)
+    check.same_dump(pg_dump(db), before)
 
 
-def test_update_without_where_is_reverted_row_by_row(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_update_without_where_is_reverted_row_by_row(check: Any, db: Any, cli: Any, pg_dump: Any) -> None:
     """S-update-no-where: every before-image comes back; rows the capture did not cover stay."""
     db.sql("""
         CREATE TABLE customers (id int GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
@@ -159,12 +134,12 @@ def test_update_without_where_is_reverted_row_by_row(db: Any, cli: Any, pg_dump:
     backup = cli.capture(db.uri(f"table=customers&where={quote(predicate)}"))
     db.sql("UPDATE customers SET last_name = 'Role'")
     cli.restore(backup)
-    assert_full_fidelity(cli, backup)
+    check.full_fidelity(cli, backup)
     # The trigger did not stamp the reverted rows with a new time.
-    assert_same_dump(pg_dump(db), before)
+    check.same_dump(pg_dump(db), before)
 
 
-def test_force_reset_brings_back_function_enum_and_rows(db: Any, cli: Any, pg_dump: Any) -> None:
+def test_force_reset_brings_back_function_enum_and_rows(check: Any, db: Any, cli: Any, pg_dump: Any) -> None:
     """S-force-reset: a schema reset dropped a hand-written function and an enum the ORM does
     not know; restoring the schema brings them, the tables and the rows back."""
     db.sql("""
@@ -194,13 +169,13 @@ def test_force_reset_brings_back_function_enum_and_rows(db: Any, cli: Any, pg_du
                               state text, title text);
     """)
     cli.restore(backup)
-    assert_full_fidelity(cli, backup)
-    assert_same_dump(pg_dump(db), before)
+    check.full_fidelity(cli, backup)
+    check.same_dump(pg_dump(db), before)
     assert db.sql("SELECT public.open_tickets(1)").strip() != ""
     assert db.sql("SELECT enum_range(NULL::public.ticket_state)").strip() == "{open,waiting,closed}"
 
 
-def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
+def test_drop_database_is_undone(check: Any, db: Any, cli: Any, pg_dump: Any, store: Any) -> None:
     """S-drop-database: DROP DATABASE is undone — database, schemas, every kind of object,
     grants and comments — and pg_dump -C of original and restored match."""
     db.server.psql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'gis_reader') "
@@ -248,10 +223,10 @@ def test_drop_database_is_undone(db: Any, cli: Any, pg_dump: Any, store: Any) ->
     assert damaged.classes["content"].score == 0.0
     result = cli.restore(backup)
     assert result["reports"][0]["notes"]
-    assert_full_fidelity(cli, backup)
-    assert_same_dump(pg_dump(db, "--create"), before)
-    assert next_value(db, "gis.regions_id_seq") == 350
-    assert next_value(db, "gis.tile_seq") == 17
+    check.full_fidelity(cli, backup)
+    check.same_dump(pg_dump(db, "--create"), before)
+    assert check.next_value(db, "gis.regions_id_seq") == 350
+    assert check.next_value(db, "gis.tile_seq") == 17
 
 
 def test_restore_of_the_undo_backup_drops_the_database_again(db: Any, store: Any) -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from preimage.snapshot_schemas import Snapshot
 
 import preimage
 from preimage import Store
 from preimage._registry import get_connector
+from preimage.snapshot_schemas import Snapshot
 from preimage.testing import ConnectorContract
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from preimage.connectors.postgres.scope import check_predicate, parse_scope
 
 from preimage import InvalidTargetError, Target
+from preimage.connectors.postgres.scope import check_predicate, parse_scope
 
 
 @pytest.mark.parametrize(

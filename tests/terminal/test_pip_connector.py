@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from preimage.restore import Outcome
-from preimage.snapshot_schemas.pip import PipDistribution, PipSnapshot
 from terminal_kit import wheels
 
 import preimage
 from preimage import InvalidTargetError, RestoreConflictError, Store
+from preimage.restoration import Outcome
+from preimage.snapshot_schemas.pip import PipDistribution, PipSnapshot
 
 
 def outer_pip(venv: Path, *args: str) -> None:

@@ -33,11 +33,14 @@ from preimage.bench.protector import NotCoveredError, Protection, Protector, Run
 from preimage.bench.results import BenchReport, NotRun, RunResult, totals_for
 from preimage.bench.scenario import CallSpec, Scenario
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, get_system, run_shell
-from preimage.similarity import SimilarityReport, compare, flatten, merge_reports, score
+from preimage.similarity import SimilarityReport, merge_reports, score
+from preimage.similarity.render import difference_line
 from preimage.snapshot_schemas import Snapshot
 
 Progress = Callable[[str], None]
 MAX_DIFFERENCES = 8
+_LOST = ("missing item", "missing field", "changed value", "changed type")
+_UNRESTORABLE = ("server", "access")  # no restore brings them back; reads move access times
 
 
 def capture_truth(expected: list[str], store: Store) -> dict[str, Snapshot]:
@@ -60,13 +63,12 @@ def score_live(truth: dict[str, Snapshot], store: Store) -> SimilarityReport:
     try:
         for uri, original in truth.items():
             target = Target.parse(uri)
+            live: Snapshot | None
             try:
                 live = get_connector(target.scheme).capture(target, scratch)
             except preimage.PreimageError:
-                o_leaves, o_keys = flatten(original.scoring_items(scratch))
-                rep = compare(o_leaves, o_keys, {}, set())
-            else:
-                rep = score(original, live, scratch)
+                live = None  # nothing left to read: scored as empty
+            rep = score(original, live, scratch)
             for d in rep.differences:
                 d.item = f"{uri} {d.item}"
             reports.append(rep)
@@ -89,9 +91,9 @@ def run_call(call: CallSpec, system: System, sandbox: Sandbox) -> CallOutcome:
 def _differences(report: SimilarityReport) -> list[str]:
     out = []
     for d in report.differences:
-        if d.fidelity == "server":
+        if d.fidelity in _UNRESTORABLE:
             continue
-        out.append(f"{d.fidelity} {d.reason}: {d.item} {d.path}".rstrip())
+        out.append(difference_line(d, aligned=False))
         if len(out) == MAX_DIFFERENCES:
             break
     return out
@@ -138,8 +140,6 @@ def _shorten_paths(result: RunResult, root: str) -> None:
         setattr(result, name, [short(t) for t in getattr(result, name)])
 
 
-_LOST = ("missing item", "missing field", "changed value")
-
 
 def _backed_up_by_evidence(
     result: RunResult, damaged: SimilarityReport, final: SimilarityReport
@@ -149,10 +149,18 @@ def _backed_up_by_evidence(
     DELETE touched holds the affected state without containing the whole table)."""
     lost = {
         (d.item, d.path) for d in damaged.differences
-        if d.fidelity != "server" and d.reason in _LOST
+        if d.fidelity not in _UNRESTORABLE and d.reason in _LOST
     }
-    still = {(d.item, d.path) for d in final.differences if d.fidelity != "server"}
-    if lost and not lost & still:
+    still = {(d.item, d.path) for d in final.differences if d.fidelity not in _UNRESTORABLE}
+    still_items = {item for item, _ in still}
+
+    def came_back(item: str, path: str) -> bool:
+        # a whole missing item (path "") came back only if no field of it still differs
+        return (item, path) not in still and (item, "") not in still and (
+            path != "" or item not in still_items
+        )
+
+    if lost and all(came_back(item, path) for item, path in lost):
         result.backed_up = True
         result.notes.append(
             f"{result.reason}; but every leaf the call changed came back from the backup, "

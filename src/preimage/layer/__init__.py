@@ -11,7 +11,10 @@ for the shell parser.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS = {
     "Action": "decision", "Decision": "decision", "Finding": "decision", "Impact": "decision",

@@ -23,6 +23,7 @@ from preimage.layer._extract import (
 from preimage.layer.argv import Args, parse_args
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
+from preimage.layer.rm_trash import trash_rewrite
 from preimage.layer.rules import Rule
 from preimage.layer.shell import Redirect, SimpleCommand, resolve
 from preimage.layer.words import Word
@@ -54,8 +55,9 @@ def remove(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     args = parse_args(cmd.words[1:], rule.params.get("value_options", ["-n", "--iterations",
                                                                       "-s", "--size"]))
     recursive = args.has("-r", "-R", "--recursive")
-    return _paths_finding(cmd, rule, ctx, args.positionals, f"{cmd.name} deletes it",
-                          wide=recursive)
+    f = _paths_finding(cmd, rule, ctx, args.positionals, f"{cmd.name} deletes it",
+                       wide=recursive)
+    return trash_rewrite(cmd, f, ctx) or f  # a plain rm on the store's filesystem: rename
 
 
 def _sources_and_destination(args: Args) -> tuple[list[Word], Word] | None:

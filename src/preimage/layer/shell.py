@@ -137,6 +137,9 @@ def _sanitize(text: str) -> str:
 
 
 def _parse(text: str, state: _State, *, depth: int, top: bool) -> ParsedLine:
+    from preimage.layer.bashlex_tables import install
+
+    install()  # the parser's LR table comes from the cache after the first build
     import bashlex  # only shell calls pay for the parser's tables
 
     out: list[SimpleCommand] = []

@@ -110,14 +110,6 @@ def sqlite_uri(
     return "sqlite:///" + _quote_path(path) + _query(params)
 
 
-def with_database(uri: str, database: str) -> str:
-    """``uri`` pointed at another database on the same server, whole-db scope."""
-    parts = urlsplit(uri)
-    keep = [p for p in parts.query.split("&") if p.startswith("host=")]
-    query = ("?" + "&".join(keep)) if keep else ""
-    return f"{parts.scheme}://{parts.netloc}/{quote(database, safe='')}{query}"
-
-
 def k8s_uri(
     context: str,
     namespace: str | None,

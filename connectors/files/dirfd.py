@@ -1,0 +1,331 @@
+"""Writing under a root through directory file descriptors, never through a symlink.
+
+:class:`TreeHandle` reaches every path of a restore component by component
+from the target's parent, each directory opened ``O_PATH | O_DIRECTORY |
+O_NOFOLLOW`` relative to the one before, and does every write with the
+``*at`` system calls relative to the entry's own directory.  A component that
+is not a real directory — a symlink put in the way, a file — stops the
+operation with :class:`UnsafePathError`; nothing is written through it or
+outside the root.  The target's parent itself is checked against the real
+path recorded at capture: if it resolves elsewhere now, nothing is written.
+Paths longer than PATH_MAX are no obstacle, as no call sees a whole path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
+
+from preimage._errors import RestoreError, UnsafePathError
+from preimage.connectors.files.walk import TMP_PREFIX, at_path
+
+_DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_CACHED = 256
+
+
+def shown(path: Path | str) -> str:
+    """A path as a person reads it (bytes that are not UTF-8 as ``\\xNN``)."""
+    return os.fsencode(str(path)).decode(errors="backslashreplace")
+
+
+class TreeHandle:
+    """Directory fds for one restore root (see the module docstring)."""
+
+    def __init__(self, root: Path, expected_parent: str | None) -> None:
+        parent = str(root.parent)
+        real = os.path.realpath(parent)
+        if expected_parent is not None and real != expected_parent:
+            raise UnsafePathError(
+                shown(root),
+                f"its parent {shown(parent)} now resolves to {shown(real)}, not "
+                f"{shown(expected_parent)} as when it was captured — a symlink was put in its "
+                "way",
+            )
+        self.real_parent = Path(real)
+        self.root = self.real_parent / root.name
+        self.name = root.name
+        self._parent: int | None = None
+        self._dirs: dict[str, int] = {}
+
+    # ------------------------------------------------------------ reaching directories
+    def close(self) -> None:
+        """Close every fd."""
+        self.forget_dirs()
+        if self._parent is not None:
+            os.close(self._parent)
+            self._parent = None
+
+    def forget_dirs(self, under: str | None = None) -> None:
+        """Drop cached directory fds: all, or those of ``under`` and below (a directory
+        removed or replaced)."""
+        for rel in list(self._dirs):
+            if under is None or under in (".", rel) or rel.startswith(under + "/"):
+                os.close(self._dirs.pop(rel))
+
+    def abs(self, rel: str) -> Path:
+        """The absolute path of ``rel`` (for messages)."""
+        return self.root if rel == "." else self.root / rel
+
+    def parent_exists(self) -> bool:
+        """Whether the target's parent directory is there."""
+        return self.real_parent.is_dir()
+
+    def make_parent(self) -> None:
+        """Create the target's parent (and its parents), as ``mkdir -p`` on the real path."""
+        try:
+            self.real_parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RestoreError(
+                f"cannot create {shown(self.real_parent)}: {exc.strerror}; nothing was written"
+            ) from exc
+
+    def parent_fd(self) -> int:
+        """The target's parent, reached from ``/`` without following a symlink."""
+        if self._parent is None:
+            fd = os.open("/", _DIR)
+            try:
+                for part in self.real_parent.parts[1:]:
+                    nxt = self._step(fd, part, self.real_parent)
+                    os.close(fd)
+                    fd = nxt
+            except BaseException:
+                os.close(fd)
+                raise
+            self._parent = fd
+        return self._parent
+
+    def _step(self, fd: int, part: str, where: Path | str) -> int:
+        try:
+            return os.open(part, _DIR, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafePathError(
+                    shown(where), f"{part!r} on the way is not a real directory (a symlink?)"
+                ) from exc
+            raise
+
+    def dir_fd(self, rel: str) -> int:
+        """The directory ``rel`` ("." is the root), every component a real directory."""
+        fd = self._dirs.get(rel)
+        if fd is not None:
+            return fd
+        if rel == ".":
+            fd = self._step(self.parent_fd(), self.name, self.root)
+        else:
+            up = str(PurePosixPath(rel).parent)
+            fd = self._step(self.dir_fd("." if up in ("", ".") else up), PurePosixPath(rel).name,
+                            self.abs(rel))
+        if len(self._dirs) >= _MAX_CACHED:   # keep only the chain leading here
+            for cached in list(self._dirs):
+                if not (cached == "." or rel.startswith(cached + "/")):
+                    os.close(self._dirs.pop(cached))
+        self._dirs[rel] = fd
+        return fd
+
+    def locate(self, rel: str) -> tuple[int, str]:
+        """``(fd of the directory holding rel, rel's name in it)``."""
+        if rel == ".":
+            return self.parent_fd(), self.name
+        p = PurePosixPath(rel)
+        up = str(p.parent)
+        return self.dir_fd("." if up in ("", ".") else up), p.name
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """``lstat`` of ``rel``, or None when it is not there."""
+        fd, name = self.locate(rel)
+        try:
+            return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    # ------------------------------------------------------------ writing
+    def make_writable(self, rel: str) -> None:
+        """Give the owner write and search permission on directory ``rel`` if it lacks them."""
+        with contextlib.suppress(OSError, UnsafePathError):
+            fd, name = self.locate(rel)
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and (st.st_mode & 0o300) != 0o300:
+                os.chmod(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=fd)
+
+    def remove(self, rel: str, *, only_if_empty: bool) -> str:
+        """Remove ``rel`` (a directory with its subtree, unless ``only_if_empty``);
+        return a reason when it is kept instead."""
+        fd, name = self.locate(rel)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return ""
+        self.make_writable(_parent(rel))
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=fd)
+            return ""
+        self.forget_dirs(rel)
+        if only_if_empty:
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                return "holds paths this restore leaves alone (excluded from the capture)"
+            return ""
+        _rmtree_at(fd, name)
+        return ""
+
+    def _replace_with(self, rel: str, make: Callable[[int, str], None]) -> None:
+        """Create ``rel`` as a temp entry beside it, then rename it over whatever is there."""
+        fd, name = self.locate(rel)
+        tmp = f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        make(fd, tmp)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                self.forget_dirs(rel)
+                _rmtree_at(fd, name)
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+
+    def mkdir(self, rel: str) -> None:
+        """Make ``rel`` a real directory (replacing a non-directory), owner-writable."""
+        fd, name = self.locate(rel)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=fd)
+            st = None
+        if st is None:
+            os.mkdir(name, 0o700, dir_fd=fd)
+        self.make_writable(rel)
+
+    def write_file(self, rel: str, chunks: Iterable[bytes], size: int,
+                   extents: list[tuple[int, int]] | None) -> None:
+        """Write a regular file from ``chunks`` (holes left where ``extents`` has none)."""
+
+        def make(fd: int, tmp: str) -> None:
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o600, dir_fd=fd)
+            try:
+                try:
+                    _write_sparse(out, chunks, extents) if extents else _write_all(out, chunks)
+                    if extents is not None:
+                        os.ftruncate(out, size)
+                finally:
+                    os.close(out)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=fd)
+                raise
+
+        self._replace_with(rel, make)
+
+    def symlink(self, rel: str, target: str) -> None:
+        """Make ``rel`` a symlink to ``target`` (verbatim)."""
+        self._replace_with(rel, lambda fd, tmp: os.symlink(target, tmp, dir_fd=fd))
+
+    def fifo(self, rel: str) -> None:
+        """Make ``rel`` a FIFO."""
+        self._replace_with(rel, lambda fd, tmp: os.mkfifo(tmp, 0o600, dir_fd=fd))
+
+    def device(self, rel: str, kind: int, major: int, minor: int) -> None:
+        """Make ``rel`` a device node (needs root)."""
+        self._replace_with(
+            rel, lambda fd, tmp: os.mknod(tmp, kind | 0o600, os.makedev(major, minor), dir_fd=fd)
+        )
+
+    def hardlink(self, rel: str, lead: str) -> bool:
+        """Make ``rel`` another name of ``lead``; False when ``lead`` is not there."""
+        held, lead_name = self.locate(lead)
+        lead_fd = os.dup(held)   # locating rel may drop the cached fd
+        try:
+            try:
+                os.stat(lead_name, dir_fd=lead_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            self._replace_with(
+                rel,
+                lambda fd, tmp: os.link(lead_name, tmp, src_dir_fd=lead_fd, dst_dir_fd=fd,
+                                        follow_symlinks=False),
+            )
+        finally:
+            os.close(lead_fd)
+        return True
+
+    def set_metadata(self, rel: str, *, is_link: bool, xattrs: dict[str, str], uid: int,
+                     gid: int, mode: int, atime_ns: int, mtime_ns: int) -> None:
+        """xattrs, owner, mode (after chown, which clears setuid), then times."""
+        fd, name = self.locate(rel)
+        if not is_link:
+            _set_xattrs(at_path(fd, name, self.abs(rel)), xattrs)
+        with contextlib.suppress(PermissionError):
+            os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+        if not is_link:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISLNK(st.st_mode):
+                os.chmod(name, mode, dir_fd=fd)
+        os.utime(name, ns=(atime_ns, mtime_ns), dir_fd=fd, follow_symlinks=False)
+
+
+def _parent(rel: str) -> str:
+    up = str(PurePosixPath(rel).parent)
+    return "." if up in ("", ".") else up
+
+
+def _write_all(fd: int, chunks: Iterable[bytes]) -> None:
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+
+
+def _write_sparse(fd: int, chunks: Iterable[bytes], extents: list[tuple[int, int]]) -> None:
+    """Write only the data regions (the rest stays a hole)."""
+    pos = 0
+    for chunk in chunks:
+        end = pos + len(chunk)
+        for start, length in extents:
+            a, b = max(start, pos), min(start + length, end)
+            if a < b:
+                data = memoryview(chunk)[a - pos : b - pos]
+                while data:
+                    n = os.pwrite(fd, data, a)
+                    data, a = data[n:], a + n
+        pos = end
+
+
+def _set_xattrs(path: str, wanted: dict[str, str]) -> None:
+    try:
+        present = set(os.listxattr(path, follow_symlinks=False))
+    except OSError:
+        return
+    for name in present - set(wanted):
+        with contextlib.suppress(OSError):
+            os.removexattr(path, name, follow_symlinks=False)
+    for name, value in wanted.items():
+        with contextlib.suppress(OSError):
+            os.setxattr(path, name, bytes.fromhex(value), follow_symlinks=False)
+
+
+def _rmtree_at(dir_fd: int, name: str) -> None:
+    """Remove the directory ``name`` under ``dir_fd`` with its subtree, read-only
+    directories included, never following a symlink."""
+    with contextlib.suppress(OSError):
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+    for _top, dirs, _files, fd in os.fwalk(name, dir_fd=dir_fd, follow_symlinks=False):
+        for d in dirs:
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.stat(d, dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.chmod(d, 0o700, dir_fd=fd)
+    shutil.rmtree(name, dir_fd=dir_fd)

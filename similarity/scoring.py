@@ -1,0 +1,219 @@
+"""Scoring how faithfully a restored state reproduces an original one.
+
+Both snapshots are flattened into leaves ``(item key, field path) → value``,
+each leaf carrying the fidelity class declared in the schema.  Items are
+matched by their natural key (path; primary key; kind/namespace/name; …), so
+order and server-assigned ids never decide a match; inside an item, lists the
+schema declares as keyed or unordered are matched by key or as sets
+(:func:`preimage.snapshot_schemas.iter_leaves`), so a server that reorders
+entries (Kubernetes ``managedFields``) does not look like a change.
+
+For each fidelity class *c*::
+
+    matched_c = |{ l ∈ O_c : l ∈ R and R[l] ≡ O[l] }|
+    extra_c   = |{ l ∈ R_c : l ∉ O }|
+    score_c   = matched_c / (|O_c| + extra_c)        (n/a when both are 0)
+
+where ``O`` are the original's leaves, ``R`` the restored state's, and ``≡``
+is equality of value *and* type (``1``, ``1.0``, ``True`` and ``"1"`` are four
+different values).  Every entry of the original's ``uncaptured`` list (state
+in scope the capture never read) counts as one original leaf of its class that
+nothing can match, so a snapshot that missed something never scores 1.0.  The
+same formula over the union of ``content`` and ``metadata`` gives
+``restorable`` (what a client can bring back — the number CI gates on), and
+over every class gives ``overall``.  ``access`` (access times, moved by any
+reader of the restored state) is scored on its own and is not part of
+``restorable``; ``score --on content+metadata+access`` includes it.
+
+Invariants (tested): identical snapshots score 1.0 in every class that has
+leaves and n/a in the others; a restore that brought nothing back scores 0.0;
+damaging more leaves never raises a score; leaves the original did not have
+lower it.  Every difference is listed with its class and the reason (missing
+item, missing field, changed value, changed type, extra item, extra field, not
+captured); a missing or extra item is listed once, however many leaves it
+has.  ``server``-class differences carry the schema's reason (or the
+snapshot's, or a generic one) and, when a restore reported the identity remap
+that explains them, that remap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from preimage.restoration import IdRemap
+from preimage.similarity.report import (
+    CLASSES,
+    ClassScore,
+    LeafDifference,
+    SimilarityReport,
+    merge_reports,
+)
+from preimage.snapshot_schemas import Fidelity, Item, Leaf, Snapshot, iter_leaves
+
+__all__ = [
+    "ClassScore", "LeafDifference", "Leaves", "SimilarityReport", "compare", "flatten",
+    "merge_reports", "score",
+]
+
+Leaves = dict[tuple[str, str], Leaf]
+
+SERVER = Fidelity.SERVER.value
+SERVER_REASON = "server-assigned: no client can set it, so a restore cannot bring it back"
+UNCAPTURED_PATH = "(not captured)"
+_WEIGHT = {c: i for i, c in enumerate(CLASSES)}  # content first: the class a missing item shows
+
+
+def flatten(
+    items: Iterable[Item], server_note: Callable[[Item, str], str] | None = None
+) -> tuple[Leaves, dict[str, str]]:
+    """Leaves of ``items`` keyed by ``(natural key, path)``, and each item's label
+    by natural key.  ``server_note`` supplies the reason for a ``server`` leaf
+    whose schema gives none."""
+    leaves: Leaves = {}
+    labels: dict[str, str] = {}
+    for item in items:
+        k = item.natural_key()
+        labels[k] = item.label()
+        for path, leaf in iter_leaves(item, Fidelity.CONTENT.value):
+            if leaf.fidelity == SERVER and not leaf.note and server_note is not None:
+                leaf = leaf._replace(note=server_note(item, path))
+            leaves[(k, path)] = leaf
+    return leaves, labels
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict | list) and not value:
+        return value
+    return str(value)
+
+
+def _remap_note(
+    key: str, path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
+) -> str:
+    """The restore's own account of a changed server leaf, if it reported one: the
+    item's remap of that field, or the remap of the identity the leaf refers to."""
+    field = path.rsplit(".", 1)[-1]
+    for r in remaps:
+        same_leaf = r.key == key and r.field in (path, field)
+        reference = r.key != key and isinstance(original, str) and len(original) >= 8
+        if (same_leaf or reference) and str(r.old) == str(original):
+            followed = "" if str(r.new) == str(restored) else f" (live: {restored})"
+            whose = "" if same_leaf else f" of {r.key}"
+            return f"the restore re-assigned {r.field}{whose} {r.old} → {r.new}{followed}"
+    return ""
+
+
+def compare(
+    original: Leaves,
+    orig_items: Mapping[str, str],
+    restored: Leaves,
+    rest_items: Mapping[str, str],
+    remaps: Iterable[IdRemap] = (),
+) -> SimilarityReport:
+    """Score flattened leaves (see the module docstring for the formula).
+
+    ``orig_items`` / ``rest_items`` map the natural keys of each side's items to
+    their labels (as :func:`flatten` returns them).
+    """
+    remaps = list(remaps)
+    counts = {c: [0, 0, 0] for c in CLASSES}  # original, matched, extra
+    diffs: list[LeafDifference] = []
+    whole: dict[tuple[str, str], list[Any]] = {}  # (key, reason) → [leaves, class]
+
+    def whole_item(key: str, reason: str, fidelity: str) -> None:
+        entry = whole.setdefault((key, reason), [0, fidelity])
+        entry[0] += 1
+        if _WEIGHT.get(fidelity, 9) < _WEIGHT.get(entry[1], 9):
+            entry[1] = fidelity
+
+    for (key, path), leaf in original.items():
+        fidelity = leaf.fidelity
+        counts[fidelity][0] += 1
+        got = restored.get((key, path))
+        if got is not None and got.fidelity == fidelity and _same(got.value, leaf.value):
+            counts[fidelity][1] += 1
+            continue
+        if key not in rest_items:
+            whole_item(key, "missing item", fidelity)
+            continue
+        if got is None:
+            reason = "missing field"
+        elif got.fidelity != fidelity:
+            reason = "changed class"
+        elif type(got.value) is not type(leaf.value) and None not in (got.value, leaf.value):
+            reason = "changed type"
+        else:
+            reason = "changed value"
+        note = ""
+        if fidelity == SERVER:
+            remapped = _remap_note(key, path, leaf.value, got.value if got else None, remaps)
+            note = "; ".join(n for n in (leaf.note or SERVER_REASON, remapped) if n)
+        diffs.append(LeafDifference(
+            item=orig_items.get(key, key), key=key, path=path, fidelity=fidelity,
+            reason=reason, original=_jsonable(leaf.value),
+            restored=_jsonable(got.value) if got else None, note=note, display=leaf.display,
+        ))
+    for (key, path), leaf in restored.items():
+        if (key, path) in original:
+            continue
+        counts[leaf.fidelity][2] += 1
+        if key not in orig_items:
+            whole_item(key, "extra item", leaf.fidelity)
+            continue
+        diffs.append(LeafDifference(
+            item=rest_items.get(key, key), key=key, path=path, fidelity=leaf.fidelity,
+            reason="extra field", restored=_jsonable(leaf.value), display=leaf.display,
+        ))
+    for (key, reason), (n, fidelity) in whole.items():
+        label = (orig_items if reason == "missing item" else rest_items).get(key, key)
+        diffs.append(LeafDifference(
+            item=label, key=key, path="", fidelity=fidelity, reason=reason, leaves=n,
+        ))
+    report = SimilarityReport(items_original=len(orig_items), items_restored=len(rest_items))
+    report.set_counts(counts)
+    diffs.sort(key=lambda d: (_WEIGHT.get(d.fidelity, 9), d.item, d.path))
+    report.differences = diffs
+    return report
+
+
+def score(
+    original: Snapshot,
+    restored: Snapshot | None,
+    blobs: Any | None = None,
+    *,
+    remaps: Iterable[IdRemap] = (),
+) -> SimilarityReport:
+    """Score ``restored`` against ``original`` (``None``: nothing could be read).
+
+    ``blobs`` is the store to expand blob-backed items from (table rows); it is
+    only needed for snapshots that keep bulk data outside their items.
+    ``remaps`` are the identity remaps a restore reported; server-class
+    differences they explain say so.  The original's uncaptured entries are
+    unmatched original leaves (see above).
+    """
+    o_leaves, o_items = flatten(original.scoring_items(blobs), original.server_note)
+    r_leaves: Leaves = {}
+    r_items: dict[str, str] = {}
+    if restored is not None:
+        r_leaves, r_items = flatten(restored.scoring_items(blobs), restored.server_note)
+    report = compare(o_leaves, o_items, r_leaves, r_items, remaps)
+    if not original.uncaptured:
+        return report
+    counts = {c: [s.original, s.matched, s.extra] for c, s in report.classes.items()}
+    for u in original.uncaptured:
+        fidelity = u.fidelity if u.fidelity in counts else Fidelity.CONTENT.value
+        counts[fidelity][0] += 1
+        report.differences.append(LeafDifference(
+            item=u.label(), path=UNCAPTURED_PATH, fidelity=fidelity,
+            reason="not captured", note=u.reason,
+        ))
+    report.set_counts(counts)
+    report.uncaptured = len(original.uncaptured)
+    return report

@@ -1,0 +1,106 @@
+"""What every command shares: the two consoles, one-line errors, JSON and times."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+
+from preimage._errors import PreimageError
+from preimage._redact import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+for _stream in (sys.stdout, sys.stderr):
+    # a file name that is not UTF-8 prints as \xNN instead of stopping the command
+    reconfigure = getattr(_stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def one_line(text: str) -> str:
+    """The first line of ``text``, secrets redacted."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return redact(first)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[bold red]preimage:[/] {one_line(message)}", markup=True, highlight=False)
+    sys.exit(code)
+
+
+def _os_reason(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def handle_errors(fn: F) -> F:
+    """Turn every error into a one-line reason and exit code 2 — never a traceback.
+
+    A preimage error says what happened and what to do; an operating-system
+    error (disk full, permission denied) is named with its path; anything else
+    is a bug, reported in one line with the hint to set ``PREIMAGE_DEBUG=1``.
+    """
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PreimageError as exc:
+            _fail(str(exc) or type(exc).__name__)
+        except KeyboardInterrupt:
+            _fail("interrupted — run the same command again to finish", 130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except OSError as exc:
+            _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
+                  "command again")
+        except RecursionError:
+            _fail("the input is nested too deeply to read")
+        except Exception as exc:
+            import os
+
+            if os.environ.get("PREIMAGE_DEBUG"):
+                traceback.print_exc()
+            _fail(f"unexpected error: {type(exc).__name__}: {exc} — run again with "
+                  "PREIMAGE_DEBUG=1 for details and report it")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout (the only thing a ``--json`` command prints there)."""
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+
+
+def iso(ts: float | None) -> str | None:
+    """An ISO 8601 time with its timezone (UTC), as ``--json`` prints times."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def when(ts: float) -> str:
+    """A time for tables: ``2025-01-31 12:00:00``, UTC."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@contextmanager
+def working(text: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while long work runs (only on a terminal)."""
+    if enabled and err.is_terminal:
+        with err.status(text):
+            yield
+    else:
+        yield

@@ -1,0 +1,87 @@
+"""Secrets out: one place that scrubs text and payloads before they are kept or shown.
+
+Everything an agent's tool call carries can hold a credential: a URI with
+``user:password@``, ``PGPASSWORD=… psql``, ``curl -u user:pw``, ``mysql -pPW``,
+``--password=…``, an ``Authorization:`` header, ``?password=`` or
+``?access_token=`` in a URL, a JSON field named ``password`` or ``api_key``.
+:func:`redact` scrubs a string and :func:`redact_value` a JSON-like payload;
+the catalog (tool calls, labels), every error message the CLI prints, and the
+hook log go through them.  A secret is replaced by ``***``; what surrounds it
+stays, so a reader still sees what the call did.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "***"
+
+# names whose value is a secret, in query strings, JSON keys, headers and env vars
+SECRET_NAMES = (
+    "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "api_key", "api-key",
+    "access_key", "access_token", "auth_token", "refresh_token", "client_secret",
+    "private_key", "secret_key", "session_token", "authorization", "cookie", "credentials",
+)
+_NAME = r"[A-Za-z0-9_.-]*?(?:" + "|".join(re.escape(n) for n in SECRET_NAMES) + r")[A-Za-z0-9_-]*"
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    # scheme://user:password@host
+    (re.compile(r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]*):[^@\s/'\"]*@"),
+     rf"\g<pre>:{MASK}@"),
+    # Authorization: Bearer xxx / Basic xxx ; X-Api-Key: xxx ; Cookie: a=b
+    (re.compile(r"(?i)(?P<pre>\b(?:proxy-)?authorization\s*:\s*)(?:(?:bearer|basic|token|digest)\s+)?"
+                r"[^\s'\"]+"),
+     rf"\g<pre>{MASK}"),
+    (re.compile(r"(?i)(?P<pre>\b(?:x-[a-z-]*(?:key|token|secret)|cookie)\s*:\s*)[^'\"\n]+"),
+     rf"\g<pre>{MASK}"),
+    # NAME=value for env assignments and query strings (PGPASSWORD=…, ?password=…, &token=…)
+    (re.compile(rf"(?i)(?P<pre>(?:^|[\s?&;'\"(]|\bexport\s+){_NAME}=)(?:'[^']*'|\"[^\"]*\"|[^\s&;'\"]+)"),
+     rf"\g<pre>{MASK}"),
+    # --password=xxx / --password xxx / --token xxx / --api-key xxx
+    (re.compile(rf"(?i)(?P<pre>--{_NAME}(?:=|\s+))(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)"),
+     rf"\g<pre>{MASK}"),
+    # curl -u user:pw / --user user:pw  (the user stays)
+    (re.compile(r"(?P<pre>(?:^|\s)(?:-u|--user)\s*['\"]?[^\s:'\"]+):[^\s'\"]+"), rf"\g<pre>:{MASK}"),
+    # mysql -pSECRET (no space: the password), sshpass -p SECRET
+    (re.compile(r"(?P<pre>\bmysql(?:dump|admin)?\b[^\n|;&]*?\s-p)(?!\s)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    (re.compile(r"(?P<pre>\bsshpass\s+-p\s*)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    # "password": "xxx" inside JSON text
+    (re.compile(rf"(?i)(?P<pre>[\"']{_NAME}[\"']\s*:\s*)(?:\"[^\"]*\"|'[^']*'|[^\s,}}]+)"),
+     rf'\g<pre>"{MASK}"'),
+]
+
+_SECRET_KEY = re.compile(rf"(?i)^{_NAME}$")
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential it holds replaced by ``***``."""
+    if not text:
+        return text
+    for pattern, repl in _RULES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a field, header, variable or parameter called ``name`` holds a secret."""
+    return bool(_SECRET_KEY.match(name))
+
+
+def redact_value(value: Any, *, depth: int = 0) -> Any:
+    """A copy of a JSON-like ``value`` with secrets masked: values under secret-named
+    keys, and credentials inside every string.  Nesting deeper than 64 levels is
+    cut (a payload built to exhaust the stack keeps nothing past it)."""
+    if depth > 64:
+        return "…"
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_name(k) and v not in (None, "")
+                else redact_value(v, depth=depth + 1))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_value(v, depth=depth + 1) for v in value]
+    return value

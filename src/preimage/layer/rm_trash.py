@@ -1,0 +1,164 @@
+"""Tier 1, the O(1) way: a plain ``rm`` on the store's filesystem becomes a rename into its trash.
+
+Copying a tree before ``rm -rf`` deletes it costs as much as the tree; moving
+it costs one ``rename(2)``.  But a ``PreToolUse`` hook runs *before* the user
+approves the call, so the hook itself must not move anything: it rewrites
+the command into ``preimage trash --home STORE --backup ID [-r] [-f] -- PATH…``
+(:mod:`preimage._trash`), which does the move when — and only if — the call
+really runs, and records backup ``ID``; ``preimage restore ID`` renames back.
+
+Only a *plain* ``rm`` is rewritten: options among ``-r -R -f --recursive
+--force``, every path named literally (no globs, no variables), no
+redirections or wrappers, every path present (or ``-f``), on the store's
+filesystem, not a mount point and holding none, not the store or around it,
+not holding the shell's working directory, and nothing in it that the mode
+or policy would leave out.  Only harnesses known to run the rewritten input
+get it (Claude Code applies ``updatedInput``); elsewhere, and for anything
+less plain, the paths are captured as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from preimage._ids import new_backup_id
+from preimage.layer.context import Context
+from preimage.layer.decision import Finding, Tier
+from preimage.layer.policy import Policy, mode_keeps, select_targets
+from preimage.layer.shell import SimpleCommand, resolve
+
+# Harnesses that run the rewritten command (the trash rewrite takes no copy, so a harness
+# that ignored the rewrite would run the original rm unprotected).  `preimage guard` keeps
+# the capture: its users score and diff what it took, which a trash move has no snapshot for.
+APPLIES_REWRITES = frozenset({"claude-code"})
+_FLAGS = re.compile(r"^-[rRf]+$")
+
+
+def preimage_command() -> str:
+    """This installation's ``preimage``, as a shell word (absolute, so PATH cannot change it)."""
+    exe = Path(sys.executable).parent / "preimage"
+    if exe.exists():
+        return shlex.quote(str(exe))
+    return f"{shlex.quote(sys.executable)} -m preimage"
+
+
+def mount_points() -> list[str]:
+    """Every mount point of this process's namespace (``/proc/self/mountinfo``)."""
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            out.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return out
+
+
+def _plain_flags(cmd: SimpleCommand) -> tuple[bool, bool, list[str]] | None:
+    """``(recursive, force, operand texts)`` of a plain rm, or ``None``."""
+    recursive = force = False
+    operands: list[str] = []
+    options_done = False
+    for w in cmd.words[1:]:
+        if w.dynamic or w.glob:
+            return None
+        text = w.text
+        if not options_done and text == "--":
+            options_done = True
+        elif not options_done and text in ("--recursive", "--force"):
+            recursive |= text == "--recursive"
+            force |= text == "--force"
+        elif not options_done and _FLAGS.match(text):
+            recursive |= "r" in text or "R" in text
+            force |= "f" in text
+        elif not options_done and text.startswith("-") and text != "-":
+            return None  # -i, -v, --one-file-system, --no-preserve-root …: not plain
+        else:
+            operands.append(text)
+    return recursive, force, operands
+
+
+def _why_not(path: str, text: str, ctx: Context, cwds: list[str], mounts: list[str],
+             store_dev: int) -> str | None:
+    """Why ``path`` cannot be renamed into the trash, or ``None``."""
+    if path == "/" or os.path.basename(text.rstrip("/")) in (".", "..") or text.endswith("/."):
+        return "rm refuses it"
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "absent"
+    if text.endswith("/") and os.path.islink(path):
+        return "a symlink named with a trailing slash"
+    if st.st_dev != store_dev:
+        return "on another filesystem than the store"
+    if any(m == path or m.startswith(path.rstrip("/") + "/") for m in mounts):
+        return "a mount point, or holds one"
+    home = str(ctx.store_home) if ctx.store_home else ""
+    if home and (home == path or home.startswith(path + "/") or path.startswith(home + "/")):
+        return "the backup store, or around it"
+    if any(c == path or c.startswith(path + "/") for c in cwds):
+        return "holds the shell's working directory"
+    return None
+
+
+def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | None:
+    """The rename-into-trash rewrite of the ``rm`` ``cmd`` (its capture finding ``f``), or
+    ``None`` when the capture stays (see the module docs for what makes an rm plain)."""
+    if cmd.name != "rm" or ctx.call.harness not in APPLIES_REWRITES or ctx.store_home is None:
+        return None
+    if cmd.wrappers or cmd.redirects or cmd.span is None or not cmd.cwd_known or not f.targets:
+        return None
+    plain = _plain_flags(cmd)
+    if plain is None:
+        return None
+    recursive, force, operands = plain
+    if not operands:
+        return None
+    keep, _ = mode_keeps(f, ctx.config.mode)
+    chosen, _ = select_targets(f, ctx.config.mode, Policy.parse(ctx.config.policy))
+    if not keep or len(chosen) != len(f.targets):
+        return None  # the mode or policy leaves something out: the usual path handles that
+    try:  # a store that cannot hold the trash gets the capture, whose error the answer reports
+        ctx.store_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        trash = ctx.store_home / "trash"
+        trash.mkdir(mode=0o700, exist_ok=True)
+        if not os.access(trash, os.W_OK):
+            return None
+        store_dev = os.stat(trash).st_dev
+    except OSError:
+        return None
+    cwds = [os.path.normpath(c) for c in (cmd.cwd, ctx.call.cwd) if c]
+    mounts = mount_points()
+    paths = []
+    for text in operands:
+        path = resolve(cmd, text)
+        why = _why_not(path, text, ctx, cwds, mounts, store_dev)
+        if why == "absent" and force:
+            continue
+        if why:
+            return None
+        paths.append(path)
+    if not paths:
+        return None
+    backup_id = new_backup_id()
+    argv = [preimage_command(), "trash", "--home", shlex.quote(str(ctx.store_home)),
+            "--backup", backup_id]
+    if ctx.call.session_id:
+        argv += ["--session", shlex.quote(ctx.call.session_id)]
+    argv += (["-r"] if recursive else []) + (["-f"] if force else [])
+    argv += ["--", *(shlex.quote(p) for p in paths)]
+    shown = ", ".join(paths[:4]) + (" …" if len(paths) > 4 else "")
+    return Finding(
+        source=f.source, tier=Tier.REWRITE, rule=f.rule, impact=f.impact, targets=[],
+        notes=[f"rm moves {shown} into preimage's trash (a rename on the store's filesystem, "
+               f"no copy) as backup {backup_id} when it runs; undo with "
+               f"`preimage restore {backup_id}`."],
+        wide=f.wide, outside_workspace=f.outside_workspace, rewrite=" ".join(argv), span=f.span,
+    )

@@ -1,0 +1,64 @@
+"""bashlex's parse table from the cache parses exactly as bashlex's own build does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+COMMANDS = [
+    "cd build && rm -rf out; make -j4 2>&1 | tee log.txt",
+    "for f in *.py; do sed -i 's/a/b/' \"$f\"; done",
+    "if [ -d x ]; then mv x y; else echo none >> /tmp/log; fi",
+    "psql \"$DATABASE_URL\" -c 'DROP TABLE orders' <<EOF\nselect 1;\nEOF",
+    "echo $(ls $(pwd)) `date` && (cd sub; git clean -fdx) || true",
+    "case $1 in a|b) rm -f \"$1\" ;; *) : ;; esac",
+    "f() { rm -rf \"$@\"; }; f a b &",
+    "kubectl delete ns shop --wait=false > /dev/null 2>&1 &&! false",
+]
+
+SCRIPT = """
+import json, sys
+if sys.argv[1] == "cached":
+    from preimage.layer.bashlex_tables import install
+    install()
+import bashlex
+out = []
+for c in json.loads(sys.argv[2]):
+    try:
+        out.append([t.dump() for t in bashlex.parse(c)])
+    except Exception as exc:
+        out.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps(out))
+"""
+
+
+def _parse(mode: str, cache: Path) -> list[object]:
+    env = {**os.environ, "PREIMAGE_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, mode, json.dumps(COMMANDS)],
+                          capture_output=True, text=True, env=env, timeout=300, check=True)
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_cached_table_parses_like_bashlex(tmp_path: Path) -> None:
+    """The first run writes the table; the second reads it; both parse as plain bashlex."""
+    cache = tmp_path / "cache"
+    plain = _parse("plain", cache)
+    assert not cache.exists()
+    first = _parse("cached", cache)
+    assert len(list(cache.glob("bashlex-lalr-*.marshal"))) == 1
+    second = _parse("cached", cache)
+    assert first == plain and second == plain
+    assert sum(isinstance(p, list) for p in plain) >= len(COMMANDS) - 2  # bashlex refuses a few
+
+
+def test_corrupt_cache_falls_back_to_building(tmp_path: Path) -> None:
+    """A cache file that is not a table is ignored and rewritten; parsing still works."""
+    cache = tmp_path / "cache"
+    _parse("cached", cache)
+    (table,) = cache.glob("bashlex-lalr-*.marshal")
+    table.write_bytes(b"not marshal data")
+    assert _parse("cached", cache) == _parse("plain", cache)
+    assert table.read_bytes() != b"not marshal data"

@@ -1,0 +1,347 @@
+"""The decision service and the hook client: up, down, killed mid-call, shared by sessions.
+
+Every test drives the real processes: ``preimage serve`` and ``preimage hook``
+run as subprocesses on a private runtime directory.  Slow captures are made
+slow by a PostgreSQL table lock the test holds (never by sleeping), so "the
+other session was answered while this capture waited" is an ordering fact.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_fixture(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_preimage_fixture_{name}",
+                                                  ROOT / "fixtures" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def payload(command: str, cwd: Path, session: str = "s1") -> str:
+    """A Claude Code PreToolUse payload for a Bash call."""
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": command}, "cwd": str(cwd),
+                       "session_id": session, "tool_use_id": "t1"})
+
+
+def wait_for(check: Callable[[], bool], what: str, limit: float = 120.0) -> None:
+    """Poll ``check`` until it holds (a readiness wait; the limit only stops a hung test)."""
+    end = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting: {what}")
+        time.sleep(0.05)
+
+
+class Service:
+    """A private environment for hook calls and the service they talk to."""
+
+    def __init__(self, tmp: Path) -> None:
+        rt = tmp / "rt"
+        rt.mkdir(mode=0o700)
+        self.home = tmp / "store"
+        self.env = {k: v for k, v in os.environ.items() if k != "PREIMAGE_SERVICE"}
+        self.env.update(PREIMAGE_HOME=str(self.home), PREIMAGE_CONFIG_DIR=str(tmp / "config"),
+                        PREIMAGE_LOG=str(tmp / "log" / "hook.log"), PREIMAGE_RUNTIME_DIR=str(rt),
+                        PREIMAGE_SERVE_IDLE="300")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def cli(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
+                              text=True, env=self.env, timeout=300, **kw)
+
+    def hook(self, command: str, cwd: Path, session: str = "s1") -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-m", "preimage", "hook", "claude-code"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=self.env)
+        assert proc.stdin
+        proc.stdin.write(payload(command, cwd, session))
+        proc.stdin.close()
+        proc.stdin = None  # sent in full; communicate() only reads
+        return proc
+
+    def status(self) -> dict[str, Any] | None:
+        proc = self.cli("serve", "--status", "--json")
+        doc = json.loads(proc.stdout)
+        return doc if isinstance(doc, dict) else None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "preimage", "serve"], env=self.env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: self.status() is not None, "the service answers --status")
+
+    def stop(self) -> None:
+        """Stop whatever service these settings started (by the test or by a hook)."""
+        self.cli("serve", "--stop")
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    """Settings for one test's hooks; any service they start is stopped afterwards."""
+    svc = Service(tmp_path)
+    yield svc
+    svc.stop()
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
+    """Wait for a hook process; its JSON answer and its stderr."""
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return json.loads(out), err
+
+
+def test_service_up_answers_and_backs_up(service: Service, tmp_path: Path) -> None:
+    """With the service running, the hook's answers come from it, backups included."""
+    service.start()
+    work = tmp_path / "w"
+    (work / "build").mkdir(parents=True)
+    (work / "build" / "out.o").write_bytes(b"\x7fELF")
+    answer, err = finish(service.hook("ls -la", work))
+    assert answer == {} and "in-process" not in err
+    answer, err = finish(service.hook("truncate -s 0 build/out.o", work))
+    assert "in-process" not in err
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "preimage backup " in context
+    backup_id = context.split("preimage backup ", 1)[1].split()[0]
+    (work / "build" / "out.o").write_bytes(b"")
+    service.cli("restore", backup_id).check_returncode()
+    assert (work / "build" / "out.o").read_bytes() == b"\x7fELF"
+    answer, err = finish(service.hook("rm -r build", work))
+    assert " trash " in answer["hookSpecificOutput"]["updatedInput"]["command"]
+    status = service.status()
+    assert status is not None and status["served"]["hook"] == 3
+
+
+def test_service_down_decides_in_process_and_starts_one(service: Service, tmp_path: Path) -> None:
+    """No service: the call is still protected, the answer says it was decided in-process,
+    and a service is started for the next call."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    answer, err = finish(service.hook("truncate -s 0 notes.txt", work))
+    assert "decided in-process" in err and "not reachable" in err
+    assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
+    wait_for(lambda: service.status() is not None, "the hook started a service")
+    answer, err = finish(service.hook("cat notes.txt", work))
+    assert answer == {} and "in-process" not in err
+
+
+def test_service_off_decides_in_process(service: Service, tmp_path: Path) -> None:
+    """PREIMAGE_SERVICE=off keeps every decision in the hook process and starts nothing."""
+    service.env["PREIMAGE_SERVICE"] = "off"
+    answer, err = finish(service.hook("ls", tmp_path))
+    assert answer == {} and "PREIMAGE_SERVICE is off" in err
+    assert service.status() is None
+
+
+def test_serve_status_and_stop(service: Service) -> None:
+    """`serve --status` names the running service; `--stop` ends it and status says so."""
+    service.start()
+    proc = service.cli("serve", "--status")
+    assert proc.returncode == 0 and "decision service pid" in proc.stdout
+    assert service.proc is not None and str(service.proc.pid) in proc.stdout
+    stopped = service.cli("serve", "--stop")
+    assert f"pid {service.proc.pid}" in stopped.stdout
+    assert service.proc.wait(timeout=60) == 0
+    proc = service.cli("serve", "--status")
+    assert proc.returncode == 1 and "no decision service is running" in proc.stdout
+
+
+def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
+    """A client with another PREIMAGE_HOME does not reach this service: its own store is used."""
+    service.start()
+    other = dict(service.env, PREIMAGE_HOME=str(tmp_path / "other-store"), PREIMAGE_SERVICE="off")
+    proc = subprocess.run([sys.executable, "-m", "preimage", "serve", "--status"],
+                          capture_output=True, text=True, env=other, timeout=120)
+    assert proc.returncode == 1
+
+
+def _raw_request(sock_path: str, header: dict[str, Any]) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(sock_path)
+        s.sendall(json.dumps({**header, "body": 0}).encode() + b"\n")
+        data = b""
+        while b"\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.split(b"\n", 1)[0]) if data else {}
+
+
+def test_unknown_protocol_version_is_refused(service: Service) -> None:
+    """A request in another protocol version gets an error naming the version spoken."""
+    service.start()
+    status = service.status()
+    assert status is not None
+    reply = _raw_request(status["socket"], {"v": 99, "op": "status"})
+    assert reply["event"] == "error" and "speaks 1" in reply["error"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
+def test_other_users_are_refused(service: Service) -> None:
+    """A process of another uid is refused even when the socket's mode would let it in."""
+    service.start()
+    status = service.status()
+    assert status is not None
+    sock_path = status["socket"]
+    os.chmod(Path(sock_path).parent, 0o755)
+    os.chmod(sock_path, 0o666)
+    code = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1])\n"
+        "print(s.recv(4096).decode())\n"   # refused at once, before any request is read
+    )
+    # The child changes into the socket's folder while still root, then drops to uid 65534
+    # and connects by the relative name (the test's temp folders are closed to others), with
+    # an interpreter any user may run.
+    python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable
+    proc = subprocess.run([python, "-I", "-c", code, Path(sock_path).name], capture_output=True,
+                          text=True, user=65534, group=65534, extra_groups=[],
+                          cwd=Path(sock_path).parent, timeout=120)
+    assert "refused" in proc.stdout, proc.stderr
+    assert "pid" not in json.loads(proc.stdout.splitlines()[0])
+
+
+def test_hook_client_imports_only_the_standard_library(service: Service, tmp_path: Path) -> None:
+    """The whole hook process, answered by the service, imports nothing outside the standard
+    library but its own few modules."""
+    service.start()
+    env = dict(service.env, PYTHONPROFILEIMPORTTIME="1")
+    baseline = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True,
+                              env=env, timeout=120).stderr
+    proc = subprocess.run([sys.executable, "-m", "preimage", "hook", "claude-code"],
+                          input=payload("git status", tmp_path), capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert json.loads(proc.stdout) == {}
+
+    def modules(text: str) -> set[str]:
+        return {line.rsplit("|", 1)[1].strip() for line in text.splitlines()
+                if line.startswith("import time:") and "|" in line} - {"imported package"}
+
+    own = {"preimage", "preimage._entry", "preimage.layer", "preimage.layer.hook_client",
+           "preimage.layer.service_wire"}
+    extra = modules(proc.stderr) - modules(baseline) - own
+    foreign = sorted(m for m in extra if m.split(".")[0] not in sys.stdlib_module_names)
+    assert foreign == []
+
+
+# ------------------------------------------------------------------ slow captures
+pg_fixture = _load_fixture("postgres")
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[Any]:
+    """A throw-away PostgreSQL server for the slow-capture tests."""
+    try:
+        server = pg_fixture.PostgresServer.start()
+    except pg_fixture.PostgresServerError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class LockedTable:
+    """A table whose capture blocks until the test lets it go."""
+
+    def __init__(self, server: Any, name: str) -> None:
+        import psycopg
+
+        self.server = server
+        self.name = name
+        server.psql(f"CREATE DATABASE {name}")
+        server.psql("CREATE TABLE orders (id int primary key, item text);"
+                    "INSERT INTO orders VALUES (1, 'tea'), (2, 'cake');", name)
+        self.uri = server.uri(name)
+        self.holder = psycopg.connect(server.uri(name, password=True))
+        self.holder.execute("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE")
+        self.watch = psycopg.connect(server.uri(name, password=True), autocommit=True)
+
+    def capture_waiting(self) -> bool:
+        """Whether some session (the capture) waits for the lock the test holds."""
+        row = self.watch.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND "
+                                 "relation = 'orders'::regclass").fetchone()
+        return bool(row and row[0])
+
+    def release(self) -> None:
+        self.holder.rollback()
+
+    def close(self) -> None:
+        self.holder.close()
+        self.watch.close()
+        self.server.psql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)")
+
+
+@pytest.fixture
+def locked(pg_server: Any, service: Service, request: pytest.FixtureRequest) -> Iterator[LockedTable]:
+    """`orders` locked by the test; the service's settings carry the server's password."""
+    service.env["PREIMAGE_POSTGRESQL_PASSWORD"] = pg_server.password
+    table = LockedTable(pg_server, f"svc_{request.node.name[-20:].lower()}".replace("-", "_"))
+    yield table
+    table.close()
+
+
+def test_slow_capture_does_not_delay_another_session(service: Service, locked: LockedTable,
+                                                     tmp_path: Path) -> None:
+    """While one session's capture waits on a locked table, another session's read-only
+    call is answered by the same service; the first finishes once the lock is released."""
+    service.start()
+    slow = service.hook(f'psql "{locked.uri}" -c "DROP TABLE orders"', tmp_path, session="A")
+    wait_for(locked.capture_waiting, "the capture waits on the table lock")
+    answer, err = finish(service.hook("git log --oneline", tmp_path, session="B"))
+    assert answer == {} and "in-process" not in err
+    assert slow.poll() is None  # still waiting: it cannot finish while the lock is held
+    locked.release()
+    answer, err = finish(slow)
+    assert "in-process" not in err
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "preimage backup " in context and "orders" in context
+
+
+def test_service_killed_mid_capture_says_not_backed_up(service: Service, locked: LockedTable,
+                                                       tmp_path: Path) -> None:
+    """A service killed while capturing leaves its backup open and the hook says NOT backed up."""
+    service.start()
+    slow = service.hook(f'psql "{locked.uri}" -c "DROP TABLE orders"', tmp_path)
+    wait_for(locked.capture_waiting, "the capture waits on the table lock")
+    status = service.status()
+    assert status is not None and status["in_flight"] == 1
+    os.kill(status["pid"], signal.SIGKILL)
+    answer, err = finish(slow)
+    assert "NOT backed up" in answer["systemMessage"]
+    assert "stopped mid-call" in err
+    assert "permissionDecision" not in answer.get("hookSpecificOutput", {})
+    locked.release()
+    with sqlite3.connect(service.home / "catalog.sqlite") as db:
+        statuses = [r[0] for r in db.execute("SELECT status FROM backups")]
+    assert statuses == ["open"]
