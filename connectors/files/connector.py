@@ -38,7 +38,8 @@ class FileConnector:
     the directory's own entry (mode, owner, times, xattrs) and none of its
     children — what a command that adds or removes an entry changes in the
     directory that holds it.  The restore of such a snapshot leaves deeper
-    paths alone, neither compared nor removed.
+    paths alone, neither compared nor removed — except inside an entry that
+    did not exist at capture, which is removed whole.
     """
 
     scheme: ClassVar[str] = "file"
@@ -94,7 +95,8 @@ class FileConnector:
                 f"the snapshot's root is not its target {snapshot.target} — the document was "
                 "altered",
             )
-        return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth)).run()
+        return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth),
+                            prune_new=depth is not None).run()
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
         """Entries added, removed or changed (inode and ctime ignored)."""

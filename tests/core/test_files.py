@@ -363,3 +363,19 @@ def test_depth_zero_keeps_a_directory_entry_and_leaves_its_children_alone(
     assert sorted(os.listdir(d)) == ["a", "late", "sub"]
     assert os.stat(d).st_mtime_ns == 1_600_000_000_000_000_001
     assert (d / "sub" / "b").read_text() == "b"
+
+
+def test_depth_limited_restore_removes_new_directories_whole(tmp_path: Path,
+                                                             store: Store) -> None:
+    """A directory created below a `?depth=1` target after its capture goes, with its content;
+    deeper paths of directories that existed stay as they are."""
+    d = tmp_path / "user"
+    (d / ".config" / "app").mkdir(parents=True)
+    (d / ".config" / "app" / "settings").write_text("kept, below the depth")
+    backup = preimage.capture([f"file://{d}?depth=1"], store=store)
+    (d / ".cache" / "tool" / "deep").mkdir(parents=True)
+    (d / ".cache" / "tool" / "deep" / "f").write_text("new")
+    (d / ".config" / "app" / "settings").write_text("changed below the depth")
+    preimage.restore(backup.id, store=store)
+    assert sorted(os.listdir(d)) == [".config"]
+    assert (d / ".config" / "app" / "settings").read_text() == "changed below the depth"
