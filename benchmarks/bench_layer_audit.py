@@ -48,16 +48,40 @@ def sample_ids() -> list[str]:
 
 
 def write_sample(examples: list[tldr.Example], audit: ShellAudit, n: int) -> None:
-    """Every example of the core programs that run here, then others by a fixed hash, up to n."""
+    """Examples whose program runs here, page by page in rounds (one example per page per
+    round, pages in a fixed hash order): 45% from the pages of the CORE programs that delete,
+    move or rewrite files, 25% from git's pages, the rest from every other page."""
     import hashlib
 
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
     runnable = [e for e in examples if audit.available(tldr.instantiate(e, str(audit.work)))]
-    core = [e for e in runnable if tldr.program(e.template) in CORE]
-    rest = sorted((e for e in runnable if e not in core),
-                  key=lambda e: hashlib.sha256(e.id.encode()).hexdigest())
-    chosen = (core + rest)[:n]
+    pages: dict[str, list[tldr.Example]] = {}
+    for e in runnable:
+        pages.setdefault(f"{e.platform}/{e.page}", []).append(e)
+    def program_of(page: str) -> str:
+        return tldr.program(pages[page][0].template)
+
+    core = sorted((p for p in pages if program_of(p) in CORE and program_of(p) != "git"), key=key)
+    git = sorted((p for p in pages if program_of(p) == "git"), key=key)
+    other = sorted((p for p in pages if p not in core and p not in git), key=key)
+
+    def rounds(names: list[str], budget: int) -> list[tldr.Example]:
+        out: list[tldr.Example] = []
+        depth = 0
+        while len(out) < budget and any(len(pages[p]) > depth for p in names):
+            for p in names:
+                if len(pages[p]) > depth and len(out) < budget:
+                    out.append(pages[p][depth])
+            depth += 1
+        return out
+
+    chosen = rounds(core, n * 45 // 100)
+    chosen += rounds(git, n * 25 // 100)
+    chosen += rounds(other, n - len(chosen))
     lines = ["# The tldr examples the CI sample runs (id, then the template), regenerated with",
-             "# python benchmarks/bench_layer_audit.py --write-sample N"]
+             "# python benchmarks/bench_layer_audit.py --corpus tldr --write-sample N"]
     lines += [f"{e.id}\t{e.template}" for e in sorted(chosen, key=lambda e: e.index)]
     SAMPLE.write_text("\n".join(lines) + "\n")
     print(f"wrote {len(chosen)} examples to {SAMPLE}")

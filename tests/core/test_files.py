@@ -379,3 +379,17 @@ def test_depth_limited_restore_removes_new_directories_whole(tmp_path: Path,
     preimage.restore(backup.id, store=store)
     assert sorted(os.listdir(d)) == [".config"]
     assert (d / ".config" / "app" / "settings").read_text() == "changed below the depth"
+
+
+def test_depth_limited_target_above_the_store_is_captured(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk that stops above the store never reads it, so it may hold the store's ancestors;
+    one that reaches the store is refused."""
+    user = tmp_path / "user"
+    store = Store(user / ".local" / "share" / "preimage")
+    (user / ".bashrc").write_text("alias ll='ls -l'\n")
+    backup = preimage.capture([f"file://{user}?depth=1"], store=store)
+    assert backup.id
+    with pytest.raises(preimage.PreimageError, match="contains the backup store"):
+        preimage.capture([f"file://{user}?depth=4"], store=store)
+    store.close()

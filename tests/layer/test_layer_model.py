@@ -59,7 +59,8 @@ def test_invalid_model_answer_falls_back_to_the_workspace(reply: str, world: Wor
     decision = make_layer(world, store, ModelTier("gpt-4o-mini", mock_response=reply)).before(
         ToolCall.shell("mytool purge", cwd=str(world.proj), env=world.env))
     assert decision.tier is Tier.WORKSPACE
-    assert decision.targets == [f"file://{world.proj}"]
+    assert decision.targets[0] == f"file://{world.proj}"
+    assert f"file://{world.home}?depth=1" in decision.targets  # where tools keep their state
     assert "rejected" in decision.additional_context
 
 

@@ -252,6 +252,10 @@ def sevenzip(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     if verb in ("x", "e"):
         out = next((w.text[2:] for w in cmd.words if w.text.startswith("-o")), ".")
         return _extract_finding(cmd, rule, ctx, None, "7z", resolve(cmd, out or "."))
+    archive = got[0]
+    if not os.path.splitext(archive)[1]:  # 7z names it after the archive type it writes
+        kind = next((w.text[2:] for w in cmd.words if w.text.startswith("-t")), "") or "7z"
+        got = [archive, f"{archive}.{kind}"]
     return finding(cmd, rule, impact=Impact.HIGH,
                    targets=file_targets(got, ctx, "7z writes it", include_absent=True),
                    outside_workspace=outside(ctx, got))

@@ -366,6 +366,26 @@ def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
     return None
 
 
+def session_effects(sql: str, dialect: str, ctx: Context, base: SqlBase | None) -> list[SqlEffect]:
+    """The SQL's effects when an earlier call of the session may have set a search_path.
+
+    An MCP server may keep one session across calls, or not: an unqualified
+    name is then read in every schema the remembered path names and in
+    ``public``, and the capture holds all of them (absent ones as absent).
+    """
+    key = f"search_path {base.uri() if base else ''}"
+    remembered = ctx.session_get(key) if dialect == "postgres" else None
+    schemas = [s for s in (remembered or []) if isinstance(s, str)]
+    effects = analyze_sql(sql, dialect)
+    for schema in schemas:
+        if schema != "public":
+            effects += analyze_sql(sql, dialect, default_schema=schema)
+    for e in effects:
+        if e.search_path:
+            ctx.session_set(key, list(dict.fromkeys([*e.search_path, *schemas])))
+    return effects
+
+
 @tool_extractor("mcp_sql")
 def mcp_sql(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """An MCP tool that runs SQL (``execute_sql``, ``query``, ``write_query`` …)."""
@@ -375,7 +395,8 @@ def mcp_sql(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         return unknown(call, rule, "the SQL tool's arguments hold no SQL text")
     kind = rule.params.get("kind", "postgres")
     base = mcp_base(call, ctx, kind)
-    effects = analyze_sql(sql, {"postgres": "postgres", "sqlite": "sqlite"}.get(kind, "mysql"))
+    dialect = {"postgres": "postgres", "sqlite": "sqlite"}.get(kind, "mysql")
+    effects = session_effects(sql, dialect, ctx, base)
     if all(e.kind == "read" for e in effects):
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     if base is None:

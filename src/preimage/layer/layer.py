@@ -29,7 +29,7 @@ from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Ti
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rules import RuleSet, load_rules
-from preimage.layer.side_effects import cover_side_effects, file_path
+from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
 from preimage.layer.uris import file_uri
 
 
@@ -143,6 +143,8 @@ class BackupLayer:
                                       f"{ctx.workspace} is snapshotted instead"
                                       if self.model is None else f"{reason}; workspace snapshot")
                 f.targets = [ws] if ws else []
+                if f.unknown:  # a program it does not model may also keep state in the home
+                    f.targets += home_state_targets(ctx)
                 f.tier = Tier.WORKSPACE
             targets, why_not = select_targets(f, mode, self.policy)
             plan.notes.extend(why_not)
@@ -217,11 +219,13 @@ class BackupLayer:
             got = file_path(t)
             if got is None or got[1] is None:
                 continue
-            path, depth = got
+            path, depth = got[0], got[1]
             if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
                 continue
-            if path == home or path.startswith(home + "/") or (depth and home.startswith(path + "/")):
-                continue
+            if path == home or path.startswith(home + "/") or (
+                    home.startswith(path.rstrip("/") + "/")
+                    and os.path.relpath(home, path).count("/") < depth):
+                continue  # its walk would reach the store
             have = best.get(path)
             if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
                 best[path] = t

@@ -424,6 +424,16 @@ def _builtin(cmd: SimpleCommand, state: _State) -> bool:
         for a in args:
             state.env.pop(a.text, None)
         return True
+    if name in ("read", "mapfile", "readarray", "getopts") or (
+            name == "printf" and args[:1] and args[0].text == "-v"):
+        # the variables they set hold what only the running shell reads
+        names = {a.text for a in args if re.fullmatch(r"[A-Za-z_]\w*", a.text)}
+        if name == "printf":
+            names = {args[1].text} if len(args) > 1 else set()
+        for n in names:
+            state.env.pop(n, None)
+        state.dynamic = state.dynamic | names
+        return name != "printf"
     return False
 
 

@@ -15,6 +15,14 @@ target the layer plans, this module adds:
   deep enough to reach them (``?depth=N``), so the restore links them again
   instead of writing separate copies.  Links are looked for beside the file
   and then in the workspace (a bounded walk); links not found are said.
+
+A program the layer does not model gets the workspace snapshot and, by
+:func:`home_state_targets`, the places programs keep their own state in the
+user's home — the home's own entries and dotfiles, ``~/.config`` two levels
+deep, ``~/.local/share``, ``~/.local/state`` and ``~/.cache`` one level
+deep — so a restore removes the configuration directory a tool created on
+its first run and puts back the dotfile it rewrote.  Deeper files there are
+not held; the audit reports them when a program changes one.
 """
 
 from __future__ import annotations
@@ -48,6 +56,24 @@ def file_path(t: PlannedTarget) -> tuple[str, int | None] | None:
 def depth_uri(path: str, depth: int) -> str:
     """``file:///path?depth=N``."""
     return f"{file_uri(path)}?depth={depth}"
+
+
+_HOME_STATE = ((".", 1), (".config", 2), (".local/share", 1), (".local/state", 1), (".cache", 1))
+
+
+def home_state_targets(ctx: Context) -> list[PlannedTarget]:
+    """Depth-limited targets of the home's state for a call the layer cannot read."""
+    home = os.path.normpath(ctx.home) if ctx.home else ""
+    if not home or home == "/" or not os.path.isdir(home):
+        return []
+    out = []
+    for rel, depth in _HOME_STATE:
+        path = os.path.normpath(os.path.join(home, rel))
+        if rel == "." or os.path.isdir(path):
+            out.append(PlannedTarget(depth_uri(path, depth),
+                                     "a program the layer cannot read may keep state here",
+                                     regenerable=rel == ".cache"))
+    return out
 
 
 def cover_side_effects(targets: list[PlannedTarget], ctx: Context,

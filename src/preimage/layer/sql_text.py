@@ -45,6 +45,7 @@ class SqlEffect:
     wide: bool = False
     note: str = ""
     forced_by: list[str] = field(default_factory=list)  # what made the scope wider
+    search_path: list[str] | None = None  # set by a SET search_path statement
 
 
 @lru_cache(maxsize=4)
@@ -128,21 +129,30 @@ def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
                      forced_by=[f"statement `{' '.join(words[:2])}`"])
 
 
-def analyze_sql(sql: str, dialect: str = "postgres") -> list[SqlEffect]:
-    """The effects of every statement in ``sql`` (at least one per statement)."""
+def analyze_sql(sql: str, dialect: str = "postgres",
+                default_schema: str | None = None) -> list[SqlEffect]:
+    """The effects of every statement in ``sql`` (at least one per statement).
+
+    Unqualified names are in ``default_schema`` (PostgreSQL: ``public``) until
+    a ``SET search_path`` in the text says otherwise; that statement's effect
+    carries the path, so a caller can remember it for the session.
+    """
     import sqlglot
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
-    default_schema: str | None = "public" if dialect == "postgres" else None
+    if default_schema is None and dialect == "postgres":
+        default_schema = "public"
     out: list[SqlEffect] = []
     for stmt in _split(sql):
         if not stmt.strip():
             continue
-        m = re.match(r"\s*SET\s+(?:LOCAL\s+|SESSION\s+)?search_path\s*(?:TO|=)\s*([\w\"]+)",
-                     stmt, re.I)
+        m = re.match(r"\s*SET\s+(?:LOCAL\s+|SESSION\s+)?search_path\s*(?:TO|=)\s*(.+)$",
+                     stmt.strip(), re.I | re.S)
         if m and dialect == "postgres":
-            default_schema = m.group(1).strip('"')
-            out.append(SqlEffect("read"))
+            path = [p.strip().strip("'\"") for p in m.group(1).split(",") if p.strip()]
+            path = [p for p in path if p and p != "$user" and p.lower() != "default"] or ["public"]
+            default_schema = path[0]
+            out.append(SqlEffect("read", search_path=path))
             continue
         try:
             tree = sqlglot.parse_one(stmt, read=dialect)
