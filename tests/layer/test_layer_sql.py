@@ -10,7 +10,9 @@ from preimage.layer.sql_text import analyze_sql
 @pytest.mark.parametrize(("sql", "kind", "detail"), [
     ("SELECT * FROM t", "read", None),
     ("EXPLAIN SELECT 1", "read", None),
-    ("EXPLAIN ANALYZE DELETE FROM t", "database", None),
+    ("EXPLAIN ANALYZE DELETE FROM t", "tables", ["public.t"]),
+    ("EXPLAIN (COSTS OFF) DELETE FROM t", "read", None),
+    ("CREATE USER bob", "read", None),
     ("DROP TABLE a, s.b", "tables", ["public.a", "s.b"]),
     ("TRUNCATE orders RESTART IDENTITY", "tables", ["public.orders"]),
     ("DELETE FROM t", "tables", ["public.t"]),

@@ -184,6 +184,9 @@ def compress(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     keeps = (name in _KEEPS_INPUT and not args.has("--rm")) or args.has("-k", "--keep")
     out_opt = args.value("-o", "--output")
     paths = [] if keeps else list(got)
+    if name in ("lz4", "unlz4") and len(got) == 2:  # lz4 IN OUT
+        got, out_opt = got[:1], got[1]
+        paths = [] if keeps else list(got)
     if args.has("-r", "--recursive"):
         paths = list(got)  # every file below is replaced by its twin
     elif out_opt:

@@ -304,3 +304,25 @@ def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
     impact = Impact.HIGH if truncates else (Impact.NORMAL if exists else Impact.LOW)
     return Finding(source=cmd.source, tier=Tier.REWRITE, rule="redirect", impact=impact,
                    targets=targets, span=cmd.span, outside_workspace=outside(ctx, paths))
+
+
+@shell_extractor("outputs")
+def outputs(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """Readers that write a file only when an option names one (``pg_dump -f F``,
+    ``mysqldump --result-file=F``, ``openssl … -out F``): read-only without it."""
+    names = set(rule.params.get("output_options", []))
+    words: list[Word] = []
+    items = cmd.words[1:]
+    for i, w in enumerate(items):
+        opt, eq, val = w.text.partition("=")
+        if eq and opt in names:
+            words.append(Word(val, w.dynamic, w.glob, w.why))
+        elif w.text in names and i + 1 < len(items):
+            words.append(items[i + 1])
+        elif not eq and len(opt) > 2 and opt[:2] in names and not opt.startswith("--"):
+            words.append(Word(opt[2:], w.dynamic, w.glob, w.why))  # -fFILE
+    words = [w for w in words if w.text != "-"]
+    if not words:
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    return _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes it", include_absent=True,
+                          impact=Impact.NORMAL)

@@ -110,6 +110,14 @@ def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
     if not words:
         return SqlEffect("read")
     head = words[0]
+    if head in ("CREATE", "DROP", "ALTER") and len(words) > 1 and words[1] in ("ROLE", "USER",
+                                                                               "GROUP"):
+        if head == "ALTER" and re.search(r"\bRENAME\b", sql, re.I):
+            return SqlEffect("database", Impact.NORMAL, forced_by=["ALTER ROLE … RENAME"],
+                             note="renaming a role renames it in every owner and grant of the "
+                             "database; the whole database is captured")
+        return SqlEffect("read", note=f"{head} {words[1]} changes the cluster's roles, which "
+                         "preimage does not capture (no database holds them)")
     if head == "EXPLAIN" and "ANALYZE" not in words[1:3]:
         return SqlEffect("read")
     if head in ("VACUUM", "ANALYZE", "ANALYSE") and "FULL" not in words:
@@ -145,6 +153,14 @@ def analyze_sql(sql: str, dialect: str = "postgres",
     out: list[SqlEffect] = []
     for stmt in _split(sql):
         if not stmt.strip():
+            continue
+        explain = re.match(r"\s*EXPLAIN\s*(\([^)]*\))?\s*(ANALY[SZ]E\b)?", stmt, re.I)
+        if explain and (explain.group(2) or re.search(r"\bANALY[SZ]E\b(?!\s+(false|off|0)\b)",
+                                                       explain.group(1) or "", re.I)):
+            stmt = stmt[explain.end():]  # EXPLAIN ANALYZE runs the statement it explains
+            stmt = re.sub(r"^\s*VERBOSE\b", "", stmt, flags=re.I)
+        elif explain:
+            out.append(SqlEffect("read"))
             continue
         m = re.match(r"\s*SET\s+(?:LOCAL\s+|SESSION\s+)?search_path\s*(?:TO|=)\s*(.+)$",
                      stmt.strip(), re.I | re.S)
