@@ -88,7 +88,7 @@ def _run(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
 
 def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding], list[str]]:
     """The findings of a call and notes about how it was read."""
-    from preimage.layer.ex_files import redirect_finding
+    from preimage.layer.ex_files import redirect_finding, wrapper_files_finding
 
     if call.command is not None and call.mcp_tool is None and (
             call.is_shell or call.tool.lower() in ("bash", "shell")):
@@ -104,6 +104,8 @@ def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding]
             redirect = redirect_finding(cmd, ctx)
             if redirect is not None:
                 findings.append(redirect)
+            if cmd.creates:
+                findings.append(wrapper_files_finding(cmd, ctx))
         return findings, parsed.notes
     rule = rules.match_tool(call, mcp_kind(call, ctx))
     if rule is None:

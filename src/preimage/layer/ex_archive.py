@@ -170,12 +170,15 @@ _KEEPS_INPUT = {"zstd", "unzstd", "lz4", "unlz4"}
 def compress(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     """Compressors: each input replaced (or kept) and its compressed or plain twin written."""
     args = parse_args(cmd.words[1:], ["-S", "--suffix", "-o", "--output", "-T", "--threads",
-                                      "-b", "-B", "-p", "--processes", "-L"])
+                                      "-b", "-B", "-p", "--processes", "-L", "-F", "--format",
+                                      "-C", "--check", "-M", "--memlimit"])
     if args.has("-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test"):
         return finding(cmd, rule, impact=Impact.NONE)
     name = cmd.name
     decompress = name.startswith("un") or args.has("-d", "--decompress", "--uncompress")
     suffix = args.value("-S", "--suffix") or _SUFFIX.get(name, ".gz")
+    if name in ("xz", "unxz") and args.value("-F", "--format") in ("lzma", "alone"):
+        suffix = ".lzma"
     got = _paths_or_unknown(cmd, rule, args.positionals)
     if isinstance(got, Finding):
         return got

@@ -277,6 +277,19 @@ def into_dir(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     return _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes into it", include_absent=True)
 
 
+def wrapper_files_finding(cmd: SimpleCommand, ctx: Context) -> Finding:
+    """The files a wrapper of ``cmd`` creates itself (``flock FILE cmd``)."""
+    paths, dynamic, _ = expand_paths(cmd, cmd.creates)
+    if dynamic:
+        return Finding(source=cmd.source, tier=Tier.WORKSPACE, rule="wrapper", unknown=True,
+                       impact=Impact.LOW, span=cmd.span, forced_by=dynamic_words(cmd, cmd.creates),
+                       notes=["a wrapper creates a file only the running shell can name"])
+    return Finding(source=cmd.source, tier=Tier.REWRITE, rule="wrapper", impact=Impact.LOW,
+                   span=cmd.span, outside_workspace=outside(ctx, paths),
+                   targets=file_targets(paths, ctx, "the wrapper creates it",
+                                        include_absent=True))
+
+
 def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
     """Files a command's output redirections write (``> f`` truncates, ``>> f`` appends)."""
     writes: list[tuple[Redirect, str]] = []
@@ -324,5 +337,8 @@ def outputs(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     words = [w for w in words if w.text != "-"]
     if not words:
         return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    return _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes it", include_absent=True,
-                          impact=Impact.NORMAL)
+    f = _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes it", include_absent=True,
+                       impact=Impact.NORMAL)
+    if not f.unknown:
+        f.tier = Tier.REWRITE
+    return f

@@ -22,6 +22,7 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, resolve
+from preimage.layer.side_effects import depth_uri
 from preimage.layer.uris import crontab_uri, file_uri, git_uri, pip_uri
 
 GIT_GLOBAL = ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
@@ -77,6 +78,12 @@ def git(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
                                                      ["stop"]):
         f.targets += file_targets(global_git_configs(cmd, ctx), ctx,
                                   "git maintenance lists the repository in it", include_absent=True)
+    if name == "worktree" and rest.texts[:1] == ["add"] and len(rest.texts) > 1:
+        # a linked worktree: its directory and its private git dir under .git/worktrees
+        admin = os.path.join(repo, ".git", "worktrees")
+        f.targets += file_targets([resolve(cmd, os.path.join(where, rest.texts[1]))], ctx,
+                                  "git worktree add creates it", include_absent=True)
+        f.targets.append(PlannedTarget(depth_uri(admin, 1), "git worktree add registers it"))
     if name == "checkout":
         branchish = [w for w in rest.texts if not os.path.exists(os.path.join(where, w))]
         discards = (rest.has("-f", "--force", "-p", "--patch") or "--" in cmd.argv

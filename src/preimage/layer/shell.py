@@ -47,6 +47,7 @@ class SimpleCommand:
     span: tuple[int, int] | None = None
     wrappers: list[str] = field(default_factory=list)
     producer: SimpleCommand | None = None   # the command piping into this one
+    creates: list[Word] = field(default_factory=list)  # files its wrappers create (flock)
 
     @property
     def argv(self) -> list[str]:
@@ -381,7 +382,7 @@ def _emit(words: list[Word], redirects: list[Redirect], env: dict[str, str], sta
             out.append(SimpleCommand([], redirects, cwd, env, source, cwd_known, span))
         return None
     cmd = SimpleCommand(u.words, redirects, cwd, env, source, cwd_known, span,
-                        wrappers + u.wrappers, prev)
+                        wrappers + u.wrappers, prev, u.creates)
     if _builtin(cmd, state):
         return cmd
     out.append(cmd)
