@@ -160,3 +160,27 @@ def test_sql_that_reads_like_a_select_is_backed_up(how: str, sql: str, pg_server
     assert _psql(pg_server, pg_db, "SELECT count(*) FROM orders").strip() == "0"
     preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
     assert _psql(pg_server, pg_db, "SELECT count(*) FROM orders").strip() == "5"
+
+
+def test_truncate_cascade_captures_every_table_that_references(pg_server: object, pg_db: str,
+                                                               store: Store,
+                                                               tmp_path: Path) -> None:
+    """`TRUNCATE parent CASCADE` empties tables whose foreign keys do not cascade; all are held."""
+    from preimage.layer import McpServer
+
+    _psql(pg_server, pg_db, """CREATE TABLE parent (id int PRIMARY KEY);
+        CREATE TABLE child (id int PRIMARY KEY, p int REFERENCES parent);
+        CREATE TABLE grandchild (c int REFERENCES child);
+        INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (10, 1), (20, 2);
+        INSERT INTO grandchild VALUES (10), (20);""")
+    uri = pg_server.uri(pg_db)  # type: ignore[attr-defined]
+    config = LayerConfig(workspace=str(tmp_path), mcp={"pg": McpServer(kind="postgres", target=uri)})
+    layer = BackupLayer(store=store, config=config, env=dict(os.environ))
+    decision = layer.before(ToolCall.mcp("pg", "execute_sql", {"sql": "TRUNCATE parent CASCADE"}))
+    assert decision.protected, decision.to_dict()
+    _psql(pg_server, pg_db, "TRUNCATE parent CASCADE")
+    count = "SELECT (SELECT count(*) FROM parent) + (SELECT count(*) FROM child) " \
+            "+ (SELECT count(*) FROM grandchild)"
+    assert _psql(pg_server, pg_db, count).strip() == "0"
+    preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
+    assert _psql(pg_server, pg_db, count).strip() == "6"

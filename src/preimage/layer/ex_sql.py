@@ -87,12 +87,13 @@ def sql_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase, sql
     return effects_finding(source, rule, base, effects)
 
 
-def catalog_facts(base: SqlBase, tables: list[str]) -> TableFacts:
-    """What the database's catalog says about the written tables (see :mod:`.sql_catalog`)."""
+def catalog_facts(base: SqlBase, tables: list[str], references: bool = False) -> TableFacts:
+    """What the database's catalog says about the written tables (see :mod:`.sql_catalog`);
+    with ``references`` every table with a foreign key to them counts as reached."""
     if base.scheme == "sqlite" and base.path:
-        return sqlite_facts(base.path, tables)
+        return sqlite_facts(base.path, tables, references)
     if base.scheme == "postgresql" and base.database:
-        return postgres_facts(base.uri(), base.database, tables)
+        return postgres_facts(base.uri(), base.database, tables, references)
     return TableFacts()
 
 
@@ -127,7 +128,7 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
     fallback = file_uri(base.path) if base.scheme == "sqlite" and base.path else None
     written = sorted(tables | {t for t, _ in rows})
     if written and not whole:
-        facts = catalog_facts(base, written)
+        facts = catalog_facts(base, written, any(e.references for e in effects))
         if facts.widen:
             whole = True
             f.notes.append("; ".join(facts.widen) + " — what the statement changes reaches "

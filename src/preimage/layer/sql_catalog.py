@@ -35,8 +35,11 @@ class TableFacts:
     cascades: list[str] = field(default_factory=list)   # more tables the write reaches
 
 
-def postgres_facts(uri: str, database: str, tables: list[str]) -> TableFacts:
-    """Facts about ``tables`` (``schema.name``) in PostgreSQL ``database`` at ``uri``."""
+def postgres_facts(uri: str, database: str, tables: list[str],
+                   references: bool = False) -> TableFacts:
+    """Facts about ``tables`` (``schema.name``) in PostgreSQL ``database`` at ``uri``; with
+    ``references`` every foreign key to them reaches (``TRUNCATE … CASCADE``), not only the
+    cascading ones."""
     from preimage._errors import TransientConnectorError
     from preimage._target import Target
     from preimage.connectors.postgres.connection import connect
@@ -82,8 +85,8 @@ def postgres_facts(uri: str, database: str, tables: list[str]) -> TableFacts:
                        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
                        JOIN pg_namespace n ON n.oid = c.relnamespace
                        WHERE k.contype = 'f' AND k.confrelid = %s
-                         AND (k.confdeltype = ANY(%s) OR k.confupdtype = ANY(%s))""",
-                    (oid, list(_CASCADING), list(_CASCADING)))
+                         AND (%s OR k.confdeltype = ANY(%s) OR k.confupdtype = ANY(%s))""",
+                    (oid, references, list(_CASCADING), list(_CASCADING)))
                 for (child,) in cur.fetchall():
                     if child not in seen:
                         seen.add(child)
@@ -96,7 +99,7 @@ def postgres_facts(uri: str, database: str, tables: list[str]) -> TableFacts:
     return facts
 
 
-def sqlite_facts(path: str, tables: list[str]) -> TableFacts:
+def sqlite_facts(path: str, tables: list[str], references: bool = False) -> TableFacts:
     """Facts about ``tables`` in the SQLite file at ``path`` (read-only, never created)."""
     facts = TableFacts()
     try:
@@ -114,8 +117,8 @@ def sqlite_facts(path: str, tables: list[str]) -> TableFacts:
                 continue
             for fk in db.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall():
                 on_update, on_delete = str(fk[5]).upper(), str(fk[6]).upper()
-                if on_update in ("CASCADE", "SET NULL", "SET DEFAULT") or on_delete in (
-                        "CASCADE", "SET NULL", "SET DEFAULT"):
+                if references or on_update in ("CASCADE", "SET NULL", "SET DEFAULT") or \
+                        on_delete in ("CASCADE", "SET NULL", "SET DEFAULT"):
                     children.setdefault(str(fk[2]).lower(), set()).add(name)
         seen = {t.lower() for t in tables}
         todo = list(seen)

@@ -46,6 +46,7 @@ class SqlEffect:
     note: str = ""
     forced_by: list[str] = field(default_factory=list)  # what made the scope wider
     search_path: list[str] | None = None  # set by a SET search_path statement
+    references: bool = False  # reaches every table with a foreign key to these (TRUNCATE CASCADE)
 
 
 @lru_cache(maxsize=4)
@@ -256,7 +257,11 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
             return SqlEffect("tables", Impact.NORMAL, tables)
         return _object_schema(tree.this, default_schema, Impact.NORMAL, f"ALTER {kind}", exp)
     if isinstance(tree, exp.TruncateTable):
-        return SqlEffect("tables", Impact.HIGH, tables)
+        cascade = bool(tree.args.get("cascade")) or bool(
+            re.search(r"\bCASCADE\s*;?\s*$", stmt, re.I))
+        return SqlEffect("tables", Impact.HIGH, tables, references=cascade,
+                         note="TRUNCATE … CASCADE empties every table that references these"
+                         if cascade else "")
     if isinstance(tree, (exp.Delete, exp.Update)):
         target = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
         name = _name(target, default_schema)
