@@ -1,25 +1,30 @@
-"""Capture and restore of one large PostgreSQL table, side by side with pg_dump/pg_restore.
+"""Capture and restore side by side with pg_dump -Fc / pg_restore, with ratios, in one run.
 
-Usage: python benchmarks/bench_postgres.py [--rows N] [--score] [--json]
+Usage: python benchmarks/bench_postgres.py [--rows N] [--type-rows N] [--score] [--json]
 
-Starts a throw-away server (fixtures/postgres.py), fills ``public.events`` with
-N rows (default 1,000,000; identity key, an index, a check constraint, jsonb),
-then in one run times, each as a separate process whose peak RSS is read with
-``wait4``:
+Starts a throw-away server (fixtures/postgres.py) and measures, each command as its own
+process (peak RSS read with ``wait4``):
 
-  capture:  preimage capture postgresql://…?tables=public.events
-            pg_dump -Fc -t public.events
-  restore:  (after DROP TABLE) preimage restore ID
-            (after DROP TABLE) pg_restore --single-transaction
+* ``table``: ``public.events`` with N rows (default 1,000,000; identity key, an index, a
+  check constraint, text, numeric, jsonb, timestamptz): ``preimage capture
+  …?tables=public.events`` vs ``pg_dump -Fc -t public.events``; after ``DROP TABLE``,
+  ``preimage restore`` vs ``pg_restore --single-transaction``;
+* ``types``: one table per column type (int, text, numeric, jsonb, timestamptz, bytea,
+  uuid), ``--type-rows`` rows each (default 200,000), the same four commands;
+* ``sample``: the whole pagila database (fixtures/samples/): ``preimage capture`` of the
+  database vs ``pg_dump -Fc``; after ``DROP DATABASE``, ``preimage restore`` vs
+  ``pg_restore --create``.
 
-and checks that both restores give back every row and the sequence state.
-Peak memory is the client's (the server's work is the same for both).
+Every restore is checked (row counts, sums, sequence state; for the sample, pg_dump of
+the restored database equals the original's).  Ratios are preimage ÷ pg_dump/pg_restore:
+below 1.0 preimage is faster.  The machine's load is printed with them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -31,14 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 
-
-def load_fixture() -> Any:
-    """The launcher this benchmark starts."""
-    return _common.load_fixture('postgres.py')
-
-
 run = _common.run
-
 
 SEED = """
 CREATE TABLE public.events (
@@ -60,73 +58,125 @@ ANALYZE public.events;
 CHECK = ("SELECT count(*), sum(id), sum(amount), "
          "(SELECT last_value FROM public.events_id_seq) FROM public.events")
 
+TYPES = {
+    "int": "g",
+    "text": "repeat(md5(g::text), 2)",
+    "numeric": "(g * 12345.6789)::numeric(18,4)",
+    "jsonb": "jsonb_build_object('k', g, 'tags', jsonb_build_array('a', g % 7))",
+    "timestamptz": "timestamptz '2020-01-01' + g * interval '7 seconds'",
+    "bytea": "decode(md5(g::text), 'hex')",
+    "uuid": "md5(g::text)::uuid",
+}
+
+
+def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
+          theirs: tuple[float, int, str]) -> None:
+    res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
+                  "ratio": round(ours[0] / theirs[0], 2) if theirs[0] else None,
+                  "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
+
+
+def bench_table(pg: Any, env: dict[str, str], work: Path, name: str, check: str,
+                res: dict[str, Any], key: str) -> None:
+    """capture vs pg_dump -Fc -t, then (after DROP TABLE) restore vs pg_restore."""
+    cli = [sys.executable, "-m", "preimage"]
+    uri = pg.uri("bench", query=f"tables={name}")
+    expected = pg.psql(check, "bench").strip()
+    cap = run([*cli, "capture", "--json", uri], env)
+    backup = json.loads(cap[2])
+    dump = work / f"{key}.dump"
+    pgd = run([pg.tool("pg_dump"), "-Fc", "-t", name, "-f", str(dump), "bench"], env)
+    _pair(res, f"{key} capture", cap, pgd)
+    pg.psql(f"DROP TABLE {name}", "bench")
+    rest = run([*cli, "restore", "--json", backup["id"]], env)
+    ok = pg.psql(check, "bench").strip() == expected
+    pg.psql(f"DROP TABLE {name}", "bench")
+    pgr = run([pg.tool("pg_restore"), "--single-transaction", "-d", "bench", str(dump)], env)
+    ok = ok and pg.psql(check, "bench").strip() == expected
+    _pair(res, f"{key} restore", rest, pgr)
+    res[f"{key} restore"]["exact"] = ok
+    res[f"{key} capture"]["stored_mib"] = round(backup["stored_bytes"] / 2**20, 1)
+    res[f"{key} capture"]["dump_mib"] = round(dump.stat().st_size / 2**20, 1)
+
+
+def bench_sample(pg: Any, env: dict[str, str], work: Path, res: dict[str, Any]) -> None:
+    """Whole pagila: capture vs pg_dump -Fc, restore vs pg_restore --create."""
+    samples = _common.load_fixture("sql_samples.py")
+    template = samples.load_postgres(pg, "pagila")
+    pg.psql(f"CREATE DATABASE pagila TEMPLATE {template}")
+    plain = [pg.tool("pg_dump"), "--no-sync", "pagila"]
+    before = run(plain, env)[2]
+    cli = [sys.executable, "-m", "preimage"]
+    cap = run([*cli, "capture", "--json", pg.uri("pagila")], env)
+    backup = json.loads(cap[2])
+    dump = work / "pagila.dump"
+    pgd = run([pg.tool("pg_dump"), "-Fc", "-f", str(dump), "pagila"], env)
+    _pair(res, "pagila capture", cap, pgd)
+    pg.psql("DROP DATABASE pagila")
+    rest = run([*cli, "restore", "--json", backup["id"]], env)
+    same = _strip(run(plain, env)[2]) == _strip(before)
+    pg.psql("DROP DATABASE pagila")
+    pgr = run([pg.tool("pg_restore"), "--create", "-d", "postgres", str(dump)], env)
+    _pair(res, "pagila restore", rest, pgr)
+    res["pagila restore"]["exact"] = same
+
+
+def _strip(dump: str) -> str:
+    return "\n".join(x for x in dump.splitlines()
+                     if not x.startswith(("\\restrict ", "\\unrestrict ")))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--type-rows", type=int, default=200_000)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--score", action="store_true",
-                        help="also time `preimage score` (per-row scoring; slow on big tables)")
+                        help="also time `preimage score` of the big table (per-row scoring)")
     args = parser.parse_args()
-    fixture = load_fixture()
+    fixture = _common.load_fixture("postgres.py")
     work = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     pg = fixture.PostgresServer.start()
+    res: dict[str, Any] = {"rows": args.rows, "type_rows": args.type_rows}
     try:
         pg.psql("CREATE DATABASE bench")
-        t0 = time.perf_counter()
-        pg.psql(SEED.format(rows=args.rows), "bench")
-        seed_s = time.perf_counter() - t0
-        size = pg.psql("SELECT pg_total_relation_size('public.events')", "bench").strip()
-        expected = pg.psql(CHECK, "bench").strip()
         env = pg.env() | {"PREIMAGE_HOME": str(work / "home"),
                           "PREIMAGE_POSTGRESQL_PASSWORD": pg.password}
-        uri = pg.uri("bench", query="tables=public.events")
-        preimage_cli = [sys.executable, "-m", "preimage"]
-        dump = work / "events.dump"
-        res: dict[str, Any] = {"rows": args.rows, "table_bytes": int(size),
-                               "seed_seconds": round(seed_s, 2)}
-
-        s, mem, out = run([*preimage_cli, "capture", "--json", uri], env)
-        backup = json.loads(out)
-        res["preimage_capture"] = {"seconds": round(s, 2), "peak_mib": mem,
-                                   "stored_bytes": backup["stored_bytes"]}
-        s, mem, _ = run([pg.tool("pg_dump"), "-Fc", "-t", "public.events", "-f", str(dump),
-                         "bench"], env)
-        res["pg_dump"] = {"seconds": round(s, 2), "peak_mib": mem,
-                          "stored_bytes": dump.stat().st_size}
-
-        pg.psql("DROP TABLE public.events", "bench")
-        s, mem, _ = run([*preimage_cli, "restore", "--json", backup["id"]], env)
-        ok = pg.psql(CHECK, "bench").strip() == expected
-        res["preimage_restore"] = {"seconds": round(s, 2), "peak_mib": mem, "exact": ok}
-
-        pg.psql("DROP TABLE public.events", "bench")
-        s, mem, _ = run([pg.tool("pg_restore"), "--single-transaction", "-d", "bench",
-                         str(dump)], env)
-        ok = pg.psql(CHECK, "bench").strip() == expected
-        res["pg_restore"] = {"seconds": round(s, 2), "peak_mib": mem, "exact": ok}
-
+        t0 = time.perf_counter()
+        pg.psql(SEED.format(rows=args.rows), "bench")
+        res["seed_seconds"] = round(time.perf_counter() - t0, 1)
+        bench_table(pg, env, work, "public.events", CHECK, res, "table")
         if args.score:
-            s, mem, out = run([*preimage_cli, "score", "--json", backup["id"]], env)
-            res["preimage_score"] = {"seconds": round(s, 2), "peak_mib": mem,
-                                     "restorable": json.loads(out)["restorable"]["score"]}
+            backup = json.loads(run([sys.executable, "-m", "preimage", "capture", "--json",
+                                     pg.uri("bench", query="tables=public.events")], env)[2])
+            s, mem, out = run([sys.executable, "-m", "preimage", "score", "--json",
+                               backup["id"]], env)
+            res["score"] = {"seconds": round(s, 2), "peak_mib": mem,
+                            "restorable": json.loads(out)["restorable"]["score"]}
+        for typ, expr in TYPES.items():
+            name = f"public.t_{typ}"
+            pg.psql(f"CREATE TABLE {name} (id int PRIMARY KEY, v {typ}); INSERT INTO {name} "
+                    f"SELECT g, {expr} FROM generate_series(1, {args.type_rows}) g", "bench")
+            check = f"SELECT count(*), md5(string_agg(v::text, ',' ORDER BY id)) FROM {name}"
+            bench_table(pg, env, work, name, check, res, typ)
+        bench_sample(pg, env, work, res)
     finally:
         pg.stop()
+    res["load"] = os.getloadavg()
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    mib = res["table_bytes"] / 2**20
-    print(f"public.events: {args.rows:,} rows, {mib:.0f} MiB on disk (seeded in {seed_s:.1f}s)")
-    print(f"{'':18}{'seconds':>9}{'peak MiB':>10}{'stored MiB':>12}")
-    for name in ("preimage_capture", "pg_dump", "preimage_restore", "pg_restore"):
-        r = res[name]
-        stored = f"{r['stored_bytes'] / 2**20:12.1f}" if "stored_bytes" in r else " " * 12
-        extra = "" if "exact" not in r else ("  exact" if r["exact"] else "  MISMATCH")
-        print(f"{name:18}{r['seconds']:9.2f}{r['peak_mib']:10d}{stored}{extra}")
-    sc = res.get("preimage_score")
-    if sc:
-        print(f"preimage score: {sc['seconds']:.2f}s, peak {sc['peak_mib']} MiB, "
-              f"restorable {sc['restorable']:.4f}")
+    print(f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per type; load average "
+          f"{res['load'][0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'':22}{'preimage s':>11}{'pg_* s':>9}{'ratio':>7}{'peak MiB':>10}  check")
+    for label, r in res.items():
+        if not isinstance(r, dict) or "ratio" not in r:
+            continue
+        extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
+        print(f"{label:22}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
+              f"{r['preimage_peak_mib']:10d}  {extra}")
+    if "score" in res:
+        print(f"preimage score of the table: {res['score']['seconds']:.2f}s")
 
 
 if __name__ == "__main__":

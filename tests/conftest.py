@@ -30,6 +30,18 @@ def _hook_decides_in_process() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _never_the_users_store(tmp_path_factory: pytest.TempPathFactory,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches the machine's own store or settings: a test that takes no
+    ``home`` still runs with a private PREIMAGE_HOME and config dir (``home``
+    overrides both with its own)."""
+    base = tmp_path_factory.mktemp("default-home")
+    monkeypatch.setenv("PREIMAGE_HOME", str(base / "store"))
+    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(base / "config"))
+    monkeypatch.setenv("PREIMAGE_LOG", str(base / "hook.log"))
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private PREIMAGE_HOME for the test (outside the trees it protects)."""

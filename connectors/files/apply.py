@@ -341,7 +341,7 @@ class TreeRestorer:
         if e.type == "file":
             if e.digest is None:
                 return _NOT_CAPTURED
-            chunks = self.blobs.chunks(e.digest, path=shown(tree.abs(e.path)))
+            chunks = self.blobs.chunks(e.digest, path=shown(f"{tree.root}/{e.path}"))
             tree.write_file(e.path, chunks, e.size, e.extents)
         elif e.type == "symlink":
             tree.symlink(e.path, e.link_target or "")
@@ -362,10 +362,7 @@ def _under(path: str, top: str) -> bool:
 
 
 def _parent(rel: str) -> str:
-    if rel == ".":
-        return "."
-    up = str(PurePosixPath(rel).parent)
-    return "." if up in ("", ".") else up
+    return "." if rel == "." else (rel.rpartition("/")[0] or ".")
 
 
 def _os_failure(exc: OSError, tree: TreeHandle) -> str:

@@ -20,7 +20,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from preimage._errors import RestoreError, UnsafePathError
 from preimage.connectors.files.walk import TMP_PREFIX, at_path
@@ -118,9 +118,8 @@ class TreeHandle:
         if rel == ".":
             fd = self._step(self.parent_fd(), self.name, self.root)
         else:
-            up = str(PurePosixPath(rel).parent)
-            fd = self._step(self.dir_fd("." if up in ("", ".") else up), PurePosixPath(rel).name,
-                            self.abs(rel))
+            up, _, name = rel.rpartition("/")
+            fd = self._step(self.dir_fd(up or "."), name, self.abs(rel))
         if len(self._dirs) >= _MAX_CACHED:   # keep only the chain leading here
             for cached in list(self._dirs):
                 if not (cached == "." or rel.startswith(cached + "/")):
@@ -132,9 +131,8 @@ class TreeHandle:
         """``(fd of the directory holding rel, rel's name in it)``."""
         if rel == ".":
             return self.parent_fd(), self.name
-        p = PurePosixPath(rel)
-        up = str(p.parent)
-        return self.dir_fd("." if up in ("", ".") else up), p.name
+        up, _, name = rel.rpartition("/")
+        return self.dir_fd(up or "."), name
 
     def lstat(self, rel: str) -> os.stat_result | None:
         """``lstat`` of ``rel``, or None when it is not there."""
@@ -278,8 +276,7 @@ class TreeHandle:
 
 
 def _parent(rel: str) -> str:
-    up = str(PurePosixPath(rel).parent)
-    return "." if up in ("", ".") else up
+    return rel.rpartition("/")[0] or "."
 
 
 def _write_all(fd: int, chunks: Iterable[bytes]) -> None:

@@ -63,8 +63,10 @@ REASONS = {
 
 
 def _not_ext(catalog: str) -> str:
+    # Extension members are the extension's; objects the server made as part of another
+    # (a range type's constructors, multirange and casts; an identity sequence) come with it.
     return (f"NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = '{catalog}'::regclass "
-            f"AND e.objid = x.oid AND e.deptype = 'e')")
+            f"AND e.objid = x.oid AND e.deptype IN ('e', 'i'))")
 
 
 def audit(cur: Cursor, captured: set[Address], *, schemas: list[str] | None,

@@ -41,6 +41,10 @@ USER_SCHEMAS = """
 # Not a member of an extension (classid is a regclass literal).
 NOT_EXT = """NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = '{cls}'::regclass
                         AND e.objid = {oid} AND e.deptype = 'e')"""
+# Nor made by the server as part of another object (a range type's constructor functions,
+# its multirange type and casts): those come back with their owner.
+OWN = """NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = '{cls}'::regclass
+                    AND e.objid = {oid} AND e.deptype IN ('e', 'i'))"""
 
 
 def acl_sql(column: str, kind: str, owner: str) -> str:
@@ -186,7 +190,7 @@ def functions_for(cur: Cursor, table_oids: list[int], schemas: list[str] | None)
         cur.execute(
             f"""SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
             WHERE n.nspname = ANY(%s) AND p.prokind IN ('f', 'p', 'w')
-              AND {NOT_EXT.format(cls='pg_proc', oid='p.oid')} ORDER BY p.oid""",
+              AND {OWN.format(cls='pg_proc', oid='p.oid')} ORDER BY p.oid""",
             (schemas,),
         )
         return [r["oid"] for r in cur.fetchall()]
@@ -219,7 +223,7 @@ def types_for(cur: Cursor, table_oids: list[int], schemas: list[str] | None) -> 
         cur.execute(
             f"""SELECT t.oid FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
             WHERE n.nspname = ANY(%s) AND {user}
-              AND {NOT_EXT.format(cls='pg_type', oid='t.oid')} ORDER BY t.oid""",
+              AND {OWN.format(cls='pg_type', oid='t.oid')} ORDER BY t.oid""",
             (schemas,),
         )
         return [r["oid"] for r in cur.fetchall()]
@@ -236,7 +240,7 @@ def types_for(cur: Cursor, table_oids: list[int], schemas: list[str] | None) -> 
             WHERE x <> 0)
         SELECT t.oid FROM used JOIN pg_type t ON t.oid = used.oid
           JOIN pg_namespace n ON n.oid = t.typnamespace
-        WHERE {user} AND {NOT_EXT.format(cls='pg_type', oid='t.oid')} ORDER BY t.oid""",
+        WHERE {user} AND {OWN.format(cls='pg_type', oid='t.oid')} ORDER BY t.oid""",
         (table_oids,),
     )
     return [r["oid"] for r in cur.fetchall()]

@@ -38,7 +38,7 @@ CATALOG = {
 ACL_KINDS = frozenset({"aggregate", "foreign table", "foreign-data wrapper", "server"})
 
 _NOT_EXT = """NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '{cls}'::regclass
-                        AND dx.objid = {oid} AND dx.deptype = 'e')"""
+                        AND dx.objid = {oid} AND dx.deptype IN ('e', 'i'))"""
 
 
 def _acl(column: str, kind: str, owner: str) -> str:

@@ -21,11 +21,12 @@ The order (every step in one transaction, so a failure anywhere undoes all):
    meanwhile);
 8. defaults that call captured functions, constraints and indexes, then
    foreign keys; triggers (and their enabled state); policies and RLS flags;
-   rules, statistics, publications, event triggers, default privileges;
 9. sequence ``OWNED BY`` and ``setval(last_value, is_called)``;
 10. views that need a constraint; materialized views refreshed (in
     dependency order) and their indexes;
-11. owners, comments and grants.
+11. rules, statistics, publications, event triggers, and default privileges
+    last, so no object this restore creates picks them up;
+12. owners, comments and grants.
 
 ``merge`` keeps steps that only add (missing objects, missing rows);
 ``refuse`` raises before writing when any step is planned.
@@ -84,8 +85,8 @@ class Plan:
 
 PHASES = [
     "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
-    "create", "rows", "constraints", "foreign-keys", "triggers", "policies", "objects-late",
-    "sequence-state", "views", "finish",
+    "create", "rows", "constraints", "foreign-keys", "triggers", "policies", "sequence-state",
+    "views", "objects-late", "finish",
 ]
 
 

@@ -45,6 +45,89 @@ def _user_search_path(cur: Cursor) -> None:
                 "'\"$user\", public')), true)")
 
 
+def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of ``COPY (…) TO STDOUT``, in chunks of about ``size`` bytes.
+
+    libpq hands COPY data over one row per call; psycopg's iteration pays a
+    Python round trip (and a readiness wait) per row.  Here every row libpq has
+    already received is taken in one tight loop and joined, and the socket is
+    waited on only when nothing is buffered — so a million rows cost a few
+    hundred Python iterations, not a million.
+    """
+    import select
+
+    import psycopg
+
+    with cur.copy(sql):
+        pgconn = cur.connection.pgconn
+        parts: list[bytes] = []
+        held = 0
+        while True:
+            nbytes, data = pgconn.get_copy_data(1)
+            if nbytes > 0:
+                parts.append(bytes(data))
+                held += nbytes
+                if held >= size:
+                    yield b"".join(parts)
+                    parts, held = [], 0
+            elif nbytes == 0:  # nothing buffered: hand over what we have, then wait
+                if parts:
+                    yield b"".join(parts)
+                    parts, held = [], 0
+                select.select([pgconn.socket], [], [])
+                pgconn.consume_input()
+            else:
+                break
+        if parts:
+            yield b"".join(parts)
+        # The COPY's own result ends it (or carries its error).
+        while (result := pgconn.get_result()) is not None:
+            if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
+
+
+def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
+    """``blobs.put_chunks(chunks)`` with ``chunks`` read in a second thread, so reading
+    (libpq) and hashing and compression (the store, in this thread) overlap.  The store
+    is only ever used from the calling thread; the connection is used by the reader
+    alone until it is done."""
+    import queue
+    import threading
+
+    pipe: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                if stop.is_set():
+                    return
+                pipe.put(chunk)
+        except BaseException as exc:  # handed to the storing thread below
+            pipe.put(exc)
+            return
+        pipe.put(None)
+
+    def drain() -> Iterator[bytes]:
+        while (item := pipe.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    reader = threading.Thread(target=read, name="preimage-copy-reader", daemon=True)
+    reader.start()
+    try:
+        return blobs.put_chunks(drain())
+    finally:
+        stop.set()
+        while reader.is_alive():  # let a blocked reader finish its put
+            try:
+                pipe.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        reader.join()
+
+
 @dataclass
 class _Counter:
     rows: int = 0
@@ -64,10 +147,10 @@ def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -
     if where:
         _user_search_path(cur)
     counter = _Counter()
-    with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
-        digest = blobs.put_chunks(counter.through(copy))
-    with cur.copy(f"COPY ({_select(table, where, system=True)}) TO STDOUT") as copy:
-        system_digest = blobs.put_chunks(bytes(c) for c in copy)
+    digest = put_while_reading(blobs, counter.through(
+        copy_out_chunks(cur, f"COPY ({_select(table, where)}) TO STDOUT")))
+    system_digest = put_while_reading(blobs, copy_out_chunks(
+        cur, f"COPY ({_select(table, where, system=True)}) TO STDOUT"))
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return table.model_copy(update={
@@ -81,9 +164,8 @@ def live_digest(cur: Cursor, table: PgTable, where: str | None) -> tuple[str, in
     counter = _Counter()
     if where:
         _user_search_path(cur)
-    with cur.copy(f"COPY ({_select(table, where)}) TO STDOUT") as copy:
-        for data in counter.through(copy):
-            hasher.update(data)
+    for data in counter.through(copy_out_chunks(cur, f"COPY ({_select(table, where)}) TO STDOUT")):
+        hasher.update(data)
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return hasher.hexdigest(), counter.rows

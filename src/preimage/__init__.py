@@ -24,9 +24,11 @@ if TYPE_CHECKING:
         InvalidTargetError,
         NoSuchConnectorError,
         PreimageError,
+        RemoteUnavailableError,
         RestoreConflictError,
         RestoreError,
         StoreBusyError,
+        StoreConfigError,
         StoreError,
         StoreFormatError,
         StoreUnavailableError,
@@ -34,10 +36,13 @@ if TYPE_CHECKING:
         TransientConnectorError,
         UnsafePathError,
         UsageError,
+        WrongKeyError,
     )
     from preimage._registry import get_connector, known_schemes, register_connector
     from preimage._store import Store
     from preimage._target import Target
+    from preimage.layer.call import ToolCall
+    from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
 _EXPORTS = {
     "BlobStore": "_blobs", "Connector": "_connector",
@@ -45,12 +50,16 @@ _EXPORTS = {
                     "_engine"),
     **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
                      "ConnectorError", "InvalidTargetError", "NoSuchConnectorError",
-                     "PreimageError", "RestoreConflictError", "RestoreError", "StoreBusyError",
-                     "StoreError", "StoreFormatError", "StoreUnavailableError",
-                     "TerminalConnectorError", "TransientConnectorError",
-                     "UnsafePathError", "UsageError"), "_errors"),
+                     "PreimageError", "RemoteUnavailableError", "RestoreConflictError",
+                     "RestoreError", "StoreBusyError", "StoreConfigError", "StoreError",
+                     "StoreFormatError", "StoreUnavailableError", "TerminalConnectorError",
+                     "TransientConnectorError", "UnsafePathError", "UsageError",
+                     "WrongKeyError"), "_errors"),
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
+    # The in-process agent API lives with the backup layer.
+    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
+    "ToolCall": "layer.call",
 }
 
 __version__ = "0.1.0"
@@ -63,27 +72,35 @@ __all__ = [
     "BlobStore",
     "Connector",
     "ConnectorError",
+    "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
+    "RemoteUnavailableError",
     "RestoreConflictError",
     "RestoreError",
     "RestoreResult",
     "Store",
     "StoreBusyError",
+    "StoreConfigError",
     "StoreError",
     "StoreFormatError",
     "StoreUnavailableError",
     "Target",
     "TerminalConnectorError",
+    "ToolCall",
     "TransientConnectorError",
+    "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
+    "WrongKeyError",
     "__version__",
     "capture",
     "diff",
     "get_connector",
     "known_schemes",
+    "protect",
+    "protected",
     "register_connector",
     "restore",
     "score",

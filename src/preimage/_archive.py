@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import tarfile
 import time
 from collections.abc import Iterator
@@ -66,7 +67,8 @@ class _ChunkReader(io.RawIOBase):
 
 def _manifest(store: Store, backup: BackupRow) -> dict[str, Any]:
     refs = {row.idx: sorted(store.catalog.refs(backup.id, row.idx)) for row in backup.snapshots}
-    trash = [e for e in store.catalog.trash() if e.backup_id == backup.id]
+    trash = [e for e in store.catalog.trash()
+             if e.backup_id == backup.id and os.path.lexists(e.stored_at)]
     return {
         "kind": KIND,
         "version": VERSION,

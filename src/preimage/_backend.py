@@ -129,6 +129,20 @@ class BlobStore(ABC):
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
 
+    def flush(self) -> None:
+        """Persist what the backend buffers: make every blob put so far durable and
+        visible to other processes.
+
+        The engine calls it after each snapshot, so before a backup is marked
+        complete.  The local store writes its verification records; a packed
+        store uploads its last pack and the index naming it.
+        """
+        return
+
+    def close(self) -> None:
+        """Release what the blob side holds (upload threads, leases); idempotent."""
+        return
+
     @abstractmethod
     def raw_size(self, digest: str) -> int | None:
         """The blob's uncompressed size (None when missing or unreadable)."""
@@ -323,6 +337,10 @@ class Catalog(ABC):
         """Number of backups."""
 
     @abstractmethod
+    def stored_since(self, when: float) -> int:
+        """Bytes the backups finished after ``when`` added to the store."""
+
+    @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one of its snapshots) references."""
 
@@ -501,6 +519,9 @@ class RecordingBlobs(BlobStore):
 
     def stored_size(self, digest: str) -> int:
         return self.inner.stored_size(digest)
+
+    def flush(self) -> None:
+        self.inner.flush()
 
     def raw_size(self, digest: str) -> int | None:
         return self.inner.raw_size(digest)

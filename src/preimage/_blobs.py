@@ -57,9 +57,9 @@ BlobKey = tuple[int, int, int, int]   # size, inode, mtime_ns, ctime_ns
 class SoundnessCache(Protocol):
     """Where the local store keeps the stat of blobs it has fully verified."""
 
-    def blob_key(self, digest: str) -> BlobKey | None: ...
+    def blob_keys(self) -> dict[str, BlobKey]: ...
 
-    def set_blob_key(self, digest: str, key: BlobKey | None) -> None: ...
+    def set_blob_keys(self, rows: list[tuple[str, BlobKey | None]]) -> None: ...
 
     def raw_size(self, digest: str) -> int | None: ...
 
@@ -92,6 +92,9 @@ class LocalBlobStore(BlobStore):
         # blobs this process read whole and found sound, by file stat: a cache
         # for one process only, so the racy-ctime rule does not apply to it
         self._verified: dict[str, BlobKey] = {}
+        self._recorded: dict[str, BlobKey] | None = None   # the soundness table, read once
+        self._pending: list[tuple[str, BlobKey | None]] = []
+        self._root_s = str(root)
         # Optional digest cache by inode and stat (the catalog), so that an
         # unchanged file is not read again on the next capture.
         self.digest_cache = fallback.digest_cache if fallback else None
@@ -103,7 +106,10 @@ class LocalBlobStore(BlobStore):
     # ------------------------------------------------------------ paths
     def path(self, digest: str) -> Path:
         """Where blob ``digest`` lives (whether or not it exists)."""
-        return self.root / digest[:2] / f"{digest}.zst"
+        return Path(self._file(digest))
+
+    def _file(self, digest: str) -> str:
+        return f"{self._root_s}/{digest[:2]}/{digest}.zst"
 
     def _hidden_paths(self, digest: str) -> list[Path]:
         hidden = self.root / "hidden"
@@ -124,27 +130,44 @@ class LocalBlobStore(BlobStore):
         return False
 
     # ------------------------------------------------------------ soundness
-    def _sound(self, digest: str, final: Path) -> bool | None:
+    def _sound(self, digest: str, final: Path | str) -> bool | None:
         """True when the file at ``final`` holds ``digest`` intact, False when it is
         damaged, None when there is no file."""
         try:
-            st = final.stat()
+            st = os.stat(final)
         except FileNotFoundError:
             return None
         key = _key(st)
         if self._verified.get(digest) == key:
             return True
-        cache = self.soundness
-        if cache is not None and cache.blob_key(digest) == key:
-            return True
+        if self.soundness is not None:
+            if self._recorded is None:
+                self._recorded = self.soundness.blob_keys()
+            if self._recorded.get(digest) == key:
+                return True
         try:
-            self._read_verified(digest, final)
+            self._read_verified(digest, Path(final))
         except (BlobCorruptError, BlobMissingError):
             return False
-        self._verified[digest] = key
-        if cache is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
-            cache.set_blob_key(digest, key)
+        self._remember(digest, st)
         return True
+
+    def _remember(self, digest: str, st: os.stat_result) -> None:
+        """A full verification of the file as ``st`` describes it just succeeded."""
+        key = _key(st)
+        self._verified[digest] = key
+        if self.soundness is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
+            self._pending.append((digest, key))
+            if self._recorded is not None:
+                self._recorded[digest] = key
+            if len(self._pending) >= 500:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the verification records gathered so far."""
+        if self._pending and self.soundness is not None:
+            self.soundness.set_blob_keys(self._pending)
+        self._pending = []
 
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound (here or in the fallback).
@@ -152,7 +175,7 @@ class LocalBlobStore(BlobStore):
         A hidden blob is brought back; a damaged one answers False, so the
         caller reads its source again and ``put_*`` rewrites the blob.
         """
-        final = self.path(digest)
+        final = self._file(digest)
         sound = self._sound(digest, final)
         if sound is None and self._rescue(digest):
             sound = self._sound(digest, final)
@@ -238,8 +261,10 @@ class LocalBlobStore(BlobStore):
 
     def _forget_key(self, digest: str) -> None:
         self._verified.pop(digest, None)
+        if self._recorded is not None:
+            self._recorded.pop(digest, None)
         if self.soundness is not None:
-            self.soundness.set_blob_key(digest, None)
+            self._pending.append((digest, None))
 
     def _tempfile(self) -> IO[bytes]:
         try:
@@ -316,7 +341,7 @@ class LocalBlobStore(BlobStore):
     def stored_size(self, digest: str) -> int:
         """Compressed size on disk (0 when only in the fallback or missing)."""
         try:
-            return self.path(digest).stat().st_size
+            return os.stat(self._file(digest)).st_size
         except FileNotFoundError:
             return 0
 
@@ -393,10 +418,7 @@ class LocalBlobStore(BlobStore):
         with contextlib.suppress(OSError):
             if source != final:
                 return None
-            st = source.stat()
-            self._verified[digest] = _key(st)
-            if self.soundness is not None and time.time_ns() - st.st_ctime_ns > RACY_NS:
-                self.soundness.set_blob_key(digest, _key(st))
+            self._remember(digest, source.stat())
         return None
 
     def hide(self, digest: str, generation: str) -> bool:

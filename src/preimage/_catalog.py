@@ -361,6 +361,13 @@ class SqliteCatalog(Catalog):
         """Number of backups."""
         return int(self._db.execute("SELECT count(*) FROM backups").fetchone()[0])
 
+    def stored_since(self, when: float) -> int:
+        """Sum of ``stored_bytes`` of backups finished after ``when``."""
+        row = self._db.execute(
+            "SELECT coalesce(sum(stored_bytes), 0) FROM backups WHERE finished_at > ?", (when,)
+        ).fetchone()
+        return int(row[0])
+
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
         """Blobs a backup (or one snapshot of it) references."""
         if idx is None:
@@ -585,22 +592,24 @@ class SqliteCatalog(Catalog):
             db.executemany("INSERT OR REPLACE INTO stat_cache VALUES (?,?,?,?,?,?)", rows)
 
     # ------------------------------------------------------------ blob verification record
-    def blob_key(self, digest: str) -> tuple[int, int, int, int] | None:
-        """The stat a blob file had when it was last fully verified."""
-        row = self._db.execute(
-            "SELECT size, ino, mtime_ns, ctime_ns FROM blob_sound WHERE digest=?", (digest,)
-        ).fetchone()
-        return (int(row[0]), int(row[1]), int(row[2]), int(row[3])) if row else None
+    def blob_keys(self) -> dict[str, tuple[int, int, int, int]]:
+        """Every recorded blob verification: digest → the file's stat at the time."""
+        return {
+            str(r[0]): (int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+            for r in self._db.execute("SELECT digest, size, ino, mtime_ns, ctime_ns FROM blob_sound")
+        }
 
-    def set_blob_key(self, digest: str, key: tuple[int, int, int, int] | None) -> None:
-        """Record (or, with None, drop) a blob file's verified stat."""
-        if key is None and self.blob_key(digest) is None:
+    def set_blob_keys(self, rows: list[tuple[str, tuple[int, int, int, int] | None]]) -> None:
+        """Record (or, with None, drop) blob verifications, in one transaction."""
+        if not rows:
             return
         with self._tx() as db:
-            if key is None:
-                db.execute("DELETE FROM blob_sound WHERE digest=?", (digest,))
-            else:
-                db.execute("INSERT OR REPLACE INTO blob_sound VALUES (?,?,?,?,?)", (digest, *key))
+            for digest, key in rows:
+                if key is None:
+                    db.execute("DELETE FROM blob_sound WHERE digest=?", (digest,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO blob_sound VALUES (?,?,?,?,?)",
+                               (digest, *key))
 
     def raw_size(self, digest: str) -> int | None:
         """A blob's uncompressed size, when recorded."""

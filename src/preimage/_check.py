@@ -215,11 +215,11 @@ class _Checker:
         for name in stray() if stray is not None else []:
             self.problem("stray-file", name, f"blobs/{name} is not named like a blob")
         known = {b.id for b in backups}
-        for entry in self.cat.trash():
-            if entry.backup_id in known and not _exists(entry.stored_at):
-                self.problem("trash-missing", f"trash#{entry.id}",
-                             f"backup {entry.backup_id} moved {entry.original} into the trash at "
-                             f"{entry.stored_at}, which is gone")
+        gone = [e for e in self.cat.trash() if e.backup_id in known and not _exists(e.stored_at)]
+        if gone:   # a restore renames trash entries back; nothing tells that from a loss
+            self.report.notes.append(
+                f"{len(gone)} trash entr(ies) are no longer in the trash (renamed back by a "
+                f"restore, or removed): {', '.join(e.original for e in gone[:3])}")
         live = self.cat.referenced(skip_statuses=("failed", "abandoned"))
         unref = [d for d in blobs.digests() if d not in live]
         if unref:
@@ -258,4 +258,6 @@ def check(
     say: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Check the store (see the module docstring); never raises for what it finds."""
-    return _Checker(store, read_data, repair, say or (lambda _t: None)).run()
+    report = _Checker(store, read_data, repair, say or (lambda _t: None)).run()
+    store.blobs.flush()
+    return report

@@ -3,9 +3,12 @@
 ``PREIMAGE_CRASH_AT=blob:3`` makes the process kill itself (SIGKILL, no
 cleanup, exactly as ``kill -9`` would) the third time it reaches
 ``point("blob")``.  Points sit where a real crash does the most damage: a
-blob written but not yet renamed into place, a catalog step, a file half
-restored, a blob about to be deleted by ``prune``.  Unset, a point costs one
-dictionary lookup.
+blob written but not yet renamed into place (``blob``), a catalog transaction
+not yet committed (``catalog``), a file about to be restored
+(``restore-write``), a backup about to be forgotten (``forget``), a blob about
+to be deleted by ``prune`` (``prune-delete``).  A test that sets ``plan``
+directly can also only count the passes (``plan = ("", 0)``), to choose where
+to kill next time.  Unset, a point costs one comparison.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from __future__ import annotations
 import os
 import signal
 
-_counts: dict[str, int] = {}
-_plan: tuple[str, int] | None = None
+counts: dict[str, int] = {}
+plan: tuple[str, int] | None = None
 _read = False
 
 
@@ -29,13 +32,20 @@ def _load() -> tuple[str, int] | None:
         return None
 
 
+def arm(name: str, nth: int) -> None:
+    """Die at the ``nth`` pass of ``name`` from now on (``("", 0)``: only count)."""
+    global plan, _read
+    plan, _read = (name, nth), True
+    counts.clear()
+
+
 def point(name: str) -> None:
     """Count a pass of crash point ``name``; die here when the plan says so."""
-    global _plan, _read
+    global plan, _read
     if not _read:
-        _plan, _read = _load(), True
-    if _plan is None or _plan[0] != name:
+        plan, _read = _load(), True
+    if plan is None:
         return
-    _counts[name] = _counts.get(name, 0) + 1
-    if _counts[name] == _plan[1]:
+    counts[name] = counts.get(name, 0) + 1
+    if plan[0] == name and counts[name] == plan[1]:
         os.kill(os.getpid(), signal.SIGKILL)

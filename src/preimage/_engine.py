@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -155,7 +155,8 @@ def capture(
                 snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
-                named = {d for d in digests_in(raw) if st.blobs.stored_size(d)}
+                view.flush()
+                named = {d for d in digests_in(raw) - view.touched if st.blobs.stored_size(d)}
                 st.catalog.add_snapshot(
                     SnapshotRow(backup_id, idx, target.scheme, snap.target, digest,
                                 len(snap.items)),
@@ -173,6 +174,7 @@ def capture(
                 seconds=time.perf_counter() - started,
             )
             raise
+        st.blobs.flush()   # durable and indexed before the backup says complete
         seconds = time.perf_counter() - started
         st.catalog.finish_backup(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,
@@ -269,9 +271,24 @@ def _complete(st: Store, ref: str, verb: str) -> BackupRow:
     return backup
 
 
+def _as_seen(st: Store, row: BackupRow) -> BackupRow:
+    """``row`` with an ``open`` status shown as ``abandoned`` when no process holds its
+    lease: a killed capture must not look like a running one."""
+    if row.status == "open" and not st.catalog.lease_held(row.id):
+        return replace(row, status="abandoned")
+    return row
+
+
 def show(ref: str, *, store: Store | None = None) -> BackupRow:
     """The catalog entry of backup ``ref``."""
-    return _open(store).catalog.get(ref)
+    st = _open(store)
+    return _as_seen(st, st.catalog.get(ref))
+
+
+def list_backups(limit: int | None = 50, *, store: Store | None = None) -> list[BackupRow]:
+    """Backups, newest first, a killed capture shown as ``abandoned``."""
+    st = _open(store)
+    return [_as_seen(st, r) for r in st.catalog.list_backups(limit)]
 
 
 def _check_whole(
@@ -454,20 +471,18 @@ def _with_live(
     captured into a scratch store that lives as long as the block."""
     st = _open(store)
     backup = _complete(st, ref, "compared")
-    if backup.kind == "trash":
-        raise UsageError(
-            f"backup {backup.id} is an rm renamed into the trash, kept whole rather than "
-            f"captured, so there is no snapshot to compare; `preimage restore {backup.id}` "
-            "renames it back"
-        )
     with st.scratch_area() as scratch:
+        if backup.kind == "trash":  # an rm renamed into the trash: read what it holds now
+            from preimage._trash import live_target, trash_snapshots
+
+            originals = trash_snapshots(st, backup, scratch, only)
+            uris = [live_target(snap) for _row, snap in originals]
+        else:
+            originals = [(row, load_snapshot_row(st, row)) for row, _scope in _select(backup, only)]
+            uris = [row.target for row, _snap in originals]
         pairs = [
-            (
-                row,
-                load_snapshot_row(st, row),
-                get_connector(row.connector).capture(Target.parse(row.target), scratch),
-            )
-            for row, _scope in _select(backup, only)
+            (row, original, get_connector(row.connector).capture(Target.parse(uri), scratch))
+            for (row, original), uri in zip(originals, uris, strict=True)
         ]
         yield scratch, pairs
 

@@ -10,8 +10,11 @@ The hierarchy::
     │   └── UnsafePathError           a snapshot path that would escape its target
     ├── StoreError                    the backup store itself is in trouble
     │   ├── StoreUnavailableError     the store cannot be opened or written (full, read-only)
+    │   │   └── RemoteUnavailableError    the object store or the catalog server does not answer
     │   ├── StoreBusyError            another process holds a store-wide lock (prune, upgrade)
     │   ├── StoreFormatError          the store was written by a newer preimage
+    │   ├── StoreConfigError          a store URL, credential, key or bucket is wrong: fix the setting
+    │   │   └── WrongKeyError         the encryption key does not open this store
     │   ├── BlobMissingError          a blob a snapshot needs is gone
     │   └── BlobCorruptError          a blob no longer matches its digest
     ├── ConnectorError                talking to an external system failed
@@ -115,6 +118,39 @@ class StoreFormatError(StoreError):
         super().__init__(
             f"backup store at {path} has format {found}, newer than this preimage understands "
             f"(up to {supported}); upgrade preimage — the store was left untouched"
+        )
+
+
+class RemoteUnavailableError(StoreUnavailableError):
+    """A remote object store or catalog server cannot be reached (worth retrying)."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.path = where
+        self.reason = reason
+        StoreError.__init__(
+            self,
+            f"cannot reach {where}: {reason} — is the server running and the URL right? "
+            "nothing was written",
+        )
+
+
+class StoreConfigError(StoreError):
+    """The store's URL, credentials, key or bucket are wrong; retrying will not help."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(message)
+
+
+class WrongKeyError(StoreConfigError):
+    """The encryption key does not open this store."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"the encryption key does not open the store at {where} — set PREIMAGE_STORE_KEY "
+            "(or PREIMAGE_STORE_KEY_FILE) to the key the store was created with; "
+            "nothing was written",
+            where=where,
         )
 
 

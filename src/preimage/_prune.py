@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from preimage import _crash
 from preimage._backend import BackupRow
@@ -156,13 +158,18 @@ def _sweep(store: Store, gen: str, meta: dict[str, list[str]], report: PruneRepo
 
 
 def _reclaim_trash(store: Store, report: PruneReport, *, dry_run: bool) -> None:
-    """Trash of backups that are no longer in the catalog (forgotten)."""
+    """Trash of backups that are no longer in the catalog (forgotten), and the call files
+    of rewritten ``rm`` calls that never ran (kept a day: the user may still approve one)."""
+    from preimage._trash import CALL_SUFFIX, PENDING_SECONDS
+
     known = {r.id for r in store.catalog.list_backups(None)}
     entries = store.catalog.trash()
     base = store.home / "trash"
     dead = sorted({e.backup_id for e in entries if e.backup_id not in known})
     if base.is_dir():
-        dead = sorted(set(dead) | {p.name for p in base.iterdir() if p.name not in known})
+        old = time.time() - PENDING_SECONDS
+        dead = sorted(set(dead) | {p.name for p in base.iterdir() if p.name not in known
+                                   and not (p.name.endswith(CALL_SUFFIX) and _newer(p, old))})
     for backup_id in dead:
         path = base / backup_id
         report.trash.append(str(path))
@@ -173,6 +180,13 @@ def _reclaim_trash(store: Store, report: PruneReport, *, dry_run: bool) -> None:
         elif path.is_dir():
             shutil.rmtree(path)
         store.catalog.drop_trash(e.id for e in entries if e.backup_id == backup_id)
+
+
+def _newer(path: Path, when: float) -> bool:
+    try:
+        return path.stat().st_mtime > when
+    except OSError:
+        return False
 
 
 def prune(

@@ -92,10 +92,7 @@ def usage(store: Store) -> int:
     if not raw:
         return measure(store)
     doc = json.loads(raw)
-    since = float(doc["at"])
-    added = sum(r.stored_bytes for r in store.catalog.list_backups(None)
-                if (r.finished_at or 0) > since)
-    return int(doc["bytes"]) + added
+    return int(doc["bytes"]) + store.catalog.stored_since(float(doc["at"]))
 
 
 def enforce(store: Store) -> list[str]:

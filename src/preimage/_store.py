@@ -22,9 +22,10 @@ import fcntl
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from preimage._backend import BlobStore, Catalog, Leftover
 from preimage._blobs import LocalBlobStore
@@ -46,9 +47,11 @@ class Store:
     """Blobs and catalog under one home directory.
 
     ``blobs`` and ``catalog`` plug in another backend (see
-    :mod:`preimage._backend`); the home still holds the local parts (locks,
-    trash, scratch areas).  Opening a store at an older format upgrades it;
-    a newer one raises :class:`~preimage.StoreFormatError`.
+    :mod:`preimage._backend`); with neither given and ``PREIMAGE_STORE`` set,
+    the shared store it names is opened (:mod:`preimage._remote`).  The home
+    still holds the local parts (locks, trash, scratch areas, caches).
+    Opening a store at an older format upgrades it; a newer one raises
+    :class:`~preimage.StoreFormatError`.
     """
 
     def __init__(
@@ -73,6 +76,10 @@ class Store:
             raise StoreUnavailableError(str(self.home), "not a directory")
         if not os.access(self.home, os.W_OK):
             raise StoreUnavailableError(str(self.home), "not writable")
+        if blobs is None and catalog is None and os.environ.get("PREIMAGE_STORE"):
+            from preimage._remote import open_configured
+
+            blobs, catalog = open_configured(self.home) or (None, None)
         self.blobs: BlobStore = blobs or LocalBlobStore(self.home / "blobs")
         self.catalog: Catalog = catalog or SqliteCatalog(self.home / "catalog.sqlite")
         if self.blobs.digest_cache is None:
@@ -86,8 +93,15 @@ class Store:
             raise
 
     def close(self) -> None:
-        """Release the catalog connection."""
-        self.catalog.close()
+        """Write what the blob store buffers, release the blob side (uploads, leases)
+        and the catalog connection."""
+        try:
+            try:
+                self.blobs.flush()
+            finally:
+                self.blobs.close()
+        finally:
+            self.catalog.close()
 
     def __enter__(self) -> Store:
         return self
@@ -105,12 +119,13 @@ class Store:
         parent = self.home / "scratch"
         parent.mkdir(mode=0o700, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=parent))
-        lock: IO[bytes] = open(fresh / ".lock", "wb")  # noqa: SIM115 - lives with the store
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        lock = os.open(fresh / ".lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         root = parent / ("live-" + fresh.name[len(".new-") :])
         os.rename(fresh, root)
         area = LocalBlobStore(root, fallback=self.blobs)
-        area._scratch_lock = lock  # type: ignore[attr-defined]  # released when the store goes
+        # the lock lives as long as the area's store object (or until scratch_area ends)
+        area._scratch_lock = weakref.finalize(area, os.close, lock)  # type: ignore[attr-defined]
         return area
 
     @contextlib.contextmanager
@@ -121,8 +136,7 @@ class Store:
             yield area
         finally:
             shutil.rmtree(area.root, ignore_errors=True)
-            with contextlib.suppress(Exception):
-                area._scratch_lock.close()  # type: ignore[attr-defined]
+            area._scratch_lock()  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ paths
     def contains(self, path: Path) -> bool:

@@ -256,12 +256,14 @@ def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
 @handle_errors
 def list_(limit: int, as_json: bool) -> None:
     """List backups, newest first."""
+    from preimage._engine import list_backups
     from preimage._store import Store
 
     with Store() as store:
-        rows = store.catalog.list_backups(limit)
+        rows = list_backups(limit, store=store)
+        moved = _trash_by_backup(store)
     if as_json:
-        emit_json([_backup_doc(r) for r in rows])
+        emit_json([_backup_doc(r, moved.get(r.id, [])) for r in rows])
         return
     if not rows:
         out.print("no backups yet — `preimage capture URI` makes one")
@@ -276,15 +278,35 @@ def list_(limit: int, as_json: bool) -> None:
             r.kind,
             r.tier,
             r.status,
-            "\n".join(s.target for s in r.snapshots),
+            "\n".join(_targets(r, moved.get(r.id, []))),
             human_bytes(r.stored_bytes),
             r.label,
         )
     out.print(table)
 
 
-def _backup_doc(r: Any) -> dict[str, Any]:
-    return {
+def _trash_by_backup(store: Any) -> dict[str, list[tuple[str, str]]]:
+    """``(original, stored_at)`` of every trash entry, by backup."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for e in store.catalog.trash():
+        out.setdefault(e.backup_id, []).append((e.original, e.stored_at))
+    return out
+
+
+def _targets(r: Any, moved: list[tuple[str, str]]) -> list[str]:
+    """What backup ``r`` holds: the paths an rm moved into the trash, then its snapshots'
+    targets (a restore of a trash move records snapshots of the same paths)."""
+    from preimage._trash import entry_target
+
+    out = [entry_target(original) for original, _ in moved]
+    return out + [s.target for s in r.snapshots if s.target not in out]
+
+
+def _backup_doc(r: Any, moved: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    import os
+
+    moved = moved or []
+    doc = {
         "id": r.id,
         "created_at": iso(r.created_at),
         "finished_at": iso(r.finished_at),
@@ -298,12 +320,19 @@ def _backup_doc(r: Any) -> dict[str, Any]:
         "stored_bytes": r.stored_bytes,
         "logical_bytes": r.logical_bytes,
         "seconds": r.seconds,
+        "targets": _targets(r, moved),
         "snapshots": [
             {"connector": s.connector, "target": s.target, "items": s.items, "digest": s.digest}
             for s in r.snapshots
         ],
         "problems": r.problems,
     }
+    if r.kind == "trash":
+        from preimage._trash import entry_target
+
+        doc["trash"] = [{"target": entry_target(original), "in_trash": os.path.lexists(stored)}
+                        for original, stored in moved]
+    return doc
 
 
 @main.command()
@@ -312,10 +341,13 @@ def _backup_doc(r: Any) -> dict[str, Any]:
 @handle_errors
 def show(ref: str, as_json: bool) -> None:
     """Show one backup: its targets, sizes and the call that caused it."""
-    import preimage
+    from preimage._engine import show as show_backup
+    from preimage._store import Store
+    from preimage._trash import moved_paths
 
-    row = preimage.show(ref)
-    doc = _backup_doc(row)
+    with Store() as store:
+        row = show_backup(ref, store=store)
+        doc = _backup_doc(row, moved_paths(store, row.id))
     if as_json:
         emit_json(doc)
         return
@@ -327,6 +359,12 @@ def show(ref: str, as_json: bool) -> None:
             for s in v:
                 line = f"  {s['connector']:10} {s['target']}  ({s['items']} items)"
                 out.print(line, markup=False)
+        elif k == "targets":
+            continue   # each is on a snapshot or trash line
+        elif k == "trash":
+            for t in v:
+                where = "in the trash" if t["in_trash"] else "renamed back"
+                out.print(f"  {'trash':10} {t['target']}  ({where})", markup=False)
         elif v not in (None, ""):
             out.print(f"{k}: {v}", markup=False)
 
@@ -377,9 +415,11 @@ def _attach_store_commands() -> None:
 # simply has no command.
 _LAZY_COMMANDS = {
     "hook": "preimage.layer.cli", "install": "preimage.layer.cli",
+    "uninstall": "preimage.layer.cli", "mcp-proxy": "preimage.layer.cli",
     "guard": "preimage.layer.cli", "rules": "preimage.layer.cli",
     "serve": "preimage.layer.service_cli",
     "bench": "preimage.bench.cli",
+    "store": "preimage._cli_remote", "copy": "preimage._cli_remote",
 }
 
 
@@ -393,7 +433,7 @@ def _lazy_command(name: str) -> click.Command | None:
         if exc.name and module.startswith(exc.name):
             return None
         raise
-    cmd = getattr(mod, name, None)
+    cmd = getattr(mod, name.replace("-", "_"), None)
     return cmd if isinstance(cmd, click.Command) else None
 
 

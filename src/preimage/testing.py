@@ -16,7 +16,9 @@ The contract: capture → JSON round trip; a capture changes nothing; the
 mutation shows in ``diff``; a dry-run restore changes nothing; a restore
 brings ``content`` and ``metadata`` back at 1.0; a second restore has
 nothing to do; the undo backup taken before the restore brings the mutated
-state back.
+state back; and the completeness audit: state in scope that the connector
+does not model is recorded as uncaptured, so ``score`` stays below 1.0 and
+``diff`` names it (provide ``add_uncapturable`` to run it).
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ class ConnectorContract:
     def mutate(self) -> Callable[[str], None]:
         """A callable that damages the target as an agent would (override)."""
         raise NotImplementedError("override the mutate fixture")
+
+    @pytest.fixture
+    def add_uncapturable(self) -> Callable[[str], str] | None:
+        """A callable that puts into the target something the connector does not model
+        and returns a name its uncaptured entry contains (override; ``None`` skips the
+        audit test for a connector that models everything in its scope)."""
+        return None
 
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[Store]:
@@ -138,3 +147,18 @@ class ConnectorContract:
         preimage.restore(result.undo_backup_id, store=store)
         report = score_snapshots(damaged, self._live(target_uri, store), store.blobs)
         assert report.restorable.score == 1.0, report.differences[:10]
+
+    def test_state_it_cannot_read_is_recorded_as_uncaptured(
+        self, target_uri: str, add_uncapturable: Callable[[str], str] | None, store: Store
+    ) -> None:
+        """What the capture cannot read is listed as uncaptured: score below 1.0, diff names it."""
+        if add_uncapturable is None:
+            pytest.skip("the connector declares no state it cannot read (add_uncapturable)")
+        name = add_uncapturable(target_uri)
+        backup = preimage.capture([target_uri], store=store)
+        entries = [u for s in backup.snapshots for u in s.uncaptured]
+        assert any(name in u.name for u in entries), entries
+        total, _ = preimage.score(backup.id, store=store)
+        assert total.overall.score is not None and total.overall.score < 1.0
+        diffs = preimage.diff(backup.id, store=store)
+        assert any(name in line for d in diffs for line in d.uncaptured)

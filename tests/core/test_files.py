@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -287,34 +286,28 @@ def test_restore_into_read_only_parent_fails_cleanly(world_tmp: Path) -> None:
         base.chmod(0o755)
 
 
-def test_restore_killed_half_way_finishes_when_run_again(tmp_path: Path, home: Path) -> None:
-    """kill -9 during a restore; the same restore run again completes at 1.0."""
+def test_restore_last_killed_half_way_then_run_again_finishes(tmp_path: Path, home: Path) -> None:
+    """The README's recovery path: `restore last`, kill -9 after 355 files, `restore last` again."""
     root = tmp_path / "many"
     root.mkdir()
-    for i in range(3000):
-        (root / f"f{i:05}").write_bytes(os.urandom(2048))
+    for i in range(1500):
+        (root / f"f{i:05}").write_bytes(os.urandom(256))
     env = {**os.environ, "PREIMAGE_HOME": str(home)}
     cmd = [sys.executable, "-m", "preimage"]
     backup = subprocess.run([*cmd, "capture", f"file://{root}"], capture_output=True, text=True,
                             env=env, check=True).stdout.strip()
     shutil.rmtree(root)
-    proc = subprocess.Popen([*cmd, "restore", backup], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if root.exists() and len(os.listdir(root)) > 300:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "restore finished before it could be killed"
-    partial = len(os.listdir(root))
-    assert partial > 0
-    subprocess.run([*cmd, "restore", backup], env=env, check=True, capture_output=True)
+    killed = subprocess.run([*cmd, "restore", "last"], capture_output=True,
+                            env={**env, "PREIMAGE_CRASH_AT": "restore-write:357"})
+    assert killed.returncode == -signal.SIGKILL
+    assert 300 < len(os.listdir(root)) < 1500
+    again = subprocess.run([*cmd, "restore", "last", "--json"], env=env, check=True,
+                           capture_output=True, text=True)
+    assert json.loads(again.stdout)["backup"] == backup
     score = json.loads(subprocess.run([*cmd, "score", backup, "--json"], env=env, check=True,
                                       capture_output=True, text=True).stdout)
     assert score["restorable"]["score"] == 1.0
-    assert not any(n.startswith(".preimage-tmp-") for n in os.listdir(root))
+    assert len(os.listdir(root)) == 1500
 
 
 def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

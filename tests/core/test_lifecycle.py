@@ -271,3 +271,15 @@ def test_a_killed_capture_leaves_nothing_prune_cannot_reclaim(tmp_path: Path, ho
         assert st.catalog.get(row.id).status == "abandoned"
         assert not list((home / "blobs" / "tmp").iterdir())
         assert _on_disk(st) == set()
+
+
+def test_a_killed_capture_does_not_look_like_a_running_one(store: Store) -> None:
+    """An open backup nobody holds is listed and shown as abandoned; a running one as open."""
+    from preimage._engine import list_backups
+
+    store.catalog.add_backup("0000000000dead")
+    with store.catalog.lease("0000000000live"):
+        store.catalog.add_backup("0000000000live")
+        seen = {r.id: r.status for r in list_backups(store=store)}
+        assert seen == {"0000000000dead": "abandoned", "0000000000live": "open"}
+        assert preimage.show("0000000000dead", store=store).status == "abandoned"

@@ -204,7 +204,7 @@ def test_human_lines_show_octal_modes_iso_times_and_item_names() -> None:
                    entry("b", mode=0o600))
     lines = report_lines(score(ORIGINAL, damaged))
     assert lines == [
-        "content  missing item   c (14 fields)",
+        "content  missing item   c (15 fields)",
         "metadata changed value  a  mode: 0o644 → 0o600",
         "metadata changed value  a  mtime_ns: 1970-01-01T00:00:00.000000001Z → "
         "2023-11-14T22:13:20.123456789Z",

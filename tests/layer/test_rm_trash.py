@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,12 @@ from preimage.layer.hook import handle
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def hook(command: str, cwd: Path, harness: str = "claude-code", *args: str) -> dict[str, Any]:
+def hook(command: str, cwd: Path, harness: str = "claude-code", *args: str,
+         description: str = "") -> dict[str, Any]:
     """The hook's answer for a Bash call (decided in this process)."""
+    tool_input = {"command": command, **({"description": description} if description else {})}
     text = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                       "tool_input": {"command": command}, "cwd": str(cwd),
+                       "tool_input": tool_input, "cwd": str(cwd), "tool_use_id": "toolu_1",
                        "session_id": "s1", "permission_mode": "default"})
     out = handle(harness, list(args), text)
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -63,7 +66,8 @@ def make_tree(root: Path) -> None:
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
+def tree(tmp_path: Path, home: Path) -> Path:
+    """A tree to delete, and the test's own store (never the user's)."""
     work = tmp_path / "w"
     make_tree(work / "tree")
     return work
@@ -76,7 +80,7 @@ def test_plain_rm_renames_into_trash_and_restores_exactly(tree: Path, home: Path
     inode = os.stat(tree / "tree").st_ino
     answer = hook("rm -rf tree", tree)
     out = answer["hookSpecificOutput"]
-    assert out["permissionDecision"] == "ask"  # the user still approves the rewritten rm
+    assert "permissionDecision" not in out  # the user's own rules decide, as for the rm
     command = rewritten(answer)
     assert command and " trash " in command and command.endswith(str(tree / "tree"))
     backup_id = backup_of(command)
@@ -208,3 +212,90 @@ def test_tree_holding_a_mount_point_is_captured(tree: Path) -> None:
         answer = hook("rm -rf tree", tree)
         assert " trash " not in (rewritten(answer) or "")
         assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_trash_backup_names_the_agents_call(tree: Path, home: Path, cli: Cli) -> None:
+    """The backup records the call the agent made (tool, command, harness, session, call
+    id), redacted like every stored call; the rewritten command line carries only the ID."""
+    answer = hook("rm -rf tree", tree, description="clean up; api_key=sk-live-hunter2")
+    command = rewritten(answer)
+    assert command and "hunter2" not in command and "toolu_1" not in command
+    backup_id = backup_of(command)
+    assert "hunter2" not in (home / "trash" / f"{backup_id}.call.json").read_text()
+    run_shell(command, tree).check_returncode()
+    assert not (home / "trash" / f"{backup_id}.call.json").exists()   # taken by the run
+    (listed,) = [b for b in json.loads(cli("list", "--json", check=True).stdout)
+                 if b["id"] == backup_id]
+    call = listed["tool_call"]
+    assert call["tool"] == "Bash" and call["input"]["command"] == "rm -rf tree"
+    assert call["harness"] == "claude-code" and call["tool_use_id"] == "toolu_1"
+    assert "hunter2" not in json.dumps(listed) and "***" in call["input"]["description"]
+    assert listed["session"] == "s1" and listed["label"] == "rm -rf tree"
+    assert listed["targets"] == [(tree / "tree").as_uri()]
+
+
+def test_trash_command_run_by_hand_names_its_paths(tmp_path: Path, home: Path, cli: Cli) -> None:
+    """Without a call left by the hook, the backup names the paths it moved."""
+    (tmp_path / "d").mkdir()
+    cli("trash", "--home", str(home), "--backup", "0000000000abd", "-r", "--",
+        str(tmp_path / "d"), check=True)
+    shown = json.loads(cli("show", "0000000000abd", "--json", check=True).stdout)
+    assert shown["tool_call"] == {"tool": "trash", "input": {"paths": [str(tmp_path / "d")]}}
+    assert shown["trash"] == [{"target": (tmp_path / "d").as_uri(), "in_trash": True}]
+
+
+
+def test_prune_keeps_a_waiting_call_for_a_day(tree: Path, home: Path, cli: Cli) -> None:
+    """A rewritten rm the user has not approved yet keeps its call file through a prune;
+    one older than a day (a call never run) is reclaimed."""
+    fresh = backup_of(rewritten(hook("rm -rf tree", tree)) or "")
+    stale = backup_of(rewritten(hook("rm -rf tree/src", tree)) or "")
+    day_ago = time.time() - 2 * 24 * 3600
+    os.utime(home / "trash" / f"{stale}.call.json", (day_ago, day_ago))
+    cli("prune", check=True)
+    assert (home / "trash" / f"{fresh}.call.json").exists()
+    assert not (home / "trash" / f"{stale}.call.json").exists()
+
+
+def score_of(cli: Cli, backup_id: str) -> dict[str, Any]:
+    return json.loads(cli("score", backup_id, "--json", check=True).stdout)  # type: ignore[no-any-return]
+
+
+def test_trash_backup_scores_and_diffs_before_and_after_restore(tree: Path, cli: Cli) -> None:
+    """While the tree is in the trash, score and diff compare the live path with what the
+    trash holds (the tree is gone: far from 1.0); the restore records what it renamed back,
+    so afterwards the backup scores 1.0 — and drops again when the tree changes."""
+    command = rewritten(hook("rm -rf tree", tree))
+    assert command
+    backup_id = backup_of(command)
+    run_shell(command, tree).check_returncode()
+    before = score_of(cli, backup_id)
+    assert before["content"] < 0.1 and before["restorable"]["score"] < 0.1
+    assert cli("diff", backup_id).returncode == 1
+    assert json.loads(cli("show", backup_id, "--json", check=True).stdout)["snapshots"] == []
+
+    cli("restore", backup_id, check=True)
+    shown = json.loads(cli("show", backup_id, "--json", check=True).stdout)
+    assert [s["target"] for s in shown["snapshots"]] == [(tree / "tree").as_uri()]
+    assert shown["trash"] == [{"target": (tree / "tree").as_uri(), "in_trash": False}]
+    after = score_of(cli, backup_id)
+    assert after["content"] == 1.0 and after["metadata"] == 1.0
+    assert cli("diff", backup_id).returncode == 0
+
+    (tree / "tree" / "run.sh").write_text("changed after the restore\n")
+    assert score_of(cli, backup_id)["content"] < 1.0
+    assert cli("diff", backup_id).returncode == 1
+
+
+def test_trash_entry_nobody_recorded_never_scores_one(tree: Path, home: Path, cli: Cli) -> None:
+    """An entry taken out of the trash without a restore (so nothing recorded it) is
+    reported as not captured: the tree is back in place, yet the score stays below 1.0."""
+    command = rewritten(hook("rm -rf tree", tree))
+    assert command
+    backup_id = backup_of(command)
+    run_shell(command, tree).check_returncode()
+    os.rename(home / "trash" / backup_id / "0", tree / "tree")
+    got = score_of(cli, backup_id)
+    assert got["content"] < 1.0
+    assert "not captured" in json.dumps(got["differences"])
+    assert cli("diff", backup_id).returncode == 1

@@ -8,7 +8,6 @@ other session was answered while this capture waited" is an ordering fact.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,22 +19,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import postgres as pg_fixture  # fixtures/ is on sys.path (tests/layer/conftest.py)
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_fixture(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_preimage_fixture_{name}",
-                                                  ROOT / "fixtures" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def payload(command: str, cwd: Path, session: str = "s1") -> str:
@@ -174,6 +161,18 @@ def test_serve_status_and_stop(service: Service) -> None:
     assert proc.returncode == 1 and "no decision service is running" in proc.stdout
 
 
+def test_idle_service_exits_and_cleans_up(service: Service, tmp_path: Path) -> None:
+    """A service with nothing to do exits on its own after listening, removing its socket."""
+    service.env["PREIMAGE_SERVE_IDLE"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "preimage", "serve"], env=service.env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in (tmp_path / "log" / "serve.log").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "exit"]
+    assert events[1]["reason"] == "idle"
+    assert not Path(events[0]["socket"]).exists()
+
+
 def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
     """A client with another PREIMAGE_HOME does not reach this service: its own store is used."""
     service.start()
@@ -255,7 +254,6 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
 
 
 # ------------------------------------------------------------------ slow captures
-pg_fixture = _load_fixture("postgres")
 
 
 @pytest.fixture(scope="module")

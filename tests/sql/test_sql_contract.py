@@ -61,6 +61,14 @@ class TestPostgresContract(_LiveInStore, ConnectorContract):
 
         return damage
 
+    @pytest.fixture
+    def add_uncapturable(self, db: Any) -> Callable[[str], str]:
+        def add(_uri: str) -> str:
+            db.sql("GRANT SELECT (owner) ON accounts TO PUBLIC")  # column privileges
+            return "accounts.owner"
+
+        return add
+
 
 @pytest.mark.postgres
 class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
@@ -81,6 +89,14 @@ class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
             """)
 
         return damage
+
+    @pytest.fixture
+    def add_uncapturable(self, db: Any) -> Callable[[str], str]:
+        def add(_uri: str) -> str:
+            db.sql("CREATE OPERATOR FAMILY public.loose_ops USING btree")
+            return "loose_ops"
+
+        return add
 
 
 class TestSqliteContract(_LiveInStore, ConnectorContract):
@@ -119,3 +135,56 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
             con.close()
 
         return damage
+
+    @pytest.fixture
+    def add_uncapturable(self) -> Callable[[str], str]:
+        def add(uri: str) -> str:
+            con = sqlite3.connect(uri[len("sqlite:///"):])
+            con.execute("CREATE VIRTUAL TABLE docs USING rtree(id, x0, x1)")
+            con.close()
+            return "docs"
+
+        return add
+
+
+MARIADB_SEED = """
+CREATE TABLE accounts (id int AUTO_INCREMENT PRIMARY KEY, owner varchar(40) NOT NULL,
+                       balance decimal(10,2)) DEFAULT CHARSET=utf8mb4;
+CREATE TABLE entries (id bigint AUTO_INCREMENT PRIMARY KEY, account_id int NOT NULL,
+                      amount decimal(10,2) NOT NULL, KEY (account_id),
+                      FOREIGN KEY (account_id) REFERENCES accounts (id));
+CREATE VIEW rich AS SELECT id, owner FROM accounts WHERE balance > 100;
+CREATE TRIGGER entries_positive BEFORE INSERT ON entries FOR EACH ROW
+  SET NEW.amount = abs(NEW.amount);
+INSERT INTO accounts (owner, balance) VALUES ('ada', 150), ('bo', 20), ('cy', 300);
+INSERT INTO entries (account_id, amount) VALUES (1, 5), (2, 7), (3, 9), (1, 11);
+"""
+
+
+@pytest.mark.mariadb
+class TestMariaDBContract(_LiveInStore, ConnectorContract):
+    """MariaDB through SQLAlchemy (mariadb+pymysql): the whole contract."""
+
+    @pytest.fixture
+    def target_uri(self, mydb: Any) -> str:
+        mydb.sql(MARIADB_SEED)
+        return str(mydb.uri())
+
+    @pytest.fixture
+    def mutate(self, mydb: Any) -> Callable[[str], None]:
+        def damage(_uri: str) -> None:
+            mydb.sql("""
+                DELETE FROM entries WHERE id = 2; UPDATE accounts SET owner = 'x';
+                DROP VIEW rich; DROP TRIGGER entries_positive; CREATE TABLE junk (x int);
+                INSERT INTO entries (account_id, amount) VALUES (3, 1);
+            """)
+
+        return damage
+
+    @pytest.fixture
+    def add_uncapturable(self, mydb: Any) -> Callable[[str], str]:
+        def add(_uri: str) -> str:
+            mydb.sql("CREATE SEQUENCE invoice_numbers")
+            return "invoice_numbers"
+
+        return add

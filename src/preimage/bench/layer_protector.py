@@ -67,5 +67,11 @@ class LayerProtector(PreimageBackup):
             protection.call = CallSpec(tool=ctx.call.tool, input=dict(decision.updated_input))
             protection.notes.append(f"rewritten to: {decision.updated_input.get('command', '')}")
         if decision.backup_id is not None:
-            protection.stored_bytes = ctx.store.catalog.get(decision.backup_id).stored_bytes
+            # A trash rewrite records its backup as the call runs: nothing is stored yet.
+            from preimage import BackupNotFoundError
+
+            try:
+                protection.stored_bytes = ctx.store.catalog.get(decision.backup_id).stored_bytes
+            except BackupNotFoundError:
+                protection.stored_bytes = 0
         return protection

@@ -15,6 +15,7 @@ from typing import TypeVar
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
+from preimage.layer.mounts import kernel_path
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, resolve
 from preimage.layer.uris import file_uri
@@ -27,7 +28,6 @@ TOOL_EXTRACTORS: dict[str, ToolExtractor] = {}
 F = TypeVar("F")
 
 _GLOB_LIMIT = 200
-_PSEUDO = ("/dev/", "/proc/", "/sys/")
 REGENERABLE_PARTS = frozenset({
     "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox",
     ".nox", "dist", "build", "target", ".next", ".nuxt", ".cache", ".gradle", ".parcel-cache",
@@ -136,10 +136,11 @@ def expand_paths(cmd: SimpleCommand, words: list[Word]) -> tuple[list[str], bool
 def file_targets(
     paths: list[str], ctx: Context, why: str, *, include_absent: bool = False
 ) -> list[PlannedTarget]:
-    """``file://`` targets for ``paths`` (pseudo-filesystems and missing paths skipped)."""
+    """``file://`` targets for ``paths`` (kernel interfaces — ``/proc``, ``/sys``, device
+    nodes — and missing paths skipped; a tmpfs such as ``/dev/shm`` is data)."""
     out = []
     for p in paths:
-        if p.startswith(_PSEUDO) or p in ("/dev", "/proc", "/sys"):
+        if kernel_path(p):
             continue
         if not include_absent and not os.path.lexists(p):
             continue

@@ -33,7 +33,8 @@ _KIND_HINTS = (
 
 
 def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
-    """What an MCP server talks to: configured, else guessed from its and the tool's names."""
+    """What an MCP server talks to: configured, else guessed from its and the tool's names,
+    else from how the harness starts it (its command, arguments and URL)."""
     mcp = call.mcp_tool
     if mcp is None:
         return None
@@ -48,6 +49,16 @@ def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
     for text in (mcp.server, mcp.tool):
         for kind, rx in _KIND_HINTS:
             if re.search(rx, text, re.I):
+                return kind
+    from preimage.layer.config import discover_mcp
+
+    spec = discover_mcp(ctx.workspace, ctx.home, harness=call.harness,
+                        env=ctx.env or None).get(mcp.server)
+    if spec:
+        launch = " ".join(str(p) for p in (spec.get("command"), *spec.get("args", []),
+                                           spec.get("url")) if p)
+        for kind, rx in _KIND_HINTS:
+            if re.search(rx, launch, re.I):
                 return kind
     return None
 

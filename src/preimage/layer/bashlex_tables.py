@@ -1,4 +1,5 @@
-"""bashlex's LR parse table, built once per installation instead of on every start.
+"""bashlex's LR parse table, built once per installation instead of on every start;
+here-document bodies read a line at a time instead of a character at a time.
 
 bashlex (0.18) builds its LALR table with its bundled PLY every time
 ``bashlex.parser`` is imported — tens of milliseconds on every hook process
@@ -94,6 +95,35 @@ def _cached_yacc(build: Callable[..., Any], yacc: types.ModuleType, module: type
     return parser
 
 
+def _fast_readline(original: Callable[..., Any]) -> Callable[..., Any]:
+    """bashlex's ``tokenizer.readline`` for here-document bodies, a line at a time.
+
+    The original reads one character per call (about a microsecond each: a
+    1 MB heredoc costs a second or more).  For a line without a backslash the
+    result is the same slice of the input, so that case is taken with
+    ``str.find``; anything else — a backslash, a character pushed back —
+    goes to the original.
+    """
+
+    def readline(self: Any, removequotenewline: bool) -> Any:
+        if removequotenewline or self._eol_ungetc_lookahead is not None:
+            return original(self, removequotenewline)
+        text, start = self._shell_input_line, self._shell_input_line_index
+        end = text.find("\n", start)
+        line = text[start:end + 1] if end >= 0 else text[start:]
+        if "\\" in line:
+            return original(self, removequotenewline)
+        if end >= 0:
+            self._shell_input_line_index = end + 1
+            return line
+        if not line:
+            return None
+        self._shell_input_line_index = len(text)
+        return line + "\n"
+
+    return readline
+
+
 class _ParserLoader(importlib.abc.Loader):
     def __init__(self, inner: importlib.abc.Loader) -> None:
         self.inner = inner
@@ -110,6 +140,9 @@ class _ParserLoader(importlib.abc.Loader):
             self.inner.exec_module(module)
         finally:
             yacc.yacc = build  # type: ignore[attr-defined]
+        from bashlex import tokenizer
+
+        tokenizer.tokenizer.readline = _fast_readline(tokenizer.tokenizer.readline)
 
 
 class _ParserFinder(importlib.abc.MetaPathFinder):

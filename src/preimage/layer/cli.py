@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,10 +41,10 @@ def _config(mode: str | None, policy: str | None, workspace: str | None, **kw: A
 # ------------------------------------------------------------------ hook
 @click.group()
 def hook() -> None:
-    """Run as an agent harness's hook (reads the payload on stdin)."""
+    """Run as an agent harness's hook (reads the harness's payload on stdin)."""
 
 
-@hook.command("claude-code")
+@click.command("claude-code")
 @click.option("--mode", type=_MODES, default=None, help="Capture mode (default: full).")
 @click.option("--policy", default=None, help="Plain-words policy, e.g. 'never back up node_modules'.")
 @click.option("--workspace", default=None, help="Project directory for workspace snapshots.")
@@ -53,10 +54,14 @@ def hook() -> None:
               help="What to answer when the backup fails (default: allow, and say so).")
 @click.option("--timeout", type=float, default=None, help="Seconds before the call is let through.")
 @click.pass_context
-def hook_claude_code(ctx: click.Context, mode: str | None, policy: str | None,
-                     workspace: str | None, approve: bool | None, on_failure: str | None,
-                     timeout: float | None) -> None:
-    """A PreToolUse hook for Claude Code and Codex: JSON in on stdin, JSON out on stdout."""
+def _hook_command(ctx: click.Context, mode: str | None, policy: str | None,
+                  workspace: str | None, approve: bool | None, on_failure: str | None,
+                  timeout: float | None) -> None:
+    """A tool-call hook: the harness's JSON in on stdin, its answer out on stdout.
+
+    claude-code: PreToolUse / PostToolUse(Failure); codex: PreToolUse / PostToolUse;
+    gemini: BeforeTool / AfterTool; opencode: what preimage's OpenCode plugin sends.
+    """
     from preimage.layer.hook import handle, log
 
     try:
@@ -79,39 +84,137 @@ def hook_claude_code(ctx: click.Context, mode: str | None, policy: str | None,
     os._exit(outcome.exit_code)  # a capture thread that overran its deadline must not hold the harness
 
 
-hook.add_command(hook_claude_code, name="codex")  # Codex reads and writes the same JSON
+for _name in ("claude-code", "codex", "gemini", "opencode"):
+    hook.add_command(_hook_command, name=_name)
 
 
 # ------------------------------------------------------------------ install
-@click.group()
-def install() -> None:
-    """Install preimage's hook into an agent harness."""
+_SCOPE_OPTIONS = [
+    click.option("--project", type=click.Path(file_okay=False), default=None,
+                 help="Project directory (default: the current directory)."),
+    click.option("--user", "user_scope", is_flag=True,
+                 help="The user's own settings (e.g. ~/.claude/settings.json)."),
+    click.option("--local", is_flag=True,
+                 help="Claude Code only: .claude/settings.local.json (not committed)."),
+    click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing."),
+]
 
 
-@install.command("claude-code")
-@click.option("--project", type=click.Path(file_okay=False), default=None,
-              help="Project directory (default: the current directory).")
-@click.option("--user", "user_scope", is_flag=True, help="Write ~/.claude/settings.json instead.")
-@click.option("--local", is_flag=True, help="Write .claude/settings.local.json (not committed).")
-@click.option("--mode", type=_MODES, default=None, help="Capture mode baked into the hook.")
-@click.option("--matcher", default="*", show_default=True, help="Which tools the hook sees.")
-def install_claude_code_cmd(project: str | None, user_scope: bool, local: bool, mode: str | None,
-                            matcher: str) -> None:
-    """Write the PreToolUse hook into .claude/settings.json, keeping every other setting."""
-    from preimage.layer.install import hook_command, install_claude_code
+def _scope_options(fn: Any) -> Any:
+    for option in reversed(_SCOPE_OPTIONS):
+        fn = option(fn)
+    return fn
 
-    if user_scope:
-        settings = Path.home() / ".claude" / "settings.json"
-    else:
-        base = Path(project or os.getcwd())
-        settings = base / ".claude" / ("settings.local.json" if local else "settings.json")
-    extra = f"--mode {mode}" if mode else ""
-    try:
-        path, changed = install_claude_code(settings, hook_command(extra), matcher=matcher)
-    except UsageError as exc:
-        _fail(str(exc))
+
+def _scope(user_scope: bool, local: bool) -> str:
+    if user_scope and local:
+        _fail("--user and --local exclude each other")
+    return "user" if user_scope else "local" if local else "project"
+
+
+def _harnesses(names: tuple[str, ...], every: bool) -> list[str]:
+    from preimage.layer.harnesses import ALIASES, harness_names
+
+    if every:
+        return harness_names()
+    if not names:
+        _fail(f"name a harness ({', '.join(harness_names())}), or --all, or --list")
+    known = harness_names()
+    out = []
+    for n in names:
+        key = ALIASES.get(n, n)
+        if key not in known:
+            _fail(f"no adapter for harness {n!r}; known: {', '.join(known)}")
+        out.append(key)
+    return out
+
+
+def _apply(change: Any, dry_run: bool, done: str, same: str) -> None:
+    if dry_run:
+        click.echo(change.diff() or f"{change.path}: no change", nl=False)
+        if change.diff():
+            click.echo(f"(dry run: {change.path} not written)")
+        else:
+            click.echo("")
         return
-    click.echo(f"{'installed' if changed else 'already installed'}: PreToolUse hook in {path}")
+    change.apply()
+    click.echo(f"{done if change.changed else same}: {change.path}")
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every harness preimage knows.")
+@click.option("--list", "listing", is_flag=True, help="Show each harness and where it is installed.")
+@_scope_options
+@click.option("--mode", type=_MODES, default=None, help="Capture mode baked into the hook.")
+@click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
+              help="Baked into the hook: what to do when a backup fails.")
+@click.option("--approve", is_flag=True,
+              help="Baked into the hook: allow backed-up and rewritten calls without asking "
+                   "(Claude Code; the others never ask).")
+def install(names: tuple[str, ...], every: bool, listing: bool, project: str | None,
+            user_scope: bool, local: bool, dry_run: bool, mode: str | None,
+            on_failure: str | None, approve: bool) -> None:
+    """Install preimage's hook into agent harnesses: preimage install claude-code codex."""
+    from preimage.layer.install import plan_install
+
+    base = Path(project or os.getcwd()).absolute()
+    if listing:
+        _list(base)
+        return
+    scope = _scope(user_scope, local)
+    for name in _harnesses(names, every):
+        try:
+            change = plan_install(name, scope, base, mode=mode,  # type: ignore[arg-type]
+                                  on_failure=on_failure, approve=approve)
+        except UsageError as exc:
+            _fail(str(exc))
+            return
+        _apply(change, dry_run, f"installed {name}", f"{name} already installed")
+    if scope != "user" and not dry_run and shutil.which("preimage") is None:
+        click.echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
+                   "by that name (install with pipx or uv tool, or use --user)", err=True)
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every harness preimage knows.")
+@_scope_options
+def uninstall(names: tuple[str, ...], every: bool, project: str | None, user_scope: bool,
+              local: bool, dry_run: bool) -> None:
+    """Remove preimage's hook from agent harnesses, keeping every other hook."""
+    from preimage.layer.install import plan_uninstall
+
+    base = Path(project or os.getcwd()).absolute()
+    scope = _scope(user_scope, local)
+    for name in _harnesses(names, every):
+        try:
+            change = plan_uninstall(name, scope, base)  # type: ignore[arg-type]
+        except UsageError as exc:
+            _fail(str(exc))
+            return
+        _apply(change, dry_run, f"uninstalled {name}", f"{name} was not installed")
+
+
+def _list(project: Path) -> None:
+    from preimage.layer.harnesses import get_harness, harness_names
+    from preimage.layer.install import NOT_FOUND, status
+
+    rows = [("harness", "binary", "scope", "status", "settings")]
+    for name in harness_names():
+        adapter = get_harness(name)
+        found = "found" if shutil.which(adapter.binary) else "not found"
+        for scope in adapter.scopes():
+            rows.append((name, found, scope, status(name, scope, project),  # type: ignore[arg-type]
+                         str(adapter.settings_path(scope, project))))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+                   + "  " + row[4])
+    if any(NOT_FOUND in r[3] for r in rows):
+        click.echo(f"'{NOT_FOUND} X': the hook runs X, which is not on this PATH — the harness "
+                   "cannot run it either; install preimage with pipx or uv tool, or reinstall "
+                   "the hook with --user", err=True)
 
 
 # ------------------------------------------------------------------ guard
@@ -252,3 +355,45 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
         click.echo(f"rewritten to: {plan.updated_input.get('command')}")
     for n in plan.notes:
         click.echo(f"note: {n}")
+
+
+# ------------------------------------------------------------------ mcp-proxy
+@click.command("mcp-proxy", context_settings={"ignore_unknown_options": True,
+                                              "allow_interspersed_args": False})
+@click.option("--name", default=None,
+              help="The server's name in preimage's settings (mcp.NAME); default: the command's.")
+@click.option("--url", default=None,
+              help="Upstream streamable-HTTP MCP server URL (instead of a command).")
+@click.option("--listen", default=None, metavar="HOST:PORT",
+              help="Serve streamable HTTP on this loopback address (default: stdio).")
+@click.option("--mode", type=_MODES, default=None, help="Capture mode.")
+@click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
+              help="When a backup fails: forward and say so (default), or refuse the call.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def mcp_proxy(name: str | None, url: str | None, listen: str | None, mode: str | None,
+              on_failure: str | None, command: tuple[str, ...]) -> None:
+    """Protect every tool call to an MCP server: preimage mcp-proxy --name pg -- SERVER CMD."""
+    import anyio
+
+    from preimage.layer.mcp_proxy import serve
+
+    if bool(command) == bool(url):
+        _fail("give the upstream server as `-- COMMAND ...` or as --url URL (one of them)")
+    where: tuple[str, int] | None = None
+    if listen:
+        host, _, port = listen.rpartition(":")
+        if not port.isdigit() or host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+            _fail(f"--listen {listen!r}: give a loopback HOST:PORT such as 127.0.0.1:8765")
+        where = (host.strip("[]"), int(port))
+    server = name or (os.path.basename(command[0]) if command else
+                      (url or "").split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0])
+    cfg = _config(mode, None, None, on_failure=on_failure)
+    try:
+        anyio.run(lambda: serve(server, cfg, command=list(command) or None, url=url,
+                                listen=where))
+    except PreimageError as exc:
+        _fail(str(exc))
+    except (OSError, ConnectionError) as exc:
+        _fail(f"cannot reach the MCP server: {exc}")
+    except KeyboardInterrupt:
+        pass

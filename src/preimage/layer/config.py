@@ -4,13 +4,13 @@ Read, later ones winning, from ``<config dir>/config.yaml`` (the config dir
 is ``$PREIMAGE_CONFIG_DIR`` or ``platformdirs.user_config_dir("preimage")``),
 the environment (``PREIMAGE_MODE``, ``PREIMAGE_POLICY``, ``PREIMAGE_MODEL``,
 ``PREIMAGE_WORKSPACE``), and command-line options.  MCP servers the config
-does not name are looked up in the workspace's ``.mcp.json``.
+does not name are looked up in the harnesses' own MCP settings.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -128,17 +128,14 @@ def rules_dir() -> Path:
     return config_dir() / "rules.d"
 
 
-def discover_mcp(workspace: str, home: str) -> dict[str, dict[str, Any]]:
-    """MCP server definitions (command, args, env) from ``.mcp.json`` and ``~/.claude.json``."""
-    found: dict[str, dict[str, Any]] = {}
-    for path in (Path(home) / ".claude.json", Path(workspace) / ".mcp.json"):
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        servers = doc.get("mcpServers") if isinstance(doc, dict) else None
-        if isinstance(servers, dict):
-            for name, spec in servers.items():
-                if isinstance(spec, dict):
-                    found[name] = spec
-    return found
+def discover_mcp(workspace: str, home: str, *, harness: str | None = None,
+                 env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """MCP server definitions (command, args, env, url) from the harnesses' own settings.
+
+    Claude Code's ``.mcp.json`` and ``~/.claude.json``, Codex's ``config.toml``, Gemini
+    CLI's ``settings.json`` and OpenCode's ``opencode.json`` (see
+    :mod:`preimage.layer.harnesses.mcp_servers`); the calling ``harness``'s own win.
+    """
+    from preimage.layer.harnesses.mcp_servers import discover
+
+    return discover(workspace, home, harness=harness, env=env)

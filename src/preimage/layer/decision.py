@@ -92,6 +92,10 @@ class Finding:
     rewrite: str | None = None     # a reversible replacement for ``source`` (shell text)
     span: tuple[int, int] | None = None  # where ``source`` sits in the call's command text
     forced_by: list[str] = field(default_factory=list)  # words/programs that widened the scope
+    # A rewrite that protects by moving into the store's trash when it runs: the backup ID
+    # it will record and the target URIs it will hold (there is nothing to capture first).
+    rewrite_backup: str | None = None
+    rewrite_targets: list[str] = field(default_factory=list)
 
     @property
     def changes_state(self) -> bool:

@@ -42,7 +42,8 @@ def profile_dir(call: ToolCall, ctx: Context) -> str | None:
         return conf.profile
     if ctx.config.browser_profile:
         return ctx.config.browser_profile
-    spec = discover_mcp(ctx.workspace, ctx.home).get(mcp.server if mcp else "", {})
+    spec = discover_mcp(ctx.workspace, ctx.home, harness=ctx.call.harness,
+                        env=ctx.env or None).get(mcp.server if mcp else "", {})
     args = [str(a) for a in spec.get("args", [])]
     for i, a in enumerate(args):
         if a.startswith("--user-data-dir="):

@@ -38,7 +38,8 @@ def account_uri(call: ToolCall, ctx: Context) -> str | None:
     conf = ctx.config.mcp.get(mcp.server)
     if conf and conf.target:
         return conf.target
-    spec = discover_mcp(ctx.workspace, ctx.home).get(mcp.server, {})
+    spec = discover_mcp(ctx.workspace, ctx.home, harness=ctx.call.harness,
+                        env=ctx.env or None).get(mcp.server, {})
     env = {k.upper(): str(v) for k, v in (spec.get("env") or {}).items()}
     for v in env.values():
         if v.startswith(("imap://", "imaps://")):

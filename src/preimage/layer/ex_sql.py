@@ -354,7 +354,8 @@ def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
         return base_from_url(conf.target, ctx.workspace)
     from preimage.layer.config import discover_mcp
 
-    spec = discover_mcp(ctx.workspace, ctx.home).get(mcp.server, {})
+    spec = discover_mcp(ctx.workspace, ctx.home, harness=ctx.call.harness,
+                        env=ctx.env or None).get(mcp.server, {})
     candidates = [str(a) for a in spec.get("args", []) if isinstance(a, (str, int))]
     env = spec.get("env", {}) if isinstance(spec.get("env"), dict) else {}
     candidates += [str(v) for v in env.values()]

@@ -1,23 +1,22 @@
-"""The ``PreToolUse`` hook protocol (Claude Code; Codex reads the same shape).
+"""The hook transport: one harness payload in, that harness's answer out.
 
-Input on stdin: ``{"hook_event_name": "PreToolUse", "tool_name", "tool_input",
-"cwd", "session_id", "tool_use_id", …}``.  Output on stdout, always one JSON
-object and exit code 0 — a hook that crashes or hangs must never stop the
-agent:
+:func:`handle` is the single entry every hook process (and the resident decision
+service) answers through.  It picks the harness's adapter
+(:mod:`preimage.layer.harnesses`), reads the payload into a harness-neutral event,
+and then
 
-* nothing to protect → ``{}`` (the harness goes on as usual);
-* backed up → ``hookSpecificOutput.additionalContext`` naming the backup ID
-  (the harness's own permission rules still decide; ``approve`` adds
-  ``permissionDecision: "allow"``);
-* rewritten → ``updatedInput`` with ``permissionDecision: "ask"``: the user
-  sees and approves the rewritten command, so a hook never approves a
-  destructive call by itself (Claude Code applies ``updatedInput`` with
-  ``allow`` or ``ask``; ``allow`` would also skip the user's own prompt).
-  ``--approve``, or a session already in ``bypassPermissions`` mode, answers
-  ``allow``;
-* backup failed (store full or unwritable, target unreachable) →
-  ``additionalContext`` and a ``systemMessage`` saying the call is NOT
-  protected; ``on_failure: ask|deny`` turns that into a question or a refusal.
+* before a tool call: :meth:`BackupLayer.before` decides and backs up, within
+  ``timeout`` seconds; the adapter writes the decision in the harness's terms —
+  nothing to say, the backup ID for the model, a rewritten input (which Claude Code
+  shows the user to approve, unless ``--approve`` or the session bypasses
+  permissions; harnesses that cannot ask apply it), or (when the backup failed) a
+  message saying the call is NOT protected, turned into a refusal by
+  ``on_failure: deny`` (or ``ask`` where the harness can ask);
+* after it: :meth:`BackupLayer.after` records how the call ended against the
+  backup taken before it.
+
+It never raises and never hangs the harness: settings or a payload it cannot read
+are answered with a visible message, and every decision goes to the hook log.
 """
 
 from __future__ import annotations
@@ -30,11 +29,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig
 from preimage.layer.decision import Action, Decision
+
+if TYPE_CHECKING:
+    from preimage.layer.completion import Completion, ToolResult
 
 
 def log_path() -> Path:
@@ -63,32 +65,16 @@ def log(event: dict[str, Any]) -> None:
         pass
 
 
-def answer(decision: Decision, config: LayerConfig, *,
-           permission_mode: str | None = None) -> dict[str, Any]:
-    """The hook's JSON answer for ``decision`` (``permission_mode`` from the payload)."""
-    changes = any(f.changes_state for f in decision.findings)
-    if decision.action is Action.PASS and not decision.error and not (changes and decision.notes):
-        return {}
-    specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
-    out: dict[str, Any] = {"hookSpecificOutput": specific}
-    context = decision.additional_context
-    if context:
-        specific["additionalContext"] = context
-    if decision.action is Action.REWRITE and decision.updated_input is not None:
-        auto = config.approve or permission_mode == "bypassPermissions"
-        specific["permissionDecision"] = "allow" if auto else "ask"
-        specific["permissionDecisionReason"] = "preimage rewrote the call into a reversible form"
-        specific["updatedInput"] = decision.updated_input
-    elif decision.protected and config.approve:
-        specific["permissionDecision"] = "allow"
-        specific["permissionDecisionReason"] = f"backed up as {decision.backup_id}"
-    if decision.error:
-        out["systemMessage"] = f"preimage: this call is NOT backed up — {decision.error}"
-        if config.on_failure != "allow":
-            specific["permissionDecision"] = config.on_failure
-            specific["permissionDecisionReason"] = out["systemMessage"]
-            specific.pop("updatedInput", None)
-    return out
+def answer(decision: Decision, config: LayerConfig, *, permission_mode: str | None = None,
+           harness: str = "claude-code") -> dict[str, Any]:
+    """``harness``'s JSON answer to a pre-call hook for ``decision`` (``permission_mode``
+    from the payload, where the harness sends one)."""
+    from preimage.layer.harnesses import get_harness
+
+    adapter = get_harness(harness)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, config, permission_mode=permission_mode).stdout)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -115,14 +101,24 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
            env: Mapping[str, str] | None = None, cwd: str | None = None) -> HookOutcome:
     """One hook call, start to finish, as a value: never raises, never exits.
 
-    ``harness`` names the payload format (``claude-code``, ``codex``), ``args``
-    are the options after ``preimage hook HARNESS`` (``--mode``, ``--policy``,
-    ``--workspace``, ``--approve``, ``--on-failure``, ``--timeout``) and
-    ``stdin_text`` the payload.  Both the in-process hook and a resident
-    decision service answer through this one function; the service passes the
-    calling hook process's ``env`` (what command lines expand in) and ``cwd``
-    (for a payload without one and a relative ``--workspace``).
+    ``harness`` names the payload format (``claude-code``, ``codex``, ``gemini``,
+    ``opencode``; see :mod:`preimage.layer.harnesses`), ``args`` are the options after
+    ``preimage hook HARNESS`` (``--mode``, ``--policy``, ``--workspace``, ``--approve``,
+    ``--on-failure``, ``--timeout``) and ``stdin_text`` the payload.  Before a tool call
+    the layer decides and backs up; after it, :meth:`BackupLayer.after` records how the
+    call ended against that backup.  Both the in-process hook and a resident decision
+    service answer through this one function; the service passes the calling hook
+    process's ``env`` (what command lines expand in) and ``cwd`` (for a payload without
+    one and a relative ``--workspace``).
     """
+    from preimage.layer.harnesses import get_harness
+
+    try:
+        adapter = get_harness(harness)
+    except Exception as exc:  # an unknown harness name: say so on stderr, decide nothing
+        log({"event": "unknown-harness", "harness": harness})
+        return HookOutcome("{}", f"preimage: {exc}\n", 0)
+    cfg: LayerConfig | None = None
     try:
         opts = _hook_options(args)
         cfg = LayerConfig.load(
@@ -133,42 +129,77 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         )
     except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
         log({"event": "config-error", "error": str(exc)})
-        message = {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
-        return HookOutcome(json.dumps(message))
-    return HookOutcome(json.dumps(run_hook(stdin_text, config=cfg, harness=harness, env=env,
-                                           cwd=cwd)))
+        return adapter.answer_unread(f"settings unreadable, nothing backed up — {exc}", cfg)
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else None
+        event = adapter.event(payload)
+    except (ValueError, RecursionError) as exc:   # a payload nested past the parser's depth too
+        log({"event": "malformed", "harness": harness, "error": str(exc),
+             "input": stdin_text[:500]})
+        return adapter.answer_unread(
+            f"could not read the hook payload ({exc}); nothing was backed up", cfg)
+    if event.phase == "other" or event.call is None:
+        log({"event": "ignored", "harness": harness, "hook_event_name": event.name})
+        return HookOutcome("{}")
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
+    if event.phase == "post":
+        return adapter.answer_after(_after(event.call, event.result, cfg, env))
+    decision = _decide_with_deadline(event.call, cfg, env)
+    log({"event": "decision", "harness": harness, "tool": event.call.tool,
+         "session": event.call.session_id, "tool_use_id": event.call.tool_use_id,
+         **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
+    from preimage.layer.completion import remember
+
+    remember(event.call, backup_id=decision.backup_id, error=decision.error,
+             targets=decision.targets)
+    return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
 def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
              harness: str = "claude-code", env: Mapping[str, str] | None = None,
              cwd: str | None = None) -> dict[str, Any]:
-    """Read one hook payload, decide, back up, and return the JSON answer (never raises)."""
+    """A pre-call payload in, ``harness``'s JSON answer out (never raises).
+
+    A convenience over the same steps as :func:`handle` for tests and embedding;
+    ``config`` replaces the settings file and environment.
+    """
+    from preimage.layer.harnesses import get_harness
+
+    adapter = get_harness(harness)
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
-    except (ValueError, RecursionError) as exc:   # a payload nested past the parser's depth too
-        log({"event": "malformed", "error": str(exc), "input": stdin_text[:500]})
-        return {}
-    event = payload.get("hook_event_name") if isinstance(payload, dict) else None
-    if event not in (None, "PreToolUse"):
-        log({"event": "ignored", "hook_event_name": event})
-        return {}
-    try:
-        call = ToolCall.from_hook_payload(payload, harness=harness)
-        if cwd and isinstance(payload, dict) and not payload.get("cwd"):
-            call.cwd = cwd
-    except ValueError as exc:
-        log({"event": "malformed", "error": str(exc), "input": str(payload)[:500]})
-        return {}
-    try:
+        event = adapter.event(payload)
         cfg = config or LayerConfig.load()
-    except Exception as exc:  # a broken config file must not stop the agent
-        log({"event": "config-error", "error": str(exc)})
-        return {"systemMessage": f"preimage: settings unreadable, nothing backed up — {exc}"}
-    decision = _decide_with_deadline(call, cfg, env)
-    log({"event": "decision", "tool": call.tool, "session": call.session_id,
-         **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
-    mode = payload.get("permission_mode") if isinstance(payload, dict) else None
-    return answer(decision, cfg, permission_mode=mode if isinstance(mode, str) else None)
+    except Exception as exc:
+        return {"systemMessage": f"preimage: could not read the hook call ({exc}); "
+                                 "nothing was backed up"}
+    if event.phase != "pre" or event.call is None:
+        return {}
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
+    decision = _decide_with_deadline(event.call, cfg, env)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, cfg, permission_mode=event.permission_mode).stdout)
+    return doc
+
+
+def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
+           env: Mapping[str, str] | None = None) -> Completion:
+    """Hand a finished call to the layer and log its completion (never raises)."""
+    from preimage.layer.completion import ToolResult, complete
+
+    done = result or ToolResult()
+    try:
+        from preimage.layer.layer import BackupLayer
+
+        layer = BackupLayer(config=config, env=dict(env) if env is not None else None)
+        completion = layer.after(call, done)
+    except Exception as exc:  # recording must never disturb the agent
+        log({"event": "after-error", "error": str(exc)})
+        completion = complete(call, done)
+    log({"event": "completed", "harness": call.harness, **completion.to_dict()})
+    return completion
 
 
 def _decide_with_deadline(call: ToolCall, config: LayerConfig,

@@ -19,9 +19,12 @@ import json
 import os
 import sys
 import time
-from typing import Any
 
 from preimage.layer import service_wire as wire
+
+TYPE_CHECKING = False  # typing is not imported: this is the hook's path
+if TYPE_CHECKING:
+    from typing import Any
 
 CONNECT_SECONDS = 0.5     # connecting to a live service is immediate; this only bounds a wedged one
 ACCEPT_SECONDS = 2.0      # the service acknowledges a request as soon as it has read it
@@ -40,8 +43,7 @@ class ServiceLost(Exception):
 def _log(event: dict[str, Any]) -> None:
     """Append to the hook log (the same file :func:`preimage.layer.hook.log` writes)."""
     try:
-        folder = wire.log_dir()
-        path = os.environ.get("PREIMAGE_LOG") or str(folder / "hook.log")
+        path = os.environ.get("PREIMAGE_LOG") or os.path.join(wire.log_dir(), "hook.log")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, like hook.log
         with os.fdopen(fd, "a") as fh:
@@ -122,6 +124,9 @@ def start_service(address: wire.Address) -> bool:
 
 def decide_in_process(harness: str, args: list[str], text: str, why: str) -> tuple[str, str, int]:
     """The fallback: the same decision, made in this process (imports the whole layer)."""
+    # pydantic looks for plugins by scanning every installed distribution's entry points on
+    # its first model; the hook's models use none, and this process lives for one call.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from preimage.layer.hook import handle
 
     outcome = handle(harness, args, text)
@@ -139,7 +144,7 @@ def lost_answer(harness: str, args: list[str], why: str) -> tuple[str, str, int]
 
         opts = _hook_options(args)
         cfg = LayerConfig.load(on_failure=opts.on_failure, approve=opts.approve)
-        doc = answer(Decision(Action.PASS, None, error=why), cfg)
+        doc = answer(Decision(Action.PASS, None, error=why), cfg, harness=harness)
     except Exception as exc:  # settings unreadable too: still say it plainly
         doc = {"systemMessage": f"preimage: this call is NOT backed up — {why} ({exc})"}
     return json.dumps(doc), f"preimage: {why}\n", 0

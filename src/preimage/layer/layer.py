@@ -23,11 +23,13 @@ from preimage._store import Store, default_home
 from preimage._target import Target
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
+from preimage.layer.completion import Completion, ToolResult
 from preimage.layer.config import LayerConfig, Mode
 from preimage.layer.context import Context
 from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
 from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
+from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
 from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
 from preimage.layer.uris import file_uri
@@ -93,6 +95,7 @@ class BackupLayer:
     ) -> None:
         self.config = config or LayerConfig.load()
         self._store = store
+        self._store_notes: list[str] = []   # what the store did on the last capture (quota)
         self.rules = rules or load_rules()
         self.env = dict(env if env is not None else os.environ)
         self.model = model if model is not None else (
@@ -300,21 +303,41 @@ class BackupLayer:
         if plan.updated_input is not None:
             decision.updated_input = plan.updated_input
             decision.action = Action.REWRITE
+            moved = [f for f in plan.findings if f.rewrite_backup]
+            if moved:  # the rewrite itself is the backup: it records it as it runs
+                decision.backup_id = moved[0].rewrite_backup
+                decision.targets = [u for f in moved for u in f.rewrite_targets]
+                decision.tier = decision.tier or Tier.REWRITE
+                leave_call(self.store_home(), moved[0].rewrite_backup, call)
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:
             return decision
         t0 = time.perf_counter()
-        decision.targets = [t.uri for t in plan.targets]
+        moved_targets = list(decision.targets)  # what the trash rewrite will hold, if any
+        decision.targets = [*moved_targets, *(t.uri for t in plan.targets)]
         backup_id, failed, held = self._capture(call, plan, decision.notes)
         decision.capture_seconds = time.perf_counter() - t0
-        decision.backup_id = backup_id
-        decision.targets = held
+        decision.backup_id = backup_id or decision.backup_id  # else: the trash rewrite's, if any
+        decision.notes.extend(self._store_notes)   # the store applied its quota, and says so
+        decision.targets = [*moved_targets, *held]
         if failed:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
         return decision
+
+    def after(self, call: ToolCall, result: ToolResult,
+              decision: Decision | None = None) -> Completion:
+        """Record that ``call`` finished — status and duration, tied to the backup ``before`` took.
+
+        ``decision`` is the one ``before`` returned, when the caller still holds it (the
+        Python API); hook processes pass ``None`` and the pre-call hook's note is read
+        instead.  Every post-call step belongs here, so there is one place to add one.
+        """
+        from preimage.layer.completion import complete
+
+        return complete(call, result, decision)
 
     def _open_store(self) -> Store:
         if self._store is None:
@@ -336,9 +359,12 @@ class BackupLayer:
         kw = {"label": label, "tier": plan.tier.value if plan.tier else "layer",
               "tool_call": call.to_record(), "session": call.session_id, "kind": "layer"}
         uris = [t.uri for t in plan.targets]
+        self._store_notes = []
         try:
             store = self._open_store()
-            return capture(uris, store=store, **kw).id, [], uris  # type: ignore[arg-type]
+            backup = capture(uris, store=store, **kw)  # type: ignore[arg-type]
+            self._store_notes = backup.notes
+            return backup.id, [], uris
         except OSError as exc:
             return None, [f"the backup store failed: {exc}"], []
         except Exception as exc:  # a connector's failure, whatever its type, is reported
@@ -367,6 +393,8 @@ class BackupLayer:
         if not good:
             return None, failed or [str(first_error)], []
         try:
-            return capture(good, store=self._store, **kw).id, failed, good  # type: ignore[arg-type]
+            backup = capture(good, store=self._store, **kw)  # type: ignore[arg-type]
+            self._store_notes = backup.notes
+            return backup.id, failed, good
         except Exception as exc:
             return None, [*failed, str(exc)], []

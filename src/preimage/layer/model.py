@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ the same effect."""
 class LearnedRule(BaseModel):
     """A rule the model proposes."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built when a model answers
 
     command: str
     subcommand: list[str] = Field(default_factory=list)
@@ -58,7 +59,7 @@ class LearnedRule(BaseModel):
 class ModelAnswer(BaseModel):
     """The JSON a model must return."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built when a model answers
 
     read_only: bool = False
     targets: list[str] = Field(default_factory=list)
@@ -101,6 +102,8 @@ class ModelTier:
         self.learned_file = learned_file
 
     def _complete(self, messages: list[dict[str, str]]) -> tuple[str, int]:
+        # litellm's bundled cost map: its import would otherwise fetch one over the network
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages,

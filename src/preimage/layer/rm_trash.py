@@ -26,10 +26,13 @@ import sys
 from pathlib import Path
 
 from preimage._ids import new_backup_id
+from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
+from preimage.layer.mounts import mount_table
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.shell import SimpleCommand, resolve
+from preimage.layer.uris import file_uri
 
 # Harnesses that run the rewritten command (the trash rewrite takes no copy, so a harness
 # that ignored the rewrite would run the original rm unprotected).  `preimage guard` keeps
@@ -46,19 +49,18 @@ def preimage_command() -> str:
     return f"{shlex.quote(sys.executable)} -m preimage"
 
 
+def leave_call(home: Path, backup_id: str | None, call: ToolCall) -> None:
+    """Leave ``call`` for the ``preimage trash`` run that records ``backup_id``, so the
+    backup names what the agent ran (the command line carries only the ID)."""
+    if backup_id:
+        from preimage._trash import leave_call as leave
+
+        leave(home, backup_id, {**call.to_record(), "session": call.session_id})
+
+
 def mount_points() -> list[str]:
     """Every mount point of this process's namespace (``/proc/self/mountinfo``)."""
-    try:
-        with open("/proc/self/mountinfo") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) > 4:
-            out.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return out
+    return [point for point, _kind in mount_table()]
 
 
 def _plain_flags(cmd: SimpleCommand) -> tuple[bool, bool, list[str]] | None:
@@ -113,6 +115,10 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
     ``None`` when the capture stays (see the module docs for what makes an rm plain)."""
     if cmd.name != "rm" or ctx.call.harness not in APPLIES_REWRITES or ctx.store_home is None:
         return None
+    if os.environ.get("PREIMAGE_STORE"):
+        # A shared store: the trash would stay on this machine's disk, which may not
+        # outlive the sandbox; the capture goes to the shared store instead.
+        return None
     if cmd.wrappers or cmd.redirects or cmd.span is None or not cmd.cwd_known or not f.targets:
         return None
     plain = _plain_flags(cmd)
@@ -161,4 +167,5 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
                f"no copy) as backup {backup_id} when it runs; undo with "
                f"`preimage restore {backup_id}`."],
         wide=f.wide, outside_workspace=f.outside_workspace, rewrite=" ".join(argv), span=f.span,
+        rewrite_backup=backup_id, rewrite_targets=[file_uri(p) for p in paths],
     )

@@ -39,7 +39,7 @@ DEFAULT_IDLE = 900.0   # seconds without a call before the service exits
 
 def serve_log_path() -> Path:
     """``serve.log`` beside the hook log."""
-    return wire.log_dir() / "serve.log"
+    return Path(wire.log_dir()) / "serve.log"
 
 
 @dataclass
@@ -137,6 +137,8 @@ class DecisionService:
             self._release()
             raise
         ino = os.stat(self.address.socket).st_ino
+        with self._lock:
+            self.counters.last_call = time.time()  # idle from now, not from before warm()
         self.log("start", socket=str(self.address.socket), idle=self.idle,
                  settings=sorted(wire.settings(os.environ)))
         if threading.current_thread() is threading.main_thread():

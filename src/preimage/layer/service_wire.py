@@ -32,8 +32,10 @@ import socket
 import stat
 import sys
 import zlib
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # neither typing nor pathlib is imported: this is the hook's path
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = 1
 MAX_HEADER = 1 << 20           # one header line; the payload itself travels raw
@@ -67,12 +69,12 @@ def settings(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
 
 def installation() -> str:
     """This interpreter and this copy of preimage (a new install gets a new service)."""
-    here = Path(__file__).resolve().parent.parent
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     try:
-        stamp = os.stat(here / "__init__.py").st_mtime_ns
+        stamp = os.stat(os.path.join(here, "__init__.py")).st_mtime_ns
     except OSError:
         stamp = 0
-    return f"{sys.executable}|{here}|{stamp}"
+    return f"{os.path.realpath(sys.executable)}|{here}|{stamp}"  # python, python3: one service
 
 
 def service_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
@@ -84,7 +86,7 @@ def service_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     return f"{zlib.crc32(raw):08x}{zlib.adler32(raw[::-1]):08x}"
 
 
-def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None, *, create: bool = True) -> Path:
+def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None, *, create: bool = True) -> str:
     """The per-user directory holding service sockets (0700, owned by the user).
 
     Raises :class:`RuntimeDirError` when it is a symlink, owned by another
@@ -93,11 +95,11 @@ def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None, *, create:
     env = os.environ if env is None else env
     uid = os.getuid()
     if env.get("PREIMAGE_RUNTIME_DIR"):
-        path = Path(env["PREIMAGE_RUNTIME_DIR"])
+        path = env["PREIMAGE_RUNTIME_DIR"]
     elif env.get("XDG_RUNTIME_DIR"):
-        path = Path(env["XDG_RUNTIME_DIR"]) / "preimage"
+        path = os.path.join(env["XDG_RUNTIME_DIR"], "preimage")
     else:
-        path = Path("/tmp") / f"preimage-{uid}"
+        path = f"/tmp/preimage-{uid}"
     if create:
         try:
             os.mkdir(path, 0o700)
@@ -118,12 +120,12 @@ class Address:
 
     __slots__ = ("folder", "key")
 
-    def __init__(self, key: str, folder: Path) -> None:
+    def __init__(self, key: str, folder: str) -> None:
         self.key = key
         self.folder = folder
 
     def __repr__(self) -> str:
-        return f"Address({self.key!r}, {str(self.folder)!r})"
+        return f"Address({self.key!r}, {self.folder!r})"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None) -> Address:
@@ -131,28 +133,28 @@ class Address:
         return cls(service_key(env), runtime_dir(env))
 
     @property
-    def socket(self) -> Path:
-        return self.folder / f"serve-{self.key}.sock"
+    def socket(self) -> str:
+        return os.path.join(self.folder, f"serve-{self.key}.sock")
 
     @property
-    def lock(self) -> Path:
-        return self.folder / f"serve-{self.key}.lock"
+    def lock(self) -> str:
+        return os.path.join(self.folder, f"serve-{self.key}.lock")
 
     @property
-    def started(self) -> Path:
+    def started(self) -> str:
         """Touched by a client that started a service (so the next one does not start another)."""
-        return self.folder / f"serve-{self.key}.start"
+        return os.path.join(self.folder, f"serve-{self.key}.start")
 
 
-def log_dir(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def log_dir(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     """Where the hook log and the service log live (``$PREIMAGE_LOG``'s folder, else the
     user log directory) — the same rule as :func:`preimage.layer.hook.log_path`."""
     env = os.environ if env is None else env
     if env.get("PREIMAGE_LOG"):
-        return Path(env["PREIMAGE_LOG"]).parent
-    home = Path(env.get("HOME") or os.path.expanduser("~"))
-    state = env.get("XDG_STATE_HOME") or str(home / ".local" / "state")
-    return Path(state) / "preimage" / "log"
+        return os.path.dirname(os.path.abspath(env["PREIMAGE_LOG"]))
+    home = env.get("HOME") or os.path.expanduser("~")
+    state = env.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    return os.path.join(state, "preimage", "log")
 
 
 # ------------------------------------------------------------------ frames
@@ -212,7 +214,7 @@ def connect(address: Address, timeout: float) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(str(address.socket))
+        sock.connect(address.socket)
     except OSError:
         sock.close()
         raise

@@ -1,0 +1,126 @@
+"""Capture and restore on MariaDB side by side with mysqldump and the mariadb client, in one run.
+
+Usage: python benchmarks/bench_mysql.py [--rows N] [--json]
+
+Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures, each command as
+its own process (peak RSS read with ``wait4``):
+
+* ``table``: ``events`` with N rows (default 1,000,000; AUTO_INCREMENT key, an index,
+  varchar, decimal, JSON text, datetime): ``preimage capture …?tables=events`` vs
+  ``mariadb-dump db events``; after ``DROP TABLE``, ``preimage restore`` vs
+  ``mariadb db < dump``;
+* ``sample``: the whole Chinook database (fixtures/samples/): capture vs
+  ``mariadb-dump --routines --events --triggers``; after ``DROP DATABASE``, restore vs
+  replaying the dump.
+
+Each restore is checked (counts, sums, AUTO_INCREMENT; for the sample, mysqldump of the
+restored database equals the original's).  Ratios are preimage ÷ the MariaDB tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common
+
+run = _common.run
+
+SEED = """
+CREATE TABLE events (
+  id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  account int NOT NULL,
+  kind varchar(10) NOT NULL,
+  amount decimal(12,2) NOT NULL,
+  payload text,
+  created datetime NOT NULL,
+  KEY events_account (account)
+) ENGINE=InnoDB;
+INSERT INTO events (account, kind, amount, payload, created)
+SELECT seq % 5000, ELT(1 + seq % 4, 'view', 'click', 'buy', 'refund'), (seq % 100000) / 100,
+       CONCAT('{{"session": "', MD5(seq), '", "n": ', seq, '}}'),
+       '2024-01-01' + INTERVAL seq SECOND
+FROM seq_1_to_{rows};
+"""
+
+CHECK = ("SELECT count(*), sum(id), sum(amount), (SELECT AUTO_INCREMENT FROM "
+         "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'events') "
+         "FROM events")
+
+
+def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
+          theirs: tuple[float, int, str]) -> None:
+    res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
+                  "ratio": round(ours[0] / theirs[0], 2) if theirs[0] else None,
+                  "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    fixture = _common.load_fixture("mariadb.py")
+    samples = _common.load_fixture("sql_samples.py")
+    work = Path(tempfile.mkdtemp(prefix="bench-mysql-"))
+    my = fixture.MariaDBServer.start()
+    res: dict[str, Any] = {"rows": args.rows}
+    try:
+        env = my.env() | {"PREIMAGE_HOME": str(work / "home")}
+        cli = [sys.executable, "-m", "preimage"]
+        client = [fixture._binary("mariadb"), *my._conn_args()]
+        dumper = [fixture._binary("mariadb-dump"), *my._conn_args(), "--skip-dump-date"]
+        my.sql("CREATE DATABASE bench")
+        my.sql(SEED.format(rows=args.rows), "bench")
+        expected = my.sql(CHECK, "bench")
+        cap = run([*cli, "capture", "--json", my.uri("bench", query="tables=events")], env)
+        backup = json.loads(cap[2])
+        dump = run([*dumper, "bench", "events"], env)
+        _pair(res, "table capture", cap, dump)
+        my.sql("DROP TABLE events", "bench")
+        rest = run([*cli, "restore", "--json", backup["id"]], env)
+        ok = my.sql(CHECK, "bench") == expected
+        my.sql("DROP TABLE events", "bench")
+        replay = run([*client, "bench"], env, stdin=dump[2].encode())
+        _pair(res, "table restore", rest, replay)
+        res["table restore"]["exact"] = ok and my.sql(CHECK, "bench") == expected
+
+        name = samples.load_mariadb(my, "chinook")
+        before = my.dump(name)
+        cap = run([*cli, "capture", "--json", my.uri(name)], env)
+        backup = json.loads(cap[2])
+        dump = run([*dumper, "--routines", "--events", "--triggers", "--databases", name], env)
+        _pair(res, "chinook capture", cap, dump)
+        my.sql(f"DROP DATABASE {name}")
+        rest = run([*cli, "restore", "--json", backup["id"]], env)
+        same = my.dump(name) == before
+        my.sql(f"DROP DATABASE {name}")
+        replay = run(client, env, stdin=dump[2].encode())
+        _pair(res, "chinook restore", rest, replay)
+        res["chinook restore"]["exact"] = same
+    finally:
+        my.stop()
+    res["load"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    print(f"MariaDB: table {args.rows:,} rows; load average {res['load'][0]:.1f} on "
+          f"{os.cpu_count()} cores")
+    print(f"{'':18}{'preimage s':>11}{'tool s':>9}{'ratio':>7}{'peak MiB':>10}  check")
+    for label, r in res.items():
+        if not isinstance(r, dict):
+            continue
+        extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
+        print(f"{label:18}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
+              f"{r['preimage_peak_mib']:10d}  {extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Harness adapters, install/uninstall and the Python API, without the harness binaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from harnesses import BIN
+
+import preimage
+from preimage.layer.config import LayerConfig
+from preimage.layer.harnesses import get_harness
+from preimage.layer.hook import handle
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([os.path.join(BIN, "preimage"), *args], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=120)
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini", "opencode"])
+def test_install_is_idempotent_and_names_no_machine_path(harness: str, home: Path,
+                                                         tmp_path: Path) -> None:
+    """Project install twice changes nothing the second time and writes only the bare name."""
+    first = cli("install", harness, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    path = get_harness(harness).settings_path("project", tmp_path)
+    text = path.read_text()
+    assert "preimage" in text and sys.prefix not in text and BIN not in text
+    second = cli("install", harness, cwd=tmp_path)
+    assert "already installed" in second.stdout
+    assert path.read_text() == text
+
+
+def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(home: Path,
+                                                                    tmp_path: Path) -> None:
+    """Other hooks and keys survive install and uninstall; uninstall leaves the file as it was."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"matcher": "write_file", "hooks": [{"type": "command", "command": "my-linter"}]}
+    original = {"model": {"name": "x"}, "hooks": {"BeforeTool": [mine]}}
+    settings.write_text(json.dumps(original))
+    assert cli("install", "gemini", cwd=tmp_path).returncode == 0
+    data = json.loads(settings.read_text())
+    assert data["hooks"]["BeforeTool"][0] == mine and data["model"] == {"name": "x"}
+    assert any("preimage hook gemini" in h["command"] for g in data["hooks"]["AfterTool"]
+               for h in g["hooks"])
+    assert cli("uninstall", "gemini", cwd=tmp_path).returncode == 0
+    assert json.loads(settings.read_text()) == original
+
+
+def test_dry_run_shows_the_diff_and_writes_nothing(home: Path, tmp_path: Path) -> None:
+    """`install --dry-run` prints the change and leaves no file behind."""
+    proc = cli("install", "claude-code", "--dry-run", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "+++" in proc.stdout and "preimage hook claude-code" in proc.stdout
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_install_list_shows_every_harness_and_status(home: Path, tmp_path: Path) -> None:
+    """`install --list` names all four harnesses with their status per scope."""
+    cli("install", "codex", cwd=tmp_path)
+    out = cli("install", "--list", cwd=tmp_path, env={"HOME": str(tmp_path / "h")}).stdout
+    for name in ("claude-code", "codex", "gemini", "opencode"):
+        assert name in out
+    codex_project = next(line for line in out.splitlines()
+                         if line.startswith("codex") and " project " in line)
+    assert " installed" in codex_project and "not installed" not in codex_project
+
+
+def test_uninstall_leaves_the_project_as_before_install(home: Path, tmp_path: Path) -> None:
+    """Install then uninstall of every harness leaves no file and no folder behind."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert cli("install", "--all", cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".opencode" / "plugin" / "preimage.js").exists()
+    assert cli("uninstall", "--all", cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_list_shows_baked_options_and_a_hook_that_cannot_run(home: Path, tmp_path: Path) -> None:
+    """`--list` names the options in the hook and says when its preimage is not on PATH."""
+    cli("install", "gemini", "--on-failure", "deny", cwd=tmp_path)
+    with_path = cli("install", "--list", cwd=tmp_path,
+                    env={"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    row = next(r for r in with_path.stdout.splitlines() if r.startswith("gemini") and "project" in r)
+    assert "installed (--on-failure deny)" in row and "cannot run" not in row
+    without = cli("install", "--list", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    row = next(r for r in without.stdout.splitlines() if r.startswith("gemini") and "project" in r)
+    assert "cannot run: preimage" in row and "pipx" in without.stderr
+
+
+def test_install_refuses_invalid_settings(home: Path, tmp_path: Path) -> None:
+    """A settings file that is not JSON is left untouched, with a one-line error."""
+    settings = tmp_path / ".codex" / "hooks.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    proc = cli("install", "codex", cwd=tmp_path)
+    assert proc.returncode == 2 and "not valid JSON" in proc.stderr
+    assert settings.read_text() == "{ not json"
+
+
+def _payload(**kw: object) -> str:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "/",
+                       "session_id": "s", "tool_use_id": "t", **kw})
+
+
+def test_codex_never_answers_what_it_rejects(home: Path, tmp_path: Path) -> None:
+    """Codex gets no bare allow and no ask: a failed backup under ask becomes deny."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    (tmp_path / "build").mkdir()
+    os.environ["PREIMAGE_HOME"] = str(blocker / "store")
+    try:
+        out = json.loads(handle("codex", ["--on-failure", "ask", "--approve"], _payload(
+            tool_input={"command": "rm -r build"}, cwd=str(tmp_path))).stdout)
+    finally:
+        os.environ["PREIMAGE_HOME"] = str(home)
+    specific = out["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "NOT backed up" in specific["permissionDecisionReason"]
+
+
+def test_gemini_and_opencode_calls_read_as_neutral_tool_calls(tmp_path: Path) -> None:
+    """write_file/replace/run_shell_command and OpenCode's tools map to Write/Edit/Bash/mcp__."""
+    gemini = get_harness("gemini")
+    call = gemini.event({"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                         "tool_input": {"command": "make", "dir_path": "sub"},
+                         "cwd": str(tmp_path)}).call
+    assert call is not None and call.tool == "Bash" and call.workdir == str(tmp_path / "sub")
+    (tmp_path / "opencode.json").write_text('{// comment\n "mcp": {"pg-main": {"type": "local"},}}')
+    opencode = get_harness("opencode")
+    for tool, args, expected in [
+        ("edit", {"filePath": "a.py", "oldString": "x", "newString": "y"}, "Edit"),
+        ("write", {"filePath": "a.py", "content": "y"}, "Write"),
+        ("pg-main_execute_sql", {"sql": "DROP TABLE t"}, "mcp__pg-main__execute_sql"),
+    ]:
+        got = opencode.event({"hook_event_name": "tool.execute.before", "tool": tool,
+                              "tool_input": args, "cwd": str(tmp_path)}).call
+        assert got is not None and got.tool == expected
+        if expected in ("Edit", "Write"):
+            assert got.input["file_path"] == "a.py"
+
+
+def test_protect_backs_up_before_the_body_and_records_after(home: Path, tmp_path: Path) -> None:
+    """`with preimage.protect(call)`: the backup exists before the body runs; restore undoes it."""
+    target = tmp_path / "notes.txt"
+    target.write_text("hello\n")
+    call = preimage.ToolCall("Write", {"file_path": str(target), "content": "x"}, str(tmp_path))
+    with preimage.protect(call) as guard:
+        assert guard.backup_id is not None
+        target.write_text("x")
+    assert guard.completion is not None and guard.completion.status == "ok"
+    preimage.restore(guard.backup_id)
+    assert target.read_text() == "hello\n"
+
+
+def test_protected_decorator_refuses_when_backup_fails_under_deny(tmp_path: Path,
+                                                                   home: Path) -> None:
+    """A decorated tool whose backup fails does not run under on_failure: deny."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    os.environ["PREIMAGE_HOME"] = str(blocker / "store")
+    ran: list[str] = []
+
+    @preimage.protected("Write", config=LayerConfig(on_failure="deny"))
+    def write(file_path: str, content: str) -> None:
+        ran.append(file_path)
+
+    try:
+        with pytest.raises(preimage.UnprotectedCallError):
+            write(str(tmp_path / "a.txt"), "x")
+    finally:
+        os.environ["PREIMAGE_HOME"] = str(home)
+    assert ran == []

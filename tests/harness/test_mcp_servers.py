@@ -1,0 +1,113 @@
+"""MCP server definitions read from each harness's own settings, and what the layer makes of them."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from preimage.layer.call import ToolCall
+from preimage.layer.config import LayerConfig
+from preimage.layer.harnesses.mcp_servers import discover
+from preimage.layer.layer import BackupLayer
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A home, a project inside nothing, and an environment naming only the home."""
+    home, project = tmp_path / "home", tmp_path / "work" / "project"
+    project.mkdir(parents=True)
+    return home, project, {"HOME": str(home)}
+
+
+def test_each_harness_file_is_read_into_one_shape(dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    """Claude Code, Codex, Gemini CLI and OpenCode definitions all read as command/args/env/url."""
+    home, project, env = dirs
+    env["PG_URL"] = "postgresql://app@127.0.0.1:5432/shop"
+    write(project / ".mcp.json", json.dumps({"mcpServers": {
+        "claude-db": {"command": "npx", "args": ["-y", "pg-mcp", "${PG_URL}"]}}}))
+    write(home / ".codex" / "config.toml",
+          '[mcp_servers.codex-db]\ncommand = "mcp-server-sqlite"\n'
+          'args = ["--db-path", "shop.db"]\nenv = { MODE = "rw" }\n')
+    write(home / ".gemini" / "settings.json", json.dumps({"mcpServers": {
+        "gem-web": {"httpUrl": "http://127.0.0.1:9000/mcp"}}}))
+    write(project / "opencode.jsonc", '{\n  // servers\n  "mcp": {"oc-db": {"type": "local",'
+          ' "command": ["pg-mcp", "{env:PG_URL}"], "environment": {"A": "1"},},\n'
+          '  "off": {"type": "local", "command": ["x"], "enabled": false}}}')
+    found = discover(str(project), str(home), env=env)
+    assert found["claude-db"]["args"] == ["-y", "pg-mcp", env["PG_URL"]]
+    assert found["codex-db"]["command"] == "mcp-server-sqlite"
+    assert found["codex-db"]["env"] == {"MODE": "rw"}
+    assert found["gem-web"]["url"] == "http://127.0.0.1:9000/mcp"
+    assert found["oc-db"]["command"] == "pg-mcp" and found["oc-db"]["args"] == [env["PG_URL"]]
+    assert found["oc-db"]["harness"] == "opencode" and "off" not in found
+
+
+def test_the_calling_harness_wins_and_an_unknown_caller_gets_no_guess(
+        dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    """Two harnesses naming `db` differently: the caller's own definition, or none at all."""
+    home, project, env = dirs
+    write(project / ".mcp.json", json.dumps({"mcpServers": {
+        "db": {"command": "mcp-server-sqlite", "args": ["--db-path", "a.db"]}}}))
+    write(project / ".gemini" / "settings.json", json.dumps({"mcpServers": {
+        "db": {"command": "mcp-server-sqlite", "args": ["--db-path", "b.db"]}}}))
+    assert discover(str(project), str(home), harness="gemini", env=env)["db"]["args"][1] == "b.db"
+    assert discover(str(project), str(home), harness="claude-code",
+                    env=env)["db"]["args"][1] == "a.db"
+    assert "db" not in discover(str(project), str(home), env=env)
+
+
+def test_project_files_above_the_workspace_count(dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    """A `.codex/config.toml` in a folder above the call's directory is read (nearest wins)."""
+    home, project, env = dirs
+    write(project.parent / ".codex" / "config.toml",
+          '[mcp_servers.db]\ncommand = "far"\n[mcp_servers.other]\ncommand = "x"\n')
+    write(project / ".codex" / "config.toml", '[mcp_servers.db]\ncommand = "near"\n')
+    found = discover(str(project / "sub"), str(home), harness="codex", env=env)
+    assert found["db"]["command"] == "near" and found["other"]["command"] == "x"
+
+
+def test_unreadable_files_are_skipped(dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    """Broken TOML or JSON in one file does not hide the others or raise."""
+    home, project, env = dirs
+    write(home / ".codex" / "config.toml", "[mcp_servers.db\n")
+    write(home / ".gemini" / "settings.json", "{ nope")
+    write(project / ".mcp.json", json.dumps({"mcpServers": {"ok": {"command": "x"}}}))
+    assert list(discover(str(project), str(home), env=env)) == ["ok"]
+
+
+@pytest.mark.parametrize("harness", ["codex", "gemini", "opencode"])
+def test_layer_finds_the_database_from_the_harness_own_settings(
+        harness: str, dirs: tuple[Path, Path, dict[str, str]], home: Path) -> None:
+    """A DELETE through an MCP server named only in the harness's settings backs up its rows."""
+    user_home, project, env = dirs
+    db = project / "shop.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
+        con.execute("INSERT INTO orders (item) VALUES ('apple')")
+    con.close()
+    argv = ["mcp-server-sqlite", "--db-path", str(db)]
+    if harness == "codex":
+        write(user_home / ".codex" / "config.toml",
+              f"[mcp_servers.shop]\ncommand = {json.dumps(argv[0])}\n"
+              f"args = {json.dumps(argv[1:])}\n")
+    elif harness == "gemini":
+        write(project / ".gemini" / "settings.json", json.dumps({"mcpServers": {"shop": {
+            "command": argv[0], "args": argv[1:]}}}))
+    else:
+        write(project / "opencode.json", json.dumps({"mcp": {"shop": {
+            "type": "local", "command": argv}}}))
+    call = ToolCall("mcp__shop__write_query", {"query": "DELETE FROM orders"}, str(project),
+                    harness=harness)
+    layer = BackupLayer(config=LayerConfig(), env={**env, "PREIMAGE_HOME": str(home)})
+    plan = layer.plan(call)
+    # `shop` says nothing of SQLite: the kind and the file both come from the launch line.
+    assert [t.uri for t in plan.targets] == [f"sqlite:///{db}?tables=orders"], plan.notes

@@ -1,0 +1,182 @@
+"""The pack repository on a directory: no servers, the format and the delete protocol."""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+from preimage import BlobCorruptError, BlobMissingError, StoreConfigError, WrongKeyError
+from preimage.packstore import (
+    DirectoryStorage,
+    Keys,
+    PackBlobStore,
+    PackRepository,
+    init_repository,
+    new_key_text,
+)
+from preimage.packstore._blobstore import MemoryCoordinator
+
+
+def _open(root: Path, key: str | None, coord: MemoryCoordinator | None = None,
+          cache: str = "cache") -> PackBlobStore:
+    repo = PackRepository.open(DirectoryStorage(root / "repo"), key, root / cache)
+    return PackBlobStore(repo, coordinator=coord)
+
+
+@pytest.fixture
+def repo_dir(tmp_path: Path) -> tuple[Path, str]:
+    (tmp_path / "repo").mkdir()
+    key = new_key_text()
+    init_repository(DirectoryStorage(tmp_path / "repo"), Keys, key, secrets.token_hex(16))
+    return tmp_path, key
+
+
+def test_round_trip_and_a_scattered_change_stores_little(tmp_path: Path) -> None:
+    """Blobs come back byte for byte from a second process's view; rewriting 20 spots of a
+    20 MiB file stores a fraction of it (fixed key, repository id and bytes: the chunk
+    boundaries, and so the outcome, are the same on every run)."""
+    import random
+
+    root, key = tmp_path, "k" * 43
+    (root / "repo").mkdir()
+    init_repository(DirectoryStorage(root / "repo"), Keys, key, "ab" * 16)
+    rng = random.Random(20)
+    blobs = _open(root, key)
+    small = blobs.put_bytes(b"hello")
+    data = bytearray(rng.randbytes(20 << 20))
+    big = blobs.put_file(io.BytesIO(bytes(data)))
+    blobs.flush()
+    first = blobs.bytes_written
+    for i in range(0, len(data), len(data) // 20):
+        data[i : i + 100] = rng.randbytes(100)
+    changed = blobs.put_file(io.BytesIO(bytes(data)))
+    blobs.flush()
+    assert blobs.bytes_written - first < first // 2
+    blobs.close()
+    other = _open(root, key, cache="cache2")
+    assert other.get_bytes(small) == b"hello"
+    assert other.get_bytes(changed) == bytes(data)
+    assert other.raw_size(big) == 20 << 20
+
+
+def test_nothing_readable_at_rest(repo_dir: tuple[Path, str]) -> None:
+    """Neither the content nor its digest appears in any object."""
+    root, key = repo_dir
+    blobs = _open(root, key)
+    secret_text = b"the quarterly numbers are " + os.urandom(8).hex().encode()
+    digest = blobs.put_bytes(secret_text * 50)
+    blobs.flush()
+    for path in (root / "repo").rglob("*"):
+        if path.is_file():
+            body = path.read_bytes()
+            assert b"quarterly" not in body and digest.encode() not in body
+
+
+def test_wrong_key_and_missing_key_are_clear(repo_dir: tuple[Path, str]) -> None:
+    """Another key, or none, is refused before anything is read."""
+    root, _key = repo_dir
+    with pytest.raises(WrongKeyError):
+        _open(root, new_key_text())
+    with pytest.raises(StoreConfigError, match="is encrypted"):
+        _open(root, None)
+
+
+def test_damaged_and_missing_packs(repo_dir: tuple[Path, str]) -> None:
+    """A flipped byte in a pack reads as corrupt, a deleted pack as missing."""
+    root, key = repo_dir
+    blobs = _open(root, key)
+    digest = blobs.put_bytes(os.urandom(200 << 10))
+    blobs.flush()
+    pack = next(p for p in (root / "repo" / "data").rglob("*") if p.is_file())
+    raw = bytearray(pack.read_bytes())
+    raw[100] ^= 1
+    pack.write_bytes(bytes(raw))
+    with pytest.raises(BlobCorruptError):
+        _open(root, key, cache="c1").get_bytes(digest)
+    pack.unlink()
+    with pytest.raises(BlobMissingError):
+        _open(root, key, cache="c2").get_bytes(digest)
+
+
+def test_unencrypted_repository_for_a_local_directory(tmp_path: Path) -> None:
+    """cipher none: the same packs, plain boxes, chunks named by SHA-256."""
+    (tmp_path / "repo").mkdir()
+    config, created = init_repository(DirectoryStorage(tmp_path / "repo"), Keys, None,
+                                      secrets.token_hex(16))
+    assert created and config.cipher == "none"
+    blobs = _open(tmp_path, None)
+    digest = blobs.put_bytes(b"plain " * 1000)
+    blobs.flush()
+    assert _open(tmp_path, None, cache="c2").get_bytes(digest) == b"plain " * 1000
+
+
+def test_purge_keeps_a_blob_brought_back_and_drops_the_rest(repo_dir: tuple[Path, str]) -> None:
+    """Two-phase delete: a hidden blob a capture asks for is brought back and survives the
+    purge; the other is deleted, its pack rewritten around the survivors."""
+    root, key = repo_dir
+    coord = MemoryCoordinator()
+    blobs = _open(root, key, coord)
+    keep = os.urandom(300 << 10)
+    doomed = os.urandom(300 << 10)
+    live = os.urandom(300 << 10)
+    d_keep, d_doomed, d_live = (blobs.put_bytes(x) for x in (keep, doomed, live))
+    blobs.flush()
+    assert blobs.hide(d_keep, "g1") and blobs.hide(d_doomed, "g1")
+    capture = _open(root, key, coord, cache="capture")
+    capture.begin_capture()
+    assert capture.exists(d_keep)          # brought back, atomically
+    freed = blobs.purge_hidden("g1", [d_keep, d_doomed])
+    assert freed > 0
+    after = _open(root, key, coord, cache="after")
+    assert after.get_bytes(d_keep) == keep and after.get_bytes(d_live) == live
+    with pytest.raises(BlobMissingError):
+        after.get_bytes(d_doomed)
+
+
+def test_a_capture_after_the_claim_writes_the_blob_anew(repo_dir: tuple[Path, str]) -> None:
+    """A capture that saw a blob hidden and asks for it after a purge claimed it writes
+    it again; the purge, which noted its packs before claiming, never deletes the new copy."""
+    root, key = repo_dir
+    coord = MemoryCoordinator()
+    blobs = _open(root, key, coord)
+    body = os.urandom(400 << 10)
+    digest = blobs.put_bytes(body)
+    blobs.flush()
+    blobs.hide(digest, "g1")
+    capture = _open(root, key, coord, cache="capture")
+    capture.begin_capture()
+    claim = coord.claim_hidden
+
+    def claim_then_capture(generation: str, digests: object) -> set[str]:
+        got = claim(generation, digests)  # type: ignore[arg-type]
+        assert not capture.exists(digest)          # too late to bring it back
+        assert capture.put_bytes(body) == digest   # so it is written anew
+        capture.flush()
+        return got
+
+    coord.claim_hidden = claim_then_capture  # type: ignore[method-assign]
+    blobs.purge_hidden("g1", [digest])
+    assert _open(root, key, coord, cache="after").get_bytes(digest) == body
+
+
+def test_orphan_packs_of_a_dead_writer_are_leftovers(repo_dir: tuple[Path, str]) -> None:
+    """Packs no index names are leftovers once their writer's lease is free."""
+    root, key = repo_dir
+    blobs = _open(root, key)
+    blobs.repo.config = blobs.repo.config.__class__(**{**blobs.repo.config.__dict__,
+                                                       "pack_size": 1 << 20})
+    for _ in range(3):
+        blobs.put_bytes(os.urandom(600 << 10))
+    # never flushed: the sealed packs are uploaded, no index names them
+    blobs.repo._throttle()
+    for f in blobs.repo._uploads:
+        f.result()
+    left = blobs.leftovers()
+    assert left and all(x.name.startswith("data/") for x in left)
+    freed = blobs.remove_leftovers([x.name for x in left])
+    assert freed == sum(x.size for x in left)
+    assert not [p for p in (root / "repo" / "data").rglob("*") if p.is_file()]
