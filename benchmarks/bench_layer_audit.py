@@ -1,7 +1,9 @@
 """The backup layer's execution audit over the full corpora: misses, unnecessary captures, bytes.
 
 Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--tools rm,git]
-     [--limit N] [--json results.jsonl] [--workdir DIR]
+     [--limit N] [--shard I/N] [--json results.jsonl] [--workdir DIR]
+     python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
+     written with --json, e.g. the shards of one corpus run in parallel)
 
 * tldr: every command example of the tldr pages (common + linux) whose
   program is installed here runs in a bubblewrap sandbox after the layer's
@@ -102,12 +104,18 @@ def run_tldr(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
         examples = [e for e in examples if tldr.program(e.template) in tools or e.page in tools]
     if args.limit:
         examples = examples[:args.limit]
+    if args.shard:
+        i, n = (int(x) for x in args.shard.split("/"))
+        examples = [e for k, e in enumerate(examples) if k % n == i - 1]
     results = []
     started = time.perf_counter()
     for i, e in enumerate(examples):
         command = tldr.instantiate(e, str(audit.work))
         r = audit.audit(e.id, tldr.program(command), command)
         results.append(r)
+        if args.sink:
+            args.sink.write(report.line(r))
+            args.sink.flush()
         if r.missed:
             print(report.misses([r]), flush=True)
         if args.progress and (i + 1) % args.progress == 0:
@@ -123,8 +131,13 @@ def run_sql(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
     if args.write_sample:
         print(f"wrote {sql.write_sample()} calls to the SQL CI sample")
         return []
+    def sink(r: CallResult) -> None:
+        if args.sink:
+            args.sink.write(report.line(r))
+            args.sink.flush()
+
     return sql.run_corpus(workdir / "sql", sample=args.sample, files=args.files,
-                          limit=args.limit, progress=args.progress)
+                          limit=args.limit, progress=args.progress, on_result=sink)
 
 
 def main() -> None:
@@ -138,7 +151,13 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--progress", type=int, default=200, help="print progress every N calls")
     ap.add_argument("--write-sample", type=int, default=0, metavar="N")
+    ap.add_argument("--shard", metavar="I/N", help="only every N-th example, from the I-th (tldr)")
+    ap.add_argument("--report", type=Path, nargs="+", metavar="JSONL",
+                    help="print the tables of results written by --json; run nothing")
     args = ap.parse_args()
+    if args.report:
+        sys.exit(print_report([r for p in args.report for r in report.load(p)]))
+    args.sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - closed below
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="preimage-layer-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
     load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -156,6 +175,8 @@ def main() -> None:
                 print(report.table(got, title="PostgreSQL regression statements"))
             results += got
     finally:
+        if args.sink:
+            args.sink.close()
         if args.json and results:
             report.dump(results, args.json)
         if not args.workdir:
@@ -165,6 +186,16 @@ def main() -> None:
         print(f"{sum(bool(r.missed) for r in results)} calls MISSED state", file=sys.stderr)
         sys.exit(1)
 
+
+def print_report(results: list[CallResult]) -> int:
+    """The tables of earlier runs, per corpus; exit status 1 when any call missed state."""
+    for corpus, title in (("tldr", "tldr pages (common + linux)"),
+                          ("postgres-regress", "PostgreSQL regression statements")):
+        got = [r for r in results if r.corpus == corpus]
+        if got:
+            print(report.table(got, title=title))
+            print(report.misses(got))
+    return 1 if any(r.missed for r in results) else 0
 
 
 if __name__ == "__main__":
