@@ -82,6 +82,7 @@ def project(tmp_path: Path) -> Path:
     "rm x y",
     "mkdir -p new/deeper/still && touch new/deeper/still/file",
     "cat in.txt | awk '{print $1 > \"keep/\" $1 \".txt\"}'",
+    "ssh-keygen -q -N '' -t ed25519 -f conf/deploy_key",
 ])
 def test_command_is_backed_up_and_restore_undoes_every_change(
         command: str, project: Path, store: Store) -> None:

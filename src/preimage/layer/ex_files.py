@@ -322,7 +322,8 @@ def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
 @shell_extractor("outputs")
 def outputs(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     """Readers that write a file only when an option names one (``pg_dump -f F``,
-    ``mysqldump --result-file=F``, ``openssl … -out F``): read-only without it."""
+    ``mysqldump --result-file=F``, ``openssl … -out F``): read-only without it.  The
+    rule's ``suffixes`` name files written beside it (``ssh-keygen -f K``: ``K.pub``)."""
     names = set(rule.params.get("output_options", []))
     words: list[Word] = []
     items = cmd.words[1:]
@@ -337,6 +338,8 @@ def outputs(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     words = [w for w in words if w.text != "-"]
     if not words:
         return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    words += [Word(w.text + sfx, w.dynamic, w.glob, w.why)  # files written beside it
+              for sfx in rule.params.get("suffixes", []) for w in list(words)]
     f = _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes it", include_absent=True,
                        impact=Impact.NORMAL)
     if not f.unknown:
