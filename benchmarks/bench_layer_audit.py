@@ -1,7 +1,8 @@
 """The backup layer's execution audit over the full corpora: misses, unnecessary captures, bytes.
 
 Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--tools rm,git]
-     [--limit N] [--shard I/N] [--json results.jsonl] [--workdir DIR]
+     [--limit N] [--shard I/N] [--ids FILE] [--skip done.jsonl …] [--json results.jsonl]
+     [--workdir DIR]
      python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
      written with --json, e.g. the shards of one corpus run in parallel)
 
@@ -102,6 +103,15 @@ def run_tldr(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
     if args.tools:
         tools = set(args.tools.split(","))
         examples = [e for e in examples if tldr.program(e.template) in tools or e.page in tools]
+    if args.ids:
+        wanted = set(args.ids.read_text().split())
+        examples = [e for e in examples if e.id in wanted]
+    if args.not_ids:
+        unwanted = set(args.not_ids.read_text().split())
+        examples = [e for e in examples if e.id not in unwanted]
+    if args.skip:
+        done = {r.id for p in args.skip for r in report.load(p)}
+        examples = [e for e in examples if e.id not in done]
     if args.limit:
         examples = examples[:args.limit]
     if args.shard:
@@ -152,6 +162,10 @@ def main() -> None:
     ap.add_argument("--progress", type=int, default=200, help="print progress every N calls")
     ap.add_argument("--write-sample", type=int, default=0, metavar="N")
     ap.add_argument("--shard", metavar="I/N", help="only every N-th example, from the I-th (tldr)")
+    ap.add_argument("--ids", type=Path, help="only the example ids listed in this file (tldr)")
+    ap.add_argument("--not-ids", type=Path, help="leave out the example ids listed in this file")
+    ap.add_argument("--skip", type=Path, nargs="+", metavar="JSONL",
+                    help="leave out examples already in these results (resume a stopped run)")
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSONL",
                     help="print the tables of results written by --json; run nothing")
     args = ap.parse_args()
