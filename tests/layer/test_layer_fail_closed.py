@@ -185,3 +185,30 @@ def test_truncate_cascade_captures_every_table_that_references(pg_server: object
     assert _psql(pg_server, pg_db, count).strip() == "0"
     preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
     assert _psql(pg_server, pg_db, count).strip() == "6"
+
+
+@pytest.mark.parametrize("command", ["make all", "npm access get status pkg", "frobnicate"])
+def test_code_the_layer_cannot_read_also_holds_the_home_state(command: str, project: Path,
+                                                              store: Store) -> None:
+    """Builds, package managers and unknown programs keep state in the home (~/.npm, ~/.config):
+    the capture holds the home's entries and ~/.config two levels deep beside the workspace."""
+    home = project.parent / "home"             # a home that does not hold the store
+    (home / ".config").mkdir(parents=True)
+    env = seed(project) | {"HOME": str(home)}
+    layer = BackupLayer(store=store, config=LayerConfig(workspace=str(project)), env=env)
+    uris = [t.uri for t in layer.plan(ToolCall.shell(command, cwd=str(project), env=env)).targets]
+    assert f"file://{project}" in uris
+    assert f"file://{home}?depth=1" in uris
+    assert f"file://{home}/.config?depth=2" in uris
+
+
+def test_top_creates_its_settings_directory_only_when_missing(project: Path, store: Store) -> None:
+    """`top` makes ~/.config/procps on its first run: captured while missing, read-only after."""
+    env = seed(project)
+    layer = BackupLayer(store=store, config=LayerConfig(workspace=str(project)), env=env)
+    call = ToolCall.shell("top -b -n 1", cwd=str(project), env=env)
+    assert layer.plan(call).targets[0].uri == f"file://{project.parent}/.config"
+    subprocess.run(["bash", "-c", call.command], cwd=project, env=env, check=True,
+                   capture_output=True)
+    assert (project.parent / ".config" / "procps").is_dir()
+    assert layer.plan(call).targets == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from urllib.parse import unquote, urlsplit
 
 from preimage.layer import (  # noqa: F401  (importing registers the extractors)
     ex_archive,
@@ -77,6 +79,10 @@ def _templated(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Fi
             return unknown(source, rule, f"rule {rule.name}: cannot fill {tpl}")
         targets.append(PlannedTarget(uri, f"rule {rule.name}",
                                      external=not uri.startswith(("file:", "git:", "pip:"))))
+    if rule.params.get("creates_missing") and all(
+            t.uri.startswith("file://") and os.path.lexists(unquote(urlsplit(t.uri).path))
+            for t in targets):  # it only creates these when they are missing: nothing to do
+        return finding(source, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     return finding(source, rule, targets=targets)
 
 

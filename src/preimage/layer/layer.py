@@ -145,9 +145,9 @@ class BackupLayer:
                     plan.notes.append(f"{reason} — no model is configured, so the workspace "
                                       f"{ctx.workspace} is snapshotted instead"
                                       if self.model is None else f"{reason}; workspace snapshot")
-                f.targets = [ws] if ws else []
-                if f.unknown:  # a program it does not model may also keep state in the home
-                    f.targets += home_state_targets(ctx)
+                # a program it does not model, or one that runs code it cannot read (a build,
+                # a package manager), may also keep state in the home (~/.npm, ~/.config/…)
+                f.targets = [ws, *home_state_targets(ctx)] if ws else home_state_targets(ctx)
                 f.tier = Tier.WORKSPACE
             targets, why_not = select_targets(f, mode, self.policy)
             plan.notes.extend(why_not)
