@@ -83,9 +83,12 @@ def cover_side_effects(targets: list[PlannedTarget], ctx: Context,
     parents: list[PlannedTarget] = []
     for t in targets:
         got = file_path(t)
-        if got is None or got[1] is not None or t.why == _WORKSPACE_WHY:
+        if got is None or t.why == _WORKSPACE_WHY or (
+                got[1] is not None and os.path.lexists(got[0])):
             out.append(t)
             continue
+        if got[1] is not None:  # a depth-limited scope not made yet: nothing in it to limit
+            t = PlannedTarget(file_uri(got[0]), t.why, t.fallback, t.regenerable, t.external)
         path = got[0]
         path = _topmost_missing(path)
         if path != got[0]:
