@@ -26,7 +26,8 @@ attribute), then localStorage and sessionStorage (cleared, then set), then
 IndexedDB (databases the capture did not have are deleted; each captured
 database is deleted and re-created at its version with its stores, key paths,
 auto-increment flags and indexes, its records put back with their keys, and
-each key generator advanced to where it stood).
+each key generator advanced to where it stood).  A restore limited to exact
+keys (an undo) writes item by item instead: see :mod:`.exact`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.browser.chromium import browser_context
+from preimage.connectors.browser.revert import BrowserReverter
 from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -144,6 +146,7 @@ class BrowserConnector:
 
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
+    reverter: ClassVar[BrowserReverter] = BrowserReverter()
 
     # ------------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> BrowserSnapshot:
@@ -243,6 +246,10 @@ class BrowserConnector:
     ) -> RestoreReport:
         """Write the captured state back into the same profile (see module doc)."""
         assert isinstance(snapshot, BrowserSnapshot)
+        if policy.exact:
+            from preimage.connectors.browser.exact import restore_keys
+
+            return restore_keys(self, snapshot, blobs, policy)
         report = RestoreReport(
             target=snapshot.target, connector=self.scheme, dry_run=policy.dry_run
         )
@@ -315,19 +322,7 @@ class BrowserConnector:
                 continue
             if merge and (item.name, item.domain, item.path) in have:
                 continue
-            cookie: dict[str, Any] = {
-                "name": item.name,
-                "value": item.value,
-                "domain": item.domain,
-                "path": item.path,
-                "expires": item.expires,
-                "httpOnly": item.http_only,
-                "secure": item.secure,
-                "sameSite": item.same_site,
-            }
-            if item.partition_key:
-                cookie["partitionKey"] = item.partition_key
-            wanted.append(cookie)
+            wanted.append(cookie_dict(item))
         if wanted:
             ctx.add_cookies(wanted)
 
@@ -343,37 +338,10 @@ class BrowserConnector:
     ) -> None:
         local: dict[str, str] = {}
         session: dict[str, str] = {}
-        dbs: dict[str, dict[str, Any]] = {}
         for item in snapshot.items:
-            if getattr(item, "origin", None) != origin:
-                continue
-            if isinstance(item, StorageEntry):
+            if isinstance(item, StorageEntry) and item.origin == origin:
                 (local if item.kind == "localStorage" else session)[item.name] = item.value
-            elif isinstance(item, IdbDatabase):
-                dbs[item.name] = {"name": item.name, "version": item.version, "stores": []}
-            elif isinstance(item, IdbStore):
-                records = []
-                if item.digest:
-                    raw = blobs.get_bytes(item.digest)
-                    records = [json.loads(line) for line in raw.decode().splitlines()]
-                dbs[item.database]["stores"].append(
-                    {
-                        "name": item.name,
-                        "keyPath": item.key_path,
-                        "autoIncrement": item.auto_increment,
-                        "nextKey": item.next_key,
-                        "indexes": [
-                            {
-                                "name": ix.name,
-                                "keyPath": ix.key_path,
-                                "unique": ix.unique,
-                                "multiEntry": ix.multi_entry,
-                            }
-                            for ix in item.indexes
-                        ],
-                        "records": records,
-                    }
-                )
+        dbs = db_specs(snapshot, origin, blobs)
         write_session = snapshot.session_tab and policy.in_scope("sessionStorage")
         with _OriginPage(ctx, origin, keep=write_session) as tab:
             assert tab.page is not None
@@ -390,3 +358,55 @@ class BrowserConnector:
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
         """Cookies, storage entries, databases, stores and records added, removed or changed."""
         return diff_snapshots(before, after)
+
+
+def cookie_dict(item: CookieEntry) -> dict[str, Any]:
+    """``item`` as Playwright's ``add_cookies`` takes it (every attribute)."""
+    cookie: dict[str, Any] = {
+        "name": item.name,
+        "value": item.value,
+        "domain": item.domain,
+        "path": item.path,
+        "expires": item.expires,
+        "httpOnly": item.http_only,
+        "secure": item.secure,
+        "sameSite": item.same_site,
+    }
+    if item.partition_key:
+        cookie["partitionKey"] = item.partition_key
+    return cookie
+
+
+def db_specs(snapshot: BrowserSnapshot, origin: str, blobs: BlobStore) -> dict[str, dict[str, Any]]:
+    """The IndexedDB databases of ``origin`` in ``snapshot`` as the restore script writes them:
+    name, version and stores (key path, generator, indexes, records from their blobs)."""
+    dbs: dict[str, dict[str, Any]] = {}
+    for item in snapshot.items:
+        if getattr(item, "origin", None) != origin:
+            continue
+        if isinstance(item, IdbDatabase):
+            dbs[item.name] = {"name": item.name, "version": item.version, "stores": []}
+        elif isinstance(item, IdbStore):
+            records = []
+            if item.digest:
+                raw = blobs.get_bytes(item.digest)
+                records = [json.loads(line) for line in raw.decode().splitlines()]
+            dbs[item.database]["stores"].append(
+                {
+                    "name": item.name,
+                    "keyPath": item.key_path,
+                    "autoIncrement": item.auto_increment,
+                    "nextKey": item.next_key,
+                    "indexes": [
+                        {
+                            "name": ix.name,
+                            "keyPath": ix.key_path,
+                            "unique": ix.unique,
+                            "multiEntry": ix.multi_entry,
+                        }
+                        for ix in item.indexes
+                    ],
+                    "records": records,
+                }
+            )
+    return dbs

@@ -136,16 +136,10 @@ return result;
 }"""
 )
 
-RESTORE_JS = (
-    "async ({local, session, idb, merge}) => {\n"
-    + CODEC_JS
-    + r"""
-const put = (s, entries) => { if (!merge) s.clear();
-  for (const [k, v] of Object.entries(entries)) { if (!merge || s.getItem(k) === null) s.setItem(k, v); } };
-if (local !== null) put(localStorage, local);
-if (session !== null) put(sessionStorage, session);
-if (idb === null) return true;
-const wanted = new Set(idb.map((d) => d.name));
+# One database written as captured (``writeDb``): deleted first unless ``merge``, opened
+# at its version with its stores and indexes, its records put back, key generators
+# advanced to where they stood.  Shared by the whole-origin and the exact-key restores.
+IDB_WRITE_JS = r"""
 const deleteDb = (name) => new Promise((resolve, reject) => {
   const r = indexedDB.deleteDatabase(name);
   const timer = setTimeout(() => reject(new Error('database ' + name +
@@ -153,8 +147,7 @@ const deleteDb = (name) => new Promise((resolve, reject) => {
   r.onsuccess = () => { clearTimeout(timer); resolve(); };
   r.onerror = () => { clearTimeout(timer); reject(r.error); };
 });
-if (!merge) for (const info of await indexedDB.databases()) if (!wanted.has(info.name)) await deleteDb(info.name);
-for (const d of idb) {
+const writeDb = async (d, merge) => {
   const live = (await indexedDB.databases()).find((x) => x.name === d.name);
   if (live && !merge) await deleteDb(d.name);
   const db = await new Promise((resolve, reject) => {
@@ -203,6 +196,58 @@ for (const d of idb) {
     }
   }
   db.close();
+};
+"""
+
+RESTORE_JS = (
+    "async ({local, session, idb, merge}) => {\n"
+    + CODEC_JS
+    + IDB_WRITE_JS
+    + r"""
+const put = (s, entries) => { if (!merge) s.clear();
+  for (const [k, v] of Object.entries(entries)) { if (!merge || s.getItem(k) === null) s.setItem(k, v); } };
+if (local !== null) put(localStorage, local);
+if (session !== null) put(sessionStorage, session);
+if (idb === null) return true;
+const wanted = new Set(idb.map((d) => d.name));
+if (!merge) for (const info of await indexedDB.databases()) if (!wanted.has(info.name)) await deleteDb(info.name);
+for (const d of idb) await writeDb(d, merge);
+return true;
+}"""
+)
+
+# Exact keys (an undo): storage entries set or removed one by one, databases dropped or
+# rebuilt whole (their structure changed), records put or deleted one by one — nothing
+# else of the origin is touched.
+RESTORE_KEYS_JS = (
+    "async ({local, session, drop, rebuild, records}) => {\n"
+    + CODEC_JS
+    + IDB_WRITE_JS
+    + r"""
+const apply = (s, w) => { for (const [k, v] of Object.entries(w.set)) s.setItem(k, v);
+  for (const k of w.remove) s.removeItem(k); };
+if (local !== null) apply(localStorage, local);
+if (session !== null) apply(sessionStorage, session);
+for (const name of drop) {
+  if ((await indexedDB.databases()).some((x) => x.name === name)) await deleteDb(name);
+}
+for (const d of rebuild) await writeDb(d, false);
+for (const w of records) {
+  if (!(await indexedDB.databases()).some((x) => x.name === w.database))
+    throw new Error('IndexedDB database ' + w.database + ' is gone; restore the whole origin');
+  const db = await new Promise((resolve, reject) => {
+    const r = indexedDB.open(w.database);
+    r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error);
+  });
+  try {
+    if (!db.objectStoreNames.contains(w.store))
+      throw new Error('object store ' + w.database + '/' + w.store + ' is gone; restore the whole origin');
+    const tx = db.transaction(w.store, 'readwrite');
+    const os = tx.objectStore(w.store);
+    for (const k of w.remove) os.delete(dec(k));
+    for (const [k, v] of w.put) { if (os.keyPath === null) os.put(dec(v), dec(k)); else os.put(dec(v)); }
+    await done(tx);
+  } finally { db.close(); }
 }
 return true;
 }"""

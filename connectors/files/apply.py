@@ -133,6 +133,8 @@ class TreeRestorer:
 
     # ------------------------------------------------------------ scope
     def _in_scope(self, rel: str) -> bool:
+        if self.policy.keys is not None and entry_key(rel) not in self.policy.keys:
+            return False  # an undo: exactly these paths, never their parents or children
         if not self.policy.only:
             return True
         for o in self.policy.only:
@@ -231,7 +233,11 @@ class TreeRestorer:
         added = False
         for rel in parents:
             entry = wanted.get(rel)
-            if entry is None or entry.path in fixing or entry.type != "dir" or not self._in_scope(rel):
+            # Under exact keys too: a parent outside them gets back the metadata it had
+            # just before (the synthesized snapshot holds its live state), so writing a
+            # child does not move its mtime.
+            if (entry is None or entry.path in fixing or entry.type != "dir"
+                    or not (self._in_scope(rel) or self.policy.exact)):
                 continue
             plan.fix.append(entry)
             added = True
@@ -277,7 +283,10 @@ class TreeRestorer:
         for rel in plan.debris:
             tree.remove(rel, only_if_empty=False)
         for rel in plan.remove:
-            kept = tree.remove(rel, only_if_empty=self.exclude is not None and not self.prune_new)
+            # Exact keys (an undo) never take a directory's other children with it; a
+            # depth-limited scope removes an entry made inside it whole (``prune_new``).
+            kept = tree.remove(rel, only_if_empty=(self.exclude is not None and not self.prune_new)
+                               or self.policy.exact)
             if kept:
                 self.report.add(rel, Outcome.SKIPPED, "remove", kept)
             elif rel not in {e.path for e in plan.write}:
@@ -357,6 +366,11 @@ class TreeRestorer:
         return ""
 
 
+def entry_key(rel: str) -> str:
+    """The natural key of the entry at ``rel`` (as :meth:`FileEntry.natural_key` spells it)."""
+    return f"kind=file|path={rel}"
+
+
 def _under(path: str, top: str) -> bool:
     return top == "." or path.startswith(top + "/")
 
@@ -376,4 +390,4 @@ def _os_failure(exc: OSError, tree: TreeHandle) -> str:
     return f"cannot write under {shown(tree.root)}: {exc.strerror} ({where})"
 
 
-__all__ = ["Plan", "TreeRestorer", "check_path", "file_type"]
+__all__ = ["Plan", "TreeRestorer", "check_path", "entry_key", "file_type"]

@@ -10,6 +10,7 @@ from preimage._blobs import BlobStore
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
+from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -44,6 +45,7 @@ class FileConnector:
 
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
+    reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
         """Walk the target and store every regular file's bytes in ``blobs``."""

@@ -10,6 +10,7 @@ from preimage._target import Target
 from preimage.connectors.imap.apply import Applier
 from preimage.connectors.imap.capture import MailboxCapture
 from preimage.connectors.imap.plan import Planner
+from preimage.connectors.imap.revert import ImapReverter
 from preimage.connectors.imap.selection import Selection
 from preimage.connectors.imap.session import ImapSession
 from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
@@ -31,6 +32,7 @@ class ImapConnector:
 
     scheme: ClassVar[str] = "imap"
     snapshot_type: ClassVar[type[Snapshot]] = ImapSnapshot
+    reverter: ClassVar[ImapReverter] = ImapReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> ImapSnapshot:
         """Read the target without changing it; message bytes go to ``blobs``.

@@ -118,6 +118,17 @@ class Planner:
         self.only = [server_name(o.strip("/"), self.sep) for o in policy.only if o.strip("/")]
         self.live: dict[str, LiveFolder] = {}
         self.known_digests = {m.digest for m in snap.messages}
+        # Exact keys (an undo): the messages and folders to write, and — the named keys
+        # the snapshot lacks — (folder, ident) → how many copies to take away.
+        self.keys = policy.keys
+        self.removals: dict[tuple[str, str], int] = {}
+        if self.keys is not None:
+            present = {i.natural_key() for i in snap.items}
+            for k in self.keys - present:
+                parts = dict(p.split("=", 1) for p in k.split("|") if "=" in p)
+                if parts.get("kind") == "message":
+                    ident = (parts.get("folder", ""), parts.get("ident", ""))
+                    self.removals[ident] = self.removals.get(ident, 0) + 1
 
     # ------------------------------------------------------------ scope
     def in_scope(self, folder: str) -> bool:
@@ -178,19 +189,49 @@ class Planner:
         self.live = {f.name: LiveFolder(f) for f in infos}
         subscribed = self.s.subscribed()
         snap_folders = {f.folder: f for f in self.snap.folders if self.in_scope(f.folder)}
-        self._plan_folders(plan, snap_folders, subscribed)
+        exact = self.keys
+        self._plan_folders(plan, snap_folders if exact is None else {
+            n: f for n, f in snap_folders.items() if f.natural_key() in exact}, subscribed)
         wanted: dict[str, list[ImapMessage]] = defaultdict(list)
         for m in self.snap.messages:
-            if m.folder in snap_folders:
+            if m.folder in snap_folders and (exact is None or m.natural_key() in exact):
                 wanted[m.folder].append(m)
         unmatched: list[ImapMessage] = []
         for name in sorted(wanted):
             unmatched += self._match_in_place(plan, name, wanted[name])
         if unmatched:
             self._match_elsewhere(plan, unmatched)
-        if self.overwrite:
+        if exact is not None:
+            self._plan_removals(plan)
+        elif self.overwrite:
             self._plan_extras(plan, snap_folders)
         return plan
+
+    def _plan_removals(self, plan: Plan) -> None:
+        """Exact keys: expunge the named copies the snapshot lacks (messages the call put
+        there), newest first — never one a transfer already took away."""
+        moved_out = {(t.source, t.uid) for t in plan.transfers if t.move}
+        for (folder, ident), count in sorted(self.removals.items()):
+            lf = self._folder(folder)
+            if lf is None:
+                continue
+            taken = sum(1 for t in plan.transfers if t.move and t.source == folder
+                        and t.message.ident == ident)
+            count -= taken
+            if count <= 0:
+                continue
+            candidates = [m for m in lf.messages or [] if m.uid not in lf.claimed
+                          and (folder, m.uid) not in moved_out]
+            if ident.startswith("sha256:"):
+                self._digests(lf, candidates)
+                hits = [m for m in candidates if f"sha256:{lf.digests.get(m.uid)}" == ident]
+            else:
+                hits = [m for m in candidates if m.message_id == ident]
+            chosen = sorted(hits, key=lambda m: -m.uid)[:count]
+            for m in chosen:
+                lf.claimed.add(m.uid)
+            if chosen:
+                plan.expunge.setdefault(folder, []).extend(chosen)
 
     def _plan_folders(
         self, plan: Plan, snap_folders: dict[str, ImapFolder], subscribed: set[str]
@@ -323,6 +364,8 @@ class Planner:
 
     def _spare(self, folder: str, m: LiveMessage) -> bool:
         """Whether live message ``m`` may be taken out of ``folder``."""
+        if self.keys is not None:  # an undo moves only a copy it is to take away anyway
+            return self.removals.get((folder, m.message_id or ""), 0) > 0
         if self.owns(folder):
             return True  # unclaimed in an owned folder: an extra the restore removes anyway
         mark = self.snap.watermarks.get(folder)

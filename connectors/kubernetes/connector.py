@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from typing import ClassVar
+from urllib.parse import quote
 
 from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError
+from preimage._errors import InvalidTargetError, PreimageError
 from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.apply import Writer
@@ -14,10 +15,11 @@ from preimage.connectors.kubernetes.capture import Capturer
 from preimage.connectors.kubernetes.client import KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
+from preimage.connectors.kubernetes.revert import KubeReverter
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
-from preimage.snapshot_schemas.kubernetes import KubernetesSnapshot
+from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot
 
 #: How long a restore waits for a terminating namespace (or object) to go,
 #: and for a restored CRD to be Established: ``PREIMAGE_K8S_WAIT`` seconds.
@@ -43,6 +45,7 @@ class KubernetesConnector:
 
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
+    reverter: ClassVar[KubeReverter] = KubeReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> KubernetesSnapshot:
         """Read the target's objects (see :mod:`.capture`); never writes."""
@@ -51,6 +54,30 @@ class KubernetesConnector:
         address = Address.parse(target)
         with KubeClient(address.context, address.uri) as client:
             return Capturer(client, address).run()
+
+    def capture_following(self, target: Target, blobs: BlobStore, previous: Snapshot
+                          ) -> KubernetesSnapshot:
+        """:meth:`capture`, plus every object of ``previous`` that left the target's scope but
+        still exists (a ConfigMap re-created without the label a selector names) — so a
+        capture right after a call, compared with the one before it, shows such an object
+        as changed, not deleted, and an undo never writes over it blind."""
+        snap = self.capture(target, blobs)
+        assert isinstance(previous, KubernetesSnapshot)
+        listed = {i.natural_key() for i in snap.items}
+        gone = [i for i in previous.items if i.natural_key() not in listed]
+        found: list[KubeObject] = []
+        context = quote(Address.parse(target).context or "", safe="")
+        for obj in gone:
+            resource = obj.resource + (f".{obj.group}" if obj.group else "")
+            one = Target.parse(f"k8s://{context}/{obj.namespace or '_'}/{resource}/{obj.name}")
+            try:
+                found += [i for i in self.capture(one, blobs).items
+                          if i.natural_key() == obj.natural_key()]
+            except PreimageError:
+                continue  # gone indeed, or unreadable: it stays absent
+        if not found:
+            return snap
+        return snap.model_copy(update={"items": [*snap.items, *found]})
 
     def restore(
         self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy

@@ -159,7 +159,8 @@ class Planner:
 
     def plan(self) -> Plan:
         plan = Plan()
-        items = [i for i in self.snap.items if in_scope(i, self.policy.only, self.discovery)]
+        items = [i for i in self.snap.items if in_scope(i, self.policy.only, self.discovery)
+                 and (self.policy.keys is None or i.natural_key() in self.policy.keys)]
         plan.namespace_missing = self._namespace_missing(plan)
         live = self._live(items, plan.namespace_missing)
         conflicts: list[str] = []
@@ -288,6 +289,8 @@ class Planner:
                     continue
                 if not in_scope(probe, self.policy.only, self.discovery):
                     continue
+                if self.policy.keys is not None and probe.natural_key() not in self.policy.keys:
+                    continue  # an undo removes exactly the objects the call created
                 out.append(Extra(rtype, obj))
         return out
 

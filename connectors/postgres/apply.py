@@ -155,6 +155,8 @@ class PgRestorer:
         planner = Planner(list(self.snap.items), live,
                           whole_schemas=self.snap.scope in ("schema", "database"))
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
+        if self.policy.keys is not None:
+            self._row_steps(plan, planner.recreate)
         steps = [s for s in plan.steps(PHASES) if self.policy.in_scope(s.key)]
         mode = self.policy.conflict
         if mode is ConflictMode.MERGE:
@@ -185,6 +187,28 @@ class PgRestorer:
             if mode is ConflictMode.MERGE:
                 self.report.notes.append(
                     "merge: only missing objects and rows were put back; changed ones were kept")
+
+    def _row_steps(self, plan: Any, recreated: set[str]) -> None:
+        """Exact keys (an undo): one step per table writing exactly its named rows.
+
+        Each step carries the key of every row it writes (the first keeps the step's
+        own key), so the report names each row; a table re-created whole gets its
+        rows with it instead."""
+        from preimage.connectors.postgres.revert import revert_rows, row_prefix
+
+        keys = self.policy.keys or frozenset()
+        for table in self.snap.tables():
+            prefix = row_prefix(table)
+            named = sorted(k for k in keys if k.startswith(prefix))
+            if not named or table.natural_key() in recreated or not table.exists:
+                continue
+
+            def run(c: Cursor, t: PgTable = table) -> str:
+                return revert_rows(c, t, keys, self.blobs)
+
+            plan.add("rows", Step(named[0], "write rows by key", run=run))
+            for k in named[1:]:
+                plan.add("rows", Step(k, "write rows by key (with the rows above)"))
 
     def _data_step(self, cur: Cursor, table: PgTable, have: PgTable | None) -> Step | None:
         key = table.natural_key()
@@ -231,6 +255,9 @@ class PgRestorer:
         rows outside the capture are left alone.  Under ``overwrite`` the table is rewritten
         so every row is back at its captured place in storage order."""
         live_tables = {t.natural_key(): t for t in live if isinstance(t, PgTable)}
+        if self.policy.keys is not None:
+            self._rows_by_key(cur, live_tables)
+            return
         plans: list[tuple[PgTable, PgTable]] = []
         for table in self.snap.tables():
             key = table.natural_key()
@@ -260,6 +287,26 @@ class PgRestorer:
                 self.report.add(key, Outcome.PLANNED, "put back captured rows")
                 continue
             self.report.add(key, Outcome.RESTORED, self._put_rows_back(cur, table, have))
+
+    def _rows_by_key(self, cur: Cursor, live_tables: dict[str, PgTable]) -> None:
+        """Row scope under exact keys (an undo): write exactly the named rows."""
+        from preimage.connectors.postgres.revert import revert_rows, row_prefix
+
+        keys = self.policy.keys or frozenset()
+        for table in self.snap.tables():
+            named = sorted(k for k in keys if k.startswith(row_prefix(table)))
+            if not named:
+                continue
+            if table.natural_key() not in live_tables:
+                raise RestoreError(f"table {table.qualified} no longer exists; nothing was "
+                                   "written")
+            if self.policy.dry_run:
+                for k in named:
+                    self.report.add(k, Outcome.PLANNED, "write rows by key")
+                continue
+            done = revert_rows(cur, table, keys, self.blobs)
+            for k in named:
+                self.report.add(k, Outcome.RESTORED, f"write rows by key ({done})")
 
     def _put_rows_back(self, cur: Cursor, table: PgTable, have: PgTable) -> str:
         from preimage.connectors.postgres.ddl import trigger_enable_statement

@@ -10,6 +10,7 @@ from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
+from preimage.connectors.postgres.revert import PgReverter
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -30,6 +31,7 @@ class PostgresConnector:
 
     scheme: ClassVar[str] = "postgresql"
     snapshot_type: ClassVar[type[Snapshot]] = PostgresSnapshot
+    reverter: ClassVar[PgReverter] = PgReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:
         """Read the target's objects and rows as of one moment."""

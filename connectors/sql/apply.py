@@ -16,6 +16,8 @@ On MySQL every step commits on its own; a failing step raises
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -167,6 +169,8 @@ class SqlRestorer:
                     "DELETE FROM sqlite_sequence WHERE name = :n", {"n": have.name}),
                     destructive=True, removes=True))
         steps = [s for s in drops + creates + loads + late if self.policy.in_scope(s.key)]
+        if self.policy.keys is not None:
+            steps += self._row_steps(tables, recreate)
         if self.policy.conflict is ConflictMode.MERGE:
             steps = [s for s in steps if not s.destructive]
         if self.policy.conflict is ConflictMode.REFUSE and steps:
@@ -199,6 +203,68 @@ class SqlRestorer:
         for key in captured:
             if key not in done and self.policy.in_scope(key):
                 self.report.add(key, Outcome.UNCHANGED)
+
+    def _row_steps(self, tables: list[SqlTable], recreated: set[str]) -> list[_Step]:
+        """Exact row keys (an undo): update, insert or delete exactly those rows."""
+        from preimage.snapshot_schemas.sql import row_key
+
+        keys = self.policy.keys or frozenset()
+        steps: list[_Step] = []
+        for t in tables:
+            prefix = f"kind=row|table={t.name}|row="
+            wanted = {k for k in keys if k.startswith(prefix)}
+            if not wanted or not t.exists or t.name in recreated:
+                continue  # a re-created table gets all its rows with it
+            rows: dict[str, dict[str, Any]] = {}
+            if t.rows_digest:
+                from preimage.connectors.sql.rows import decode_rows
+
+                seen: Counter[str] = Counter()
+                for decoded in decode_rows(self.blobs.chunks(t.rows_digest, path=t.name)):
+                    k = prefix + row_key(_raw(decoded), t.primary_key, seen)
+                    if k in wanted:
+                        rows[k] = decoded
+            # deletions first, then writes in the rows' captured order (storage order)
+            for k in sorted(wanted - set(rows)) + list(rows):
+                got = rows.get(k)
+                what = "delete row" if got is None else "write row"
+                steps.append(_Step(k, what, self._row(t, k[len(prefix):], got),
+                                   destructive=got is None, removes=got is None))
+        return steps
+
+    def _row(self, t: SqlTable, key: str, values: dict[str, Any] | None) -> Callable[[], None]:
+        from sqlalchemy import MetaData, Table, and_, func, select
+
+        def run() -> None:
+            live = Table(t.name, MetaData(), autoload_with=self.conn, resolve_fks=False)
+            if t.primary_key:
+                ident = dict(zip(t.primary_key, json.loads(key), strict=True))
+                where = and_(*[live.c[c] == v for c, v in ident.items()])
+                exists = self.conn.execute(select(func.count()).select_from(live).where(where))
+                if values is None:
+                    self.conn.execute(live.delete().where(where))
+                elif exists.scalar():
+                    self.conn.execute(live.update().where(where).values(values))
+                else:
+                    self.conn.execute(live.insert().values(values))
+                return
+            whole, _, _occurrence = key.rpartition("#")
+            if values is not None:  # a keyless row the call deleted: insert it again
+                self.conn.execute(live.insert().values(values))
+                return
+            match = _decoded(json.loads(whole))
+            where = and_(*[live.c[c].is_(None) if v is None else live.c[c] == v
+                           for c, v in match.items()])
+            if mysql.is_mysql(self.conn):
+                self.conn.execute(live.delete().where(where).with_dialect_options(mysql_limit=1))
+            else:  # SQLite: one of the equal rows, by rowid
+                first = self.conn.execute(
+                    select(func.min(_rowid())).select_from(live).where(where)).scalar()
+                if first is not None:
+                    self.conn.exec_driver_sql(
+                        f"DELETE FROM {self.quote(t.name)} WHERE rowid = ?", (first,))
+
+        return run
 
     def _insert(self, t: SqlTable) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows
@@ -257,6 +323,27 @@ class SqlRestorer:
                                       (c.name, c.value))
 
         return run
+
+
+def _rowid() -> Any:
+    from sqlalchemy import literal_column
+
+    return literal_column("rowid")
+
+
+def _raw(values: dict[str, Any]) -> dict[str, Any]:
+    """Decoded row values as the capture's JSON has them (bytes as ``$bytes``)."""
+    import base64
+
+    return {k: {"$bytes": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
+            for k, v in values.items()}
+
+
+def _decoded(values: dict[str, Any]) -> dict[str, Any]:
+    import base64
+
+    return {k: base64.b64decode(v["$bytes"]) if isinstance(v, dict) and set(v) == {"$bytes"}
+            else v for k, v in values.items()}
 
 
 def _inspect(conn: Any) -> Any:

@@ -41,6 +41,7 @@ from preimage._errors import (
 from preimage._target import Target
 from preimage.connectors.sql import mysql
 from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
@@ -83,6 +84,7 @@ class SQLAlchemyConnector:
 
     scheme: ClassVar[str] = "sqlite"
     snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
+    reverter: ClassVar[SqlReverter] = SqlReverter()
 
     # ------------------------------------------------------------ engine
     def _engine(self, url: str) -> Any:

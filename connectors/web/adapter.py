@@ -14,6 +14,10 @@ the methods the :class:`~preimage.connectors.web.WebAppConnector` and the backup
   milestone); the default finds nothing.
 * :meth:`SiteAdapter.depends_on` — the records that must exist before this
   one is re-created (a reply's parent).
+* :meth:`SiteAdapter.soft` / :meth:`SiteAdapter.merge` — how an undo of one
+  call treats a record both the call and someone after it changed: fields the
+  app derives from others (a last-change time) and fields that merge as more
+  than values (a change log, entry by entry); the defaults merge field by field.
 * :meth:`SiteAdapter.create` / :meth:`update` / :meth:`delete` — write
   through the best channel the app offers.  ``create`` returns the new
   ``server`` fields (ids); ``update`` returns ``False`` when it cannot bring a
@@ -39,6 +43,8 @@ from preimage.snapshot_schemas.web import WebRecord
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page
+
+    from preimage.restoration.merge import Merger
 
 
 class SelectorMismatchError(TerminalConnectorError):
@@ -307,6 +313,23 @@ class SiteAdapter:
     def depends_on(self, record: WebRecord) -> list[str]:
         """``kind:name`` refs of records to re-create before ``record``."""
         return []
+
+    def soft(self, record: WebRecord, path: str) -> bool:
+        """Whether the field at ``path`` (``metadata.changetime``) of ``record`` is
+        derived by the app from other fields: an undo never conflicts on it, and the live
+        value stands when both the call and a later writer moved it."""
+        return False
+
+    def comparable(self, record: WebRecord) -> WebRecord:
+        """``record`` as its changes are told apart field by field: a list whose entries
+        have an identity (a change log) keyed by it instead of by position."""
+        return record
+
+    def merge(self, base: WebRecord, theirs: WebRecord, live: WebRecord,
+              merger: Merger) -> WebRecord | None:
+        """Merge a record both an undone call and a later writer changed, recording
+        conflicts and the fields taken back on ``merger``; ``None``: field by field."""
+        return None
 
     def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
         """Re-create ``record``; return its new ``server`` fields.

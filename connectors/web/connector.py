@@ -19,6 +19,10 @@ Restore, in order:
 5. read the records again and report, per record and field, what came back,
    what did not, and — for ``server`` fields — why no client can set them;
    every server id that changed is listed as an :class:`IdRemap`.
+
+Limited to exact keys (:attr:`RestorePolicy.keys`, an undo of one call), steps 3
+and 4 touch exactly the named records: no other record is updated, re-created or
+deleted.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalC
 from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
 from preimage.connectors.web.registry import get_site_adapter
+from preimage.connectors.web.revert import WebReverter
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
@@ -129,6 +134,7 @@ class WebAppConnector:
 
     scheme: ClassVar[str] = "web+"
     snapshot_type: ClassVar[type[Snapshot]] = WebSnapshot
+    reverter: ClassVar[WebReverter] = WebReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> WebSnapshot:
         """List the records under the target's path through the adapter; change nothing."""
@@ -154,6 +160,28 @@ class WebAppConnector:
             server_reasons=dict(adapter.server_reasons),
             items=records,
         )
+
+    def capture_following(self, target: Target, blobs: BlobStore, previous: Snapshot
+                          ) -> WebSnapshot:
+        """:meth:`capture`, plus every record of ``previous`` that left the listing but still
+        exists (:meth:`SiteAdapter.lookup`: a ticket moved off a deleted milestone) — so a
+        capture right after a call, compared with the one before it, shows such a record
+        as changed, not deleted."""
+        snap = self.capture(target, blobs)
+        assert isinstance(previous, WebSnapshot)
+        listed = {r.ref for r in snap.items}
+        gone = [r for r in previous.items if r.ref not in listed]
+        if not gone:
+            return snap
+        adapter = get_site_adapter(adapter_name(target))
+        site = open_site(target, adapter)
+        try:
+            found = [adapter.lookup(site, r) for r in gone]
+        finally:
+            site.close()
+            adapter.close()
+        followed = [r for r in found if r is not None and r.ref not in listed]
+        return snap.model_copy(update={"items": [*snap.items, *followed]})
 
     def _live(self, adapter: SiteAdapter, site: Site, wanted: list[WebRecord]) -> tuple[
         dict[str, WebRecord], set[str]
@@ -192,18 +220,22 @@ class WebAppConnector:
         policy: RestorePolicy,
         report: RestoreReport,
     ) -> None:
-        wanted = [r for r in snapshot.items if policy.in_scope(r.name) or policy.in_scope(r.ref)]
+        exact = policy.keys
+        wanted = [r for r in snapshot.items if r.natural_key() in exact] if exact is not None else [
+            r for r in snapshot.items if policy.in_scope(r.name) or policy.in_scope(r.ref)]
         live, listed = self._live(adapter, site, wanted)
         want_refs = {r.ref for r in snapshot.items}
         differs = {r.ref for r in wanted if r.ref in live and _fields(live[r.ref]) != _fields(r)}
         missing = {r.ref for r in wanted if r.ref not in live}
-        extras = [live[ref] for ref in listed if ref not in want_refs]
+        extras = [live[ref] for ref in listed if ref not in want_refs
+                  and (exact is None or live[ref].natural_key() in exact)]
         if policy.conflict is ConflictMode.REFUSE and (differs or missing or extras):
             raise RestoreConflictError(
                 snapshot.target, sorted(differs | missing | {e.ref for e in extras})
             )
         merge = policy.conflict is ConflictMode.MERGE
         refs = {ref: dict(rec.server) for ref, rec in live.items()}
+        coming = {r.ref for r in wanted}
         done: dict[str, str] = {}  # ref → "created" | "updated"
         failed: dict[str, str] = {}
         for wave in _waves(wanted, adapter):
@@ -218,6 +250,14 @@ class WebAppConnector:
                                reason="merge leaves changed records as they are")
                     continue
                 blocked = [d for d in adapter.depends_on(rec) if d in failed]
+                if exact is not None and not blocked:
+                    # Exact keys: a record another writer removed since is not brought back
+                    # for a dependant — the dependant cannot come back without it.
+                    gone = [d for d in adapter.depends_on(rec) if d not in refs and d not in coming]
+                    if gone:
+                        failed[ref] = f"it depends on {gone[0]}, which is gone"
+                        report.add(ref, Outcome.FAILED, reason=failed[ref])
+                        continue
                 if blocked:
                     failed[ref] = f"it depends on {blocked[0]}, which could not be restored"
                     report.add(ref, Outcome.FAILED, reason=failed[ref])

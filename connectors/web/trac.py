@@ -67,6 +67,7 @@ from preimage.connectors.web.adapter import (
     Site,
     SiteAdapter,
 )
+from preimage.restoration.merge import Merger
 from preimage.snapshot_schemas.web import WebRecord
 
 CONTENT_FIELDS = ("summary", "description", "type", "priority", "component", "milestone",
@@ -321,7 +322,7 @@ class TracAdapter(SiteAdapter):
             metadata={"due": _iso(due), "completed": _iso(done)},
         )
 
-    # ------------------------------------------------------------------ writing
+    # ------------------------------------------------------------------ admin channel
     def _admin(self, site: Site) -> TracChannel:
         if self._channel is None:
             env = site.params.get("env") or os.environ.get("PREIMAGE_TRAC_ENV")
@@ -346,6 +347,51 @@ class TracAdapter(SiteAdapter):
         ms = record.content.get("milestone") if record.kind == "ticket" else None
         return [f"milestone:{ms}"] if ms else []
 
+    # ------------------------------------------------------------------ undo
+    def soft(self, record: WebRecord, path: str) -> bool:
+        """A ticket's last-change time follows its changes."""
+        return record.kind == "ticket" and path == "metadata.changetime"
+
+    def comparable(self, record: WebRecord) -> WebRecord:
+        """A ticket's change log keyed by each change's time (unique per ticket)."""
+        if record.kind != "ticket":
+            return record
+        dates = [str(m["date"]) for m in record.metadata["change_log"]]
+        return record.model_copy(update={
+            "content": {**record.content, "changes": dict(zip(
+                dates, record.content["changes"], strict=True))},
+            "metadata": {**record.metadata, "change_log": dict(zip(
+                dates, record.metadata["change_log"], strict=True))},
+        })
+
+    def merge(self, base: WebRecord, theirs: WebRecord, live: WebRecord,
+              merger: Merger) -> WebRecord | None:
+        """A ticket's change log merges change by change (by its time, which Trac keeps
+        unique per ticket): the changes an undone call added go, the ones made since
+        stay; its fields merge one by one.  An update then replays the log (:meth:`update`)."""
+        if live.kind != "ticket":
+            return None
+
+        def log(rec: WebRecord) -> dict[str, dict[str, Any]]:
+            return {str(m["date"]): {**c, **m} for c, m in zip(
+                rec.content["changes"], rec.metadata["change_log"], strict=True)}
+
+        def rest(rec: WebRecord, part: str) -> dict[str, Any]:
+            return {k: v for k, v in getattr(rec, part).items()
+                    if k not in ("changes", "change_log", "changetime")}
+
+        content = merger.value(rest(base, "content"), rest(theirs, "content"),
+                               rest(live, "content"), "content", "content")
+        metadata = merger.value(rest(base, "metadata"), rest(theirs, "metadata"),
+                                rest(live, "metadata"), "metadata", "metadata")
+        entries = merger.value(log(base), log(theirs), log(live), "content", "content.changes")
+        ordered = sorted(entries.values(), key=lambda e: e["date"] or 0)
+        content["changes"] = [{"comment": e["comment"], "fields": e["fields"]} for e in ordered]
+        metadata["change_log"] = [{"author": e["author"], "date": e["date"]} for e in ordered]
+        metadata["changetime"] = live.metadata["changetime"]
+        return live.model_copy(update={"content": content, "metadata": metadata})
+
+    # ------------------------------------------------------------------ writing
     def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
         """Re-create a milestone, or a ticket with its whole history replayed."""
         if record.kind == "milestone":

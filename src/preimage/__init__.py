@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from preimage._registry import get_connector, known_schemes, register_connector
     from preimage._store import Store
     from preimage._target import Target
+    from preimage._undo import CallEntry, UndoResult, timeline, undo
     from preimage.layer.call import ToolCall
     from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
@@ -57,6 +58,7 @@ _EXPORTS = {
                      "WrongKeyError"), "_errors"),
     **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
     "Store": "_store", "Target": "_target",
+    **dict.fromkeys(("CallEntry", "UndoResult", "timeline", "undo"), "_undo"),
     # The in-process agent API lives with the backup layer.
     **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
     "ToolCall": "layer.call",
@@ -70,6 +72,7 @@ __all__ = [
     "BlobCorruptError",
     "BlobMissingError",
     "BlobStore",
+    "CallEntry",
     "Connector",
     "ConnectorError",
     "Guard",
@@ -90,6 +93,7 @@ __all__ = [
     "TerminalConnectorError",
     "ToolCall",
     "TransientConnectorError",
+    "UndoResult",
     "UnprotectedCallError",
     "UnsafePathError",
     "UsageError",
@@ -105,6 +109,8 @@ __all__ = [
     "restore",
     "score",
     "show",
+    "timeline",
+    "undo",
 ]
 
 

@@ -286,13 +286,15 @@ class SqliteCatalog(Catalog):
 
         ``last`` is the newest complete backup a user or the layer *took*: an
         undo backup (kind ``pre-restore``) is never ``last``, or restoring
-        ``last`` right after a restore would undo it.
+        ``last`` right after a restore would undo it; nor is the capture the
+        layer takes right after a call (kind ``post-call``), which holds the
+        state the call left, not the one before it.
         """
         ref = ref.strip().lower()
         if ref in ("last", "latest", "@"):
             row = self._db.execute(
-                "SELECT id FROM backups WHERE status='complete' AND kind != 'pre-restore'"
-                " ORDER BY id DESC LIMIT 1"
+                "SELECT id FROM backups WHERE status='complete'"
+                " AND kind NOT IN ('pre-restore', 'post-call') ORDER BY id DESC LIMIT 1"
             ).fetchone()
             if row is None:
                 raise BackupNotFoundError(ref)

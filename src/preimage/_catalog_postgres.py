@@ -294,11 +294,12 @@ class PostgresCatalog(Catalog):
         return bool(self._q(sql, params))
 
     def resolve(self, ref: str) -> str:
-        """``last``, a full ID or a unique prefix → the full ID."""
+        """``last``, a full ID or a unique prefix → the full ID (``last`` as the local
+        catalog has it: never an undo backup nor a post-call capture)."""
         ref = ref.strip().lower()
         if ref in ("last", "latest", "@"):
             rows = self._q("SELECT id FROM backups WHERE status='complete' AND"
-                           " kind != 'pre-restore' ORDER BY id DESC LIMIT 1")
+                           " kind NOT IN ('pre-restore', 'post-call') ORDER BY id DESC LIMIT 1")
             if not rows:
                 raise BackupNotFoundError(ref)
             return str(rows[0][0])

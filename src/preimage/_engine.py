@@ -92,6 +92,15 @@ def _check_not_store(target: Target, store: Store) -> None:
             )
 
 
+def _capturer(conn: Any, target: Target, blobs: Any, previous: Snapshot | None
+              ) -> Callable[[], Snapshot]:
+    """The connector's capture of ``target``; following ``previous`` where it can."""
+    follow = getattr(conn, "capture_following", None)
+    if previous is not None and follow is not None:
+        return partial(follow, target, blobs, previous)
+    return partial(conn.capture, target, blobs)
+
+
 def snapshot_bytes(snap: Snapshot) -> bytes:
     """The stored JSON document of ``snap``.
 
@@ -116,8 +125,15 @@ def capture(
     session: str | None = None,
     kind: str = "capture",
     parent_id: str | None = None,
+    previous: Sequence[Snapshot | None] | None = None,
 ) -> Backup:
     """Capture every target in ``uris`` as one backup and return it.
+
+    ``previous`` (one per URI) are earlier captures of the same targets: a
+    connector whose items can leave a target's scope while they still exist (a
+    ticket unlinked from a deleted milestone) follows them there
+    (``capture_following``), so the two captures compare item by item — what an
+    undo of one call needs.
 
     Raises :class:`InvalidTargetError` / :class:`NoSuchConnectorError` before
     anything is stored when a URI is bad, and the connector's error when a
@@ -152,7 +168,8 @@ def capture(
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
                 view.max_file_size = quota.max_file_size
-                snap = _guarded(partial(conn.capture, target, view), "capture", target.redacted)
+                snap = _guarded(_capturer(conn, target, view, previous[idx] if previous else None),
+                                "capture", target.redacted)
                 raw = snapshot_bytes(snap)
                 digest = view.put_bytes(raw)
                 view.flush()
@@ -340,7 +357,15 @@ def restore(
     that still describes the live state (see :func:`_resumable`); otherwise a
     fresh undo backup is taken first.  A dry run writes nothing and returns
     the plan.
+
+    ``conflict="revert"`` undoes the call backup ``ref`` was taken for instead —
+    only what the call changed, keeping everything changed since
+    (:func:`preimage.undo`, which this returns the result of).
     """
+    if ConflictMode(conflict) is ConflictMode.REVERT:
+        from preimage._undo import undo as undo_call
+
+        return undo_call(ref, store=store, only=only, dry_run=dry_run)
     st = _open(store)
     backup = _complete(st, ref, "restored")
     if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back

@@ -31,7 +31,7 @@ from preimage import _crash
 from preimage._backend import BackupRow
 from preimage._errors import UsageError
 from preimage._ids import new_backup_id
-from preimage._retention import RetentionPolicy, select_forget
+from preimage._retention import RetentionPolicy, select_forget, with_post_calls
 from preimage._store import Store
 
 GARBAGE_STATUSES = ("failed", "abandoned")
@@ -100,7 +100,8 @@ def forget(
             raise UsageError(
                 f"backup {', '.join(running)} is still being captured; forget it once it is done"
             )
-        chosen = list({r.id: r for r in rows}.values())
+        # A pre-call backup goes with the capture taken right after its call.
+        chosen = with_post_calls(list({r.id: r for r in rows}.values()), cat.list_backups(None))
         label = ""
     else:
         if policy is None or policy.empty:

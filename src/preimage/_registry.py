@@ -126,16 +126,21 @@ def get_connector(scheme: str) -> Connector:
 
 
 def connector_table() -> list[dict[str, str]]:
-    """Rows for ``preimage connectors``: scheme, where it comes from, whether it loads."""
+    """Rows for ``preimage connectors``: scheme, where it comes from, whether it loads,
+    and how finely ``preimage undo`` reverts a call in it (its declared granularity)."""
     rows = []
     for scheme in known_schemes():
         source = "registered" if scheme in _registered else "built-in"
         builtin = _builtin_for(scheme)
         if scheme not in _registered and builtin is None:
             source = "entry point"
-        status = "ok"
+        status, undo = "ok", ""
         try:
-            get_connector(scheme.rstrip("+") + ("+x" if scheme.endswith("+") else ""))
+            conn = get_connector(scheme.rstrip("+") + ("+x" if scheme.endswith("+") else ""))
+            reverter = getattr(conn, "reverter", None)
+            granularity = getattr(reverter, "granularity", None)
+            undo = (granularity.describe() if granularity is not None
+                    else "no (restore brings whole targets back)")
         except NoSuchConnectorError as exc:
             status = exc.hint or "unavailable"
         except Exception as exc:  # a broken plug-in must not break the listing
@@ -145,5 +150,6 @@ def connector_table() -> list[dict[str, str]]:
             "source": source,
             "extra": (builtin.extra or "") if builtin else "",
             "status": status,
+            "undo": undo,
         })
     return rows

@@ -14,6 +14,11 @@ A backup kept by any rule is kept.  A policy with no rule keeps everything
 cannot be restored); ``open`` ones (their capture is running) and ``damaged``
 ones (they may hold the only copy of what is left) are never removed by a
 policy — only by naming them.
+
+A protected call's two backups count as one: the capture taken right after
+the call (kind ``post-call``) is no backup of its own for the rules — it is
+kept exactly as long as the pre-call backup it belongs to (its ``parent_id``),
+so ``undo`` never finds half a pair, and goes with it (or once that one is gone).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from preimage._backend import BackupRow
 from preimage._errors import UsageError
 
+POST_CALL = "post-call"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
@@ -142,9 +148,14 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
     rows = list(backups)
     groups: dict[str | None, list[BackupRow]] = {}
     drop: list[BackupRow] = []
+    posts: list[BackupRow] = []
     for row in rows:
         if row.status in ("failed", "abandoned"):
             drop.append(row)
+            continue
+        if row.kind == POST_CALL and row.parent_id:
+            if row.status == "complete":
+                posts.append(row)
             continue
         if row.status != "complete":
             continue
@@ -152,4 +163,14 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
     for group in groups.values():
         kept = _keep(policy, group)
         drop.extend(r for r in group if r.id not in kept)
+    gone = {r.id for r in drop}
+    standing = {r.id for r in rows if r.id not in gone and r.status not in ("failed", "abandoned")}
+    drop.extend(p for p in posts if p.parent_id in gone or p.parent_id not in standing)
     return sorted(drop, key=lambda r: r.id, reverse=True)
+
+
+def with_post_calls(chosen: list[BackupRow], backups: Iterable[BackupRow]) -> list[BackupRow]:
+    """``chosen`` plus the post-call backup of every call whose pre-call backup it names."""
+    ids = {r.id for r in chosen}
+    return chosen + [r for r in backups if r.kind == POST_CALL and r.parent_id in ids
+                     and r.id not in ids]

@@ -372,7 +372,7 @@ def show(ref: str, as_json: bool) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def connectors(as_json: bool) -> None:
-    """List connector schemes and whether each is usable here."""
+    """List connector schemes, whether each is usable here, and how finely undo reverts."""
     from preimage._registry import connector_table
 
     rows = connector_table()
@@ -380,10 +380,10 @@ def connectors(as_json: bool) -> None:
         emit_json(rows)
         return
     table = Table()
-    for col in ("scheme", "source", "extra", "status"):
+    for col in ("scheme", "source", "extra", "status", "undo"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["scheme"], r["source"], r["extra"], r["status"])
+        table.add_row(r["scheme"], r["source"], r["extra"], r["status"], r["undo"])
     out.print(table)
 
 
@@ -405,8 +405,9 @@ def demo(workdir: str | None, as_json: bool) -> None:
 
 def _attach_store_commands() -> None:
     from preimage._cli_store import COMMANDS
+    from preimage._cli_undo import COMMANDS as UNDO_COMMANDS
 
-    for cmd in COMMANDS:
+    for cmd in [*COMMANDS, *UNDO_COMMANDS]:
         main.add_command(cmd)
 
 

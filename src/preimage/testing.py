@@ -16,9 +16,15 @@ The contract: capture → JSON round trip; a capture changes nothing; the
 mutation shows in ``diff``; a dry-run restore changes nothing; a restore
 brings ``content`` and ``metadata`` back at 1.0; a second restore has
 nothing to do; the undo backup taken before the restore brings the mutated
-state back; and the completeness audit: state in scope that the connector
+state back; the completeness audit: state in scope that the connector
 does not model is recorded as uncaptured, so ``score`` stays below 1.0 and
-``diff`` names it (provide ``add_uncapturable`` to run it).
+``diff`` names it (provide ``add_uncapturable`` to run it); and ``undo``: a
+connector that writes single items declares its granularity (``reverter`` on
+the class, with a :class:`~preimage.restoration.revert.Granularity`), and the
+undo of the mutation alone — captured before and after it, as the backup
+layer does around a call — brings back every item as it was, compared on the
+leaves the undo tells changes apart by; one that restores only whole targets
+has its undo refused before anything is written.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import preimage
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage.restoration import Outcome
+from preimage.restoration.revert import Granularity, compared_leaves, reverter_for
 from preimage.similarity import diff_snapshots
 from preimage.similarity import score as score_snapshots
 from preimage.snapshot_schemas import Snapshot, load_snapshot
@@ -162,3 +169,37 @@ class ConnectorContract:
         assert total.overall.score is not None and total.overall.score < 1.0
         diffs = preimage.diff(backup.id, store=store)
         assert any(name in line for d in diffs for line in d.uncaptured)
+
+    def test_undo_of_the_mutation_alone_brings_every_item_back(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store
+    ) -> None:
+        """Captured before and after the mutation (as the backup layer does around a
+        call), the mutation is undone item by item: every item is back on the leaves an
+        undo compares, with no conflict; a connector without item writes is refused
+        before anything is written."""
+        from preimage._undo import capture_after
+
+        conn = get_connector(preimage.Target.parse(target_uri).scheme)
+        pre = preimage.capture([target_uri], store=store, kind="layer", session="contract")
+        mutate(target_uri)
+        capture_after(pre.id, store=store)
+        reverter = getattr(conn, "reverter", None)
+        if reverter is None:
+            damaged = self._live(target_uri, store)
+            with pytest.raises(preimage.UsageError, match="restores whole targets"):
+                preimage.undo(pre.id, store=store)
+            assert diff_snapshots(damaged, self._live(target_uri, store), store.blobs).empty
+            return
+        granularity = reverter.granularity
+        assert isinstance(granularity, Granularity) and granularity.item
+        result = preimage.undo(pre.id, store=store)
+        assert result.ok and result.conflicts == 0, [p.to_dict() for p in result.plans]
+        before = pre.snapshots[0]
+        rv = reverter_for(conn, before)
+        want = compared_leaves(before, store.blobs, rv)
+        got = compared_leaves(self._live(target_uri, store), store.blobs, rv)
+        assert got.keys() == want.keys(), ("missing", sorted(want.keys() - got.keys())[:10],
+                                           "extra", sorted(got.keys() - want.keys())[:10])
+        wrong = [k for k in want if got[k] != want[k]]
+        assert not wrong, [(k, sorted(set(want[k].items()) ^ set(got[k].items()))[:4])
+                           for k in wrong[:3]]

@@ -17,11 +17,11 @@ import pytest
 def bench(home: Path) -> Callable[..., Any]:
     """Run `preimage bench ARGS --json` in a real process; return the parsed results."""
 
-    def run(*args: str, expect_exit: int = 0) -> Any:
+    def run(*args: str, expect_exit: int = 0, timeout: int = 600) -> Any:
         env = {**os.environ, "PREIMAGE_HOME": str(home)}
         proc = subprocess.run(
             [sys.executable, "-m", "preimage", "bench", *args, "--json"],
-            capture_output=True, text=True, env=env, timeout=600,
+            capture_output=True, text=True, env=env, timeout=timeout,
         )
         assert proc.returncode == expect_exit, proc.stderr[-3000:] + proc.stdout[-3000:]
         return json.loads(proc.stdout)

@@ -118,7 +118,8 @@ def trac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TracServer
     srv.stop()
 
 
-def _sign_in(ctx: Any, isso: IssoServer, trac: TracServer) -> None:
+def sign_in(ctx: Any, isso: IssoServer, trac: TracServer) -> None:
+    """Sign the profile of ``ctx`` in to isso's admin page and to Trac."""
     page = ctx.new_page()
     page.goto(isso.url + "/admin/")
     page.fill("input[type=password]", ISSO_PASSWORD)
@@ -136,7 +137,7 @@ def cli_profile(
     """A profile signed in to isso's admin page and to Trac, closed for the CLI to open."""
     prof = tmp_path_factory.mktemp("cli-profile")
     ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD})
-    _sign_in(ctx, isso_server, trac_server)
+    sign_in(ctx, isso_server, trac_server)
     close_profile(prof)
     return prof
 
@@ -150,7 +151,7 @@ def profile(
     """The agent's browser profile, signed in to isso's admin page and to Trac."""
     prof = tmp_path_factory.mktemp("profile")
     ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD})
-    _sign_in(ctx, isso_server, trac_server)
+    sign_in(ctx, isso_server, trac_server)
     yield prof
     close_profile(prof)
 
@@ -273,6 +274,8 @@ def trac_agent_confirms_delete(server: TracServer, profile: Path, path: str, but
     """What a browser agent does in Trac: open the delete page and press the button."""
     page = browser_context(profile).new_page()
     page.goto(f"{server.url}{path}?action=delete")
-    page.click(f"form#delete-confirm {button}")
+    with page.expect_response(lambda r: r.request.method == "POST") as answer:
+        page.click(f"form#delete-confirm {button}")
+    assert answer.value.status < 400, f"Trac refused the delete: HTTP {answer.value.status}"
     page.wait_for_load_state()
     page.close()

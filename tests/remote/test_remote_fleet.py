@@ -70,6 +70,36 @@ def test_hook_in_one_sandbox_restore_in_another(fleet: Fleet, tmp_path: Path) ->
     assert tree_digest(proj) == expected
 
 
+def test_undo_of_a_call_from_another_sandbox(fleet: Fleet, tmp_path: Path) -> None:
+    """The hook events of an edit run on machine A (pre- and post-call backups in the shared
+    store); on machine B `last` names the pre-call backup, `preimage log` shows the call and
+    `preimage undo` by its id reverts it while a later edit stays."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "config.ini").write_text("host = prod\n")
+    (proj / "notes.md").write_text("# notes\n")
+    command = "printf 'host = localhost\\n' > config.ini"
+    sandbox_a = fleet.machine("a")
+    for event in ("PreToolUse", "PostToolUse"):
+        payload = {"hook_event_name": event, "tool_name": "Bash",
+                   "tool_input": {"command": command}, "cwd": str(proj),
+                   "session_id": "s-undo", "tool_use_id": "t-undo", "tool_response": {}}
+        fleet.cli(sandbox_a, "hook", "claude-code", input=json.dumps(payload), check=True)
+        if event == "PreToolUse":
+            subprocess.run(["bash", "-c", command], cwd=proj, check=True)
+    (proj / "notes.md").write_text("# notes\nwritten later\n")
+    sandbox_b = fleet.machine("b")
+    (entry,) = json.loads(fleet.cli(sandbox_b, "log", "--json", "--session", "s-undo",
+                                    check=True).stdout)
+    assert entry["post_backup"] and "config.ini" in entry["delta"]
+    last = json.loads(fleet.cli(sandbox_b, "restore", "last", "--dry-run", "--json",
+                                check=True).stdout)
+    assert last["backup"] == entry["backup"]
+    fleet.cli(sandbox_b, "undo", "t-undo", check=True)
+    assert (proj / "config.ini").read_text() == "host = prod\n"
+    assert (proj / "notes.md").read_text() == "# notes\nwritten later\n"
+
+
 def test_copy_between_local_and_shared_store(fleet: Fleet, tmp_path: Path) -> None:
     """A backup taken locally is copied up, restored from the shared store elsewhere, and
     copied back down into a third machine's local store."""

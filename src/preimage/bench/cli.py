@@ -19,17 +19,19 @@ DEFAULT_PROTECTORS = "none,workspace,content,preimage"
 
 @click.command()
 @click.option("--suite", default="all", show_default=True,
-              help="all, quick, a category (terminal, sql, kubernetes, email, browser) "
-                   "or a system name.")
+              help="all, quick, a category (terminal, sql, kubernetes, email, browser), "
+                   "a system name, or undo (intervening changes after the call).")
 @click.option("--quick", is_flag=True, help="The quick suite (same as --suite quick).")
 @click.option("-k", "--scenario", "patterns", multiple=True, metavar="GLOB",
               help="Only scenarios whose id matches (repeatable), e.g. -k 'T-rm-*'.")
 @click.option("--scenarios", "extra", multiple=True, metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),
               help="Also load *.yaml scenarios from DIR (repeatable).")
-@click.option("--protectors", default=DEFAULT_PROTECTORS, show_default=True,
+@click.option("--protectors", default=None,
               help="Comma list of: none, workspace, content, preimage (the backup layer; "
-                   "the declared targets when this build has no layer), declared.")
+                   "the declared targets when this build has no layer), declared, overwrite "
+                   "(the layer's backup restored), undo (the layer's call undone). Default: "
+                   f"{DEFAULT_PROTECTORS}; for the undo suite workspace,overwrite,undo.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full results as JSON.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write an HTML report with plots (and results.json, table.md) here.")
@@ -41,7 +43,7 @@ def bench(
     quick: bool,
     patterns: tuple[str, ...],
     extra: tuple[Path, ...],
-    protectors: str,
+    protectors: str | None,
     as_json: bool,
     report_dir: Path | None,
     workdir: Path | None,
@@ -53,12 +55,17 @@ def bench(
     workspace-only shadow-git checkpoint, a content-only copy, and preimage —
     and the table reports the backup rate, similarity per fidelity class,
     capture latency, restore time, bytes stored and model tokens.
+
+    --suite undo runs the scenarios where a person changes more right after the
+    call, under a workspace checkpoint, preimage restore and preimage undo, and
+    reports collateral (later changes lost), reverted (the call's changes brought
+    back) and conflicts reported.
     """
     from preimage.cli import _fail, err, handle_errors, out
 
     @handle_errors
     def run() -> None:
-        from preimage.bench.protectors import resolve_protectors
+        from preimage.bench.protectors import UNDO_PROTECTORS, resolve_protectors
         from preimage.bench.report import render_terminal
         from preimage.bench.runner import run_bench
         from preimage.bench.scenario import load_scenarios, select
@@ -71,7 +78,8 @@ def bench(
             for sc in scenarios:
                 out.print(f"{sc.id:28} {sc.category:10} {sc.system:10} {sc.title}", markup=False)
             return
-        chosen = resolve_protectors(protectors)
+        default = UNDO_PROTECTORS if chosen_suite == "undo" else DEFAULT_PROTECTORS
+        chosen = resolve_protectors(protectors or default)
         base = workdir or Path(tempfile.mkdtemp(prefix="preimage-bench-"))
         status = err.status("starting…") if err.is_terminal else None
 
@@ -113,6 +121,14 @@ def write_report(report: object, out_dir: Path) -> None:
 
     assert isinstance(report, BenchReport)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from preimage.bench.undo_report import is_undo, undo_html
+
+    if is_undo(report):  # similarity plots say nothing about intervening changes
+        (out_dir / "results.json").write_text(
+            json.dumps(report.model_dump(mode="json"), indent=2))
+        (out_dir / "table.md").write_text(markdown(report))
+        undo_html(report, out_dir)
+        return
     images = make_plots(report, out_dir)
     (out_dir / "results.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2))
     (out_dir / "table.md").write_text(markdown(report))

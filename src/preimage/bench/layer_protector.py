@@ -56,6 +56,7 @@ class LayerProtector(PreimageBackup):
         layer, call = self._layer_and_call(ctx, ctx.call)
         decision = layer.before(call)
         protection = Protection(
+            handle=(layer, call, decision),
             backup_id=decision.backup_id,
             targets=list(decision.targets),
             model_tokens=int(decision.model_tokens),

@@ -62,6 +62,10 @@ class Protection:
     call: CallSpec | None = None
     notes: list[str] = field(default_factory=list)
     handle: Any = None
+    reported: list[str] = field(default_factory=list)
+    """Item keys the restore reported as conflicts (left as they are, not overwritten)."""
+    post_bytes: int | None = None
+    """Bytes the capture after the call added to the store (``None``: no such capture)."""
 
 
 class NotCoveredError(Exception):
@@ -80,6 +84,9 @@ class Protector:
 
     def observe(self, ctx: RunContext, call: CallSpec) -> None:
         """See an earlier call of the session (a navigation) before it runs."""
+
+    def after_call(self, ctx: RunContext, protection: Protection, exit_code: int) -> None:
+        """See the call finish (a harness's post-tool event), before anyone changes more."""
 
     def covers(self, ctx: RunContext, protection: Protection, uri: str) -> bool:
         """Whether the backup taken before the call holds the state of ``uri``."""

@@ -8,7 +8,9 @@ from preimage.bench.preimage_protector import DeclaredTargets, layer_available
 from preimage.bench.protector import Protector
 from preimage.bench.workspace import WorkspaceOnly
 
-NAMES = ("none", "workspace", "content", "preimage", "declared")
+NAMES = ("none", "workspace", "content", "preimage", "declared", "overwrite", "undo")
+#: What the undo suite compares unless --protectors says otherwise.
+UNDO_PROTECTORS = "workspace,overwrite,undo"
 
 
 def resolve_protectors(spec: str) -> list[Protector]:
@@ -34,6 +36,10 @@ def resolve_protectors(spec: str) -> list[Protector]:
             from preimage.bench.layer_protector import LayerProtector
 
             out.append(LayerProtector())
+        elif name in ("overwrite", "undo"):
+            from preimage.bench.undo_protector import OverwriteProtector, UndoProtector
+
+            out.append(OverwriteProtector() if name == "overwrite" else UndoProtector())
         else:
             raise UsageError(f"unknown protector {name!r}; choose from {', '.join(NAMES)}")
     names = [p.name for p in out]

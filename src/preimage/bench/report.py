@@ -64,6 +64,11 @@ def _by_scenario(report: BenchReport) -> dict[str, dict[str, RunResult]]:
 
 def render_terminal(report: BenchReport, console: Console) -> None:
     """The totals table, the per-scenario table, what did not run and what fell short."""
+    from preimage.bench.undo_report import is_undo, render_undo
+
+    if is_undo(report):
+        render_undo(report, console)
+        return
     totals = Table(title=f"regret benchmark — suite {report.suite} — totals", title_justify="left")
     for i, col in enumerate(TOTAL_COLUMNS):
         totals.add_column(col, justify="left" if i == 0 else "right")
@@ -96,6 +101,10 @@ def render_terminal(report: BenchReport, console: Console) -> None:
 
 def markdown(report: BenchReport) -> str:
     """The totals and per-scenario tables as Markdown (for the docs)."""
+    from preimage.bench.undo_report import is_undo, undo_markdown
+
+    if is_undo(report):
+        return undo_markdown(report)
     lines = ["| " + " | ".join(TOTAL_COLUMNS) + " |", "|" + "---|" * len(TOTAL_COLUMNS)]
     lines += ["| " + " | ".join(total_cells(t)) + " |" for t in report.totals]
     lines.append("")

@@ -19,6 +19,11 @@ Definitions (the same for every protector):
   the content-only baseline); **model tokens** — tokens the protector spent
   on a model (0 for rule tiers and baselines).
 
+Scenarios of the ``undo`` suite (intervening changes after the call, see
+:mod:`preimage.bench.intervening`) add **collateral** (intervening changes
+lost), **reverted** (share of the call's changes brought back where nothing
+conflicts), **conflicts reported** and **silently overwritten**.
+
 Totals average the scenarios a protector ran; a scenario it does not cover
 (no copier for that system) is listed with the reason and left out of its
 averages.
@@ -64,6 +69,19 @@ class RunResult(BaseModel):
     call_exit: int | None = None
     differences: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # the undo suite (None elsewhere)
+    intervening: int | None = Field(None, description="items a person changed after the call")
+    collateral: int | None = Field(None, description="of those, items whose change was lost")
+    call_leaves: int | None = Field(None, description="leaves the call changed, outside conflicts")
+    reverted: float | None = Field(None, description="share of call_leaves brought back")
+    conflicts: int | None = Field(None, description="items both the call and the person changed")
+    conflicts_reported: int | None = None
+    silently_overwritten: int | None = Field(
+        None, description="conflicts not reported where the person's change was lost")
+    call_s: float | None = Field(None, description="the call's own run time")
+    post_s: float | None = Field(
+        None, description="the protector's work after the call (the post-call capture)")
+    post_bytes: int | None = Field(None, description="bytes the post-call capture stored")
 
 
 class NotRun(BaseModel):
@@ -94,6 +112,20 @@ class Totals(BaseModel):
     restore_mean_s: float | None = None
     stored_bytes: int = 0
     model_tokens: int = 0
+    intervening: int | None = None
+    collateral: int | None = None
+    reverted: float | None = None
+    conflicts: int | None = None
+    conflicts_reported: int | None = None
+    silently_overwritten: int | None = None
+    capture_mean_s: float | None = None
+    call_mean_s: float | None = None
+    post_mean_s: float | None = None
+    post_to_call: float | None = Field(
+        None, description="post-call capture time over the call's time, summed over runs")
+    post_to_pre: float | None = Field(
+        None, description="post-call capture time over the pre-call capture's, summed")
+    post_bytes: int | None = None
     short_of: list[str] = Field(
         default_factory=list,
         description="scenarios not backed up or below 1.0 content/metadata, with the reason",
@@ -152,6 +184,21 @@ def _shortfall(r: RunResult) -> str | None:
     return None
 
 
+def _weighted_reverted(runs: list[RunResult]) -> float | None:
+    """The share of every run's call leaves brought back (runs weighted by their leaves)."""
+    leaves = [(r.call_leaves, r.reverted) for r in runs if r.call_leaves and r.reverted is not None]
+    total = sum(n for n, _ in leaves)
+    return sum(n * share for n, share in leaves) / total if total else None
+
+
+def _ratio(runs: list[RunResult], num: str, den: str) -> float | None:
+    """``sum(num) / sum(den)`` over the runs that have both (``None``: none has)."""
+    pairs = [(a, b) for r in runs
+             if (a := getattr(r, num)) is not None and (b := getattr(r, den)) is not None]
+    total = sum(b for _, b in pairs)
+    return sum(a for a, _ in pairs) / total if pairs and total > 0 else None
+
+
 def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
     """Aggregate the runs of one protector."""
     mine = [r for r in runs if r.protector == protector]
@@ -160,6 +207,10 @@ def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
 
     def vals(attr: str) -> list[float]:
         return [v for r in ok if (v := getattr(r, attr)) is not None]
+
+    def total(attr: str) -> int | None:
+        got = vals(attr)
+        return int(sum(got)) if got else None
 
     return Totals(
         protector=protector,
@@ -177,5 +228,17 @@ def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
         restore_mean_s=_mean(vals("restore_s")),
         stored_bytes=sum(r.stored_bytes for r in ok),
         model_tokens=sum(r.model_tokens for r in ok),
+        intervening=total("intervening"),
+        collateral=total("collateral"),
+        reverted=_weighted_reverted(ok),
+        conflicts=total("conflicts"),
+        conflicts_reported=total("conflicts_reported"),
+        silently_overwritten=total("silently_overwritten"),
+        capture_mean_s=_mean(vals("capture_s")),
+        call_mean_s=_mean(vals("call_s")),
+        post_mean_s=_mean(vals("post_s")),
+        post_to_call=_ratio(ok, "post_s", "call_s"),
+        post_to_pre=_ratio(ok, "post_s", "capture_s"),
+        post_bytes=total("post_bytes"),
         short_of=[s for r in scored if (s := _shortfall(r)) is not None],
     )

@@ -231,6 +231,7 @@ def run_one(
             if outcome.exit_code != 0:
                 result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
             system.settle(sandbox)
+            protector.after_call(ctx, protection, outcome.exit_code)
             damaged = score_live(truth, truth_store)
             result.damage = damaged.restorable.score
             if protection.backup_id is not None:
@@ -295,6 +296,8 @@ def run_bench(
     keep: bool = False,
 ) -> BenchReport:
     """Run every scenario under every protector; systems start on first use."""
+    from preimage.bench.intervening import run_intervening
+
     say = progress or (lambda _msg: None)
     began = time.perf_counter()
     report = BenchReport(
@@ -317,7 +320,7 @@ def run_bench(
                 continue
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
-                res = run_one(
+                res = (run_intervening if sc.after else run_one)(
                     sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
                     cache=cache,
                 )

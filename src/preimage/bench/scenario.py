@@ -86,6 +86,11 @@ class Scenario(BaseModel):
         description="calls the agent made first (navigation); they go through the protector too",
     )
     call: CallSpec
+    after: list[CallSpec] = Field(
+        default_factory=list,
+        description="what a person changes right after the call, unseen by any protector: "
+        "a scenario with such changes belongs to the undo suite (preimage.bench.intervening)",
+    )
     expected_lost: list[str] = Field(min_length=1)
     notes: str = ""
     origin: str = Field("", description="the file the scenario was read from")
@@ -157,14 +162,22 @@ def _order(scenario_id: str) -> tuple[int, str]:
     return _CATEGORY_ORDER.get(scenario_id[:1], 9), scenario_id
 
 
-SUITES = ("all", "quick", "terminal", "sql", "kubernetes", "email", "browser")
+SUITES = ("all", "quick", "terminal", "sql", "kubernetes", "email", "browser", "undo")
 
 
 def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) -> list[Scenario]:
     """The scenarios of ``suite`` (a name from :data:`SUITES` or a system name), then
-    narrowed to ids matching any of ``patterns`` (shell-style globs)."""
+    narrowed to ids matching any of ``patterns`` (shell-style globs).
+
+    ``undo`` is the scenarios with intervening changes (``after``); every other suite
+    is the regret scenarios only."""
     import fnmatch
 
+    if suite == "undo":
+        chosen = [s for s in scenarios if s.after]
+        pats = [p for p in patterns if p]
+        return [s for s in chosen if not pats or any(fnmatch.fnmatchcase(s.id, p) for p in pats)]
+    scenarios = [s for s in scenarios if not s.after]
     if suite == "all":
         chosen = list(scenarios)
     elif suite == "quick":

@@ -236,7 +236,8 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     cfg = _config(mode, policy, workspace, on_failure=on_failure)
     call = ToolCall.shell(text, cwd=os.getcwd(), env=dict(os.environ))
     call.harness = "guard"
-    decision = BackupLayer(config=cfg).before(call)
+    layer = BackupLayer(config=cfg)
+    decision = layer.before(call)
     if as_json:
         click.echo(json.dumps(decision.to_dict(), default=str), err=True)
     elif decision.backup_id or decision.error or decision.notes:
@@ -262,6 +263,12 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     except OSError as exc:
         _fail(f"cannot run {argv[0]}: {exc.strerror}")
         return
+    if decision.backup_id:  # the after-state too, so `preimage undo` can revert just this
+        from preimage.layer.completion import ToolResult
+
+        done = layer.after(call, ToolResult("ok" if rc == 0 else "error"), decision)
+        if done.post_error:
+            click.echo(f"preimage: {done.post_error}", err=True)
     sys.exit(rc)
 
 

@@ -57,15 +57,22 @@ class Completion:
     targets: list[str] = field(default_factory=list)
     session_id: str | None = None
     tool_use_id: str | None = None
+    post_backup_id: str | None = None  # the same targets captured right after the call
+    post_error: str | None = None      # why that capture failed, when it did
 
     @property
     def note(self) -> str:
         """One sentence for the agent about the finished call ("" when there is nothing to say)."""
         if self.error:
             return f"preimage: this call was NOT backed up — {self.error}"
-        if self.backup_id:
+        if self.backup_id and self.post_backup_id:
             return (f"preimage backup {self.backup_id} holds the state before this call; "
-                    f"undo with `preimage restore {self.backup_id}`.")
+                    f"undo just this call with `preimage undo {self.backup_id}` (later changes "
+                    f"are kept), or bring it all back with `preimage restore {self.backup_id}`.")
+        if self.backup_id:
+            extra = f" ({self.post_error})" if self.post_error else ""
+            return (f"preimage backup {self.backup_id} holds the state before this call; "
+                    f"undo with `preimage restore {self.backup_id}`.{extra}")
         return ""
 
     def to_dict(self) -> dict[str, Any]:

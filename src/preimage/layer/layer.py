@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
+from preimage._errors import PreimageError
 from preimage._registry import BUILTINS, _registered, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
@@ -337,7 +338,24 @@ class BackupLayer:
         """
         from preimage.layer.completion import complete
 
-        return complete(call, result, decision)
+        completion = complete(call, result, decision)
+        if completion.backup_id:
+            self._capture_after(completion)
+        return completion
+
+    def _capture_after(self, completion: Completion) -> None:
+        """Capture the pre-call backup's targets again: with it, the call's delta is known
+        and ``preimage undo`` can revert just this call (unchanged state dedupes)."""
+        from preimage._undo import capture_after
+
+        assert completion.backup_id is not None
+        try:
+            post = capture_after(completion.backup_id, store=self._open_store())
+        except (PreimageError, OSError) as exc:
+            completion.post_error = (f"the capture after the call failed: {exc}; `preimage "
+                                     "undo` cannot revert this call alone")
+            return
+        completion.post_backup_id = post.id if post is not None else None
 
     def _open_store(self) -> Store:
         if self._store is None:

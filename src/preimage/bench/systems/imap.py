@@ -18,8 +18,9 @@ number divides ``n``, and ``Message-ID: <bench-n@example.org>``.
 Variables: ``{imap_uri}`` (``imap://user@host:port``, no password),
 ``{imap_user}``.  MCP tools (``mcp__email__…``): ``move_messages {folder,
 search, to}``, ``delete_messages {folder, search}``, ``store_flags {folder,
-uids, add}``, ``delete_folder {folder}`` — run with the standard library's
-``imaplib`` exactly as an IMAP MCP server would.
+uids or search, add, remove}``, ``delete_folder {folder}``, ``append_message
+{folder, n, subject, from, flags, date}`` — run with the standard library's
+``imaplib`` exactly as an IMAP MCP server (or a mail client) would.
 """
 
 from __future__ import annotations
@@ -166,16 +167,17 @@ class ImapSystem(System):
             typ, data = conn.select(quote_folder(folder))
             if typ != "OK":
                 return CallOutcome(1, repr(data))
-            if tool == "store_flags":
-                flags = " ".join(arguments.get("add", []))
-                typ, data = conn.uid("STORE", str(arguments.get("uids", "1:*")), "+FLAGS",
-                                     f"({flags})")
-                return CallOutcome(0 if typ == "OK" else 1, repr(data))
+            if tool == "append_message":
+                return self._append(conn, folder, arguments)
             search = str(arguments.get("search", "ALL"))
             if not _SEARCH_SAFE.match(search):
                 raise UsageError(f"MCP {server}/{tool}: unsupported search {search!r}")
+            if tool == "store_flags" and "search" not in arguments:
+                return self._store(conn, str(arguments.get("uids", "1:*")), arguments)
             typ, data = conn.uid("SEARCH", search)
             uids = ",".join(data[0].decode().split()) if typ == "OK" and data[0] else ""
+            if tool == "store_flags":
+                return self._store(conn, uids, arguments) if uids else CallOutcome(0, "none")
             if not uids:
                 return CallOutcome(0, "no message matched")
             if tool == "move_messages":
@@ -191,6 +193,29 @@ class ImapSystem(System):
                 conn.logout()
             except imaplib.IMAP4.error:
                 pass
+
+    @staticmethod
+    def _store(conn: imaplib.IMAP4, uids: str, arguments: dict[str, Any]) -> CallOutcome:
+        """``UID STORE`` of the ``add`` flags, then of the ``remove`` ones."""
+        for sign, key in (("+", "add"), ("-", "remove")):
+            flags = " ".join(arguments.get(key, []))
+            if flags:
+                typ, data = conn.uid("STORE", uids, f"{sign}FLAGS", f"({flags})")
+                if typ != "OK":
+                    return CallOutcome(1, repr(data))
+        return CallOutcome(0, "stored")
+
+    @staticmethod
+    def _append(conn: imaplib.IMAP4, folder: str, arguments: dict[str, Any]) -> CallOutcome:
+        """New mail arriving (``n``, ``subject``, ``from``, ``flags``, ``date``), delivered
+        as an ``APPEND`` the way a mail client files a message."""
+        n = int(arguments.get("n", 1000))
+        when = datetime.fromtimestamp(
+            mtime_ns(str(arguments.get("date", "2026-03-01T08:00:00Z"))) / 1e9, UTC)
+        flags = list(arguments.get("flags", []))
+        typ, data = conn.append(quote_folder(folder), f"({' '.join(flags)})" if flags else None,
+                                imaplib.Time2Internaldate(when), make_message(n, arguments))
+        return CallOutcome(0 if typ == "OK" else 1, repr(data))
 
     def mcp_servers(self, sandbox: Sandbox) -> dict[str, dict[str, Any]]:
         """The email MCP server stands behind the run's mailbox."""

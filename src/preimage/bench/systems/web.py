@@ -300,7 +300,8 @@ class TracSystem(WebSystem):
     """Trac (tracd); each run seeds its own milestone and tickets, the profile signed in.
 
     ``setup.trac`` is the launcher's seed spec (``milestones``, ``tickets``
-    with dated, authored changes); the first ticket's number is ``{ticket}``.
+    with dated, authored changes); the first ticket's number is ``{ticket}``, the
+    next ones' ``{ticket2}``, ``{ticket3}`` ….
     Variables: ``{trac_url}``, ``{trac_uri}`` (``web+trac://host:port``; add
     the path and ``?profile={profile}&env={trac_env}``), ``{trac_env}``.
     A click presses the confirm button of the page's delete form, as a
@@ -344,8 +345,8 @@ class TracSystem(WebSystem):
         """Seed milestones and tickets; sign the profile in."""
         spec = (setup.get("trac") or {})
         ids = self.server.seed({k: v for k, v in spec.items() if k in ("milestones", "tickets")})
-        if ids:
-            sandbox.variables["ticket"] = str(ids[0])
+        for n, tid in enumerate(ids, 1):
+            sandbox.variables["ticket" if n == 1 else f"ticket{n}"] = str(tid)
         page = self.page(sandbox)
         page.goto(self.server.url + "/login")
 

@@ -1,0 +1,44 @@
+"""Undoing one call on Kubernetes: objects by kind/namespace/name, merged by field path.
+
+An object both the call and someone after it changed is merged leaf by leaf
+over its spec, data, labels, annotations and the rest (lists whose order the
+server sets by their key, other lists entry by entry when neither side changed
+their length).  ``managedFields`` and ``status`` are *soft*: the API server and
+the controllers rewrite them on every write, so when both sides moved them the
+live value stands.  Server-assigned fields keep their live values, so the
+object is written with the live ``resourceVersion``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from preimage.restoration.merge import Conflict, Merger
+from preimage.restoration.revert import Granularity, Reverter
+from preimage.snapshot_schemas import Item
+from preimage.snapshot_schemas.kubernetes import KEYED_LISTS, KubeObject
+
+_LISTS = {".".join(path): keys for path, keys in KEYED_LISTS.items()}
+_SOFT = ("meta.metadata.managedFields", "meta.status")
+
+
+class KubeReverter(Reverter):
+    """Objects by identity; fields by path."""
+
+    granularity: ClassVar[Granularity] = Granularity(
+        "object by kind, namespace and name", "field path",
+        "keyed lists by key; managedFields and status follow the live object")
+
+    def soft(self, item: Item, path: str) -> bool:
+        return any(path == s or path.startswith((s + ".", s + "[")) for s in _SOFT)
+
+    def merge_item(self, base: Item, theirs: Item, live: Item, blobs: Any) -> tuple[
+        Item, list[Conflict], list[str]
+    ]:
+        assert isinstance(base, KubeObject) and isinstance(theirs, KubeObject)
+        assert isinstance(live, KubeObject)
+        merger = Merger(soft=lambda path: self.soft(live, path))
+        body = merger.value(base.body, theirs.body, live.body, "content", "body", _LISTS)
+        meta = merger.value(base.meta, theirs.meta, live.meta, "metadata", "meta", _LISTS)
+        merged = live.model_copy(update={"body": body, "meta": meta})
+        return merged, merger.conflicts, merger.changed

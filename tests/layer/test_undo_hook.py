@@ -1,0 +1,82 @@
+"""The hook flow end to end: PreToolUse backs up, PostToolUse captures the same targets
+again, and `preimage undo` reverts exactly that call, keeping what changed since."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.layer.hook import handle
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("PREIMAGE_HOME", str(home))
+    monkeypatch.setenv("PREIMAGE_LOG", str(tmp_path / "log" / "hook.log"))
+    return {"PREIMAGE_HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+
+def hook(event: str, command: str, cwd: Path, env: dict[str, str], **extra: object) -> dict:
+    payload = {"hook_event_name": event, "tool_name": "Bash", "tool_input": {"command": command},
+               "cwd": str(cwd), "session_id": "sess-1", "tool_use_id": "toolu_01"} | extra
+    out = handle("claude-code", [], json.dumps(payload), env=env, cwd=str(cwd))
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def test_post_tool_use_records_the_delta_and_undo_reverts_only_the_call(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """A Bash call through PreToolUse/PostToolUse: `preimage log` shows its delta, and
+    undo by the harness's call id reverts it while a later edit stays."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "config.ini").write_text("[db]\nhost = prod\nport = 5432\n")
+    (work / "readme.md").write_text("# app\n")
+    command = "printf '[db]\\nhost = localhost\\nport = 5432\\n' > config.ini"
+    answer = hook("PreToolUse", command, work, env)
+    assert "preimage backup" in json.dumps(answer)
+    subprocess.run(["bash", "-c", command], cwd=work, check=True)
+    hook("PostToolUse", command, work, env, tool_response={"stdout": "", "stderr": ""})
+    (work / "readme.md").write_text("# app\nedited later by a person\n")
+
+    with Store() as store:
+        (entry,) = preimage.timeline(store=store, session="sess-1")
+        assert entry.post_id and "config.ini" in entry.delta
+        result = preimage.undo("toolu_01", store=store)
+    assert result.ok and result.conflicts == 0
+    assert (work / "config.ini").read_text() == "[db]\nhost = prod\nport = 5432\n"
+    assert (work / "readme.md").read_text() == "# app\nedited later by a person\n"
+
+
+def test_sqlite_update_through_the_hook_reverted_by_row_later_insert_kept(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """`sqlite3 app.db "UPDATE …"` through PreToolUse/PostToolUse: undo by the call's id
+    puts the updated rows back by primary key and keeps a row inserted and a column
+    edited afterwards."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    db = work / "app.db"
+    subprocess.run(["sqlite3", str(db),
+                    "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, plan TEXT);"
+                    "INSERT INTO users VALUES (1,'ann','pro'),(2,'bob','free'),(3,'cy','pro');"],
+                   check=True)
+    command = "sqlite3 app.db \"UPDATE users SET plan = 'free'\""
+    answer = hook("PreToolUse", command, work, env, tool_use_id="toolu_sql")
+    assert "preimage backup" in json.dumps(answer)
+    subprocess.run(["bash", "-c", command], cwd=work, check=True)
+    hook("PostToolUse", command, work, env, tool_use_id="toolu_sql",
+         tool_response={"stdout": "", "stderr": ""})
+    subprocess.run(["sqlite3", str(db), "INSERT INTO users VALUES (4,'dee','free');"
+                    "UPDATE users SET name = 'Bob' WHERE id = 2;"], check=True)
+
+    with Store() as store:
+        result = preimage.undo("toolu_sql", store=store)
+    assert result.ok and result.conflicts == 0, result.to_dict()["plans"]
+    rows = subprocess.run(["sqlite3", str(db), "SELECT * FROM users ORDER BY id"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert rows == ["1|ann|pro", "2|Bob|free", "3|cy|pro", "4|dee|free"]

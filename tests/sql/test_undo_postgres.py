@@ -1,0 +1,139 @@
+"""Undo one SQL call on a real PostgreSQL: rows by key and column, sequences by value,
+never a whole table rewritten to revert a few rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import preimage
+from preimage._undo import capture_after
+
+pytestmark = pytest.mark.postgres
+
+
+def protected(store: Any, db: Any, uri: str, statement: str) -> str:
+    pre = preimage.capture([uri], store=store, kind="layer", session="s",
+                           tool_call={"tool": "mcp__pg__execute_sql", "input": {"query": statement}})
+    db.sql(statement)
+    capture_after(pre.id, store=store)
+    return pre.id
+
+
+def seed(db: Any) -> None:
+    db.sql("""
+        CREATE TABLE customers (id serial PRIMARY KEY, first_name text NOT NULL,
+                                last_name text NOT NULL, email text UNIQUE);
+        INSERT INTO customers (first_name, last_name, email)
+            SELECT 'First' || g, 'Last' || g, 'c' || g || '@example.org'
+            FROM generate_series(1, 200) g;
+        CREATE TABLE tags (label text, n int);
+        INSERT INTO tags VALUES ('a', 1), ('b', 2), ('a', 1);
+        CREATE TABLE audit (id int PRIMARY KEY, what text);
+        CREATE FUNCTION log_change() RETURNS trigger LANGUAGE plpgsql AS
+          $$ BEGIN INSERT INTO audit VALUES ((SELECT coalesce(max(id), 0) + 1 FROM audit),
+                                             TG_OP); RETURN NEW; END $$;
+        CREATE TRIGGER customers_log AFTER UPDATE ON customers
+            FOR EACH ROW EXECUTE FUNCTION log_change();
+    """)
+
+
+def test_bad_update_reverted_row_by_row_later_inserts_and_edits_kept(
+        db: Any, store: Any) -> None:
+    """UPDATE without WHERE, then a person inserts rows and edits other columns: the
+    undo reverts last_name on every row, keeps the inserts and the e-mail edits, reports
+    the row whose last_name the person set again, and rewrites no other row."""
+    seed(db)
+    uri = db.uri("tables=public.customers,public.tags")
+    pre = protected(store, db, uri, "UPDATE customers SET last_name = 'Role'")
+    db.sql("""
+        INSERT INTO customers (first_name, last_name, email) VALUES ('New', 'Person', 'n@x.org');
+        UPDATE customers SET email = 'seven@example.org' WHERE id = 7;
+        UPDATE customers SET last_name = 'Fixed' WHERE id = 9;
+        DELETE FROM tags WHERE label = 'b';
+    """)
+    untouched_ctid = db.sql("SELECT ctid FROM customers WHERE id = 201").strip()
+    result = preimage.undo(pre, store=store)
+    assert result.ok and result.conflicts == 1, result.to_dict()["plans"][0]["summary"]
+    got = db.sql("SELECT id, last_name, email FROM customers WHERE id IN (1, 7, 9, 201) "
+                 "ORDER BY id").split("\n")
+    assert [g.strip() for g in got if g.strip()] == [
+        "1|Last1|c1@example.org", "7|Last7|seven@example.org", "9|Fixed|c9@example.org",
+        "201|Person|n@x.org"]
+    assert db.sql("SELECT ctid FROM customers WHERE id = 201").strip() == untouched_ctid
+    assert db.sql("SELECT count(*) FROM tags").strip() == "2"   # the later delete is kept
+    assert db.sql("SELECT count(*) FROM audit").strip() == "202"  # 200 + 2 later updates: the undo fired none
+    (conflict,) = result.plans[0].conflicts
+    assert conflict.conflicts[0].path == "values.last_name"
+
+
+def test_sequence_moved_since_is_a_conflict(db: Any, store: Any) -> None:
+    """An INSERT by the call advanced the id sequence and a later INSERT moved it again:
+    the call's row goes, the later row stays, and the sequence is not set back (that
+    would hand out an id twice) — it is reported."""
+    seed(db)
+    uri = db.uri("tables=public.customers")
+    pre = protected(store, db, uri, "INSERT INTO customers (first_name, last_name) "
+                                    "VALUES ('Bot', 'Agent')")
+    db.sql("INSERT INTO customers (first_name, last_name) VALUES ('Real', 'Person')")
+    result = preimage.undo(pre, store=store)
+    rows = db.sql("SELECT id, first_name FROM customers WHERE id > 200 ORDER BY id").split()
+    assert rows == ["202|Real"]
+    assert any(p.label.startswith("sequence") for p in result.plans[0].conflicts)
+    assert db.sql("SELECT nextval('customers_id_seq')").strip() == "203"
+
+
+def test_undo_alone_is_exact(db: Any, store: Any) -> None:
+    """With no later writer, the undo of DELETE + UPDATE brings every row back as it was;
+    only the storage order differs (re-inserted rows go where PostgreSQL puts them, since
+    an undo never rewrites a whole table) — which the table's row digest records."""
+    seed(db)
+    uri = db.uri("tables=public.customers,public.tags")
+    pre = protected(store, db, uri, "DELETE FROM customers WHERE id % 3 = 0; "
+                                    "UPDATE tags SET n = 9; DELETE FROM tags WHERE label='b'")
+    assert preimage.undo(pre, store=store).ok
+    total, _ = preimage.score(pre, store=store)
+    lost = [d for d in total.differences if d.fidelity in ("content", "metadata")]
+    assert [(d.item, d.path) for d in lost] == [("table public/customers", "rows_digest")]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`preimage ARGS` in its own process (PREIMAGE_HOME and the password from the env)."""
+    return subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
+                          text=True, env=dict(os.environ), timeout=300)
+
+
+def test_cli_plan_then_take_backup(db: Any, store: Any) -> None:
+    """`preimage undo --dry-run` plans a bad UPDATE's revert row by row and writes nothing;
+    the plain undo leaves the row a person set again (exit 1, conflict named with both
+    versions); `--take-backup` then writes that row as before the call too, and the row
+    inserted since stays."""
+    seed(db)
+    uri = db.uri("tables=public.customers")
+    pre = protected(store, db, uri, "UPDATE customers SET last_name = 'Role' WHERE id <= 3")
+    db.sql("UPDATE customers SET last_name = 'Fixed' WHERE id = 2; "
+           "INSERT INTO customers (first_name, last_name) VALUES ('New', 'Person')")
+    before = db.sql("SELECT id, last_name FROM customers WHERE id <= 3 ORDER BY id")
+    plan = _cli("undo", pre, "--dry-run", "--json")
+    assert plan.returncode == 1, plan.stderr  # a conflict would be left
+    planned = json.loads(plan.stdout)
+    assert planned["dry_run"] and planned["conflicts"] == 1
+    verdicts = [i["verdict"] for i in planned["plans"][0]["items"]]
+    assert (verdicts.count("revert"), verdicts.count("conflict")) == (2, 1), verdicts
+    assert db.sql("SELECT id, last_name FROM customers WHERE id <= 3 ORDER BY id") == before
+
+    left = _cli("undo", pre)
+    assert left.returncode == 1
+    assert "'Role'" in left.stdout and "'Fixed'" in left.stdout  # both versions named
+    assert db.sql("SELECT last_name FROM customers WHERE id IN (1, 2, 3) ORDER BY id"
+                  ).split() == ["Last1", "Fixed", "Last3"]
+    forced = _cli("undo", pre, "--take-backup", "--json")
+    assert forced.returncode == 0, forced.stderr + forced.stdout
+    assert db.sql("SELECT last_name FROM customers WHERE id IN (1, 2, 3) ORDER BY id"
+                  ).split() == ["Last1", "Last2", "Last3"]
+    assert db.sql("SELECT last_name FROM customers WHERE first_name = 'New'").strip() == "Person"

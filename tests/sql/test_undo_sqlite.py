@@ -1,0 +1,104 @@
+"""Undo one SQL call on SQLite: rows by primary key and column, nothing else written."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage._undo import capture_after
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.db"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT);
+        CREATE TABLE log (line TEXT);
+    """)
+    con.executemany("INSERT INTO customers VALUES (?, ?, ?)",
+                    [(i, f"name{i}", f"c{i}@example.org") for i in range(1, 11)])
+    con.executemany("INSERT INTO log VALUES (?)", [("a",), ("b",), ("a",)])
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    st = Store(tmp_path / "home")
+    yield st  # type: ignore[misc]
+    st.close()
+
+
+def sql(db: Path, text: str) -> None:
+    con = sqlite3.connect(db)
+    con.executescript(text)
+    con.commit()
+    con.close()
+
+
+def rows(db: Path, table: str = "customers") -> list[tuple[object, ...]]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+    finally:
+        con.close()
+
+
+def protected(store: Store, db: Path, text: str) -> str:
+    uri = f"sqlite:///{db}"
+    pre = preimage.capture([uri], store=store, kind="layer", session="s",
+                           tool_call={"tool": "Bash", "input": {"command": text}})
+    sql(db, text)
+    capture_after(pre.id, store=store)
+    return pre.id
+
+
+def test_rows_reverted_by_key_and_column_later_work_kept(db: Path, store: Store) -> None:
+    """A bad UPDATE and DELETE are reverted row by row; rows inserted, deleted or changed
+    in other columns since are kept; a row changed since in the same column is a conflict."""
+    pre = protected(store, db, "UPDATE customers SET name = 'X' WHERE id <= 3; "
+                               "DELETE FROM customers WHERE id = 5; "
+                               "DELETE FROM log WHERE line = 'a';")
+    sql(db, "INSERT INTO customers VALUES (100, 'new', 'n@example.org');"
+            "UPDATE customers SET email = 'two@example.org' WHERE id = 2;"
+            "UPDATE customers SET name = 'person' WHERE id = 3;"
+            "DELETE FROM customers WHERE id = 7;"
+            "INSERT INTO log VALUES ('c');")
+    result = preimage.undo(pre, store=store)
+    assert result.ok and result.conflicts == 1, result.to_dict()
+    got = {r[0]: r for r in rows(db)}
+    assert got[1] == (1, "name1", "c1@example.org")
+    assert got[2] == (2, "name2", "two@example.org")       # column merge
+    assert got[3] == (3, "person", "c3@example.org")       # conflict left alone
+    assert got[5] == (5, "name5", "c5@example.org")        # deleted by the call: back
+    assert 7 not in got and got[100] == (100, "new", "n@example.org")
+    assert sorted(rows(db, "log")) == [("a",), ("a",), ("b",), ("c",)]
+    written = sorted(i.key for r in result.reports for i in r.changes)
+    assert all("|row=" in k for k in written) and len(written) == 5, written
+    (conflict,) = result.plans[0].conflicts
+    assert conflict.conflicts[0].path == "values.name"
+    assert (conflict.conflicts[0].theirs, conflict.conflicts[0].live) == ("X", "person")
+
+
+def test_undo_of_a_call_alone_scores_one(db: Path, store: Store) -> None:
+    """With no later writer, undo brings the database back exactly."""
+    pre = protected(store, db, "UPDATE customers SET email = NULL; DELETE FROM log;"
+                               "INSERT INTO customers VALUES (50, 'x', 'y');")
+    assert preimage.undo(pre, store=store).ok
+    total, _ = preimage.score(pre, store=store)
+    assert total.restorable.score == 1.0, total.differences[:5]
+
+
+def test_a_dropped_table_comes_back_whole(db: Path, store: Store) -> None:
+    """DROP TABLE: the table item and every row are reverted together."""
+    pre = protected(store, db, "DROP TABLE customers;")
+    sql(db, "INSERT INTO log VALUES ('later');")
+    result = preimage.undo(pre, store=store)
+    assert result.ok
+    assert len(rows(db)) == 10 and ("later",) in rows(db, "log")
