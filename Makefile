@@ -7,6 +7,9 @@ PIP    := $(VENV)/bin/pip
 EDITABLE := --config-settings editable_mode=strict
 # setuptools announces every strict editable install with a warning; it is information only.
 QUIET  := PYTHONWARNINGS="ignore:Editable installation"
+# Two workers: one per core; tests that share a session server run on one worker
+# (tests/conftest.py schedules them), so every server still starts once.
+PYTEST_FLAGS ?= -n auto
 
 .PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
 
@@ -42,7 +45,7 @@ test: setup venv-all
 	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy -p preimage
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_FLAGS)
 
 # The regret benchmark: every scenario, with the HTML report (bench-report/index.html).
 bench: setup venv-all

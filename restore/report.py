@@ -31,7 +31,12 @@ class ItemResult(BaseModel):
 
 
 class IdRemap(BaseModel):
-    """A server-assigned identity that changed: follow references with it."""
+    """A server-assigned identity that changed: follow references with it.
+
+    ``key`` names the item as the report's item results do — its natural key or its
+    label (``deployments.apps/shop/web``, ``comment:<name>``) — and ``field`` the
+    field that changed, so the meter can explain the difference it makes.
+    """
 
     model_config = ConfigDict(frozen=True)
 

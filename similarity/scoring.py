@@ -95,14 +95,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def _remap_note(
-    key: str, path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
+    item: tuple[str, str], path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
 ) -> str:
     """The restore's own account of a changed server leaf, if it reported one: the
-    item's remap of that field, or the remap of the identity the leaf refers to."""
+    item's remap of that field, or the remap of the identity the leaf refers to.
+    ``item`` is the item's natural key and label; a remap may name either."""
     field = path.rsplit(".", 1)[-1]
     for r in remaps:
-        same_leaf = r.key == key and r.field in (path, field)
-        reference = r.key != key and isinstance(original, str) and len(original) >= 8
+        mine = r.key in item
+        same_leaf = mine and r.field in (path, field)
+        reference = not mine and isinstance(original, str) and len(original) >= 8
         if (same_leaf or reference) and str(r.old) == str(original):
             followed = "" if str(r.new) == str(restored) else f" (live: {restored})"
             whose = "" if same_leaf else f" of {r.key}"
@@ -153,7 +155,10 @@ def compare(
             reason = "changed value"
         note = ""
         if fidelity == SERVER:
-            remapped = _remap_note(key, path, leaf.value, got.value if got else None, remaps)
+            remapped = _remap_note(
+                (key, orig_items.get(key, key)), path, leaf.value, got.value if got else None,
+                remaps,
+            )
             note = "; ".join(n for n in (leaf.note or SERVER_REASON, remapped) if n)
         diffs.append(LeafDifference(
             item=orig_items.get(key, key), key=key, path=path, fidelity=fidelity,

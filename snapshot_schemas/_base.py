@@ -31,6 +31,10 @@ The same declarations say how the meter reads a field (:func:`iter_leaves`):
   (index definitions by name): entries are compared by that key, never by
   position; lists of records whose model declares :func:`key` fields are keyed
   by them without saying so;
+* ``derived=True`` — a count or digest of other items (a folder's message
+  count, a table's row digest): kept so a diff that does not expand the
+  items still sees a change, and left out where the items themselves are
+  compared item by item (the conformance kit's merge check);
 * ``keyed_lists={path: …}`` — the same for lists nested in a free-form value
   (a Kubernetes object): ``path`` names the list from the field (dict keys
   joined by ``.``, ``[]`` for "each entry of a list"), the value is the key
@@ -77,6 +81,7 @@ class FieldSpec(NamedTuple):
     display: str = ""
     reason: str = ""
     lists: Mapping[str, ListMatch] = {}
+    derived: bool = False
 
 
 def _field(
@@ -88,10 +93,13 @@ def _field(
     unordered: bool = False,
     keyed_by: tuple[str, ...] = (),
     keyed_lists: Mapping[str, ListMatch] | None = None,
+    derived: bool = False,
     **kwargs: Any,
 ) -> Any:
     extra = dict(kwargs.pop("json_schema_extra", None) or {})
     extra["fidelity"] = cls
+    if derived:
+        extra["derived"] = True
     if display:
         extra["display"] = display
     if reason:
@@ -157,6 +165,7 @@ class Record(BaseModel):
                 str(extra.get("display", "")),
                 str(extra.get("reason", "")),
                 lists,
+                bool(extra.get("derived", False)),
             )
             _SPECS[(cls, name)] = found
         return found
@@ -189,6 +198,7 @@ class Record(BaseModel):
                 display=spec.display,
                 note=spec.reason,
                 lists=spec.lists,
+                derived=spec.derived,
             )
 
 
@@ -319,6 +329,7 @@ class Leaf(NamedTuple):
     value: Any
     display: str = ""
     note: str = ""
+    derived: bool = False
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -377,6 +388,7 @@ def iter_leaves(
     note: str = "",
     lists: Mapping[str, ListMatch] | None = None,
     rel: str = "",
+    derived: bool = False,
 ) -> Iterator[tuple[str, Leaf]]:
     """Flatten ``value`` into ``(path, leaf)`` pairs.
 
@@ -391,26 +403,26 @@ def iter_leaves(
         yield from value.leaves(fidelity, path)
     elif isinstance(value, dict):
         if not value:
-            yield path, Leaf(fidelity, {}, display, note)
+            yield path, Leaf(fidelity, {}, display, note, derived)
         for k in sorted(value, key=str):
             yield from iter_leaves(
                 value[k], fidelity, child_path(path, k), display=display, note=note,
-                lists=lists, rel=f"{rel}.{k}" if rel else str(k),
+                lists=lists, rel=f"{rel}.{k}" if rel else str(k), derived=derived,
             )
     elif isinstance(value, list | tuple):
         if not value:
-            yield path, Leaf(fidelity, [], display, note)
+            yield path, Leaf(fidelity, [], display, note, derived)
             return
         match = lists.get(rel) if lists else None
         for (label, how), v in zip(entry_labels(value, match), value, strict=True):
             if how == "set":
-                yield f"{path}{label}", Leaf(fidelity, True, "", note)
+                yield f"{path}{label}", Leaf(fidelity, True, "", note, derived)
                 continue
             if how == "key":  # the key is in the path; its fields are not leaves again
                 v = {k: x for k, x in v.items() if k not in match}  # type: ignore[operator]
             yield from iter_leaves(
                 v, fidelity, f"{path}{label}", display=display, note=note,
-                lists=lists, rel=f"{rel}[]",
+                lists=lists, rel=f"{rel}[]", derived=derived,
             )
     else:
-        yield path, Leaf(fidelity, value, display, note)
+        yield path, Leaf(fidelity, value, display, note, derived)

@@ -92,9 +92,10 @@ class IdbStore(Item):
         None, description="the key generator's next number (auto-increment stores)"
     )
     indexes: list[IndexSpec] = metadata(default_factory=list, keyed_by=("name",))
-    records: int = content(0, description="number of records")
+    records: int = content(0, description="number of records", derived=True)
     digest: str | None = content(
         None,
+        derived=True,
         description="blob of the records: JSON lines [key, value] in the tagged encoding "
         "of preimage.connectors.browser.idb; expanded into IdbRecord items for scoring",
     )

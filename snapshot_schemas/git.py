@@ -71,8 +71,10 @@ class GitIndexListing(Item):
     """Stand-in for the index entries when the listing is not expanded from blobs."""
 
     kind: Literal["git-index-listing"] = key("git-index-listing")
-    digest: str = content(description="blob holding the JSON list of index entries")
-    entries: int = content()
+    digest: str = content(
+        description="blob holding the JSON list of index entries", derived=True
+    )
+    entries: int = content(derived=True)
 
 
 class GitStatusEntry(Item):

@@ -47,7 +47,9 @@ class ImapFolder(Item):
     kind: Literal["folder"] = key("folder")
     folder: str = key(description="the folder's name as the user sees it (decoded from UTF-7)")
     selectable: bool = content(True, description="False for \\Noselect hierarchy-only names")
-    messages: int = content(0, description="number of messages captured in the folder")
+    messages: int = content(
+        0, description="number of messages captured in the folder", derived=True
+    )
     separator: str | None = metadata(None, description="the hierarchy separator")
     special_use: list[str] = metadata(
         default_factory=list, description="RFC 6154 attributes (\\Trash, \\Sent, …), sorted",

@@ -391,9 +391,8 @@ class KubeObject(Item):
         yield from object_leaves(self.kind, doc, (), path)
 
     def label(self) -> str:
-        """``Deployment shop/web`` (``PersistentVolume pv-1`` when cluster-scoped)."""
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
+        """:attr:`ref` — ``deployments.apps/shop/web``, as restore reports name objects."""
+        return self.ref
 
     def manifest(self) -> dict[str, Any]:
         """The whole object, as it was read from the API."""

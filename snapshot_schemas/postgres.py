@@ -56,8 +56,14 @@ from preimage.snapshot_schemas.sql import TableRow, row_key
 class PgRow(TableRow):
     """A table row as scored, with the physical identity the server gave it."""
 
-    ctid: str | None = server(None, description="physical location; changes on update")
-    xmin: str | None = server(None, description="inserting transaction id")
+    ctid: str | None = server(
+        None, description="physical location; changes on update",
+        reason="PostgreSQL places every row version itself; a re-inserted row lands elsewhere",
+    )
+    xmin: str | None = server(
+        None, description="inserting transaction id",
+        reason="the id of the transaction that wrote the row; a restore is a new transaction",
+    )
 
 
 _OID = "PostgreSQL assigns an OID to every object it creates; a re-created one gets a new OID"
@@ -161,15 +167,17 @@ class PgTable(PgOwned):
     late_defaults: list[str] = metadata(
         default_factory=list,
         description="columns whose default calls a captured function: set after creation",
+        unordered=True,
     )
-    row_count: int = content(0)
+    row_count: int = content(0, derived=True)
     rows_digest: str | None = content(
-        None, description="COPY text of the rows, in storage order (v1: key order)"
+        None, description="COPY text of the rows, in storage order (v1: key order)", derived=True
     )
     row_filter: str | None = content(None, description="row scope: the normalised predicate")
     row_system_digest: str | None = server(
         None, description="per row, in the rows' order: ctid and xmin (COPY text)",
         reason="ctid and xmin say where a row version lives and which transaction wrote it",
+        derived=True,
     )
     relfilenode: int | None = server(
         None, reason="PostgreSQL names a table's file anew when it is re-created or rewritten"
@@ -263,7 +271,7 @@ class PgExtension(Item):
     name: str = key()
     namespace: str = metadata(description="the schema it is installed in")
     version: str = metadata()
-    depends: list[str] = metadata(default_factory=list)
+    depends: list[str] = metadata(default_factory=list, unordered=True)
 
 
 class PgDatabase(Item):

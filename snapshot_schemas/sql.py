@@ -86,8 +86,10 @@ class SqlTable(Item):
     check_constraints: list[str] = metadata(default_factory=list, unordered=True)
     indexes: list[str] = metadata(default_factory=list, unordered=True)
     ddl: str | None = metadata(None, description="CREATE TABLE as the database keeps it (SQLite)")
-    row_count: int = content(0)
-    rows_digest: str | None = content(None, description="sha256 of the rows as JSON lines")
+    row_count: int = content(0, derived=True)
+    rows_digest: str | None = content(
+        None, description="sha256 of the rows as JSON lines", derived=True
+    )
 
 
 class SqlObject(Item):

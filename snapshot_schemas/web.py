@@ -44,8 +44,8 @@ class WebRecord(Item):
     server: dict[str, Any] = server(default_factory=dict)
 
     def label(self) -> str:
-        """``comment <name>``: the record as the adapter names it."""
-        return f"{self.kind} {self.name}"
+        """:attr:`ref` — ``comment:<name>``, as restore reports name records."""
+        return self.ref
 
     @property
     def ref(self) -> str:

@@ -1,52 +1,237 @@
 """Fixtures every test area shares: a private store and the CLI in a real process.
 
-An area's own ``conftest.py`` overrides ``home`` when it needs more private
-settings (the backup layer's config dir) and wraps ``cli`` when its commands
-need other defaults (mail tests check the exit code by default).
+No test ever reaches the user's own store, layer config, hook log or service
+sockets.  Every test runs with its own ``PREIMAGE_HOME``, ``PREIMAGE_CONFIG_DIR`` and
+``PREIMAGE_LOG`` (the autouse ``home`` fixture).  Behind that, each test process points
+the places preimage falls back to when nothing is set (``XDG_DATA_HOME``,
+``XDG_CONFIG_HOME``, ``XDG_STATE_HOME``, ``XDG_RUNTIME_DIR``) at a private directory
+and clears the ``PREIMAGE_*`` settings a developer's shell may carry; a test that
+leaves anything in one of those fallbacks (a session fixture, a process started with an
+environment built by hand) fails at teardown naming the place, and a run after which
+the user's real defaults changed says so with the paths (and fails under CI).
+
+An area's own ``conftest.py`` wraps ``cli`` when its commands need other defaults
+(mail tests check the exit code by default).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+
 from preimage import Store
 
 CliResult = subprocess.CompletedProcess[str]
 
+#: The fixture that starts each real server, and the marker every test using it carries.
+SERVER_MARKERS = {
+    "pg_server": "postgres", "mariadb_server": "mariadb", "dovecot": "imap",
+    "dovecot_minimal": "imap", "control_plane": "kubernetes", "chromium": "browser",
+    "isso_server": "webapp", "trac_server": "webapp",
+}
+
+
+#: Areas whose tests share session servers: under pytest-xdist (``-n auto``) all the tests
+#: of one run on one worker, so each server starts once; a benchmark module (one bench
+#: run shared by its tests) is a unit of its own.  Every other test goes wherever a
+#: worker is free.
+GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work a test belongs to (see :data:`GROUPED_AREAS`): its area, its
+    benchmark module, or the test itself."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
+        return parts[1]
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] == "bench":
+        return f"bench/{parts[2]}"
+    return nodeid
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Schedule by :func:`_unit`: xdist's own ``loadgroup`` reads a group from a suffix it
+    writes into node ids, which pytest 9 no longer lets a plugin change."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return UnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts (or shares) a real server carries that server's marker, even when
+    its module forgot it, so ``-m "not kubernetes"`` and friends select exactly."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in SERVER_MARKERS.items():
+            if fixture in used and item.get_closest_marker(marker) is None:
+                item.add_marker(getattr(pytest.mark, marker))
+
 
 @pytest.fixture(scope="session", autouse=True)
-def _hook_decides_in_process() -> Iterator[None]:
+def _hook_decides_in_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Hook processes decide in-process unless a test starts a decision service itself
-    (a service per test's store would outlive the test)."""
+    (a service per test's store would outlive the test).  Any service still starts in a
+    runtime directory of the session's own, never the user's, and the session ends by
+    stopping whatever is left there — and failing, since a test left it."""
+    from services import stop_services
+
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PREIMAGE_SERVICE", "off")
+        mp.setenv("PREIMAGE_RUNTIME_DIR", str(runtime))
         yield
+    left = stop_services(runtime)
+    assert not left, f"decision services left running by the tests: pids {left}"
+
+
+#: What preimage falls back to when no ``PREIMAGE_*`` setting names a place:
+#: (environment variable, what preimage keeps under ``$VAR/preimage``).
+FALLBACKS = (
+    ("XDG_DATA_HOME", "the default store"),
+    ("XDG_CONFIG_HOME", "the default layer config"),
+    ("XDG_STATE_HOME", "the default hook log"),
+    ("XDG_RUNTIME_DIR", "the default service sockets"),
+)
+
+#: Settings that point preimage at a user's own state or change its behaviour: a test
+#: sets the ones it means, so none is inherited from the shell that runs pytest.
+USER_SETTINGS = (
+    "PREIMAGE_HOME", "PREIMAGE_STORE", "PREIMAGE_CATALOG", "PREIMAGE_STORE_KEY",
+    "PREIMAGE_STORE_KEY_FILE", "PREIMAGE_CHUNK_CACHE_MB", "PREIMAGE_CONFIG_DIR",
+    "PREIMAGE_LOG", "PREIMAGE_RUNTIME_DIR", "PREIMAGE_SERVE_IDLE", "PREIMAGE_MODEL",
+    "PREIMAGE_MODE", "PREIMAGE_POLICY", "PREIMAGE_WORKSPACE", "PREIMAGE_BROWSER_PROFILE",
+    "PREIMAGE_CRASH_AT", "PREIMAGE_DEBUG",
+)
+
+
+Fingerprint = tuple[tuple[str, int, int], ...] | None
+
+
+def _user_defaults() -> list[Path]:
+    """The user's real default store, layer config and hook log directories (as the
+    environment of the shell running pytest names them)."""
+    import platformdirs
+
+    return [
+        Path(platformdirs.user_data_dir("preimage", appauthor=False)),
+        Path(platformdirs.user_config_dir("preimage", appauthor=False)),
+        Path(platformdirs.user_log_dir("preimage", appauthor=False)),
+    ]
+
+
+def _fingerprint(places: list[Path]) -> dict[Path, Fingerprint]:
+    """(name, mtime, size) of every entry one level down in each place, or None when the
+    place does not exist: enough to see that something opened a store or wrote a log."""
+    out: dict[Path, Fingerprint] = {}
+    for place in places:
+        try:
+            entries = [(e.name, e.stat(follow_symlinks=False)) for e in os.scandir(place)]
+        except FileNotFoundError:
+            out[place] = None
+            continue
+        except OSError:
+            continue
+        out[place] = tuple(sorted((n, st.st_mtime_ns, st.st_size) for n, st in entries))
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this process private fallback locations and a clean ``PREIMAGE_*`` slate.
+
+    The controller of an xdist run fingerprints the user's real defaults first (see
+    :func:`pytest_sessionfinish`); each worker makes fallbacks of its own, so a test that
+    uses one is caught on the worker that ran it.
+    """
+    if not hasattr(config, "workerinput"):
+        config.stash[_REAL_DEFAULTS] = _fingerprint(_user_defaults())
+    for name in USER_SETTINGS:
+        os.environ.pop(name, None)
+    sandbox = Path(tempfile.mkdtemp(prefix="preimage-tests-"))
+    config.stash[_SANDBOX] = sandbox
+    for var, _ in FALLBACKS:
+        place = sandbox / var.lower()
+        place.mkdir(mode=0o700)
+        os.environ[var] = str(place)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    sandbox = config.stash.get(_SANDBOX, None)
+    if sandbox is not None:
+        shutil.rmtree(sandbox, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Report, loudly, when the user's own default store, config or log changed during the
+    run; under CI (``CI`` set: nothing else runs there) the run fails.  On a developer's
+    machine their own agents' hooks may write there meanwhile, so it is a warning."""
+    before = session.config.stash.get(_REAL_DEFAULTS, None)
+    if before is None:
+        return
+    after = _fingerprint(list(before))
+    changed = [str(place) for place, print_ in before.items() if after.get(place) != print_]
+    if not changed:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_sep("=", "default home touched", red=True, bold=True)
+        reporter.write_line(
+            f"the user's default preimage locations changed during the tests: "
+            f"{', '.join(changed)} — a test (or a process it started with an environment "
+            "built by hand) ran without the `home` fixture's settings, or something outside "
+            "the tests wrote there meanwhile", red=True)
+    if os.environ.get("CI"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_SANDBOX = pytest.StashKey[Path]()
+_REAL_DEFAULTS = pytest.StashKey[dict[Path, Fingerprint]]()
 
 
 @pytest.fixture(autouse=True)
-def _never_the_users_store(tmp_path_factory: pytest.TempPathFactory,
-                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reaches the machine's own store or settings: a test that takes no
-    ``home`` still runs with a private PREIMAGE_HOME and config dir (``home``
-    overrides both with its own)."""
-    base = tmp_path_factory.mktemp("default-home")
-    monkeypatch.setenv("PREIMAGE_HOME", str(base / "store"))
-    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(base / "config"))
-    monkeypatch.setenv("PREIMAGE_LOG", str(base / "hook.log"))
+def _no_default_locations(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that left anything where preimage falls back to without a setting,
+    and clear it so the next test starts clean."""
+    yield
+    used = []
+    for var, what in FALLBACKS:
+        place = Path(os.environ.get(var, "")) / "preimage"
+        if os.environ.get(var) and os.path.lexists(place):
+            used.append(f"{what} ({place})")
+            shutil.rmtree(place, ignore_errors=True)
+    if used:
+        pytest.fail(
+            f"{request.node.nodeid} used {', '.join(used)}: every test uses the `home` "
+            "fixture (PREIMAGE_HOME, PREIMAGE_CONFIG_DIR, PREIMAGE_LOG) or sets its own",
+            pytrace=False,
+        )
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME for the test (outside the trees it protects)."""
-    h = tmp_path / "home"
+    """A private store (PREIMAGE_HOME), layer config dir and hook log for every test,
+    outside the trees it protects; a test asks for it by name to know where they are."""
+    h = tmp_path / "store"
     monkeypatch.setenv("PREIMAGE_HOME", str(h))
+    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("PREIMAGE_LOG", str(tmp_path / "hook.log"))
     return h
 
 
@@ -81,3 +266,15 @@ def cli(home: Path) -> Callable[..., CliResult]:
         return proc
 
     return run
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that refuses every connection for the whole test: bound
+    but never listening, so no other process can start listening on it meanwhile."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        sock.close()

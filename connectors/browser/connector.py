@@ -33,13 +33,14 @@ keys (an undo) writes item by item instead: see :mod:`.exact`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from preimage._blobs import BlobStore
-from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
+from preimage._connector import Capabilities, ConnectorBase
+from preimage._errors import RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
+from preimage.connectors.browser.address import parse_origin, parse_target
 from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.browser.revert import BrowserReverter
 from preimage.connectors.browser.scripts import CAPTURE_JS, RESTORE_JS
@@ -63,29 +64,6 @@ if TYPE_CHECKING:
 # reach the site and could set cookies over the ones a restore just wrote.
 BLANK = '<!doctype html><title>preimage</title><link rel="icon" href="data:,">'
 
-
-
-def parse_origin(raw: str, uri: str) -> str:
-    """``scheme://host[:port]`` of ``raw``; raise :class:`InvalidTargetError` otherwise."""
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidTargetError(uri, f"origin {raw!r} must be http(s)://host[:port]")
-    return f"{parts.scheme}://{parts.netloc.lower()}"
-
-
-def parse_target(target: Target) -> tuple[Path, list[str]]:
-    """The profile directory and the origins of a ``browser://`` target."""
-    raw_path = (target.host or "") + target.path if target.host else target.path
-    if not raw_path:
-        raise InvalidTargetError(
-            target.redacted, "no profile directory — write browser:///abs/profile?origin=URL"
-        )
-    origins = [parse_origin(o, target.redacted) for o in target.query.get("origin", [])]
-    if not origins:
-        raise InvalidTargetError(
-            target.redacted, "no origin — add ?origin=http://host:port (it may repeat)"
-        )
-    return Path(raw_path).expanduser().resolve(), origins
 
 
 def _host_matches(cookie_domain: str, host: str) -> bool:
@@ -141,11 +119,13 @@ class _OriginPage:
             self.page.close()
 
 
-class BrowserConnector:
+class BrowserConnector(ConnectorBase):
     """Client-side state of origins in a persistent Chromium profile (see module doc)."""
 
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
+    # A target names an existing profile (the browser created it); there is no absent one.
+    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False)
     reverter: ClassVar[BrowserReverter] = BrowserReverter()
 
     # ------------------------------------------------------------------ capture
@@ -354,10 +334,6 @@ class BrowserConnector:
                     "merge": merge,
                 },
             )
-
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Cookies, storage entries, databases, stores and records added, removed or changed."""
-        return diff_snapshots(before, after)
 
 
 def cookie_dict(item: CookieEntry) -> dict[str, Any]:

@@ -61,12 +61,8 @@ def restore_keys(
     conn: BrowserConnector, snapshot: BrowserSnapshot, blobs: BlobStore, policy: RestorePolicy
 ) -> RestoreReport:
     """Write exactly ``policy.keys`` of ``snapshot`` into the live profile (module doc)."""
-    from preimage.connectors.browser.connector import (
-        _OriginPage,
-        cookie_dict,
-        db_specs,
-        parse_target,
-    )
+    from preimage.connectors.browser.address import parse_target
+    from preimage.connectors.browser.connector import _OriginPage, cookie_dict, db_specs
 
     assert policy.keys is not None
     report = RestoreReport(target=snapshot.target, connector=conn.scheme, dry_run=policy.dry_run)

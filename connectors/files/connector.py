@@ -7,13 +7,13 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
 
@@ -28,7 +28,7 @@ def file_uri(root: os.PathLike[str] | str) -> str:
     return f"file://{text}"
 
 
-class FileConnector:
+class FileConnector(ConnectorBase):
     """A file or a directory tree: bytes, types, hardlinks, modes, owners, ns times, xattrs.
 
     Targets are ``file:///abs/path`` (a host other than empty or ``localhost``
@@ -45,6 +45,7 @@ class FileConnector:
 
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(audits_completeness=True)
     reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
@@ -99,11 +100,6 @@ class FileConnector:
             )
         return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth),
                             prune_new=depth is not None).run()
-
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Entries added, removed or changed (inode and ctime ignored)."""
-        return diff_snapshots(before, after)
-
 
 def _depth(value: str | None, uri: str) -> int | None:
     if value is None:

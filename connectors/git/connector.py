@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
 from preimage.connectors.files.walk import Walker
@@ -23,13 +24,12 @@ from preimage.connectors.git.layout import (
 )
 from preimage.connectors.git.repo import Repository, locate
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.git import GitItem, GitSnapshot
 
 
-class GitConnector:
+class GitConnector(ConnectorBase):
     """A repository's working state: HEAD, refs, index, stashes, reflogs, working tree.
 
     Targets are ``git:///abs/path/to/worktree`` — the top level of a non-bare
@@ -43,6 +43,9 @@ class GitConnector:
 
     scheme: ClassVar[str] = "git"
     snapshot_type: ClassVar[type[Snapshot]] = GitSnapshot
+    # No merge: the index and the stash list are single files in the git directory, so a
+    # merge could not put back one staged file or one dropped stash and keep the rest.
+    capabilities: ClassVar[Capabilities] = Capabilities(policies=frozenset({"overwrite", "refuse"}))
 
     def capture(self, target: Target, blobs: BlobStore) -> GitSnapshot:
         """Read the repository at ``target`` into a :class:`GitSnapshot`.
@@ -164,6 +167,3 @@ class GitConnector:
         assert isinstance(snapshot, GitSnapshot)
         return GitRestorer(snapshot, blobs, policy).run()
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Files, refs, index, stashes and status entries added, removed or changed."""
-        return diff_snapshots(before, after)

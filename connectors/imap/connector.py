@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import RestoreConflictError
 from preimage._target import Target
 from preimage.connectors.imap.apply import Applier
@@ -14,12 +15,11 @@ from preimage.connectors.imap.revert import ImapReverter
 from preimage.connectors.imap.selection import Selection
 from preimage.connectors.imap.session import ImapSession
 from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.imap import ImapSnapshot
 
 
-class ImapConnector:
+class ImapConnector(ConnectorBase):
     """An IMAP account, folder tree or message set: bytes, flags, keywords, dates, placement.
 
     Targets: ``imap://USER@host:port/`` (the account), ``…/FOLDER`` (one
@@ -32,6 +32,7 @@ class ImapConnector:
 
     scheme: ClassVar[str] = "imap"
     snapshot_type: ClassVar[type[Snapshot]] = ImapSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
     reverter: ClassVar[ImapReverter] = ImapReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> ImapSnapshot:
@@ -68,6 +69,3 @@ class ImapConnector:
                 applier.run()
         return report
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Folders and messages added, removed or changed (UIDs and MODSEQs ignored)."""
-        return diff_snapshots(before, after)

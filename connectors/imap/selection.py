@@ -1,4 +1,5 @@
-"""What an ``imap://`` target URI selects.
+"""What an ``imap://`` target URI selects: read by :meth:`Selection.from_target`,
+built by :func:`imap_uri`.
 
 ::
 
@@ -21,11 +22,13 @@ messages new UIDs and a search may match other messages afterwards.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
+from preimage._uri import query
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -134,3 +137,16 @@ def stored_target(target: Target, folder: str | None, idents: list[str] | None =
         params.append(("recursive", "1"))
     query = "?" + urlencode(params, quote_via=quote) if params else ""
     return f"{target.scheme}://{netloc}{path}{query}"
+
+
+def imap_uri(
+    base: str, folder: str | None = None, *, uids: Iterable[int | str] = (),
+    recursive: bool = False, message_ids: Iterable[str] = (),
+) -> str:
+    """``imap://user@host:port/FOLDER[?uids=…|?recursive=1|?id=…]`` on the account of
+    ``base`` (an account or folder URI)."""
+    parts = urlsplit(base)
+    path = "/" + quote(folder, safe="/&+,") if folder else "/"
+    params = [("uids", ",".join(str(u) for u in uids)), ("recursive", "1" if recursive else ""),
+              *[("id", m) for m in message_ids]]
+    return f"{parts.scheme}://{parts.netloc}{path}{query(params)}"

@@ -1,4 +1,4 @@
-"""``k8s://`` target URIs.
+"""``k8s://`` target URIs: read by :meth:`Address.parse`, built by :func:`k8s_uri`.
 
 ::
 
@@ -21,14 +21,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
+from preimage._uri import query
 
 CLUSTER = "_"
 ALL_NAMESPACES = "_all"
 _CLUSTER_ALIASES = (CLUSTER, "_cluster")
 _TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class Address:
         if namespace is not None and not _dns_label(namespace):
             raise InvalidTargetError(uri, f"{namespace!r} is not a valid namespace name")
         selector = target.param("selector") or None
+        owned = (target.param("owned") or "").lower()
+        if owned not in (*_TRUE, *_FALSE):
+            raise InvalidTargetError(uri, f"owned={owned!r}: write owned=true or owned=false")
         return cls(
             uri=uri,
             context=target.host or None,
@@ -88,7 +94,7 @@ class Address:
             resource=parts[1] if len(parts) > 1 else None,
             name=parts[2] if len(parts) > 2 else None,
             selector=selector,
-            include_owned=(target.param("owned") or "").lower() in _TRUE,
+            include_owned=owned in _TRUE,
             all_namespaces=all_namespaces,
         )
 
@@ -100,3 +106,22 @@ def _dns_label(name: str) -> bool:
         and name[-1].isalnum()
         and all((c.isalnum() and c.islower()) or c.isdigit() or c == "-" for c in name)
     )
+
+
+def k8s_uri(
+    context: str,
+    namespace: str | None,
+    resource: str | None = None,
+    name: str | None = None,
+    *,
+    selector: str | None = None,
+) -> str:
+    """``k8s://ctx/ns[/resource[/name]][?selector=…]``; ``namespace=None`` means the
+    cluster scope (``_``), :data:`ALL_NAMESPACES` every namespace."""
+    ns = namespace if namespace is not None else CLUSTER
+    path = "/" + quote(ns, safe="")
+    if resource:
+        path += "/" + quote(resource, safe=".")
+        if name:
+            path += "/" + quote(name, safe=".:")
+    return f"k8s://{quote(context, safe='-._~')}{path}{query([('selector', selector or '')])}"

@@ -7,6 +7,7 @@ from typing import ClassVar
 from urllib.parse import quote
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, PreimageError
 from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
@@ -17,7 +18,6 @@ from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
 from preimage.connectors.kubernetes.revert import KubeReverter
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot
 
@@ -35,7 +35,7 @@ def wait_seconds() -> float:
         return DEFAULT_WAIT_SECONDS
 
 
-class KubernetesConnector:
+class KubernetesConnector(ConnectorBase):
     """Kubernetes objects, whole: spec, labels, annotations, finalizers,
     ownerReferences, managedFields and status, through the official client.
 
@@ -45,6 +45,7 @@ class KubernetesConnector:
 
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
     reverter: ClassVar[KubeReverter] = KubeReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> KubernetesSnapshot:
@@ -96,6 +97,3 @@ class KubernetesConnector:
             Writer(client, discovery, snapshot, plan, policy, report, wait).run()
         return report
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Objects added, removed or changed (server-assigned fields ignored)."""
-        return diff_snapshots(before, after)

@@ -266,8 +266,10 @@ class Planner:
         return out
 
     def _extras(self, items: list[KubeObject], namespace_missing: bool) -> list[Extra]:
-        if namespace_missing or self.snap.name:
+        if namespace_missing:
             return []
+        if self.snap.name:
+            return self._named_extra()
         have = {i.natural_key() for i in self.snap.items}
         out = []
         for qualified in self.snap.listed:
@@ -293,6 +295,19 @@ class Planner:
                     continue  # an undo removes exactly the objects the call created
                 out.append(Extra(rtype, obj))
         return out
+
+    def _named_extra(self) -> list[Extra]:
+        """The object a named target addressed, when it did not exist at capture time but
+        does now: the backup says it was absent, so an overwrite removes it."""
+        if self.snap.items or not self.snap.resource:
+            return []
+        rtype = next((t for t in self.discovery.types if t.qualified == self.snap.resource), None)
+        if rtype is None:
+            return []
+        obj = get_object(self.client, rtype, self.snap.namespace, self.snap.name or "")
+        if obj is None or derived_reason(obj, rtype, include_owned=self.snap.include_owned):
+            return []
+        return [Extra(rtype, obj)]
 
 
 def type_for(discovery: Discovery, item: KubeObject) -> ResourceType | None:

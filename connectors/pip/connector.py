@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
 from preimage.connectors.files.walk import Walker
@@ -20,7 +21,6 @@ from preimage.connectors.pip.environment import (
 )
 from preimage.connectors.pip.wheel import record_hash
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipItem, PipSnapshot
@@ -119,7 +119,7 @@ def _distribution(
     return item, missing
 
 
-class PipConnector:
+class PipConnector(ConnectorBase):
     """The package set of a Python environment, restorable offline.
 
     Targets are ``pip:///abs/path/to/venv`` (a directory with ``bin/python``)
@@ -131,6 +131,8 @@ class PipConnector:
 
     scheme: ClassVar[str] = "pip"
     snapshot_type: ClassVar[type[Snapshot]] = PipSnapshot
+    # A target names an existing environment or interpreter; there is no absent one.
+    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False)
 
     def capture(self, target: Target, blobs: BlobStore) -> PipSnapshot:
         """Read the environment's installed set into a :class:`PipSnapshot`.
@@ -156,6 +158,3 @@ class PipConnector:
         assert isinstance(snapshot, PipSnapshot)
         return PipRestorer(snapshot, blobs, policy).run()
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Distributions added, removed, or changed (version, files, installer metadata)."""
-        return diff_snapshots(before, after)

@@ -1,5 +1,15 @@
-"""The ``postgresql://`` connector: tables, rows, sequences and everything around them."""
+"""The ``postgresql://`` connector: tables, rows, sequences and everything around them.
 
-from preimage.connectors.postgres.connector import PostgresConnector
+Names are imported on first use, so that reading this connector's URI grammar
+does not import the connector.
+"""
+
+from typing import TYPE_CHECKING
+
+from preimage._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from preimage.connectors.postgres.connector import PostgresConnector
 
 __all__ = ["PostgresConnector"]
+__getattr__ = lazy_exports(__name__, {"PostgresConnector": "connector"})

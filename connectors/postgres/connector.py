@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
@@ -13,12 +14,11 @@ from preimage.connectors.postgres.connection import DatabaseMissingError, connec
 from preimage.connectors.postgres.revert import PgReverter
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
 
 
-class PostgresConnector:
+class PostgresConnector(ConnectorBase):
     """A PostgreSQL database, schema, set of tables, or the rows a predicate selects.
 
     Capture reads everything in one ``REPEATABLE READ, READ ONLY`` transaction
@@ -31,6 +31,12 @@ class PostgresConnector:
 
     scheme: ClassVar[str] = "postgresql"
     snapshot_type: ClassVar[type[Snapshot]] = PostgresSnapshot
+    # A restore is one transaction over the whole target, ordered by dependencies:
+    # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        sub_scopes=False, undo="target", server_identities=True, remote=True,
+        audits_completeness=True,
+    )
     reverter: ClassVar[PgReverter] = PgReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:
@@ -102,6 +108,3 @@ class PostgresConnector:
         assert isinstance(snapshot, PostgresSnapshot)
         return PgRestorer(snapshot, blobs, policy).run()
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Objects added, removed or changed (OIDs ignored; rows compared by digest)."""
-        return diff_snapshots(before, after)

@@ -1,4 +1,5 @@
-"""What a ``postgresql://`` target addresses, and the row-scope predicate check.
+"""What a ``postgresql://`` target addresses (read by :func:`parse_scope`, built by
+:func:`postgres_uri`), and the row-scope predicate check.
 
 * ``postgresql://user@host:port/db`` — the whole database (so ``DROP DATABASE``
   can be undone);
@@ -7,7 +8,8 @@
   their partitions and inheritance children, the sequences, types and
   functions they use, and the views that depend on them;
 * ``?table=s.t&where=<predicate>`` — a before-image of the rows a statement
-  will touch.
+  will touch;
+* ``?host=/run/postgresql`` — a Unix-socket directory instead of a TCP host.
 
 The predicate is parsed with sqlglot and must be one boolean expression: no
 ``;`` outside a string literal, no second statement, no DDL/DML, no ``SELECT … INTO``, no functions that
@@ -18,11 +20,18 @@ expression, never the text as given, inside a ``READ ONLY`` transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from preimage._errors import InvalidTargetError
 from preimage._target import Target
-from preimage.snapshot_schemas.postgres import Scope
+from preimage._uri import netloc, query
+from preimage.connectors.sql.address import table_scope
+
+if TYPE_CHECKING:  # the schema is not needed to read or build a URI
+    from preimage.snapshot_schemas.postgres import Scope
 
 # Functions that change server state or reach outside the database; refused in predicates.
 _FORBIDDEN_FUNCTIONS = (
@@ -89,6 +98,27 @@ def parse_scope(target: Target) -> PgScope:
     except ValueError as exc:
         raise InvalidTargetError(target.redacted, f"bad table name {exc}") from exc
     return PgScope(database, "database")
+
+
+def postgres_uri(
+    *,
+    user: str | None = None,
+    host: str | None = None,
+    port: int | str | None = None,
+    database: str | None = None,
+    tables: Iterable[str] = (),
+    schema: str | None = None,
+    table: str | None = None,
+    where: str | None = None,
+    scheme: str = "postgresql",
+) -> str:
+    """A ``postgresql://`` URI at whole-database, schema, table-set or row scope (the
+    grammar :func:`parse_scope` reads)."""
+    params: list[tuple[str, str]] = [("host", host)] if host and host.startswith("/") else []
+    scope = table_scope(tables, table, where)
+    params += scope if scope or not schema else [("schema", schema)]
+    path = "/" + quote(database, safe="") if database else "/"
+    return f"{scheme}://{netloc(user, host, port)}{path}{query(params)}"
 
 
 def check_predicate(text: str, uri: str = "") -> str:

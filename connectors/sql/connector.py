@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import (
     InvalidTargetError,
     RestoreConflictError,
@@ -40,11 +41,11 @@ from preimage._errors import (
 )
 from preimage._target import Target
 from preimage.connectors.sql import mysql
+from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
@@ -55,7 +56,8 @@ def engine_url(target: Target) -> tuple[str, str]:
     """(SQLAlchemy URL with the password, redacted target URI) for ``target``."""
     from sqlalchemy.engine import URL
 
-    query = {k: v[-1] for k, v in target.query.items() if k != "tables"}
+    query = {k: v[-1] for k, v in target.query.items() if k not in SCOPE_PARAMS}
+    names = scope_tables(target)
     if target.scheme == "sqlite":
         if target.host not in (None, "", "localhost"):
             raise InvalidTargetError(target.redacted, "sqlite targets are local files")
@@ -64,8 +66,8 @@ def engine_url(target: Target) -> tuple[str, str]:
             raise InvalidTargetError(target.redacted, "name a database file: sqlite:////abs/x.db")
         path = str(Path(raw).absolute())
         redacted = f"sqlite:///{path}"
-        if target.param("tables"):
-            redacted += f"?tables={target.param('tables')}"
+        if names:
+            redacted += f"?tables={','.join(names)}"
         return f"sqlite:///{path}", redacted
     url = URL.create(
         drivername=target.scheme, username=target.username,
@@ -79,11 +81,16 @@ def _sqlite_path(url: str) -> str | None:
     return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
 
 
-class SQLAlchemyConnector:
+class SQLAlchemyConnector(ConnectorBase):
     """Tables and rows of any database SQLAlchemy reaches (SQLite with its exact DDL)."""
 
     scheme: ClassVar[str] = "sqlite"
     snapshot_type: ClassVar[type[Snapshot]] = SqlSnapshot
+    # A restore is one transaction over the whole target: narrow it by capturing a
+    # narrower target (?tables=, ?table=&where=), not --only.
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        sub_scopes=False, undo="target", remote=True, audits_completeness=True
+    )
     reverter: ClassVar[SqlReverter] = SqlReverter()
 
     # ------------------------------------------------------------ engine
@@ -122,7 +129,7 @@ class SQLAlchemyConnector:
         """Read tables, rows and every schema object in one transaction, then audit what
         the database holds that was not read."""
         url, redacted = engine_url(target)
-        names = [n.strip() for n in (target.param("tables") or "").split(",") if n.strip()]
+        names = scope_tables(target)
         scope = "tables" if names else "database"
         dialect = target.scheme.split("+", 1)[0]
         path = _sqlite_path(url)
@@ -152,8 +159,12 @@ class SQLAlchemyConnector:
                 dialect = conn.dialect.name
         finally:
             engine.dispose()
+        notes = [] if target.param("where") is None else [
+            "row scope read as its whole table (this connector captures tables; PostgreSQL "
+            "targets read just the rows)"
+        ]
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
-                           uncaptured=uncaptured)
+                           uncaptured=uncaptured, notes=notes)
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
         from sqlalchemy import inspect, text
@@ -371,9 +382,6 @@ class SQLAlchemyConnector:
         """The live objects (no rows) in the same scope."""
         return list(self._read(conn, None, names))
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Tables and objects added, removed or changed (rows compared by digest)."""
-        return diff_snapshots(before, after)
 
 
 def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:

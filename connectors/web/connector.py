@@ -32,23 +32,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
+from preimage._connector import Capabilities, ConnectorBase
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
+from preimage.connectors.web.address import adapter_name
 from preimage.connectors.web.registry import get_site_adapter
 from preimage.connectors.web.revert import WebReverter
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
-from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
-
-
-def adapter_name(target: Target) -> str:
-    """``isso`` for ``web+isso://…``."""
-    name = target.scheme.partition("+")[2]
-    if not name:
-        raise InvalidTargetError(target.redacted, "write web+<adapter>://host:port/path")
-    return name
 
 
 def open_site(target: Target, adapter: SiteAdapter) -> Site:
@@ -129,11 +122,12 @@ def _fields(rec: WebRecord) -> dict[str, Any]:
     }
 
 
-class WebAppConnector:
+class WebAppConnector(ConnectorBase):
     """Records of a web application through a site adapter (see module doc)."""
 
     scheme: ClassVar[str] = "web+"
     snapshot_type: ClassVar[type[Snapshot]] = WebSnapshot
+    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
     reverter: ClassVar[WebReverter] = WebReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> WebSnapshot:
@@ -357,6 +351,3 @@ class WebAppConnector:
             outcome = Outcome.FAILED if content_lost else Outcome.RESTORED
             report.add(rec.ref, outcome, action=action, reason=" | ".join(parts))
 
-    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
-        """Records added, removed or changed (server fields ignored)."""
-        return diff_snapshots(before, after)

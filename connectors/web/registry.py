@@ -1,4 +1,4 @@
-"""Site-adapter registry: built-ins listed lazily, third parties by entry point.
+"""Site-adapter registry: the same :class:`~preimage._registry.PluginLoader` as connectors.
 
 Lookup order for ``web+<name>``: adapters registered at run time with
 :func:`register_site_adapter`, then the built-in table, then the entry-point
@@ -8,63 +8,57 @@ the adapter class).
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 from preimage._errors import NoSuchConnectorError
+from preimage._registry import BuiltIn, PluginLoader
 from preimage.connectors.web.adapter import SiteAdapter
 
-BUILTIN_ADAPTERS: dict[str, str] = {
-    "isso": "preimage.connectors.web.isso:IssoAdapter",
-    "trac": "preimage.connectors.web.trac:TracAdapter",
-}
 GROUP = "preimage.site_adapters"
+BUILTIN_ADAPTERS: dict[str, BuiltIn] = {
+    "isso": BuiltIn("preimage.connectors.web.isso:IssoAdapter"),
+    "trac": BuiltIn("preimage.connectors.web.trac:TracAdapter"),
+}
 
-_registered: dict[str, Any] = {}
+
+def _make(obj: Any) -> SiteAdapter:
+    adapter = obj() if isinstance(obj, type) else obj
+    if not isinstance(adapter, SiteAdapter):
+        raise TypeError(f"{adapter!r} is not a preimage.connectors.web.SiteAdapter")
+    return adapter
+
+
+def _miss(name: str, known: list[str], hint: str | None) -> NoSuchConnectorError:
+    return NoSuchConnectorError(
+        f"web+{name}",
+        [f"web+{n}" for n in known],
+        hint or f"no site adapter named {name!r} — register one with "
+        "preimage.connectors.web.register_site_adapter() or the entry-point group "
+        f"{GROUP!r}",
+    )
+
+
+#: The site adapters, by name (``web+<name>``).
+site_adapters: PluginLoader[SiteAdapter] = PluginLoader(
+    "site adapter", GROUP, BUILTIN_ADAPTERS, miss=_miss, make=_make
+)
 
 
 def register_site_adapter(name: str, adapter: Any) -> None:
     """Register ``adapter`` (a class, an instance or ``"module:Class"``) as ``web+<name>``."""
-    _registered[name.lower()] = adapter
+    site_adapters.register(name, adapter)
 
 
 def unregister_site_adapter(name: str) -> None:
     """Forget a run-time registration."""
-    _registered.pop(name.lower(), None)
+    site_adapters.unregister(name)
 
 
 def known_site_adapters() -> list[str]:
     """Every adapter name: registered, built in, or by entry point."""
-    names = set(_registered) | set(BUILTIN_ADAPTERS)
-    names |= {ep.name.lower() for ep in entry_points(group=GROUP)}
-    return sorted(names)
-
-
-def _load(spec: Any) -> SiteAdapter:
-    if isinstance(spec, str):
-        module, _, attr = spec.partition(":")
-        spec = getattr(importlib.import_module(module), attr)
-    obj = spec() if isinstance(spec, type) else spec
-    if not isinstance(obj, SiteAdapter):
-        raise TypeError(f"{obj!r} is not a preimage.connectors.web.SiteAdapter")
-    return obj
+    return site_adapters.names()
 
 
 def get_site_adapter(name: str) -> SiteAdapter:
     """The adapter for ``web+<name>``; raise :class:`NoSuchConnectorError` if none."""
-    name = name.lower()
-    if name in _registered:
-        return _load(_registered[name])
-    if name in BUILTIN_ADAPTERS:
-        return _load(BUILTIN_ADAPTERS[name])
-    for ep in entry_points(group=GROUP):
-        if ep.name.lower() == name:
-            return _load(ep.load())
-    raise NoSuchConnectorError(
-        f"web+{name}",
-        [f"web+{n}" for n in known_site_adapters()],
-        f"no site adapter named {name!r} — register one with "
-        "preimage.connectors.web.register_site_adapter() or the entry-point group "
-        f"{GROUP!r}",
-    )
+    return site_adapters.load(name)

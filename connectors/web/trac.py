@@ -81,6 +81,8 @@ _SCRIPT_DATA_RE = re.compile(r"^\s*var ([A-Za-z_]\w*)=(.*);\s*$", re.M)
 _SCRIPT_RE = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
 _MILESTONE_JS = """() => {
   const v = (sel) => { const e = document.querySelector(sel); return e ? e : null; };
+  // Trac answers the edit page of a milestone that does not exist with its "new" form
+  if (v('form input[name=add]') && !v('form input[name=save]')) return {absent: true};
   const d = v('textarea#description'), due = v('#due'), dd = v('#duedate');
   const c = v('#completed'), cd = v('#completeddate');
   if (!d || !due || !dd || !c || !cd) return {missing: !d ? 'textarea#description' :
@@ -310,6 +312,8 @@ class TracAdapter(SiteAdapter):
             return None
         self._login_check(site, status, url)
         data = site.page.evaluate(_MILESTONE_JS)
+        if data.get("absent"):
+            return None
         if "missing" in data:
             raise self.selector_error(data["missing"], url, "milestone edit form changed")
         hint, tz = data["hint"], int(data["tz"])

@@ -14,7 +14,7 @@ import importlib
 TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
-    from preimage._connector import Connector
+    from preimage._connector import Capabilities, Connector, ConnectorBase
     from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
     from preimage._errors import (
         BackupNotFoundError,
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
 
 _EXPORTS = {
-    "BlobStore": "_blobs", "Connector": "_connector",
+    "BlobStore": "_blobs",
+    **dict.fromkeys(("Capabilities", "Connector", "ConnectorBase"), "_connector"),
     **dict.fromkeys(("Backup", "RestoreResult", "capture", "diff", "restore", "score", "show"),
                     "_engine"),
     **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
@@ -73,7 +74,9 @@ __all__ = [
     "BlobMissingError",
     "BlobStore",
     "CallEntry",
+    "Capabilities",
     "Connector",
+    "ConnectorBase",
     "ConnectorError",
     "Guard",
     "InvalidTargetError",

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from preimage._errors import PreimageError
 from preimage._redact import redact
@@ -36,7 +37,8 @@ def one_line(text: str) -> str:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]preimage:[/] {one_line(message)}", markup=True, highlight=False)
+    # the message quotes user input (URIs, paths): never read as console markup
+    err.print(f"[bold red]preimage:[/] {escape(one_line(message))}", markup=True, highlight=False)
     sys.exit(code)
 
 

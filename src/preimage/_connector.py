@@ -1,8 +1,10 @@
-"""The connector protocol every kind of external state implements."""
+"""The connector protocol every kind of external state implements, what a connector
+declares it can do, and the defaults a connector author inherits."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
@@ -10,6 +12,44 @@ if TYPE_CHECKING:
     from preimage.restoration import RestorePolicy, RestoreReport
     from preimage.similarity import StateDiff
     from preimage.snapshot_schemas import Snapshot
+
+Policy = Literal["overwrite", "merge", "refuse"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a connector supports; the conformance kit runs every test that applies.
+
+    * ``policies`` — the conflict policies its restore honours (``overwrite``
+      brings the target back exactly, ``merge`` only puts back what is missing,
+      ``refuse`` stops before writing if anything changed); any other is
+      refused before anything is written;
+    * ``sub_scopes`` — ``restore --only URI`` narrows a restore to part of a
+      target (a path, a table, a folder, an object);
+    * ``undo`` — the smallest unit a restore writes back on its own:
+      ``"item"`` (one file, row set, message, object) or ``"target"`` (only the
+      whole target at once); the granularity an undo of one call can have;
+    * ``absent_targets`` — a target that does not exist yet captures as
+      "absent", and restoring that backup removes whatever appeared there;
+    * ``server_identities`` — the system assigns identities a client cannot
+      set (UIDs, OIDs, object ids); the restore reports each one it changed,
+      old → new, and the schema says why each server field cannot come back;
+    * ``remote`` — the state lives behind a server: an unreachable one is a
+      :class:`~preimage.TransientConnectorError` (retry), a refusal a
+      :class:`~preimage.TerminalConnectorError`;
+    * ``audits_completeness`` — state in scope that the capture cannot read
+      is listed in ``Snapshot.uncaptured`` instead of left out.
+    """
+
+    policies: frozenset[Policy] = field(
+        default_factory=lambda: frozenset({"overwrite", "merge", "refuse"})
+    )
+    sub_scopes: bool = True
+    undo: Literal["item", "target"] = "item"
+    absent_targets: bool = True
+    server_identities: bool = False
+    remote: bool = False
+    audits_completeness: bool = False
 
 
 @runtime_checkable
@@ -24,6 +64,10 @@ class Connector(Protocol):
 
     Connectors raise :class:`~preimage.TransientConnectorError` for failures
     worth retrying and :class:`~preimage.TerminalConnectorError` otherwise.
+    They declare what they support in ``capabilities`` (see
+    :class:`Capabilities`; :func:`capabilities_of` gives the defaults when a
+    connector declares nothing).  :class:`ConnectorBase` supplies ``diff`` and
+    the default capabilities.
     """
 
     scheme: ClassVar[str]
@@ -36,3 +80,23 @@ class Connector(Protocol):
     ) -> RestoreReport: ...
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff: ...
+
+
+class ConnectorBase:
+    """What a connector inherits: the item-level ``diff`` of the meter and the default
+    :class:`Capabilities`.  Subclass it and write ``capture`` and ``restore``."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
+        """Items added, removed or changed, ``server`` and ``access`` fields ignored
+        (:func:`preimage.similarity.diff_snapshots`)."""
+        from preimage.similarity import diff_snapshots
+
+        return diff_snapshots(before, after)
+
+
+def capabilities_of(connector: Any) -> Capabilities:
+    """The capabilities ``connector`` declares, or the defaults."""
+    caps = getattr(connector, "capabilities", None)
+    return caps if isinstance(caps, Capabilities) else Capabilities()

@@ -9,8 +9,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
+from preimage._connector import capabilities_of
 from preimage._errors import (
     BlobCorruptError,
     BlobMissingError,
@@ -29,7 +31,7 @@ from preimage._registry import get_connector
 from preimage._store import Store
 from preimage._target import Target
 from preimage.restoration import ConflictMode, IdRemap, RestorePolicy, RestoreReport
-from preimage.similarity import SimilarityReport, StateDiff, merge_reports
+from preimage.similarity import RESTORABLE, SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot, load_snapshot
@@ -248,21 +250,26 @@ def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
 
 
 def _select(backup: BackupRow, only: Iterable[str]) -> list[tuple[SnapshotRow, tuple[str, ...]]]:
-    """Snapshots of ``backup`` selected by ``--only`` URIs, with per-snapshot sub-scopes."""
+    """Snapshots of ``backup`` selected by ``--only`` URIs, with per-snapshot sub-scopes.
+
+    An ``--only`` URI names a target of the backup, a path below one
+    (``file:///srv/app/bin``), or a part of one after ``#`` — which works for
+    targets with a query too (``web+isso://h/t?profile=p#comment:…``).
+    """
     only = [o for o in only if o]
     if not only:
         return [(row, ()) for row in backup.snapshots]
     chosen: dict[int, set[str]] = {}
     for uri in only:
-        clean = Target.parse(uri).redacted.rstrip("/")
+        where, hashed, part = uri.partition("#")
+        clean = Target.parse(where).redacted.rstrip("/")
         hit = False
         for row in backup.snapshots:
             base = row.target.rstrip("/")
             if clean == base:
-                chosen.setdefault(row.idx, set())
-                chosen[row.idx].add("")
+                chosen.setdefault(row.idx, set()).add(unquote(part) if hashed else "")
                 hit = True
-            elif clean.startswith(base + "/"):
+            elif clean.startswith(base + "/") and not hashed:
                 chosen.setdefault(row.idx, set()).add(clean[len(base) + 1 :])
                 hit = True
         if not hit:
@@ -377,6 +384,19 @@ def restore(
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     _check_whole(st, backup, loaded)
     mode = ConflictMode(conflict)
+    for row, scope, _snap in loaded:
+        caps = capabilities_of(get_connector(row.connector))
+        if scope and not caps.sub_scopes:
+            raise UsageError(
+                f"--only {', '.join(scope)}: the {row.connector} connector restores "
+                f"{row.target} whole; capture a narrower target instead. Nothing was written"
+            )
+        declared = caps.policies
+        if mode.value not in declared:
+            raise UsageError(
+                f"{row.target}: the {row.connector} connector does not support --policy "
+                f"{mode.value} (it restores with {', '.join(sorted(declared))}); nothing was written"
+            )
     if dry_run or mode is ConflictMode.REFUSE:
         plans = [
             get_connector(row.connector).restore(
@@ -437,7 +457,7 @@ def _restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, t
     leaves, keys = flatten(snap.scoring_items(blobs))
     items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
     for (key, path), leaf in leaves.items():
-        if leaf.fidelity != "server":
+        if leaf.fidelity in RESTORABLE:  # not server ids, not access times a read moves
             items[key][path] = (leaf.fidelity, leaf.value)
     return items
 

@@ -110,7 +110,7 @@ def _capture_then_delete(path: str, home: Path, label: str, session: str | None,
     """Protect ``path`` the slow way (a copy into the store), then delete it; the backup ID."""
     from preimage._engine import capture
     from preimage._store import Store
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
 
     with Store(home) as store:
         backup = capture([file_uri(path)], store=store, label=label, tier="rewrite",
@@ -263,7 +263,7 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
     restore; the report says the entry can no longer be compared."""
     from preimage._engine import RestoreResult, capture
     from preimage._errors import RestoreConflictError
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
     from preimage.restoration import Outcome, RestoreReport
 
     entries = _entries(store, backup, only, "restore")
@@ -392,7 +392,7 @@ def entry_target(original: str) -> str:
 
 def _parse(path: str) -> Any:
     from preimage._target import Target
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
 
     return Target.parse(file_uri(path))
 
@@ -464,7 +464,7 @@ def _overlaps(path: str, wanted: str) -> bool:
 
 def live_target(snap: Snapshot) -> str:
     """The URI to capture the live state at a trash entry's original path from."""
-    from preimage.layer.uris import file_uri
+    from preimage.connectors.files.address import file_uri
 
     root = getattr(snap, "root", None)
     return file_uri(root) if isinstance(root, str) else snap.target

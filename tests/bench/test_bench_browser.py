@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
 @pytest.fixture(scope="module")
 def browser_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One `preimage bench --suite browser --json` run shared by the tests of this module."""
+    """One `preimage bench --suite browser` run shared by the tests of this module."""
     import json
     import os
     import subprocess
@@ -24,7 +24,9 @@ def browser_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     home = tmp_path_factory.mktemp("home")
     proc = subprocess.run(
-        [sys.executable, "-m", "preimage", "bench", "--suite", "browser", "--json"],
+        # the protectors these tests read (a workspace checkpoint holds no browser state)
+        [sys.executable, "-m", "preimage", "bench", "--suite", "browser", "--json",
+         "--protectors", "none,content,preimage"],
         capture_output=True, text=True, env={**os.environ, "PREIMAGE_HOME": str(home)},
         timeout=1200,
     )

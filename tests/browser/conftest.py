@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,30 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
 
 class _Site(http.server.ThreadingHTTPServer):
     hits: int = 0
+    daemon_threads = False  # handler threads are tracked, so settle() can wait for them
 
     @property
     def origin(self) -> str:
         return f"http://{SHOP_HOST}:{self.server_port}"
 
+    def settle(self) -> int:
+        """Every request that reached the site so far, counted — call it once nothing can
+        send any more (the browser closed).  A fence request is accepted after every
+        earlier connection, then every handler thread is waited for."""
+        with urllib.request.urlopen(f"{self.origin}/fence", timeout=60) as answer:
+            answer.read()
+        for thread in list(getattr(self, "_threads", []) or []):
+            thread.join(timeout=60)
+        return self.hits
+
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # sets cookies on every answer (favicon too), as many sites do
         assert isinstance(self.server, _Site)
+        if self.path == "/fence":  # the test's own request (see _Site.settle)
+            self.send_response(204)
+            self.end_headers()
+            return
         self.server.hits += 1
         body = b"<!doctype html><title>shop</title><p>hello</p>"
         self.send_response(200)

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.browser
 class TestBrowserConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on one origin of the agent's profile."""
 
+    connector = "browser"
+
     @pytest.fixture
     def shop_tab(self, profile: Path, shop_site: Any) -> Iterator[Any]:
         """An open tab at the shop site, seeded with cookies, both storages and IndexedDB."""
@@ -49,3 +51,16 @@ class TestBrowserConnectorContract(ConnectorContract):
             }])
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, profile: Path) -> list[str]:
+        return ["browser://", f"browser://{profile}", f"browser://{profile}?origin=ftp://x"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """localStorage only; the cookies the mutation cleared stay cleared."""
+        return f"{target_uri}#localStorage"
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path, shop_site: Any) -> str:
+        return f"browser://{tmp_path}/no-profile?origin={shop_site.origin}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -18,6 +20,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
 class TestIssoAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one isso thread, through the agent's profile."""
+
+    connector = "web+isso"
 
     @pytest.fixture
     def thread(self, isso_server: IssoServer, request: pytest.FixtureRequest) -> tuple[str, dict[str, int]]:
@@ -53,8 +57,39 @@ class TestIssoAdapterContract(ConnectorContract):
         return damage
 
 
+    @pytest.fixture
+    def malformed_uris(self, isso_server: IssoServer, profile: Path) -> list[str]:
+        return ["web+isso://", f"web+://127.0.0.1:{isso_server.port}/t?profile={profile}",
+                f"web+no-such-adapter://127.0.0.1:{isso_server.port}/t?profile={profile}"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str, thread: tuple[str, dict[str, int]]) -> str:
+        """The anonymous comment the moderator deleted; alice's deleted reply and the
+        spam stay as they are."""
+        return f"{target_uri}#{quote(thread[0] + ' anonymous')}"
+
+    @pytest.fixture
+    def absent_uri(self, isso_server: IssoServer, profile: Path,
+                   request: pytest.FixtureRequest) -> str:
+        return f"web+isso://127.0.0.1:{isso_server.port}/contract/none-{request.node.name}?profile={profile}"
+
+    @pytest.fixture
+    def create(self, isso_server: IssoServer) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            isso_server.post(uri.split("?", maxsplit=1)[0].split(str(isso_server.port), 1)[1], "First!",
+                             author="zed")
+
+        return make
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int, profile: Path) -> str:
+        return f"web+isso://127.0.0.1:{dead_port}/t?profile={profile}"
+
+
 class TestTracAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one Trac milestone and its tickets."""
+
+    connector = "web+trac"
 
     @pytest.fixture
     def milestone(
@@ -105,3 +140,26 @@ class TestTracAdapterContract(ConnectorContract):
                             "status": "new"}}]})
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, trac_server: TracServer, profile: Path) -> list[str]:
+        return ["web+trac://", f"web+trac://127.0.0.1:{trac_server.port}/milestone/x?profile="]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """The deleted ticket (reported by carol); the changed one stays changed."""
+        micros = int(datetime(2024, 6, 3, 10, tzinfo=UTC).timestamp()) * 1_000_000
+        return f"{target_uri}#{quote(f'ticket:{micros} carol')}"
+
+    @pytest.fixture
+    def absent_uri(self, trac_server: TracServer, profile: Path) -> str:
+        return (f"web+trac://127.0.0.1:{trac_server.port}/milestone/never-made"
+                f"?profile={profile}&env={trac_server.env}")
+
+    @pytest.fixture
+    def create(self, trac_server: TracServer) -> Callable[[str], None]:
+        return lambda _uri: trac_server.seed({"milestones": [{"name": "never-made"}]})
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int, profile: Path, trac_server: TracServer) -> str:
+        return f"web+trac://127.0.0.1:{dead_port}/milestone/x?profile={profile}&env={trac_server.env}"

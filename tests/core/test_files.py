@@ -9,8 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -247,39 +246,29 @@ def test_symlinked_parent_is_replaced_not_followed(tmp_path: Path, store: Store)
     assert (root / "conf" / "app.ini").read_text() == "a=1\n"
 
 
-@pytest.fixture
-def world_tmp() -> Iterator[Path]:
-    """A temp dir an unprivileged user can reach (pytest's tmp_path is root-only)."""
-    path = Path(tempfile.mkdtemp(prefix="preimage-ro-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_restore_into_read_only_parent_fails_cleanly(world_tmp: Path) -> None:
-    """As an unprivileged user, a read-only parent gives a clear error and no writes."""
-    tmp_path = world_tmp
+def test_restore_into_read_only_parent_fails_cleanly(tmp_path: Path, home: Path) -> None:
+    """Without the right to override permissions, a read-only parent gives a clear error and
+    no writes.  The command runs as this user with CAP_DAC_OVERRIDE dropped (setpriv), so it
+    reads its own installation wherever that lives, yet cannot write into a 0555 folder."""
     base = tmp_path / "ro"
     base.mkdir()
     target = base / "proj"
     target.mkdir()
     (target / "f").write_text("data")
-    home = tmp_path / "home-nobody"
-    home.mkdir()
-    for p in (tmp_path, base, target, target / "f", home):
-        os.chown(p, 65534, 65534)
-    env = {**os.environ, "PREIMAGE_HOME": str(home), "HOME": str(home)}
-    run_as = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-              sys.executable, "-m", "preimage"]
-    cap = subprocess.run([*run_as, "capture", f"file://{target}"], capture_output=True,
+    env = {**os.environ, "PREIMAGE_HOME": str(home)}
+    run = [sys.executable, "-m", "preimage"]
+    if os.geteuid() == 0:
+        run = ["setpriv", "--inh-caps=-all",
+               "--bounding-set=-dac_override,-dac_read_search,-fowner", *run]
+    cap = subprocess.run([*run, "capture", f"file://{target}"], capture_output=True,
                          text=True, env=env)
     assert cap.returncode == 0, cap.stderr
     shutil.rmtree(target)
     base.chmod(0o555)
     try:
-        res = subprocess.run([*run_as, "restore", cap.stdout.strip()], capture_output=True,
+        res = subprocess.run([*run, "restore", cap.stdout.strip()], capture_output=True,
                              text=True, env=env)
-        assert res.returncode == 2
+        assert res.returncode == 2, res.stderr
         assert "read-only" in res.stderr or "Permission denied" in res.stderr
         assert list(base.iterdir()) == []
     finally:
@@ -321,6 +310,8 @@ def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest
 class TestFileConnectorContract(ConnectorContract):
     """The file connector passes the conformance kit."""
 
+    connector = "file"
+
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
         root = tmp_path / "contract"
@@ -338,6 +329,39 @@ class TestFileConnectorContract(ConnectorContract):
 
         return damage
 
+    @pytest.fixture
+    def malformed_uris(self) -> list[str]:
+        return ["file://elsewhere/srv/app", "file://"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """bin/, which the mutation removed; .ssh/ and a.txt stay damaged outside it."""
+        return f"{target_uri}/bin"
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path) -> str:
+        return f"file://{tmp_path}/not-yet"
+
+    @pytest.fixture
+    def create(self) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            root = Path(uri.removeprefix("file://"))
+            (root / "sub").mkdir(parents=True)
+            (root / "sub" / "f").write_text("appeared")
+
+        return make
+
+    @pytest.fixture
+    def add_uncapturable(self, store: Store) -> Callable[[str], str]:
+        """A file over the store's per-file cap: in scope, deliberately not read."""
+        def over_the_cap(uri: str) -> str:
+            from preimage import _quota
+
+            _quota.save(store, _quota.Quota(max_file_size=1024))
+            (Path(uri.removeprefix("file://")) / "big.bin").write_bytes(b"x" * 4096)
+            return "big.bin"
+
+        return over_the_cap
 
 def test_depth_zero_keeps_a_directory_entry_and_leaves_its_children_alone(
         tmp_path: Path, store: Store) -> None:

@@ -157,7 +157,7 @@ def test_values_of_another_type_are_a_difference() -> None:
     rep = score(web(True), web(1))
     assert rep.classes["content"].score == 0.0
     assert [(d.item, d.path, d.reason) for d in rep.differences] == [
-        ("ticket 7", "content.done", "changed type")
+        ("ticket:7", "content.done", "changed type")
     ]
 
 

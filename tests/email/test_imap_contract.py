@@ -16,6 +16,8 @@ pytestmark = pytest.mark.imap
 class TestImapConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on a whole account."""
 
+    connector = "imap"
+
     @pytest.fixture
     def target_uri(self, account: Account) -> str:
         """An account with read, unread, flagged and labelled mail in nested and special-use folders."""
@@ -44,3 +46,31 @@ class TestImapConnectorContract(ConnectorContract):
             c.logout()
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, account: Account) -> list[str]:
+        return [account.uri("INBOX", uids="4-7"), account.uri("INBOX", recursive="perhaps"),
+                account.uri("INBOX", search=" ")]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """Projects/Alpha, which the mutation deleted; INBOX stays as the agent left it."""
+        return target_uri.rstrip("/") + "/Projects/Alpha"
+
+    @pytest.fixture
+    def absent_uri(self, account: Account) -> str:
+        return account.uri("NotYet")
+
+    @pytest.fixture
+    def create(self, account: Account) -> Callable[[str], None]:
+        def make(_uri: str) -> None:
+            c = account.client()
+            c.create_folder("NotYet")
+            c.append("NotYet", make_message(40), msg_time=date_of(40))
+            c.logout()
+
+        return make
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int) -> str:
+        return f"imap://alice@127.0.0.1:{dead_port}/INBOX"

@@ -1,4 +1,4 @@
-"""Fixtures for the harness adapters: a private store, and the scripted model server."""
+"""Fixtures for the harness adapters: the scripted model server, and what each run cost."""
 
 from __future__ import annotations
 
@@ -12,18 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 
 from harnesses import RUNS
 from model_server import ModelServer
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME, config dir and hook log (outside every project it protects)."""
-    h = tmp_path / "store"
-    monkeypatch.setenv("PREIMAGE_HOME", str(h))
-    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("PREIMAGE_LOG", str(tmp_path / "log" / "hook.log"))
-    monkeypatch.delenv("PREIMAGE_MODEL", raising=False)
-    monkeypatch.delenv("PREIMAGE_MODE", raising=False)
-    return h
 
 
 @pytest.fixture(scope="session")

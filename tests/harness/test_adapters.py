@@ -176,3 +176,67 @@ def test_protected_decorator_refuses_when_backup_fails_under_deny(tmp_path: Path
     finally:
         os.environ["PREIMAGE_HOME"] = str(home)
     assert ran == []
+
+
+def _codex_home(tmp_path: Path, config: str, **profiles: str) -> dict[str, str]:
+    home = tmp_path / "codex-home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(config)
+    for name, text in profiles.items():
+        (home / f"{name}.config.toml").write_text(text)
+    return {"CODEX_HOME": str(home), "HOME": str(tmp_path)}
+
+
+@pytest.mark.parametrize(("argv", "config", "expected"), [
+    (["exec", "go"], 'sandbox_mode = "danger-full-access"\n', "danger-full-access"),
+    (["exec", "go"], 'sandbox_mode = "workspace-write"\n', "workspace-write"),
+    (["exec", "go"], "", None),                                       # Codex's default: sandboxed
+    (["exec", "--sandbox", "workspace-write", "go"], 'sandbox_mode = "danger-full-access"\n',
+     "workspace-write"),
+    (["exec", "-s=danger-full-access", "go"], "", "danger-full-access"),
+    (["exec", "--dangerously-bypass-approvals-and-sandbox", "go"], "", "danger-full-access"),
+    (["exec", "--approve-for-me", "go"], 'sandbox_mode = "danger-full-access"\n',
+     "workspace-write"),
+    (["exec", "-c", 'sandbox_mode="read-only"', "go"], 'sandbox_mode = "danger-full-access"\n',
+     "read-only"),
+    (["exec", "--ignore-user-config", "go"], 'sandbox_mode = "danger-full-access"\n', None),
+    (["exec", "--remote", "ws://x", "go"], 'sandbox_mode = "danger-full-access"\n', "unknown"),
+    (["exec", "-p", "ci", "go"], 'sandbox_mode = "workspace-write"\n', "danger-full-access"),
+    (["exec", "go"], 'profile = "ci"\nsandbox_mode = "workspace-write"\n', "danger-full-access"),
+    (["exec", "go"], 'profile = "old"\n[profiles.old]\nsandbox_mode = "danger-full-access"\n',
+     "danger-full-access"),
+])
+def test_codex_sandbox_is_read_from_its_command_line_and_config(
+        tmp_path: Path, argv: list[str], config: str, expected: str | None) -> None:
+    """Which sandbox Codex runs commands in, as the hook reads it: the command line wins,
+    then the profile, then the user's config.toml; unset means Codex's own (sandboxed)."""
+    from preimage.layer.harnesses.codex import sandbox_of
+
+    env = _codex_home(tmp_path, config, ci='sandbox_mode = "danger-full-access"\n')
+    assert sandbox_of(argv, env, str(tmp_path)) == expected
+
+
+def test_codex_project_config_can_only_sandbox(tmp_path: Path) -> None:
+    """A project's .codex/config.toml that sandboxes wins over a user's full access (whether
+    Codex trusts the project is not visible to the hook, so it can only make it safer)."""
+    from preimage.layer.harnesses.codex import sandbox_of
+
+    env = _codex_home(tmp_path, 'sandbox_mode = "danger-full-access"\n')
+    project = tmp_path / "p" / "sub"
+    project.mkdir(parents=True)
+    (tmp_path / "p" / ".codex").mkdir()
+    (tmp_path / "p" / ".codex" / "config.toml").write_text('sandbox_mode = "workspace-write"\n')
+    assert sandbox_of(["exec", "go"], env, str(project)) == "workspace-write"
+
+
+def test_codex_rm_is_captured_when_the_hook_cannot_see_codex(home: Path, tmp_path: Path) -> None:
+    """A Codex hook whose process has no Codex among its ancestors (here: the test itself)
+    cannot tell the sandbox, so `rm` is not rewritten — the tree is copied first."""
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "a.o").write_bytes(b"x")
+    text = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "rm -r build"}, "cwd": str(tmp_path),
+                       "session_id": "s", "tool_use_id": "c1"})
+    answer = json.loads(handle("codex", [], text).stdout)
+    specific = answer["hookSpecificOutput"]
+    assert "updatedInput" not in specific and "preimage backup " in specific["additionalContext"]

@@ -17,14 +17,17 @@ Three runs per harness, each asserted on by several tests:
 * **denied** (project install with ``--on-failure deny``, the store unwritable): the
   shell delete never runs and the model hears why.
 
-Claude Code's work run bypasses permissions (an unattended run), so the call the layer
-rewrites (``rm`` → ``preimage trash``) runs; one more run shows that in its default
-mode the rewritten call waits for the user instead.
+Every harness runs the layer's rewrite of the plain ``rm`` (→ ``preimage trash``): the
+tree is renamed into the store's trash.  Claude Code's work run bypasses permissions (an
+unattended run); one more run shows its default mode leaves the rewritten call to the
+user's own rules.  Codex gets the rewrite only outside its sandbox (one run inside it
+keeps the copy), and one Codex run has every hook answered by ``preimage serve``.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,7 @@ from typing import Any
 import pytest
 from harnesses import BIN, Run, Sandbox, backups, preimage
 from model_server import Call, ModelServer, Route, Script
+from services import running_services, service_status, stop_services, wait_for_service
 
 pytestmark = [pytest.mark.harness, pytest.mark.slow]
 
@@ -100,8 +104,9 @@ class Ran:
         return self.box.project / "shop.db"
 
     def backups(self) -> list[dict[str, Any]]:
-        """The backups taken for a tool call (a restore's own safety backup names none)."""
-        return [b for b in backups(self.env) if b.get("tool_call")]
+        """The backups taken before a tool call (a restore's own safety backup names none;
+        the capture right after a call, kind ``post-call``, names it too but is not one)."""
+        return [b for b in backups(self.env) if b.get("tool_call") and b["kind"] != "post-call"]
 
     def backup_of(self, tool: str, needle: str) -> dict[str, Any]:
         """The one backup whose call is ``tool`` with ``needle`` in its input."""
@@ -126,20 +131,31 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
           home: Path | None = None, unwritable_store: bool = False, user_scope: bool = False,
           on_failure: str | None = None, permission_mode: str | None = None,
-          mcp: bool = False) -> Ran:
+          mcp: bool = False, service: bool = False, codex_sandbox: str | None = None) -> Ran:
     """A sandbox with a project (build/, notes.txt, shop.db; with ``mcp``, MCP server `shop`
-    in the harness's own settings), preimage installed, and the harness run once."""
+    in the harness's own settings), preimage installed, and the harness run once.
+
+    With ``service`` the hooks use the decision service (on a private runtime directory;
+    the first hook starts it, the caller stops it); else every hook decides in its own
+    process.  ``codex_sandbox`` replaces Codex's sandbox mode."""
     route = model.route(Script(calls))
     store = root / "preimage"
     env_extra = {"PREIMAGE_HOME": str(store / "store"),
                  "PREIMAGE_CONFIG_DIR": str(store / "config"),
                  "PREIMAGE_LOG": str(store / "hook.log")}
+    if service:
+        (root / "rt").mkdir(mode=0o700)
+        env_extra |= {"PREIMAGE_SERVICE": "on", "PREIMAGE_RUNTIME_DIR": str(root / "rt")}
     if unwritable_store:
         blocker = root / "blocker"
         blocker.write_text("a file where the store's parent directory should be")
         env_extra["PREIMAGE_HOME"] = str(blocker / "store")
     box = Sandbox(harness, root, route.url, path_dirs=[BIN], home_dir=home, extra_env=env_extra,
                   permission_mode=permission_mode)
+    if codex_sandbox:
+        config = box.home / ".codex" / "config.toml"
+        config.write_text(config.read_text().replace(
+            'sandbox_mode = "danger-full-access"', f'sandbox_mode = "{codex_sandbox}"'))
     (box.project / "build").mkdir()
     (box.project / "build" / "app.o").write_bytes(b"\x7fELF object code")
     (box.project / "notes.txt").write_text("hello\n")
@@ -213,17 +229,22 @@ def test_read_only_call_takes_no_backup(work: Ran) -> None:
 
 
 def test_shell_delete_is_backed_up_and_restored(work: Ran) -> None:
-    """`rm -rf build` leaves a backup tied to the call; the model is told; restore brings it back.
-
-    Where the harness runs the layer's rewrite (Claude Code: `rm` → `preimage trash`), the
-    backup is the move into the store's trash, under the ID the hook's decision gave."""
+    """`rm -rf build` is rewritten into `preimage trash` and the harness runs the rewrite:
+    the tree is renamed into the store's trash (no copy) under the ID the hook's decision
+    gave, the backup names the agent's own call, the model is told, and restore brings
+    the tree back."""
     assert not (work.box.project / "build").exists()
     (backup,) = [b for b in work.backups() if "build" in json.dumps(b["tool_call"]["input"])]
     (decision,) = [d for d in work.decisions() if backup["id"] in json.dumps(d)]
     assert decision["harness"] == work.box.harness and decision["tool"] == "Bash"
-    if backup["tool_call"]["tool"] != "trash":
-        assert "rm -r" in backup["tool_call"]["input"]["command"]
-        assert backup["tool_call"]["harness"] == work.box.harness
+    assert decision["action"] == "rewrite" and decision["backup_id"] == backup["id"]
+    assert " trash --home " + work.env["PREIMAGE_HOME"] + " " in \
+        decision["updated_input"]["command"]
+    assert backup["kind"] == "trash" and backup["stored_bytes"] == 0
+    assert backup["trash"] == [{"target": (work.box.project / "build").as_uri(), "in_trash": True}]
+    call = backup["tool_call"]
+    assert call["tool"] == "Bash" and call["harness"] == work.box.harness
+    assert "rm -r" in call["input"]["command"] and "trash" not in call["input"]["command"]
     assert backup["id"] in work.route.seen_after_tools()
     preimage("restore", backup["id"], env=work.env)
     assert (work.box.project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
@@ -274,7 +295,73 @@ def test_claude_code_rewrite_follows_the_users_own_rules(
     ran = start(model, "claude-code", root, [shell("claude-code", "rm -rf build")])
     assert not (ran.box.project / "build").exists()
     (backup,) = [b for b in ran.backups() if "build" in json.dumps(b["tool_call"]["input"])]
-    assert backup["tool_call"]["tool"] == "trash"
+    assert backup["kind"] == "trash" and backup["tool_call"]["tool"] == "Bash"
+    assert backup["tool_call"]["input"]["command"] == "rm -rf build"   # the model's own call
     assert backup["id"] in ran.route.seen_after_tools()
     preimage("restore", backup["id"], env=ran.env)
     assert (ran.box.project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
+
+
+# ------------------------------------------------------------------ Codex's sandbox, the service
+def test_codex_in_its_sandbox_keeps_the_capture(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Codex runs commands in its sandbox unless told otherwise, and the sandbox cannot
+    write to the store: with `sandbox_mode = "workspace-write"` the hook does not rewrite
+    `rm` into `preimage trash` but copies the tree before the call, as for any harness
+    that could not run the rewrite."""
+    root = tmp_path_factory.mktemp("codex-sandboxed")
+    ran = start(model, "codex", root, [shell("codex", "rm -rf build")],
+                codex_sandbox="workspace-write")
+    (decision,) = ran.decisions()
+    assert decision["action"] == "capture" and decision.get("updated_input") is None
+    backup = ran.backup_of("Bash", "rm -r build")
+    assert backup["kind"] == "layer" and backup["id"] == decision["backup_id"]
+    assert backup["targets"] == [(ran.box.project / "build").as_uri()]
+
+
+def test_real_harness_through_the_decision_service(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Codex's hooks answered by `preimage serve`, as a user gets it: the first hook finds
+    no service, decides in its own process and starts one (in Codex's environment — the
+    service is per settings, and Codex puts its own folder on PATH).  In the next run
+    every call reaches that service (none is decided in the hook process); the service
+    reads Codex's settings through the hook process it serves, so `rm` is rewritten as
+    outside it; the backups land in the store the hooks were given and restore; and no
+    `preimage serve` is left running afterwards."""
+    root = tmp_path_factory.mktemp("codex-service")
+    project, runtime = root / "project", root / "rt"
+    calls = [shell("codex", "ls -la"), shell("codex", "rm -rf build"),
+             edit("codex", project / "notes.txt", "hello\n", "overwritten\n")]
+    try:
+        ran = start(model, "codex", root, calls, service=True)
+        wait_for_service(runtime)                      # the one the first hook started
+        shutil.rmtree(project / "build", ignore_errors=True)
+        (project / "build").mkdir()
+        (project / "build" / "app.o").write_bytes(b"\x7fELF object code")
+        (project / "notes.txt").write_text("hello\n")
+        log_path = Path(ran.env["PREIMAGE_LOG"])
+        first = len(log_path.read_text().splitlines())
+        before = service_status(runtime)
+        second = ran.box.run(label="codex-service-again")
+        assert second.returncode == 0, second.stderr[-3000:]
+        after = service_status(runtime)
+    finally:
+        stop_services(runtime)
+    assert running_services(runtime) == []
+    assert before is not None and after is not None and before["pid"] == after["pid"]
+    log = [json.loads(line) for line in log_path.read_text().splitlines()[first:]]
+    assert [e for e in log if e.get("event") == "path"] == []   # no call decided in-process
+    hooks = [e for e in log if e.get("event") in ("decision", "completed")]
+    served = after["served"]["hook"] - before["served"]["hook"]   # type: ignore[index]
+    assert served == len(hooks) >= 6                # three calls, each before and after
+    (rm,) = [e for e in log if e.get("event") == "decision" and e.get("action") == "rewrite"]
+    assert " trash --home " + ran.env["PREIMAGE_HOME"] + " " in rm["updated_input"]["command"]
+    assert not (project / "build").exists()
+    trash = next(b for b in ran.backups() if b["id"] == rm["backup_id"])
+    assert trash["kind"] == "trash" and trash["tool_call"]["input"]["command"] == "rm -r build"
+    (edit_id,) = [e["backup_id"] for e in log if e.get("event") == "decision"
+                  and e.get("action") == "capture"]                 # the edit, before it ran
+    preimage("restore", trash["id"], env=ran.env)
+    preimage("restore", edit_id, env=ran.env)
+    assert (project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
+    assert (project / "notes.txt").read_text() == "hello\n"

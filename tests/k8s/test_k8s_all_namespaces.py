@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.kubernetes
+
 
 def test_all_namespaces_target_restores_objects_in_every_namespace(kube: Any) -> None:
     """ConfigMaps with one label in two namespaces, deleted with -A, come back in both."""

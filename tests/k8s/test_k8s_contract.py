@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,6 +18,8 @@ pytestmark = [pytest.mark.kubernetes]
 
 class TestKubernetesConnectorContract(ConnectorContract):
     """A namespace with ConfigMaps, a Secret, a Service, a Role and a ServiceAccount."""
+
+    connector = "k8s"
 
     @pytest.fixture
     def target_uri(self, kube: Kube) -> str:
@@ -65,3 +68,45 @@ rules: [{{apiGroups: [""], resources: [configmaps], verbs: [get, list]}}]
             kube.kubectl("annotate", "service", "api", "-n", ns, "note=changed")
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, kube: Kube) -> list[str]:
+        return [kube.uri("shop").replace("k8s://", "k8s://user@"),
+                kube.uri("shop", "configmaps", "a", "extra"),
+                kube.uri("shop", query="owned=perhaps")]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """ConfigMap a, which the mutation deleted; the Secret and ConfigMap b stay as left."""
+        return f"{target_uri}/configmaps/a"
+
+    @pytest.fixture
+    def absent_uri(self, kube: Kube) -> str:
+        ns = kube.namespace("absent")
+        return kube.uri(ns, "configmaps", "not-yet")
+
+    @pytest.fixture
+    def create(self, kube: Kube) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            ns = uri.split("/")[3]
+            kube.kubectl("create", "configmap", "not-yet", "-n", ns, "--from-literal=k=v")
+
+        return make
+
+    @pytest.fixture
+    def unreachable_uri(
+        self, tmp_path: Path, dead_port: int, monkeypatch: pytest.MonkeyPatch
+    ) -> str:
+        """A second kubeconfig file with a context whose API server is not listening."""
+        dead = tmp_path / "dead-kubeconfig"
+        dead.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: dead, cluster: {{server: "https://127.0.0.1:{dead_port}",
+             insecure-skip-tls-verify: true}}}}]
+users: [{{name: nobody, user: {{token: none}}}}]
+contexts: [{{name: dead, context: {{cluster: dead, user: nobody}}}}]
+""")
+        import os
+
+        monkeypatch.setenv("KUBECONFIG", f"{os.environ['KUBECONFIG']}:{dead}")
+        return "k8s://dead/shop"

@@ -234,6 +234,6 @@ def test_object_differences_read_as_object_paths_with_the_server_reason() -> Non
     """A re-created object's uid differs with the API server's reason, under a plain path."""
     rep = score(_snapshot(replica_set()), _snapshot(replica_set(uid="new-uid")))
     [d] = rep.differences
-    assert (d.item, d.path, d.fidelity) == ("ReplicaSet shop/web-5d8f", "metadata.uid", "server")
+    assert (d.item, d.path, d.fidelity) == ("replicasets.apps/shop/web-5d8f", "metadata.uid", "server")
     assert d.note == "the API server gives every object it creates a new uid"
     assert rep.restorable.score == 1.0

@@ -1,4 +1,5 @@
-"""Fixtures for the backup layer: a private store and config dir, a seeded world."""
+"""Fixtures for the backup layer: a seeded world and a layer over it (each test's private
+store, config dir and hook log come from tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -20,18 +21,6 @@ from preimage.layer import BackupLayer, LayerConfig, McpServer
 
 CORPUS = Path(__file__).parent / "corpus"
 _db_counter = itertools.count()
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private PREIMAGE_HOME and config dir (outside the world it protects)."""
-    h = tmp_path / "store"
-    monkeypatch.setenv("PREIMAGE_HOME", str(h))
-    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("PREIMAGE_LOG", str(tmp_path / "hook.log"))
-    monkeypatch.delenv("PREIMAGE_MODEL", raising=False)
-    monkeypatch.delenv("PREIMAGE_MODE", raising=False)
-    return h
 
 
 @pytest.fixture

@@ -28,6 +28,12 @@ def answer(world: World) -> str:
     })
 
 
+def replying(text: str) -> ModelTier:
+    """A model tier whose model answers ``text``: the tier's own handling of an answer, without
+    litellm (one test below goes through litellm itself)."""
+    return ModelTier("gpt-4o-mini", completion=lambda _messages: (text, 42))
+
+
 def make_layer(world: World, store: Store, model: ModelTier | None) -> BackupLayer:
     return BackupLayer(store=store, config=LayerConfig(workspace=str(world.proj)),
                        env=world.env, model=model)
@@ -35,7 +41,8 @@ def make_layer(world: World, store: Store, model: ModelTier | None) -> BackupLay
 
 def test_model_names_targets_and_the_rule_is_learned(world: World, store: Store,
                                                      home: Path) -> None:
-    """The model's targets are captured; the saved rule handles a sibling call with 0 tokens."""
+    """The model's targets are captured; the saved rule handles a sibling call with 0 tokens
+    (through litellm itself, with its mock_response)."""
     model = ModelTier("gpt-4o-mini", mock_response=answer(world))
     call = ToolCall.shell("mytool purge --all", cwd=str(world.proj), env=world.env)
     first = make_layer(world, store, model).before(call)
@@ -43,7 +50,7 @@ def test_model_names_targets_and_the_rule_is_learned(world: World, store: Store,
     assert named(first.targets) == [f"file://{world.proj}/logs"] and first.backup_id
     learned = home.parent / "config" / "rules.d" / "learned.yaml"
     assert "provenance" in learned.read_text() and "mytool purge --all" in learned.read_text()
-    never = ModelTier("gpt-4o-mini", mock_response="this must not be asked")
+    never = replying("this must not be asked")
     second = make_layer(world, store, never).before(
         ToolCall.shell("mytool prune", cwd=str(world.proj), env=world.env))
     assert second.tier is Tier.PAIR and second.model_tokens == 0
@@ -56,7 +63,7 @@ def test_model_names_targets_and_the_rule_is_learned(world: World, store: Store,
 def test_invalid_model_answer_falls_back_to_the_workspace(reply: str, world: World,
                                                           store: Store) -> None:
     """A reply that is not valid JSON or names bad URIs is rejected; the workspace is captured."""
-    decision = make_layer(world, store, ModelTier("gpt-4o-mini", mock_response=reply)).before(
+    decision = make_layer(world, store, replying(reply)).before(
         ToolCall.shell("mytool purge", cwd=str(world.proj), env=world.env))
     assert decision.tier is Tier.WORKSPACE
     assert decision.targets[0] == f"file://{world.proj}"
@@ -77,6 +84,6 @@ def test_without_a_model_unknown_calls_snapshot_the_workspace_and_say_so(
 def test_model_can_declare_a_call_read_only(world: World, store: Store) -> None:
     """A read-only verdict lets the call pass without any capture."""
     reply = json.dumps({"read_only": True, "targets": [], "reason": "prints a report"})
-    decision = make_layer(world, store, ModelTier("gpt-4o-mini", mock_response=reply)).before(
+    decision = make_layer(world, store, replying(reply)).before(
         ToolCall.shell("mytool report", cwd=str(world.proj), env=world.env))
     assert decision.backup_id is None and decision.targets == []

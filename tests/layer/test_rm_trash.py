@@ -149,11 +149,31 @@ def test_rm_force_skips_missing_operands(tree: Path) -> None:
     assert proc.returncode == 0 and not (tree / "tree").exists()
 
 
-def test_other_harnesses_keep_the_capture(tree: Path) -> None:
-    """A harness not known to run rewritten input (codex) gets a capture, not a trash move."""
+def test_codex_without_proof_of_no_sandbox_keeps_the_capture(tree: Path) -> None:
+    """Codex runs commands in a sandbox that cannot write to the store unless told
+    otherwise; a hook that cannot see Codex's settings (no Codex process above it, as
+    here) gets a capture, not a trash move."""
     answer = hook("rm -rf tree", tree, "codex")
     assert rewritten(answer) is None
     assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize(("harness", "field"), [("gemini", "tool_input"), ("opencode", "args")])
+def test_gemini_and_opencode_get_the_rewrite_in_their_own_form(
+        tree: Path, home: Path, harness: str, field: str) -> None:
+    """Gemini CLI and OpenCode run a rewritten command, each given in its own answer form;
+    the rewrite names the hook's own store."""
+    tool = {"gemini": "run_shell_command", "opencode": "bash"}[harness]
+    event = {"gemini": "BeforeTool", "opencode": "tool.execute.before"}[harness]
+    key = "tool_name" if harness == "gemini" else "tool"
+    text = json.dumps({"hook_event_name": event, key: tool,
+                       "tool_input": {"command": "rm -rf tree"}, "cwd": str(tree),
+                       "session_id": "s1"})
+    answer = json.loads(handle(harness, [], text).stdout)
+    got = answer.get("hookSpecificOutput", answer)[field]["command"]
+    assert f" trash --home {home} " in got and got.endswith(str(tree / "tree"))
+    run_shell(got, tree).check_returncode()
+    assert not (tree / "tree").exists()
 
 
 def test_working_directory_inside_is_captured(tree: Path) -> None:

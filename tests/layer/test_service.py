@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 
 import postgres as pg_fixture  # fixtures/ is on sys.path (tests/layer/conftest.py)
 import pytest
+from services import request, running_services, stop_services
 
 
 def payload(command: str, cwd: Path, session: str = "s1") -> str:
@@ -45,7 +45,7 @@ class Service:
     """A private environment for hook calls and the service they talk to."""
 
     def __init__(self, tmp: Path) -> None:
-        rt = tmp / "rt"
+        rt = self.runtime = tmp / "rt"
         rt.mkdir(mode=0o700)
         self.home = tmp / "store"
         self.env = {k: v for k, v in os.environ.items() if k != "PREIMAGE_SERVICE"}
@@ -58,10 +58,12 @@ class Service:
         return subprocess.run([sys.executable, "-m", "preimage", *args], capture_output=True,
                               text=True, env=self.env, timeout=300, **kw)
 
-    def hook(self, command: str, cwd: Path, session: str = "s1") -> subprocess.Popen[str]:
+    def hook(self, command: str, cwd: Path, session: str = "s1",
+             run_in: Path | None = None) -> subprocess.Popen[str]:
+        """A hook process for a Bash call in ``cwd`` (the process itself runs in ``run_in``)."""
         proc = subprocess.Popen([sys.executable, "-m", "preimage", "hook", "claude-code"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=self.env)
+                                stderr=subprocess.PIPE, text=True, env=self.env, cwd=run_in)
         assert proc.stdin
         proc.stdin.write(payload(command, cwd, session))
         proc.stdin.close()
@@ -75,12 +77,14 @@ class Service:
 
     def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "preimage", "serve"], env=self.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     cwd=self.runtime.parent, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         wait_for(lambda: self.status() is not None, "the service answers --status")
 
     def stop(self) -> None:
-        """Stop whatever service these settings started (by the test or by a hook)."""
-        self.cli("serve", "--stop")
+        """Stop every service of this runtime directory — started by the test or by a hook,
+        listening or still starting, whatever settings it was started with."""
+        stop_services(self.runtime)
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=60)
@@ -95,6 +99,7 @@ def service(tmp_path: Path) -> Iterator[Service]:
     svc = Service(tmp_path)
     yield svc
     svc.stop()
+    assert running_services(svc.runtime) == []
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
@@ -140,6 +145,52 @@ def test_service_down_decides_in_process_and_starts_one(service: Service, tmp_pa
     assert answer == {} and "in-process" not in err
 
 
+def test_service_carries_the_home_the_hook_was_given(service: Service, tmp_path: Path) -> None:
+    """A relative PREIMAGE_HOME means the store beside the hook process, not beside the
+    service: the capture goes there and the `rm` rewrite names it with `--home`, absolute."""
+    work = tmp_path / "w"
+    (work / "build").mkdir(parents=True)
+    (work / "notes.txt").write_text("mine")
+    service.env["PREIMAGE_HOME"] = "rel-store"
+    service.start()   # in tmp_path; the hooks run in `work`
+    answer, err = finish(service.hook("truncate -s 0 notes.txt", work, run_in=work))
+    assert "in-process" not in err
+    backup_id = answer["hookSpecificOutput"]["additionalContext"].split("preimage backup ")[1]
+    answer, err = finish(service.hook("rm -r build", work, run_in=work))
+    command = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    assert f" trash --home {work / 'rel-store'} " in command and "in-process" not in err
+    absolute = dict(service.env, PREIMAGE_HOME=str(work / "rel-store"))
+    listed = subprocess.run([sys.executable, "-m", "preimage", "list", "--json"], env=absolute,
+                            capture_output=True, text=True, timeout=300, check=True).stdout
+    assert backup_id.split()[0] in listed
+    assert not (tmp_path / "rel-store").exists()
+
+
+def test_service_sees_an_edited_rule(service: Service, tmp_path: Path) -> None:
+    """The service validates the user's rules once per version of each file: a rule added
+    to rules.d while it runs applies to the next call, and its removal to the one after."""
+    service.start()
+    work = tmp_path / "w"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "rows.csv").write_text("1,tea\n")
+    def context() -> str:
+        answer, err = finish(service.hook("deploy wipe --yes", work))
+        assert "in-process" not in err
+        return str(answer["hookSpecificOutput"]["additionalContext"])
+
+    assert "(workspace tier)" in context()      # no rule knows `deploy`: the workspace is kept
+    rules_d = tmp_path / "config" / "rules.d"
+    rules_d.mkdir(parents=True)
+    (rules_d / "mine.yaml").write_text(
+        "rules:\n  - name: my-deploy\n    tier: pair\n    impact: high\n"
+        "    match: {command: [deploy], subcommand: [wipe]}\n"
+        "    targets: ['file://{cwd}/data']\n")
+    got = context()
+    assert "(pair tier)" in got and f"{(work / 'data').as_uri()}." in got
+    (rules_d / "mine.yaml").unlink()
+    assert "(workspace tier)" in context()
+
+
 def test_service_off_decides_in_process(service: Service, tmp_path: Path) -> None:
     """PREIMAGE_SERVICE=off keeps every decision in the hook process and starts nothing."""
     service.env["PREIMAGE_SERVICE"] = "off"
@@ -182,27 +233,13 @@ def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
     assert proc.returncode == 1
 
 
-def _raw_request(sock_path: str, header: dict[str, Any]) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(sock_path)
-        s.sendall(json.dumps({**header, "body": 0}).encode() + b"\n")
-        data = b""
-        while b"\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data.split(b"\n", 1)[0]) if data else {}
-
-
 def test_unknown_protocol_version_is_refused(service: Service) -> None:
     """A request in another protocol version gets an error naming the version spoken."""
     service.start()
     status = service.status()
     assert status is not None
-    reply = _raw_request(status["socket"], {"v": 99, "op": "status"})
-    assert reply["event"] == "error" and "speaks 1" in reply["error"]
+    reply = request(status["socket"], {"v": 99, "op": "status"})
+    assert reply is not None and reply["event"] == "error" and "speaks 1" in reply["error"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")

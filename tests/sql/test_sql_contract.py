@@ -13,7 +13,7 @@ import preimage
 from preimage import Store
 from preimage._registry import get_connector
 from preimage.snapshot_schemas import Snapshot
-from preimage.testing import ConnectorContract
+from preimage.testing import ConnectorContract, known_failure
 
 
 class _LiveInStore:
@@ -39,9 +39,42 @@ SEED = """
 """
 
 
+class _PostgresFixtures:
+    """What both PostgreSQL contracts share: bad URIs, absence, a dead port, unread objects."""
+
+    @pytest.fixture
+    def malformed_uris(self, db: Any) -> list[str]:
+        return [
+            db.uri().rsplit("/", 1)[0] + "/",                       # no database
+            str(db.uri("tables=public.a&schema=public")),           # two scopes at once
+            str(db.uri("where=id%3E1")),                            # a predicate without a table
+            str(db.uri("table=public.t&where=1%3D1%3B%20DROP%20TABLE%20t")),  # a second statement
+        ]
+
+    @pytest.fixture
+    def absent_uri(self, db: Any) -> str:
+        return str(db.uri("tables=public.not_yet"))
+
+    @pytest.fixture
+    def create(self, db: Any) -> Callable[[str], None]:
+        return lambda _uri: db.sql("CREATE TABLE public.not_yet (x int); INSERT INTO not_yet VALUES (1)")
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int) -> str:
+        return f"postgresql://nobody@127.0.0.1:{dead_port}/db"
+
+
 @pytest.mark.postgres
-class TestPostgresContract(_LiveInStore, ConnectorContract):
+class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL tables scope: the whole contract."""
+
+    connector = "postgresql"
+
+    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
+        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
+        "merge re-adds a foreign key that still exists when it re-creates a dropped index "
+        "of the same table (constraint ... already exists)",
+    )
 
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
@@ -71,8 +104,10 @@ class TestPostgresContract(_LiveInStore, ConnectorContract):
 
 
 @pytest.mark.postgres
-class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
+class TestPostgresDatabaseContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL whole-database scope: the whole contract."""
+
+    connector = "postgresql"
 
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
@@ -101,6 +136,14 @@ class TestPostgresDatabaseContract(_LiveInStore, ConnectorContract):
 
 class TestSqliteContract(_LiveInStore, ConnectorContract):
     """SQLite file through SQLAlchemy: the whole contract."""
+
+    connector = "sqlite"
+
+    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
+        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
+        "merge puts rows back by primary key only: deleted rows of a table without one "
+        "(two identical notes) do not come back",
+    )
 
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
@@ -137,6 +180,28 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
         return damage
 
     @pytest.fixture
+    def malformed_uris(self, tmp_path: Path) -> list[str]:
+        return ["sqlite://elsewhere/app.db", "sqlite://", "sqlite:///:memory:"]
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path) -> str:
+        return f"sqlite:///{tmp_path}/not-yet.db"
+
+    @pytest.fixture
+    def create(self) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            con = sqlite3.connect(uri[len("sqlite:///"):])
+            con.executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            con.close()
+
+        return make
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int) -> str:
+        """The same connector serves MariaDB: one that is not listening."""
+        return f"mysql+pymysql://nobody@127.0.0.1:{dead_port}/db"
+
+    @pytest.fixture
     def add_uncapturable(self) -> Callable[[str], str]:
         def add(uri: str) -> str:
             con = sqlite3.connect(uri[len("sqlite:///"):])
@@ -165,6 +230,14 @@ INSERT INTO entries (account_id, amount) VALUES (1, 5), (2, 7), (3, 9), (1, 11);
 class TestMariaDBContract(_LiveInStore, ConnectorContract):
     """MariaDB through SQLAlchemy (mariadb+pymysql): the whole contract."""
 
+    connector = "mariadb+pymysql"
+
+    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
+        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
+        "merge re-creates a table that still exists (1050 Table 'entries' already exists) "
+        "when the agent dropped a trigger on it",
+    )
+
     @pytest.fixture
     def target_uri(self, mydb: Any) -> str:
         mydb.sql(MARIADB_SEED)
@@ -180,6 +253,23 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
             """)
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, mydb: Any) -> list[str]:
+        return [str(mydb.uri("tables=a&table=b")), str(mydb.uri("where=id%3E1")),
+                str(mydb.uri("tables="))]
+
+    @pytest.fixture
+    def absent_uri(self, mydb: Any) -> str:
+        return str(mydb.uri("tables=not_yet"))
+
+    @pytest.fixture
+    def create(self, mydb: Any) -> Callable[[str], None]:
+        return lambda _uri: mydb.sql("CREATE TABLE not_yet (x int); INSERT INTO not_yet VALUES (1)")
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int) -> str:
+        return f"mariadb+pymysql://nobody@127.0.0.1:{dead_port}/db"
 
     @pytest.fixture
     def add_uncapturable(self, mydb: Any) -> Callable[[str], str]:

@@ -16,6 +16,8 @@ from preimage.testing import ConnectorContract
 class TestGitConnectorContract(ConnectorContract):
     """git:// against a seeded repository; the damage is reset --hard plus clean -fdx."""
 
+    connector = "git"
+
     @pytest.fixture
     def target_uri(self, tmp_path: Path, git_config: Path) -> str:
         repo, _ = seed_repository(tmp_path / "git")
@@ -31,9 +33,33 @@ class TestGitConnectorContract(ConnectorContract):
 
         return damage
 
+    @pytest.fixture
+    def malformed_uris(self) -> list[str]:
+        return ["git://host/repo", "git://", "git:relative/repo"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """build/, which clean -fdx removed; HEAD, the index and the stash stay as left."""
+        return f"{target_uri}/build"
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path) -> str:
+        return f"git://{tmp_path}/not-yet"
+
+    @pytest.fixture
+    def create(self, git_config: Path) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            repo = Path(uri[len("git://") :])
+            repo.mkdir(parents=True)
+            sh("git init -q && echo x > f && git add f && git commit -qm init", cwd=repo)
+
+        return make
+
 
 class TestPipConnectorContract(ConnectorContract):
     """pip:// against a venv without pip; the damage is `pip install -U liba` (5.9.0 → 5.10.0 + libb)."""
+
+    connector = "pip"
 
     @pytest.fixture
     def target_uri(self, venv: Path) -> str:
@@ -63,3 +89,16 @@ class TestPipConnectorContract(ConnectorContract):
             )
 
         return damage
+
+    @pytest.fixture
+    def malformed_uris(self, tmp_path: Path) -> list[str]:
+        return ["pip://", "pip://host/venv", f"pip://{tmp_path}/no-such-venv"]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str) -> str:
+        """liba, which the upgrade changed; libb, which it added, stays outside."""
+        return f"{target_uri}/liba"
+
+    @pytest.fixture
+    def absent_uri(self, tmp_path: Path) -> str:
+        return f"pip://{tmp_path}/no-venv-yet"

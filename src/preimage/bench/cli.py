@@ -87,12 +87,17 @@ def bench(
             if status is not None:
                 status.update(msg)
 
+        def finished(line: str) -> None:
+            # one line per finished run on stderr — above the spinner on a terminal, and
+            # the only sign of life in CI, where a full run takes minutes
+            err.print(line, markup=False, highlight=False)
+
         try:
             if status is not None:
                 status.start()
             report = run_bench(
                 scenarios, chosen, base, suite=chosen_suite, progress=progress,
-                keep=workdir is not None,
+                finished=finished, keep=workdir is not None,
             )
         finally:
             if status is not None:

@@ -27,7 +27,6 @@ report lists the scenario as not covered by this baseline, with the reason.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -36,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from preimage._errors import UsageError
+from preimage._registry import BuiltIn, PluginLoader
 from preimage._sizes import tree_bytes
 from preimage._target import Target
 from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
@@ -237,29 +238,31 @@ class GitTreeCopier(FileCopier):
     """A repository copied as files (``cp -r`` of the work tree, ``.git`` included)."""
 
 
-COPIERS: dict[str, str] = {
-    "git": "preimage.bench.content_only:GitTreeCopier",
-    "pip": "preimage.bench.content_only:PipFreezeCopier",
-    "file": "preimage.bench.content_only:FileCopier",
-    "sqlite": "preimage.bench.content_only:SqlRowsCopier",
-    "postgresql": "preimage.bench.content_only:SqlRowsCopier",
-    "postgres": "preimage.bench.content_only:SqlRowsCopier",
-    "imap": "preimage.bench.systems.imap:ImapCopier",
-    "k8s": "preimage.bench.systems.kubernetes:K8sSpecCopier",
-    "browser": "preimage.bench.web_copiers:BrowserCopier",
-    "web+isso": "preimage.bench.web_copiers:IssoCopier",
-    "web+trac": "preimage.bench.web_copiers:TracCopier",
+BUILTIN_COPIERS: dict[str, BuiltIn] = {
+    "git": BuiltIn("preimage.bench.content_only:GitTreeCopier"),
+    "pip": BuiltIn("preimage.bench.content_only:PipFreezeCopier"),
+    "file": BuiltIn("preimage.bench.content_only:FileCopier"),
+    "sqlite": BuiltIn("preimage.bench.content_only:SqlRowsCopier"),
+    "postgresql": BuiltIn("preimage.bench.content_only:SqlRowsCopier"),
+    "postgres": BuiltIn("preimage.bench.content_only:SqlRowsCopier"),
+    "imap": BuiltIn("preimage.bench.systems.imap:ImapCopier"),
+    "k8s": BuiltIn("preimage.bench.systems.kubernetes:K8sSpecCopier"),
+    "browser": BuiltIn("preimage.bench.web_copiers:BrowserCopier"),
+    "web+isso": BuiltIn("preimage.bench.web_copiers:IssoCopier"),
+    "web+trac": BuiltIn("preimage.bench.web_copiers:TracCopier"),
 }
+
+#: Content-only copiers by target scheme (entry-point group ``preimage.bench_copiers``).
+copiers: PluginLoader[Copier] = PluginLoader(
+    "content-only copier", "preimage.bench_copiers", BUILTIN_COPIERS,
+    miss=lambda name, known, hint: UsageError(f"no content-only copier for {name}"),
+    cache=False,
+)
 
 
 def get_copier(scheme: str) -> Copier | None:
     """The content-only copier for ``scheme`` (loaded on first use), or ``None``."""
-    spec = COPIERS.get(scheme)
-    if spec is None:
-        return None
-    module, _, attr = spec.partition(":")
-    copier: Copier = getattr(importlib.import_module(module), attr)()
-    return copier
+    return copiers.get(scheme)
 
 # Why a scheme has no content-only copier (shown in the report).
 NOT_COVERED: dict[str, str] = {}

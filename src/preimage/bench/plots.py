@@ -11,6 +11,7 @@ from preimage.bench.results import BenchReport
 
 CATEGORIES = ("terminal", "sql", "kubernetes", "email", "browser")
 COLOURS = ("#9aa3b2", "#e0a03a", "#5b8fd6", "#2f9e62", "#8b5cc7", "#c2453d")
+MEDIAN = "#1d2433"  # the median line: ink, not any protector's colour
 
 
 def _pyplot() -> Any:
@@ -30,6 +31,7 @@ def similarity_by_category(report: BenchReport, out: Path) -> Path:
     """Grouped bars: mean content and metadata similarity per category and protector."""
     plt = _pyplot()
     cats = [c for c in CATEGORIES if any(r.category == c for r in report.runs)]
+    counts = {c: len({r.scenario for r in report.runs if r.category == c}) for c in cats}
     protectors = list(report.protectors.items())
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
     width = 0.8 / max(len(protectors), 1)
@@ -50,7 +52,7 @@ def similarity_by_category(report: BenchReport, out: Path) -> Path:
                 text = note or f"{h:.2f}"
                 ax.text(bar.get_x() + bar.get_width() / 2, h + 0.01, text, ha="center",
                         va="bottom", fontsize=7, rotation=90)
-        ax.set_xticks(range(len(cats)), cats)
+        ax.set_xticks(range(len(cats)), [f"{c}\n(n={counts[c]})" for c in cats])
         ax.set_ylim(0, 1.18)
         ax.set_title(f"{cls} similarity after restore (mean)")
         ax.axhline(1.0, color="#444", linewidth=0.6, linestyle=":")
@@ -65,33 +67,53 @@ def similarity_by_category(report: BenchReport, out: Path) -> Path:
 
 
 def latency_distribution(report: BenchReport, out: Path) -> Path:
-    """Per protector: capture latency before the call and restore time (log scale)."""
+    """Capture latency and restore time per system (one panel each, its own log scale —
+    a file tree takes milliseconds, a cluster seconds) and protector: every run as a
+    point, a box once there are enough runs to draw one, the median in ink, ``n`` below."""
     plt = _pyplot()
+    from matplotlib import ticker
+
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(report.protectors)}
     protectors = [(n, lbl) for n, lbl in report.protectors.items() if n != "none"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
-    for ax, attr, title in (
-        (axes[0], "capture_s", "capture latency before the call"),
-        (axes[1], "restore_s", "restore time"),
-    ):
-        data, labels = [], []
-        for name, label in protectors:
-            vals = [
-                getattr(r, attr) * 1000 for r in report.runs
-                if r.protector == name and r.status == "ok" and getattr(r, attr) is not None
-            ]
-            data.append(vals or [float("nan")])
-            labels.append(label.replace(" (", "\n("))
-        ax.boxplot(data, showfliers=False, widths=0.5)
-        for i, (vals, (name, _label)) in enumerate(zip(data, protectors, strict=True), start=1):
-            jitter = [i + ((k % 7) - 3) * 0.035 for k in range(len(vals))]
-            ax.scatter(jitter, vals, s=14, alpha=0.75, color=colour[name], zorder=3)
-        ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
-        ax.set_yscale("log")
-        ax.set_ylabel("milliseconds (log scale)")
-        ax.set_title(title)
-        ax.grid(axis="y", alpha=0.3, which="both")
-    fig.tight_layout()
+    cats = [c for c in CATEGORIES if any(r.category == c for r in report.runs)] or ["(none)"]
+    fig, axes = plt.subplots(2, len(cats), figsize=(3.2 * len(cats) + 1.5, 7.2), squeeze=False)
+    for row, (attr, what) in enumerate((("capture_s", "capture before the call"),
+                                         ("restore_s", "restore"))):
+        for col, cat in enumerate(cats):
+            ax = axes[row][col]
+            for i, (name, _label) in enumerate(protectors, start=1):
+                vals = [
+                    getattr(r, attr) * 1000 for r in report.runs
+                    if r.protector == name and r.category == cat and r.status == "ok"
+                    and getattr(r, attr) is not None and getattr(r, attr) > 0
+                ]
+                if len(vals) >= 5:
+                    ax.boxplot([vals], positions=[i], showfliers=False, widths=0.55,
+                               medianprops={"color": MEDIAN, "linewidth": 1.6})
+                elif vals:
+                    ax.hlines(statistics.median(vals), i - 0.25, i + 0.25, color=MEDIAN,
+                              linewidth=1.6)
+                jitter = [i + ((k % 7) - 3) * 0.04 for k in range(len(vals))]
+                ax.scatter(jitter, vals, s=14, alpha=0.8, color=colour[name], zorder=3)
+                ax.annotate(f"n={len(vals)}", (i, 0), xycoords=("data", "axes fraction"),
+                            xytext=(0, 2), textcoords="offset points", ha="center",
+                            fontsize=7, color="#5b6577")
+            ax.set_xticks(range(1, len(protectors) + 1),
+                          [str(k) for k in range(1, len(protectors) + 1)], fontsize=8)
+            ax.set_xlim(0.4, len(protectors) + 0.6)
+            if ax.has_data():
+                ax.set_yscale("log")
+                plain = ticker.FuncFormatter(lambda v, _pos: f"{v:g}")
+                ax.yaxis.set_major_formatter(plain)
+                ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+            ax.set_title(f"{cat}: {what}", fontsize=9)
+            ax.grid(axis="y", alpha=0.3, which="both")
+        axes[row][0].set_ylabel("milliseconds (log scale)")
+    legend = [plt.Line2D([], [], marker="o", linestyle="", color=colour[n],
+                         label=f"{i} {lbl}") for i, (n, lbl) in enumerate(protectors, start=1)]
+    legend.append(plt.Line2D([], [], color=MEDIAN, label="median"))
+    fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     path = out / "latency.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)

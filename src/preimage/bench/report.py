@@ -31,6 +31,19 @@ TOTAL_COLUMNS = (
     "capture p50", "capture p95", "restore (mean)", "stored", "model tokens",
 )
 
+#: What the ``server`` column means, printed with every totals table.
+SERVER_NOTE = (
+    "server: identities the systems assign themselves (inodes, UIDs, OIDs, object uids, "
+    "web-app ids, vote counts) — no client can set them, so no protector reaches 1.0 there; "
+    "preimage's restore reports name each new one (old → new)."
+)
+#: What a per-scenario cell means.
+CELL_NOTE = (
+    "✓ the affected state was captured before the call, ✗ it was not; then content / "
+    "metadata similarity after restore (1.00 = every original leaf back exactly). n/a: the "
+    "baseline has no copier for that system."
+)
+
 
 def total_cells(t: Totals) -> list[str]:
     """One totals row as text cells (same order as :data:`TOTAL_COLUMNS`)."""
@@ -62,6 +75,29 @@ def _by_scenario(report: BenchReport) -> dict[str, dict[str, RunResult]]:
     return grid
 
 
+def category_counts(report: BenchReport) -> dict[str, int]:
+    """How many scenarios ran per category (the ``n`` shown next to each category)."""
+    seen: dict[str, set[str]] = {}
+    for r in report.runs:
+        seen.setdefault(r.category, set()).add(r.scenario)
+    return {c: len(s) for c, s in seen.items()}
+
+
+def categories_line(report: BenchReport) -> str:
+    """``terminal n=8, sql n=7, …``: how many scenarios each category's averages cover."""
+    return ", ".join(f"{c} n={n}" for c, n in category_counts(report).items())
+
+
+def progress_line(done: int, total: int, r: RunResult, seconds: float) -> str:
+    """One line per finished run, for a run without a terminal (CI): position, scenario,
+    protector and outcome, so a long run is never silent."""
+    if r.status == "ok":
+        outcome = f"{'backed up' if r.backed_up else 'not backed up'}, {scenario_cell(r)[2:]}"
+    else:
+        outcome = r.status + (f": {r.reason[:120]}" if r.reason else "")
+    return f"[{done}/{total}] {r.scenario} · {r.label}: {outcome} ({seconds:.1f} s)"
+
+
 def render_terminal(report: BenchReport, console: Console) -> None:
     """The totals table, the per-scenario table, what did not run and what fell short."""
     from preimage.bench.undo_report import is_undo, render_undo
@@ -75,21 +111,21 @@ def render_terminal(report: BenchReport, console: Console) -> None:
     for t in report.totals:
         totals.add_row(*total_cells(t))
     console.print(totals)
+    console.print(SERVER_NOTE, markup=False)
     grid = _by_scenario(report)
-    per = Table(
-        title="per scenario: ✓/✗ backed up before the call, then content/metadata similarity",
-        title_justify="left",
-    )
-    per.add_column("scenario")
-    per.add_column("category")
+    per = Table(title=f"per scenario — {CELL_NOTE}", title_justify="left")
+    per.add_column("scenario", no_wrap=True)
+    per.add_column("category", no_wrap=True)
     for label in report.protectors.values():
-        per.add_column(label, justify="right")
+        # a protector's name breaks before its parenthesis, so no column is cut off
+        per.add_column(label.replace(" (", "\n("), justify="right", no_wrap=True)
     for sid, row in grid.items():
         first = next(iter(row.values()))
         per.add_row(sid, first.category, *(scenario_cell(row.get(p)) for p in report.protectors))
     for nr in report.not_run:
         per.add_row(nr.scenario, nr.category, *(["not run"] * len(report.protectors)))
     console.print(per)
+    console.print(f"scenarios per category: {categories_line(report)}", markup=False)
     for nr in report.not_run:
         console.print(f"not run: {nr.scenario} — {nr.reason}", markup=False)
     for t in report.totals:
@@ -107,7 +143,7 @@ def markdown(report: BenchReport) -> str:
         return undo_markdown(report)
     lines = ["| " + " | ".join(TOTAL_COLUMNS) + " |", "|" + "---|" * len(TOTAL_COLUMNS)]
     lines += ["| " + " | ".join(total_cells(t)) + " |" for t in report.totals]
-    lines.append("")
+    lines += ["", SERVER_NOTE, "", CELL_NOTE, ""]
     head = ["scenario", "category", *report.protectors.values()]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for sid, row in _by_scenario(report).items():
@@ -117,6 +153,7 @@ def markdown(report: BenchReport) -> str:
     for nr in report.not_run:
         cells = [nr.scenario, nr.category, *(["not run"] * len(report.protectors))]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Scenarios per category: {categories_line(report)}."]
     if report.not_run:
         lines.append("")
         lines += [f"- not run: {nr.scenario} — {nr.reason}" for nr in report.not_run]
@@ -124,23 +161,38 @@ def markdown(report: BenchReport) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1200px;
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1280px;
 color:#1d2433;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
+.wide{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
-th,td{border-bottom:1px solid #dde2ea;padding:.35rem .6rem;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}th{background:#f4f6fa}
-td.ok{color:#0b7a3b}td.bad{color:#b3261e}td.na{color:#8a93a3}
+th,td{border-bottom:1px solid #dde2ea;padding:.35rem .6rem;text-align:right}
+td{white-space:nowrap}th{background:#f4f6fa;vertical-align:bottom;max-width:9rem}
+th:first-child,td:first-child{text-align:left}
+.yes{color:#0b7a3b;font-weight:600}.no{color:#b3261e;font-weight:600}
+.full{color:#0b7a3b}.part{color:#7a5a00}.none{color:#b3261e}.na{color:#8a93a3}
 img{max-width:100%;border:1px solid #dde2ea;margin:.5rem 0}
 .muted{color:#5b6577}ul{font-size:.9rem}code{background:#f4f6fa;padding:0 .2rem}
 """
 
 
-def _cell_class(r: RunResult | None) -> str:
-    if r is None or r.status != "ok":
+def _level(value: float | None) -> str:
+    if value is None:
         return "na"
-    full = r.backed_up and r.content == 1.0 and r.metadata == 1.0
-    return "ok" if full else "bad"
+    return "full" if value == 1.0 else ("none" if value == 0.0 else "part")
+
+
+def cell_html(r: RunResult | None) -> str:
+    """A per-scenario cell: the backup mark and the two similarities, each styled by what
+    it says (a ✓ is green whatever the similarity; 1.00 green, partial amber, 0 red)."""
+    e = html.escape
+    if r is None or r.status != "ok":
+        return f"<td class='na'>{e(scenario_cell(r))}</td>"
+    mark = "<span class='yes'>✓</span>" if r.backed_up else "<span class='no'>✗</span>"
+    sims = "/".join(
+        f"<span class='{_level(v)}'>{e(_f(v))}</span>" for v in (r.content, r.metadata)
+    )
+    return f"<td>{mark} {sims}</td>"
 
 
 def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
@@ -153,33 +205,32 @@ def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
         "<h1>preimage regret benchmark</h1>",
         f"<p class='muted'>suite <b>{e(report.suite)}</b> · {e(report.started_at)} · "
         f"preimage {e(report.version)} · {len(report.runs)} runs in {report.seconds:.1f} s</p>",
-        "<h2>Totals</h2><table><tr>",
+        "<h2>Totals</h2><div class='wide'><table><tr>",
         *(f"<th>{e(c)}</th>" for c in TOTAL_COLUMNS),
         "</tr>",
     ]
     for t in report.totals:
         parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in total_cells(t)) + "</tr>")
-    parts.append("</table>")
+    parts.append(f"</table></div><p class='muted'>{e(SERVER_NOTE)}</p>")
     for img in images:
         parts.append(f"<img src='{e(img.name)}' alt='{e(img.stem)}'>")
     parts.append(
-        "<h2>Per scenario</h2><p class='muted'>✓ the affected state was captured before the "
-        "call, ✗ it was not; then content / metadata similarity after restore. n/a: the "
-        "baseline has no copier for that system.</p><table><tr><th>scenario</th><th>title</th>"
+        f"<h2>Per scenario</h2><p class='muted'>{e(CELL_NOTE)} Hover a scenario for its "
+        f"title. Scenarios per category: {e(categories_line(report))}.</p>"
+        "<div class='wide'><table><tr><th>scenario</th><th>category</th>"
     )
     parts += [f"<th>{e(label)}</th>" for label in report.protectors.values()]
     parts.append("</tr>")
     for sid, row in _by_scenario(report).items():
         first = next(iter(row.values()))
-        cells = "".join(
-            f"<td class='{_cell_class(row.get(p))}'>{e(scenario_cell(row.get(p)))}</td>"
-            for p in report.protectors
-        )
-        parts.append(f"<tr><td>{e(sid)}</td><td>{e(first.title)}</td>{cells}</tr>")
+        cells = "".join(cell_html(row.get(p)) for p in report.protectors)
+        parts.append(f"<tr><td title='{e(first.title)}'>{e(sid)}</td>"
+                     f"<td>{e(first.category)}</td>{cells}</tr>")
     for nr in report.not_run:
         cells = "".join("<td class='na'>not run</td>" for _ in report.protectors)
-        parts.append(f"<tr><td>{e(nr.scenario)}</td><td>{e(nr.title)}</td>{cells}</tr>")
-    parts.append("</table>")
+        parts.append(f"<tr><td title='{e(nr.title)}'>{e(nr.scenario)}</td>"
+                     f"<td>{e(nr.category)}</td>{cells}</tr>")
+    parts.append("</table></div>")
     if report.not_run:
         parts.append("<h2>Not run</h2><ul>")
         parts += [f"<li><b>{e(nr.scenario)}</b>: {e(nr.reason)}</li>" for nr in report.not_run]

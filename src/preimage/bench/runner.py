@@ -293,12 +293,21 @@ def run_bench(
     *,
     suite: str = "all",
     progress: Progress | None = None,
+    finished: Progress | None = None,
     keep: bool = False,
 ) -> BenchReport:
-    """Run every scenario under every protector; systems start on first use."""
+    """Run every scenario under every protector; systems start on first use.
+
+    ``progress`` hears what is starting (a status line); ``finished`` gets one line per
+    finished run (:func:`~preimage.bench.report.progress_line`), so a run without a
+    terminal still shows that it moves.
+    """
     from preimage.bench.intervening import run_intervening
+    from preimage.bench.report import progress_line
 
     say = progress or (lambda _msg: None)
+    done = finished or (lambda _msg: None)
+    total, count = len(scenarios) * len(protectors), 0
     began = time.perf_counter()
     report = BenchReport(
         version=preimage.__version__, suite=suite,
@@ -312,7 +321,8 @@ def run_bench(
         for sc in scenarios:
             reason = _prepare(sc, systems, failed, workdir / "servers")
             if reason is not None:
-                say(f"{sc.id}: not run — {reason}")
+                count += len(protectors)
+                done(f"[{count}/{total}] {sc.id}: not run — {reason}")
                 report.not_run.append(NotRun(
                     scenario=sc.id, title=sc.title, category=sc.category, system=sc.system,
                     reason=reason,
@@ -320,11 +330,14 @@ def run_bench(
                 continue
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
+                started = time.perf_counter()
                 res = (run_intervening if sc.after else run_one)(
                     sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
                     cache=cache,
                 )
                 report.runs.append(res)
+                count += 1
+                done(progress_line(count, total, res, time.perf_counter() - started))
             shutil.rmtree(workdir / sc.id / "seeded", ignore_errors=True)
     finally:
         for system in systems.values():

@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from preimage.connectors.files.address import file_uri
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.mounts import kernel_path
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, resolve
-from preimage.layer.uris import file_uri
 from preimage.layer.words import Word
 
 ShellExtractor = Callable[[SimpleCommand, Rule, Context], Finding]

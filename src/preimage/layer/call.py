@@ -39,6 +39,9 @@ class ToolCall:
     tool_use_id: str | None = None
     env: dict[str, str] | None = field(default=None, repr=False)
     harness: str = "generic"
+    # Whether the harness runs a rewritten input as given (the hook decides it per call
+    # where the harness's settings matter); ``None``: as the harness's adapter says.
+    runs_rewrites: bool | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ constructors
     @classmethod

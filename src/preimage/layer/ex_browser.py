@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import re
 
+from preimage.connectors.browser.address import browser_uri, origin_of
+from preimage.connectors.web.address import page_location, web_uri
 from preimage.layer._extract import finding, tool_extractor, unknown
 from preimage.layer.call import ToolCall
 from preimage.layer.config import discover_mcp
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
-from preimage.layer.uris import browser_uri, origin_of, page_location, web_uri
 
 DESTRUCTIVE = re.compile(r"\b(delete|remove|trash|destroy|purge|erase|wipe|discard|drop|revoke|"
                          r"ban|spam|spammer|unsubscribe|uninstall|deactivate|disable|clear|reset|"

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from preimage.connectors.kubernetes.address import ALL_NAMESPACES, k8s_uri
 from preimage.layer._extract import finding, shell_extractor, tool_extractor, unknown
 from preimage.layer.argv import parse_args
 from preimage.layer.call import ToolCall
@@ -22,7 +23,6 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, read_small, resolve
-from preimage.layer.uris import K8S_ALL_NAMESPACES, k8s_uri
 from preimage.layer.words import Word
 
 KUBECTL_OPTS = ["-n", "--namespace", "--context", "--kubeconfig", "-l", "--selector", "-f",
@@ -192,10 +192,10 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
                 wide = True
             elif res == "customresourcedefinitions" and name:
                 targets.append(PlannedTarget(k8s_uri(ctx_name, None, res, name), why, external=True))
-                targets.append(PlannedTarget(k8s_uri(ctx_name, K8S_ALL_NAMESPACES, name), why,
+                targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, name), why,
                                              external=True))
             else:
-                scope = None if res in CLUSTER_SCOPED else (K8S_ALL_NAMESPACES if all_ns else ns)
+                scope = None if res in CLUSTER_SCOPED else (ALL_NAMESPACES if all_ns else ns)
                 targets.append(PlannedTarget(k8s_uri(ctx_name, scope, res, name,
                                                      selector=None if name else selector),
                                              why, external=True))
@@ -203,7 +203,7 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
                     targets.append(PlannedTarget(k8s_uri(ctx_name, scope, OWNED[res]),
                                                  f"objects the deleted {res} own", external=True))
                 if res == "persistentvolumes" and verb == "delete":
-                    targets.append(PlannedTarget(k8s_uri(ctx_name, K8S_ALL_NAMESPACES,
+                    targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES,
                                                          "persistentvolumeclaims"),
                                                  "PVCs bound to the deleted PVs", external=True))
     if args.has("--prune"):

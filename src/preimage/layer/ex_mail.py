@@ -12,6 +12,7 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from preimage.connectors.imap.selection import imap_uri
 from preimage.layer._extract import finding, shell_extractor, tool_extractor, unknown
 from preimage.layer.argv import parse_args
 from preimage.layer.call import ToolCall
@@ -20,7 +21,6 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand
-from preimage.layer.uris import imap_uri
 
 _FOLDER_KEYS = ("folder", "mailbox", "source_folder", "from_folder", "folder_name", "mailbox_name",
                 "source_mailbox", "source")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from preimage.connectors.files.address import file_uri
+from preimage.connectors.postgres.scope import postgres_uri
+from preimage.connectors.sql.address import database_uri, sqlite_uri
 from preimage.layer._extract import ancestors, finding, shell_extractor, tool_extractor, unknown
 from preimage.layer.argv import parse_args
 from preimage.layer.call import ToolCall
@@ -24,7 +28,6 @@ from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, read_small, resolve
 from preimage.layer.sql_catalog import TableFacts, postgres_facts, sqlite_facts
 from preimage.layer.sql_text import SqlEffect, analyze_sql
-from preimage.layer.uris import file_uri, sql_uri, sqlite_uri
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,11 @@ class SqlBase:
         if self.scheme == "sqlite":
             assert self.path is not None
             return sqlite_uri(self.path, **scope)  # type: ignore[arg-type]
-        return sql_uri(self.scheme, user=self.user, host=self.host, port=self.port,
-                       database=self.database, **scope)  # type: ignore[arg-type]
+        build: Callable[..., str] = (
+            postgres_uri if self.scheme in ("postgresql", "postgres") else database_uri
+        )
+        return build(scheme=self.scheme, user=self.user, host=self.host, port=self.port,
+                     database=self.database, **scope)
 
     def other(self, database: str) -> SqlBase:
         return SqlBase(self.scheme, self.user, self.host, self.port, database)

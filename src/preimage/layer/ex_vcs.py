@@ -16,6 +16,9 @@ import os
 import re
 import shutil
 
+from preimage.connectors.files.address import file_uri
+from preimage.connectors.git.address import git_uri
+from preimage.connectors.pip.address import pip_uri
 from preimage.layer._extract import ancestors, file_targets, finding, shell_extractor, unknown
 from preimage.layer.argv import Args, parse_args
 from preimage.layer.context import Context
@@ -23,7 +26,7 @@ from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, resolve
 from preimage.layer.side_effects import depth_uri
-from preimage.layer.uris import crontab_uri, file_uri, git_uri, pip_uri
+from preimage.layer.uris import crontab_uri
 
 GIT_GLOBAL = ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
               "--config-env", "--super-prefix"]

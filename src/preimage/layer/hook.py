@@ -98,7 +98,8 @@ def _hook_options(args: Sequence[str]) -> argparse.Namespace:
 
 
 def handle(harness: str, args: Sequence[str], stdin_text: str, *,
-           env: Mapping[str, str] | None = None, cwd: str | None = None) -> HookOutcome:
+           env: Mapping[str, str] | None = None, cwd: str | None = None,
+           pid: int | None = None) -> HookOutcome:
     """One hook call, start to finish, as a value: never raises, never exits.
 
     ``harness`` names the payload format (``claude-code``, ``codex``, ``gemini``,
@@ -109,7 +110,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     call ended against that backup.  Both the in-process hook and a resident decision
     service answer through this one function; the service passes the calling hook
     process's ``env`` (what command lines expand in) and ``cwd`` (for a payload without
-    one and a relative ``--workspace``).
+    one and a relative ``--workspace``) and ``pid`` (the hook process, whose ancestors
+    are the harness; default: this process).
     """
     from preimage.layer.harnesses import get_harness
 
@@ -144,8 +146,10 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
     if event.phase == "post":
-        return adapter.answer_after(_after(event.call, event.result, cfg, env))
-    decision = _decide_with_deadline(event.call, cfg, env)
+        return adapter.answer_after(_after(event.call, event.result, cfg, env, cwd))
+    event.call.runs_rewrites = adapter.runs_rewrites(
+        event.call, env if env is not None else os.environ, pid or os.getpid())
+    decision = _decide_with_deadline(event.call, cfg, env, cwd)
     log({"event": "decision", "harness": harness, "tool": event.call.tool,
          "session": event.call.session_id, "tool_use_id": event.call.tool_use_id,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
@@ -153,6 +157,13 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
 
     remember(event.call, backup_id=decision.backup_id, error=decision.error,
              targets=decision.targets)
+    if decision.updated_input is not None and not event.call.tool_use_id:
+        # No call id (Gemini CLI): the after-event names the call by its input, which is
+        # then the rewritten one.
+        from dataclasses import replace
+
+        remember(replace(event.call, input=decision.updated_input),
+                 backup_id=decision.backup_id, error=decision.error, targets=decision.targets)
     return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
@@ -178,14 +189,14 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
         return {}
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
-    decision = _decide_with_deadline(event.call, cfg, env)
+    decision = _decide_with_deadline(event.call, cfg, env, cwd)
     doc: dict[str, Any] = json.loads(
         adapter.answer(decision, cfg, permission_mode=event.permission_mode).stdout)
     return doc
 
 
 def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
-           env: Mapping[str, str] | None = None) -> Completion:
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> Completion:
     """Hand a finished call to the layer and log its completion (never raises)."""
     from preimage.layer.completion import ToolResult, complete
 
@@ -193,7 +204,8 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
     try:
         from preimage.layer.layer import BackupLayer
 
-        layer = BackupLayer(config=config, env=dict(env) if env is not None else None)
+        layer = BackupLayer(config=config, env=dict(env) if env is not None else None,
+                            home=hook_home(env, cwd))
         completion = layer.after(call, done)
     except Exception as exc:  # recording must never disturb the agent
         log({"event": "after-error", "error": str(exc)})
@@ -202,16 +214,29 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
     return completion
 
 
+def hook_home(env: Mapping[str, str] | None, cwd: str | None) -> Path | None:
+    """The store the hook process was given: ``PREIMAGE_HOME`` of its environment ``env``,
+    a relative one taken against the hook's working directory ``cwd``.  ``None`` (this
+    process's own default) when the hook runs in this process or names no home — a
+    decision service shares every setting that picks the default with its clients."""
+    value = env.get("PREIMAGE_HOME") if env is not None else None
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() or not cwd else Path(cwd) / path
+
+
 def _decide_with_deadline(call: ToolCall, config: LayerConfig,
-                          env: Mapping[str, str] | None = None) -> Decision:
+                          env: Mapping[str, str] | None = None,
+                          cwd: str | None = None) -> Decision:
     from preimage.layer.layer import BackupLayer
 
     box: dict[str, Decision] = {}
 
     def work() -> None:
         try:
-            box["d"] = BackupLayer(config=config,
-                                   env=dict(env) if env is not None else None).before(call)
+            box["d"] = BackupLayer(config=config, env=dict(env) if env is not None else None,
+                                   home=hook_home(env, cwd)).before(call)
         except Exception as exc:  # never let the harness see a traceback
             box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
 

@@ -10,7 +10,6 @@ asks, as configured).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import time
@@ -19,9 +18,10 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from preimage._errors import PreimageError
-from preimage._registry import BUILTINS, _registered, get_connector
+from preimage._registry import connector_problem, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
+from preimage.connectors.files.address import file_uri
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
 from preimage.layer.completion import Completion, ToolResult
@@ -33,7 +33,6 @@ from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
 from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
-from preimage.layer.uris import file_uri
 
 
 @dataclass
@@ -59,29 +58,6 @@ class Plan:
         return seen
 
 
-def connector_problem(scheme: str) -> str | None:
-    """Why no connector can capture ``scheme`` here, or ``None`` when one can (nothing imported)."""
-    if scheme in _registered:
-        return None
-    spec = BUILTINS.get(scheme) or (BUILTINS.get(scheme.split("+", 1)[0] + "+") if "+" in scheme
-                                    else None)
-    if spec is None:
-        from importlib.metadata import entry_points
-
-        if any(ep.name == scheme for ep in entry_points(group="preimage.connectors")):
-            return None
-        return f"no connector for {scheme}://"
-    module = spec.path.split(":", 1)[0]
-    try:
-        if importlib.util.find_spec(module) is None:
-            return f"the {scheme} connector is not in this build"
-    except ModuleNotFoundError:
-        return f"the {scheme} connector is not in this build"
-    if spec.requires and importlib.util.find_spec(spec.requires) is None:
-        return f"the {scheme} connector needs pip install 'preimage[{spec.extra}]'"
-    return None
-
-
 class BackupLayer:
     """The backup layer for one harness process (thread-compatible, not thread-safe)."""
 
@@ -93,9 +69,11 @@ class BackupLayer:
         rules: RuleSet | None = None,
         model: ModelTier | None = None,
         env: dict[str, str] | None = None,
+        home: Path | None = None,
     ) -> None:
         self.config = config or LayerConfig.load()
         self._store = store
+        self._home = home   # the store's home when no store is given (else the default)
         self._store_notes: list[str] = []   # what the store did on the last capture (quota)
         self.rules = rules or load_rules()
         self.env = dict(env if env is not None else os.environ)
@@ -105,7 +83,10 @@ class BackupLayer:
 
     # ------------------------------------------------------------ planning
     def store_home(self) -> Path:
-        return self._store.home if self._store is not None else default_home()
+        """Where this layer's backups go — captures and ``preimage trash`` rewrites alike."""
+        if self._store is not None:
+            return self._store.home
+        return self._home.absolute() if self._home is not None else default_home()
 
     def context(self, call: ToolCall) -> Context:
         workspace = (self.config.workspace or self.env.get("CLAUDE_PROJECT_DIR") or call.cwd)
@@ -359,7 +340,7 @@ class BackupLayer:
 
     def _open_store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            self._store = Store(self.store_home())
         return self._store
 
     def _capture(self, call: ToolCall, plan: Plan,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,13 +96,20 @@ class ModelTier:
     """Ask ``model`` (a litellm model name) about calls no rule understands."""
 
     def __init__(self, model: str, *, mock_response: str | None = None, learn: bool = True,
-                 learned_file: Path | None = None) -> None:
+                 learned_file: Path | None = None,
+                 completion: Callable[[list[dict[str, str]]], tuple[str, int]] | None = None,
+                 ) -> None:
+        """``completion`` answers ``messages`` with ``(text, tokens)`` instead of litellm
+        (another client, or a test that exercises the tier without importing litellm)."""
         self.model = model
         self.mock_response = mock_response
         self.learn = learn
         self.learned_file = learned_file
+        self.completion = completion
 
     def _complete(self, messages: list[dict[str, str]]) -> tuple[str, int]:
+        if self.completion is not None:
+            return self.completion(messages)
         # litellm's bundled cost map: its import would otherwise fetch one over the network
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm

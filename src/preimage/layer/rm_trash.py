@@ -13,8 +13,11 @@ redirections or wrappers, every path present (or ``-f``), on the store's
 filesystem, not a mount point and holding none, not the store or around it,
 not holding the shell's working directory, and nothing in it that the mode
 or policy would leave out.  Only harnesses known to run the rewritten input
-get it (Claude Code applies ``updatedInput``); elsewhere, and for anything
-less plain, the paths are captured as before.
+get it: Claude Code and Codex apply ``updatedInput``, Gemini CLI merges
+``hookSpecificOutput.tool_input``, preimage's OpenCode plugin merges ``args``
+— Codex only when it runs commands outside its sandbox, whose writable roots
+leave out the store.  Elsewhere, and for anything less plain, the paths are
+captured as before.
 """
 
 from __future__ import annotations
@@ -26,18 +29,20 @@ import sys
 from pathlib import Path
 
 from preimage._ids import new_backup_id
+from preimage.connectors.files.address import file_uri
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Tier
 from preimage.layer.mounts import mount_table
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.shell import SimpleCommand, resolve
-from preimage.layer.uris import file_uri
 
 # Harnesses that run the rewritten command (the trash rewrite takes no copy, so a harness
-# that ignored the rewrite would run the original rm unprotected).  `preimage guard` keeps
-# the capture: its users score and diff what it took, which a trash move has no snapshot for.
-APPLIES_REWRITES = frozenset({"claude-code"})
+# that ignored the rewrite would run the original rm unprotected), unless the hook said
+# otherwise for the call (``ToolCall.runs_rewrites``: Codex runs it only outside its
+# sandbox, which cannot write to the store).  `preimage guard` keeps the capture: its users
+# score and diff what it took, which a trash move has no snapshot for.
+APPLIES_REWRITES = frozenset({"claude-code", "gemini", "opencode"})
 _FLAGS = re.compile(r"^-[rRf]+$")
 
 
@@ -113,7 +118,10 @@ def _why_not(path: str, text: str, ctx: Context, cwds: list[str], mounts: list[s
 def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | None:
     """The rename-into-trash rewrite of the ``rm`` ``cmd`` (its capture finding ``f``), or
     ``None`` when the capture stays (see the module docs for what makes an rm plain)."""
-    if cmd.name != "rm" or ctx.call.harness not in APPLIES_REWRITES or ctx.store_home is None:
+    runs = ctx.call.runs_rewrites
+    if runs is None:
+        runs = ctx.call.harness in APPLIES_REWRITES
+    if cmd.name != "rm" or not runs or ctx.store_home is None:
         return None
     if os.environ.get("PREIMAGE_STORE"):
         # A shared store: the trash would stay on this machine's disk, which may not

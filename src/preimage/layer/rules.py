@@ -19,6 +19,8 @@ import fnmatch
 import getpass
 import os
 import re
+import threading
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
@@ -257,14 +259,64 @@ def builtin_rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+# The user's rules, validated once per version of each file: a resident decision service
+# answers every call from these, and re-reads a file only when its stat says it changed.
+_Stamp = tuple[int, int, int, int]
+_user_files: dict[str, tuple[_Stamp, list[Rule], list[str]]] = {}
+_sets: dict[str, tuple[tuple[object, ...], RuleSet]] = {}   # by rules folder
+_cache_lock = threading.Lock()
+_SETTLE_NS = 2_000_000_000   # a file written less than this long ago is read on every call
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    """What says a rules file changed: inode, size, mtime and ctime (``None``: unreadable)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled(stamp: _Stamp | None) -> bool:
+    """Whether a file with ``stamp`` may be cached: its last write lies further back than
+    a timestamp's granularity, so a write after this read cannot keep the same stamp."""
+    return stamp is not None and time.time_ns() - stamp[2] > _SETTLE_NS
+
+
+def _user_file(path: Path) -> tuple[list[Rule], list[str]]:
+    """``path``'s rules and problems, validated again only when the file changed."""
+    stamp = _stamp(path)
+    key = str(path)
+    hit = _user_files.get(key)
+    if hit is not None and hit[0] == stamp and _settled(stamp):
+        return hit[1], hit[2]
+    got, bad = _load_file(path, "user")
+    if stamp is not None and _settled(stamp) and stamp == _stamp(path):   # unchanged meanwhile
+        _user_files[key] = (stamp, got, bad)
+    return got, bad
+
+
 def load_rules(user_dir: Path | None = None) -> RuleSet:
-    """Shipped rules plus the user's (``rules.d``); bad user files are reported, not fatal."""
-    rules = list(builtin_rules())
-    problems: list[str] = []
+    """Shipped rules plus the user's (``rules.d``); bad user files are reported, not fatal.
+
+    The shipped rules are read once per process; each user file is read and validated
+    again only when its inode, size or times change, and the same :class:`RuleSet` is
+    returned while none did (a rule saved by the model tier, an edit, a new or removed
+    file all count)."""
     folder = user_dir if user_dir is not None else rules_dir()
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.yaml")):
-            got, bad = _load_file(path, "user")
+    paths = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    stamps = [_stamp(p) for p in paths]
+    key: tuple[object, ...] = (str(folder), *zip(map(str, paths), stamps, strict=True))
+    with _cache_lock:
+        hit = _sets.get(str(folder))
+        if hit is not None and hit[0] == key and all(map(_settled, stamps)):
+            return hit[1]
+        rules = list(builtin_rules())
+        problems: list[str] = []
+        for path in paths:
+            got, bad = _user_file(path)
             rules.extend(got)
             problems.extend(bad)
-    return RuleSet(rules, problems)
+        ruleset = RuleSet(rules, problems)
+        _sets[str(folder)] = (key, ruleset)
+        return ruleset

@@ -237,7 +237,8 @@ class DecisionService:
         try:
             wire.reply(conn, {"event": "accepted", "pid": os.getpid(),
                               "deadline": _deadline(args)})
-            outcome = handle(harness, args, body.decode("utf-8", "replace"), env=env, cwd=cwd)
+            outcome = handle(harness, args, body.decode("utf-8", "replace"), env=env, cwd=cwd,
+                             pid=peer or None)
             conn.settimeout(30.0)
             wire.reply(conn, {"event": "answer", "stdout": outcome.stdout,
                               "stderr": outcome.stderr, "exit_code": outcome.exit_code})

@@ -32,10 +32,10 @@ import stat
 from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit
 
+from preimage.connectors.files.address import file_uri
 from preimage.layer._extract import regenerable
 from preimage.layer.context import Context
 from preimage.layer.decision import PlannedTarget
-from preimage.layer.uris import file_uri
 
 _LINK_SEARCH_LIMIT = 20_000   # entries walked in the workspace looking for hardlinks
 _WORKSPACE_WHY = "workspace snapshot"

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from preimage._errors import NoSuchConnectorError, UsageError
-from preimage._registry import get_connector
+from preimage._registry import BuiltIn, PluginLoader, get_connector
 from preimage.bench.scenario import Scenario, fill
 from preimage.bench.systems.tree import apply_times, build_wheels, make_entries
 
@@ -184,26 +184,34 @@ class System:
 
 
 # ------------------------------------------------------------------ registry
-SYSTEMS: dict[str, str] = {
-    "files": "preimage.bench.systems.base:System",
-    "sqlite": "preimage.bench.systems.sqlite:SqliteSystem",
-    "postgres": "preimage.bench.systems.postgres:PostgresSystem",
-    "imap": "preimage.bench.systems.imap:ImapSystem",
-    "kubernetes": "preimage.bench.systems.kubernetes:KubernetesSystem",
-    "browser": "preimage.bench.systems.web:BrowserStorageSystem",
-    "isso": "preimage.bench.systems.web:IssoSystem",
-    "trac": "preimage.bench.systems.web:TracSystem",
+BUILTIN_SYSTEMS: dict[str, BuiltIn] = {
+    "files": BuiltIn("preimage.bench.systems.base:System"),
+    "sqlite": BuiltIn("preimage.bench.systems.sqlite:SqliteSystem"),
+    "postgres": BuiltIn("preimage.bench.systems.postgres:PostgresSystem", "postgres", "psycopg"),
+    "imap": BuiltIn("preimage.bench.systems.imap:ImapSystem", "email", "imapclient"),
+    "kubernetes": BuiltIn("preimage.bench.systems.kubernetes:KubernetesSystem", "kubernetes",
+                          "kubernetes"),
+    "browser": BuiltIn("preimage.bench.systems.web:BrowserStorageSystem", "browser", "playwright"),
+    "isso": BuiltIn("preimage.bench.systems.web:IssoSystem", "webapps", "isso"),
+    "trac": BuiltIn("preimage.bench.systems.web:TracSystem", "webapps", "trac"),
 }
 
 
+def _no_system(name: str, known: list[str], hint: str | None) -> UsageError:
+    return UsageError(f"unknown benchmark system {name!r}" + (f": {hint}" if hint else "")
+                      + f"; known: {', '.join(known)}")
+
+
+#: The benchmark's systems, by name (entry-point group ``preimage.bench_systems``); a new
+#: instance per run, since a system starts and stops its server.
+systems: PluginLoader[System] = PluginLoader(
+    "benchmark system", "preimage.bench_systems", BUILTIN_SYSTEMS, miss=_no_system, cache=False
+)
+
+
 def get_system(name: str) -> System:
-    """The system plug-in called ``name``."""
-    spec = SYSTEMS.get(name)
-    if spec is None:
-        raise UsageError(f"unknown benchmark system {name!r}; known: {', '.join(sorted(SYSTEMS))}")
-    module, _, attr = spec.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
-    return cls()  # type: ignore[no-any-return]
+    """The system plug-in called ``name`` (a new instance)."""
+    return systems.load(name)
 
 
 def fixtures_dir() -> Path | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -39,6 +40,7 @@ class Harness:
     post_events: ClassVar[tuple[str, ...]]
     failure_events: ClassVar[tuple[str, ...]] = ()   # post events that mean the tool failed
     can_ask: ClassVar[bool] = False       # whether the hook can hand the call to the user
+    applies_rewrites: ClassVar[bool] = True   # whether it runs a rewritten input as given
 
     # ------------------------------------------------------------ reading
     def event(self, payload: Any) -> HookEvent:
@@ -72,6 +74,12 @@ class Harness:
             output=_shorten(response),
             error=str(error) if failed and error else None,
         )
+
+    def runs_rewrites(self, call: ToolCall, env: Mapping[str, str], pid: int) -> bool:
+        """Whether ``call``, seen by hook process ``pid`` with environment ``env``, runs a
+        rewritten input as given (a rewrite such as ``rm`` → ``preimage trash`` takes no
+        copy, so a harness that ignored it, or could not run it, would lose the state)."""
+        return self.applies_rewrites
 
     # ------------------------------------------------------------ answering
     def answer(self, decision: Decision, config: LayerConfig, *,
