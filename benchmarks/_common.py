@@ -25,6 +25,17 @@ def load_fixture(relative: str) -> Any:
     return module
 
 
+def installed_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for timed ``preimage`` commands as an installed package runs them: with its
+    bytecode compiled once (pip compiles it at install time) and written, not compiled
+    again from source by every command."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", "import compileall, pathlib, preimage; "
+                    "compileall.compile_dir(pathlib.Path(preimage.__file__).parent, quiet=1)"],
+                   env=env, check=True)
+    return env
+
+
 def timed_restore(backup_id: str, store: Any) -> tuple[float, Any, Any]:
     """``preimage.restore`` timed, then ``preimage.score``: (seconds, result, total score)."""
     import preimage
@@ -57,3 +68,36 @@ def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tup
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(args[:3])} failed: {err.read().decode()[-2000:]}")
     return seconds, usage.ru_maxrss // 1024, stdout
+
+
+class Measured:
+    """One child process run: wall seconds, CPU seconds (user + system, its children
+    included), peak RSS in MiB, and its stdout."""
+
+    def __init__(self, wall: float, cpu: float, rss_mib: int, stdout: str) -> None:
+        self.wall = wall
+        self.cpu = cpu
+        self.rss_mib = rss_mib
+        self.stdout = stdout
+
+
+def measure(args: list[str], env: dict[str, str] | None = None, *, shell: bool = False) -> Measured:
+    """Run ``args`` (a ``sh -c`` pipeline when ``shell``) and measure it with ``wait4``.
+
+    CPU time is the child's user + system time, including every process it waited
+    for (both ends of a pipeline, every thread of a Go program): on a shared,
+    loaded machine it is the comparable number; wall time is printed beside it.
+    """
+    argv = ["sh", "-c", args[0]] if shell else args
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=env if env is not None else dict(os.environ))
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{' '.join(argv[:4])} failed: {err.read().decode()[-2000:]}")
+        stdout = out.read().decode()
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, stdout)

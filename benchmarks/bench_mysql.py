@@ -73,7 +73,7 @@ def main() -> None:
     my = fixture.MariaDBServer.start()
     res: dict[str, Any] = {"rows": args.rows}
     try:
-        env = my.env() | {"PREIMAGE_HOME": str(work / "home")}
+        env = _common.installed_env(my.env() | {"PREIMAGE_HOME": str(work / "home")})
         cli = [sys.executable, "-m", "preimage"]
         client = [fixture._binary("mariadb"), *my._conn_args()]
         dumper = [fixture._binary("mariadb-dump"), *my._conn_args(), "--skip-dump-date"]

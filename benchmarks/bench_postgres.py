@@ -140,8 +140,8 @@ def main() -> None:
     res: dict[str, Any] = {"rows": args.rows, "type_rows": args.type_rows}
     try:
         pg.psql("CREATE DATABASE bench")
-        env = pg.env() | {"PREIMAGE_HOME": str(work / "home"),
-                          "PREIMAGE_POSTGRESQL_PASSWORD": pg.password}
+        env = _common.installed_env(pg.env() | {"PREIMAGE_HOME": str(work / "home"),
+                                                "PREIMAGE_POSTGRESQL_PASSWORD": pg.password})
         t0 = time.perf_counter()
         pg.psql(SEED.format(rows=args.rows), "bench")
         res["seed_seconds"] = round(time.perf_counter() - t0, 1)

@@ -262,6 +262,22 @@ class Snapshot(BaseModel):
     items: list[Any] = Field(default_factory=list)
     uncaptured: list[Uncaptured] = Field(default_factory=list)
 
+    def _with_item_list(self) -> Snapshot:
+        # A captured snapshot's items may be read back from the store as they are
+        # used (preimage._documents.StoredItems); dumping needs them as a list.
+        items = self.__dict__.get("items")
+        if items is None or isinstance(items, list):
+            return self
+        return self.model_copy(update={"items": list(items)})
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """As :meth:`pydantic.BaseModel.model_dump` (items read back when stored)."""
+        return BaseModel.model_dump(self._with_item_list(), **kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+        """As :meth:`pydantic.BaseModel.model_dump_json` (items read back when stored)."""
+        return BaseModel.model_dump_json(self._with_item_list(), **kwargs)
+
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
         """Items to score.  Snapshots that keep bulk data in blobs (table rows)
         override this to expand it; ``blobs`` is the store to read them from."""

@@ -21,10 +21,15 @@ name in them is schema-qualified.  By class:
   inheritance parents, storage options, replica identity; owners, grants
   (ACLs, ``NULL`` read as the type's default ACL) and comments; the database's
   owner, encoding, collation, connection limit and settings;
+
 Version 2 adds :class:`PgObject` (every other kind pg_dump knows: aggregates,
 operators, casts, rules, statistics, publications, …), ``depends`` on every
 object (the natural keys it needs created first, read from ``pg_depend``), and
 rows kept in physical (storage) order; a v1 document loads unchanged.
+Version 3 adds per-column privileges, options, statistics targets, storage and
+compression, a table's access method, large objects, and the object kinds v2
+recorded as uncaptured (operator classes and families, text-search parsers and
+templates, base types, languages, transforms).
 
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
   any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
@@ -81,6 +86,13 @@ class PgColumn(Record):
     collation: str | None = metadata(None, description="only when not the type's default")
     local: bool = metadata(True, description="declared on this table, not only inherited")
     comment: str | None = metadata(None)
+    acl: list[str] = metadata(default_factory=list, description="column privileges (aclitems)",
+                              unordered=True)
+    options: list[str] = metadata(default_factory=list, description="attoptions (n_distinct, …)",
+                                  unordered=True)
+    statistics: int = metadata(-1, description="statistics target; -1 is the default")
+    storage: str | None = metadata(None, description="p/e/m/x, only when not the type's")
+    compression: str | None = metadata(None, description="pglz or lz4, only when set")
 
 
 class PgConstraint(Record):
@@ -182,6 +194,7 @@ class PgTable(PgOwned):
     relfilenode: int | None = server(
         None, reason="PostgreSQL names a table's file anew when it is re-created or rewritten"
     )
+    access_method: str | None = metadata(None, description="table access method, when not heap")
 
 
 class PgSequence(PgOwned):
@@ -252,6 +265,20 @@ class PgObject(PgOwned):
     late: bool = metadata(False)
 
 
+class PgLargeObject(Item):
+    """A large object (whole-database targets): its bytes in a blob, owner, grants, comment.
+    Its OID is how applications name it, so it is the key and comes back the same."""
+
+    kind: Literal["large object"] = key("large object")
+    loid: int = key(description="the large object's OID")
+    size: int = content(0)
+    sha256: str = content(description="sha256 of its bytes, as the server computes it")
+    data_digest: str | None = content(None, description="blob of its bytes")
+    owner: str | None = metadata(None)
+    acl: list[str] = metadata(default_factory=list, unordered=True)
+    comment: str | None = metadata(None)
+
+
 class PgSchema(Item):
     """A schema (schema and whole-database targets)."""
 
@@ -294,7 +321,7 @@ class PgDatabase(Item):
 
 PgItem = Annotated[
     PgDatabase | PgSchema | PgExtension | PgType | PgFunction | PgSequence | PgTable | PgView
-    | PgObject,
+    | PgObject | PgLargeObject,
     Field(discriminator="kind"),
 ]
 
@@ -306,7 +333,7 @@ class PostgresSnapshot(Snapshot):
     """Objects and rows of one PostgreSQL database, in one consistent read."""
 
     schema_name: ClassVar[str] = "postgres"
-    schema_version: int = 2
+    schema_version: int = 3
     connector: str = "postgresql"
     database: str
     database_exists: bool = True
@@ -349,6 +376,13 @@ class PostgresSnapshot(Snapshot):
 def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
     """v2 only adds fields with defaults (``depends``, ``late``, :class:`PgObject`)."""
     return {**document, "schema_version": 2}
+
+
+@register_migration("postgres", 2)
+def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
+    """v3 adds per-column settings (privileges, options, statistics target, storage,
+    compression) and more object kinds, all with defaults."""
+    return {**document, "schema_version": 3}
 
 
 def iter_copy_rows(chunks: Iterator[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:

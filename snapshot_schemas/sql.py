@@ -1,29 +1,33 @@
-"""Snapshot schema of the SQLAlchemy connector (v2): SQLite, MySQL/MariaDB, any dialect.
+"""Snapshot schema of the SQLAlchemy connector (v3): SQLite, MySQL/MariaDB, any dialect.
 
 One :class:`SqlTable` per table (absent tables included when the target names
-them), its rows in a blob as JSON lines, and for SQLite the exact DDL of every
-object from ``sqlite_master``.  What is kept, by class:
+them), its rows in a blob, and for SQLite the exact DDL of every object from
+``sqlite_master``.  What is kept, by class:
 
 * content  — columns (name, type), row values (one :class:`TableRow` per row when
   scored), view definitions;
 * metadata — nullability, defaults, autoincrement, primary/foreign/unique/check
   constraints, indexes, triggers, the exact DDL, ``sqlite_sequence`` counters
   (the next AUTOINCREMENT id), ``PRAGMA user_version`` and ``application_id``;
-Version 2 adds MySQL/MariaDB objects kept verbatim from ``SHOW CREATE …``
-(views, triggers, procedures, functions, events and the database itself with
-its character set and collation); rows are kept in storage order (a plain
-scan: InnoDB's clustered order, SQLite's rowid order).  v1 documents load
-unchanged.
-
 * server   — SQLite's ``rowid`` of a table without a declared key is not kept at all
   (rows are matched by value), so nothing here is server-class.
+
+Version 3 keeps MySQL/MariaDB rows as the SQL value tuples the server renders
+(``rows_format="tuples"``, one per line) and adds the row scope (``scope="rows"``,
+the table's ``row_filter``).  Version 2 adds MySQL/MariaDB objects kept verbatim
+from ``SHOW CREATE …`` (views, triggers, procedures, functions, events and the
+database itself with its character set and collation); rows are kept in storage
+order (a plain scan: InnoDB's clustered order, SQLite's rowid order).  Older
+documents load unchanged.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -87,9 +91,13 @@ class SqlTable(Item):
     indexes: list[str] = metadata(default_factory=list, unordered=True)
     ddl: str | None = metadata(None, description="CREATE TABLE as the database keeps it (SQLite)")
     row_count: int = content(0, derived=True)
-    rows_digest: str | None = content(
-        None, description="sha256 of the rows as JSON lines", derived=True
-    )
+    rows_digest: str | None = content(None, description="sha256 of the rows blob",
+                                     derived=True)
+    rows_format: Literal["json", "tuples"] = metadata(
+        "json", description="JSON lines, or (MySQL) one SQL value tuple per line")
+    copy_columns: list[str] = content(
+        default_factory=list, description="columns of a tuples blob, in order")
+    row_filter: str | None = content(None, description="row scope: the normalised predicate")
 
 
 class SqlObject(Item):
@@ -124,11 +132,11 @@ class SqlSnapshot(Snapshot):
     """Tables (and for SQLite, every schema object) of one database."""
 
     schema_name: ClassVar[str] = "sql"
-    schema_version: int = 2
+    schema_version: int = 3
     connector: str = "sqlalchemy"
     dialect: str
     database_exists: bool = True
-    scope: Literal["database", "tables"] = "database"
+    scope: Literal["database", "tables", "rows"] = "database"
     items: list[SqlItem] = Field(default_factory=list)
 
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
@@ -140,6 +148,12 @@ class SqlSnapshot(Snapshot):
             if not isinstance(table, SqlTable) or table.rows_digest is None:
                 continue
             seen: Counter[str] = Counter()
+            if table.rows_format == "tuples":
+                for values in iter_tuple_rows(blobs.chunks(table.rows_digest),
+                                              table.copy_columns):
+                    yield TableRow(table=table.name, values=values,
+                                   row=row_key(values, table.primary_key, seen))
+                continue
             buffer = b""
             for chunk in blobs.chunks(table.rows_digest):
                 buffer += chunk
@@ -153,7 +167,69 @@ class SqlSnapshot(Snapshot):
                     )
 
 
+@register_migration("sql", 2)
+def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
+    """v3 adds MySQL's tuple-lines rows and the row scope, with defaults."""
+    return {**document, "schema_version": 3}
+
+
 @register_migration("sql", 1)
 def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
     """v2 only widens the object kinds."""
     return {**document, "schema_version": 2}
+
+
+_VALUE = re.compile(rb"NULL|'((?:[^'\\]|\\.)*)'", re.S)
+_ESCAPES = {b"0": b"\x00", b"Z": b"\x1a", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b"}
+
+
+def _unescape(raw: bytes) -> bytes:
+    return re.sub(rb"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), raw, flags=re.S)
+
+
+def _text(value: bytes) -> Any:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"$bytes": base64.b64encode(value).decode()}
+
+
+def iter_tuple_rows(chunks: Iterable[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:
+    """Rows of a tuple-lines blob as ``{column: text, {"$bytes": …} or None}`` (scoring)."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + bytes(chunk)).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            yield _row(line, columns)
+    if rest:
+        yield _row(rest, columns)
+
+
+def tuple_raw(value: Any) -> bytes | None:
+    """A tuple row's value (text, ``{"$bytes": …}`` or ``None``) as the column's bytes."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return base64.b64decode(value["$bytes"])
+    return str(value).encode("utf-8")
+
+
+_QUOTED = {b"\\": b"\\\\", b"'": b"\\'", b"\x00": b"\\0", b"\x1a": b"\\Z", b"\n": b"\\n"}
+
+
+def tuple_line(values: dict[str, Any], columns: list[str]) -> bytes:
+    """One line of a tuple-lines blob, as the server's ``QUOTE`` (with newlines as ``\\n``)
+    renders it: the inverse of the rows :func:`iter_tuple_rows` yields."""
+    parts = []
+    for column in columns:
+        raw = tuple_raw(values.get(column))
+        parts.append(b"NULL" if raw is None else b"'" + re.sub(
+            rb"[\\'\x00\x1a\n]", lambda m: _QUOTED[m.group(0)], raw) + b"'")
+    return b"(" + b",".join(parts) + b")\n"
+
+
+def _row(line: bytes, columns: list[str]) -> dict[str, Any]:
+    values = [None if m.group(0) == b"NULL" else _text(_unescape(m.group(1)))
+              for m in _VALUE.finditer(line[1:-1])]
+    return dict(zip(columns, values, strict=False))

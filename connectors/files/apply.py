@@ -9,7 +9,8 @@ running it again):
    restore before anything is written;
 4. remove what the snapshot does not have (deepest first; ``overwrite`` only);
 5. create and rewrite top-down in capture order: directories, files (written
-   to a temp file beside the final one and renamed), symlinks, FIFOs, device
+   to a temp file beside the final one and renamed; a blob the store cloned
+   is cloned back where the filesystem can), symlinks, FIFOs, device
    nodes, hardlinks to their group's first path;
 6. put metadata back bottom-up (children before parents, so directory mtimes
    stick): xattrs, owner, mode (after chown, which clears setuid), then times.
@@ -37,7 +38,7 @@ from preimage import _crash
 from preimage._blobs import BlobStore
 from preimage._errors import RestoreConflictError, RestoreError, UnsafePathError
 from preimage.connectors.files.dirfd import TreeHandle, shown
-from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
+from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
@@ -350,8 +351,18 @@ class TreeRestorer:
         if e.type == "file":
             if e.digest is None:
                 return _NOT_CAPTURED
-            chunks = self.blobs.chunks(e.digest, path=shown(f"{tree.root}/{e.path}"))
-            tree.write_file(e.path, chunks, e.size, e.extents)
+            where = shown(f"{tree.root}/{e.path}")
+            digest = e.digest
+            source = self.blobs.clone_source(digest) if e.size >= CLONE_MIN else None
+            if source is None:
+                tree.write_file(e.path, self.blobs.chunks(digest, path=where), e.size, e.extents)
+            else:   # a cloned blob, verified by the preflight: share its extents
+                try:
+                    tree.clone_file(e.path, source,
+                                    lambda: self.blobs.chunks(digest, path=where),
+                                    e.size, e.extents)
+                finally:
+                    os.close(source)
         elif e.type == "symlink":
             tree.symlink(e.path, e.link_target or "")
         elif e.type == "fifo":

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from preimage._blobs import BlobStore
 from preimage._connector import Capabilities, ConnectorBase
+from preimage._documents import ItemStream
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
@@ -50,6 +51,14 @@ class FileConnector(ConnectorBase):
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
         """Walk the target and store every regular file's bytes in ``blobs``."""
+        snap = self.capture_stream(target, blobs)
+        return snap.model_copy(update={"items": list(snap.items)})
+
+    def capture_stream(self, target: Target, blobs: BlobStore) -> FileSnapshot:
+        """:meth:`capture` with the entries yielded as the walk reaches them
+        (:class:`~preimage._documents.ItemStream`): the tree is walked, and its
+        files stored, while the caller consumes them; ``uncaptured`` is complete
+        once they are all read."""
         if target.host not in (None, "", "localhost"):
             raise InvalidTargetError(
                 target.redacted, "file:// targets are local; write file:///abs/path"
@@ -64,21 +73,23 @@ class FileConnector(ConnectorBase):
             raise TerminalConnectorError(
                 f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
             ) from exc
+        target_uri = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
+        previous = blobs.previous(target_uri) if blobs.previous is not None else None
         walker = Walker(root, blobs, max_file_size=blobs.max_file_size,
-                        exclude=depth_exclude(depth))
-        items = list(walker.entries())
+                        exclude=depth_exclude(depth), previous=previous)
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
         if depth is not None:
             notes.append(f"entries deeper than {depth} level(s) below the target are not part "
                          "of this snapshot")
-        return FileSnapshot(
-            target=file_uri(root) + (f"?depth={depth}" if depth is not None else ""),
+        # the walker's own values, already of the schema's types: no validation pass
+        return FileSnapshot.model_construct(
+            target=target_uri,
             root=str(root),
             root_parent=os.path.realpath(root.parent),
             root_type=root_type,
-            items=items,
+            items=ItemStream(walker.entries()),  # type: ignore[arg-type]
             notes=notes,
             uncaptured=walker.uncaptured,
         )

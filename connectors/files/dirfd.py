@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import secrets
 import shutil
@@ -22,6 +23,7 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from preimage._backend import FICLONE, NO_CLONE
 from preimage._errors import RestoreError, UnsafePathError
 from preimage.connectors.files.walk import TMP_PREFIX, at_path
 
@@ -217,6 +219,34 @@ class TreeHandle:
             try:
                 try:
                     _write_sparse(out, chunks, extents) if extents else _write_all(out, chunks)
+                    if extents is not None:
+                        os.ftruncate(out, size)
+                finally:
+                    os.close(out)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=fd)
+                raise
+
+        self._replace_with(rel, make)
+
+    def clone_file(self, rel: str, source_fd: int, chunks: Callable[[], Iterable[bytes]],
+                   size: int, extents: list[tuple[int, int]] | None) -> None:
+        """Write a regular file as a reflink of ``source_fd`` (FICLONE: its extents are
+        shared, nothing is copied); where the filesystem cannot, from ``chunks()``."""
+
+        def make(fd: int, tmp: str) -> None:
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o600, dir_fd=fd)
+            try:
+                try:
+                    try:
+                        fcntl.ioctl(out, FICLONE, source_fd)
+                        return
+                    except OSError as exc:
+                        if exc.errno not in NO_CLONE:
+                            raise
+                    _write_sparse(out, chunks(), extents) if extents else _write_all(out, chunks())
                     if extents is not None:
                         os.ftruncate(out, size)
                 finally:

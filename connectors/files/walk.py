@@ -26,11 +26,11 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage._errors import InvalidTargetError, PreimageError, TerminalConnectorError
 from preimage._sizes import human_bytes
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.files import FileEntry, FileType
@@ -158,6 +158,40 @@ class _Counting:
         return data
 
 
+CLONE_MIN = 1 << 20   # files this large are cloned into the store where it can (FICLONE)
+
+
+def walk_key(rel: str) -> tuple[str, ...]:
+    """The order a walk yields paths in: ``"."`` first, then by components (pre-order
+    with names sorted is the order of these tuples)."""
+    return () if rel == "." else tuple(rel.split("/"))
+
+
+class _Previous:
+    """The entries of the previous snapshot of the same root, matched to the walk by
+    path: both come in walk order, so one pass over each suffices."""
+
+    def __init__(self, entries: Iterable[FileEntry]) -> None:
+        self._it = iter(entries)
+        self._cur: FileEntry | None = None
+        self._key: tuple[str, ...] = ()
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            self._cur = next(self._it, None)
+        except (PreimageError, ValueError, TypeError):
+            self._cur = None   # its document cannot be read: reuse nothing more
+        if self._cur is not None:
+            self._key = walk_key(self._cur.path)
+
+    def get(self, rel: str) -> FileEntry | None:
+        key = walk_key(rel)
+        while self._cur is not None and self._key < key:
+            self._advance()
+        return self._cur if self._cur is not None and self._key == key else None
+
+
 class Walker:
     """Walks a tree in a fixed order (pre-order, names sorted) yielding entries.
 
@@ -166,6 +200,14 @@ class Walker:
     (planning a restore).  ``exclude`` leaves paths (and their subtrees) out,
     e.g. the ``.git`` directory of a working tree.  ``max_file_size`` leaves
     larger files unread (see the module docstring).
+
+    ``previous`` — the entries of this root's previous snapshot, in walk order —
+    lets the walk reuse an entry whose inode, ctime and mtime are those recorded
+    there: every change to a file's bytes, size, mode, owner, xattrs or link
+    target moves its ctime, so such an entry is unchanged but for its atime
+    (read again), and its file is neither read nor even listed for xattrs.  A
+    file's blob must still be in the store (``exists``); an entry with hard
+    links or without a stored digest is always read afresh.
     """
 
     def __init__(
@@ -176,6 +218,7 @@ class Walker:
         store_content: bool = True,
         exclude: Exclude | None = None,
         max_file_size: int | None = None,
+        previous: Iterable[FileEntry] | None = None,
     ) -> None:
         self.root = root
         self.blobs = blobs
@@ -186,6 +229,7 @@ class Walker:
         self.debris: list[str] = []
         self._cache_rows: list[tuple[int, int, int, int, int, str]] = []
         self._links: dict[tuple[int, int], str] = {}
+        self._previous = _Previous(previous) if previous is not None else None
 
     def _fail(self, what: str, rel: str, exc: OSError) -> TerminalConnectorError:
         path = self.root if rel == "." else self.root / rel
@@ -262,14 +306,36 @@ class Walker:
             raise self._fail("list", rel, exc) from exc
         return fd, rel, iter(names)
 
+    def _reuse(self, prev: FileEntry, ftype: str, st: os.stat_result) -> FileEntry | None:
+        """``prev`` (with the current atime) when its source provably did not change."""
+        if (prev.type != ftype or prev.inode != st.st_ino or prev.ctime_ns != st.st_ctime_ns
+                or prev.mtime_ns != st.st_mtime_ns or prev.hardlink_to is not None
+                or (ftype != "dir" and st.st_nlink != 1)):
+            return None
+        if ftype == "file":
+            if prev.digest is None or prev.size != st.st_size:
+                return None
+            if self.max_file_size is not None and st.st_size > self.max_file_size:
+                return None
+            if self.store_content and not self.blobs.exists(prev.digest):  # type: ignore[union-attr]
+                return None
+        if prev.atime_ns == st.st_atime_ns:
+            return prev
+        return prev.model_copy(update={"atime_ns": st.st_atime_ns})
+
     def _entry(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> FileEntry:
         ftype = file_type(st.st_mode)
+        if self._previous is not None:
+            prev = self._previous.get(rel)
+            if prev is not None and (reused := self._reuse(prev, ftype, st)) is not None:
+                return reused
         digest = None
         link_target = None
         hardlink_to = None
         rdev = None
         size = st.st_size if ftype == "file" else 0
         extents = None
+        ctime_ns = st.st_ctime_ns
         if ftype != "dir" and st.st_nlink > 1:
             ident = (st.st_dev, st.st_ino)
             hardlink_to = self._links.get(ident)
@@ -279,7 +345,7 @@ class Walker:
             digest, size, extents = self._file(dir_fd, name, rel, st)
         elif ftype == "symlink":
             link_target = os.readlink(name, dir_fd=dir_fd)
-            self._keep_link_atime(dir_fd, name, st)
+            ctime_ns = self._keep_link_atime(dir_fd, name, st)
         elif ftype in ("chardev", "blockdev"):
             rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
         return FileEntry(
@@ -298,17 +364,24 @@ class Walker:
             rdev=rdev,
             extents=extents,
             inode=st.st_ino,
-            ctime_ns=st.st_ctime_ns,
+            ctime_ns=ctime_ns,
         )
 
     @staticmethod
-    def _keep_link_atime(dir_fd: int, name: str, st: os.stat_result) -> None:
-        # readlink() moves a symlink's atime and there is no O_NOATIME for it:
-        # put the recorded atime back so a capture leaves no trace.
+    def _keep_link_atime(dir_fd: int, name: str, st: os.stat_result) -> int:
+        """Undo the atime move of a readlink(); the symlink's ctime as left after it.
+
+        readlink() moves a symlink's atime and there is no O_NOATIME for it: the
+        recorded atime is put back so a capture leaves no trace.  That moves the
+        ctime, which is recorded as it is now — else the next capture would see a
+        changed symlink, read it again and move the ctime again, every time.
+        """
         with contextlib.suppress(OSError):
             if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_atime_ns != st.st_atime_ns:
                 os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dir_fd,
                          follow_symlinks=False)
+                return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ctime_ns
+        return st.st_ctime_ns
 
     def _file(
         self, dir_fd: int, name: str, rel: str, st: os.stat_result
@@ -359,7 +432,12 @@ class Walker:
                 holes = before.st_blocks * 512 < before.st_size
                 extents = data_extents(fd, before.st_size) if holes else None
                 counter = _Counting(fh)
-                if self.store_content and self.blobs is not None:
+                cloned = None
+                if self.store_content and self.blobs is not None and before.st_size >= CLONE_MIN:
+                    cloned = self.blobs.put_clone(fd)   # a reflink where the filesystem has them
+                if cloned is not None:
+                    digest, counter.count = cloned
+                elif self.store_content and self.blobs is not None:
                     digest = self.blobs.put_file(counter)  # type: ignore[arg-type]
                 else:
                     hasher = hashlib.sha256()

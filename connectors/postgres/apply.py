@@ -18,6 +18,8 @@ from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
 from preimage.connectors.postgres.ddl import lit, q, qn
+from preimage.connectors.postgres.largeobjects import plan_large_objects
+from preimage.connectors.postgres.objects import own_default_acls
 from preimage.connectors.postgres.plan import PHASES, Planner, Step
 from preimage.connectors.postgres.rows import (
     copy_in,
@@ -153,18 +155,28 @@ class PgRestorer:
             self._restore_rows(cur, live)
             return
         planner = Planner(list(self.snap.items), live,
-                          whole_schemas=self.snap.scope in ("schema", "database"))
+                          whole_schemas=self.snap.scope in ("schema", "database"),
+                          own_defaults=own_default_acls(cur))
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
+        if self.snap.scope == "database":
+            plan_large_objects(plan, list(self.snap.items), live, self.blobs)
         if self.policy.keys is not None:
             self._row_steps(plan, planner.recreate)
-        steps = [s for s in plan.steps(PHASES) if self.policy.in_scope(s.key)]
+        steps = [s for s in plan.steps(PHASES) if s.bracket or self.policy.in_scope(s.key)]
         mode = self.policy.conflict
         if mode is ConflictMode.MERGE:
             steps = [s for s in steps if not s.destructive]
+        if not any(not s.bracket for s in steps):
+            steps = []  # nothing to create: the default privileges need no holding back
         if mode is ConflictMode.REFUSE and steps:
             raise RestoreConflictError(self.snap.target, sorted({s.key for s in steps}))
         touched: dict[str, list[str]] = {}
         for step in steps:
+            if step.bracket:  # switched off and back on: no change to report
+                for sql in [] if self.policy.dry_run else step.sql:
+                    self.statement = sql
+                    cur.execute(sql.encode())
+                continue
             if self.policy.dry_run:
                 touched.setdefault(step.key, []).append(step.action)
                 continue

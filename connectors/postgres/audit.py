@@ -50,14 +50,7 @@ _GLOBAL = [
 ]
 
 REASONS = {
-    "pg_opclass": "operator classes are not captured yet",
-    "pg_opfamily": "operator families are not captured yet",
-    "pg_ts_parser": "text-search parsers (C functions) are not captured",
-    "pg_ts_template": "text-search templates (C functions) are not captured",
-    "pg_language": "procedural languages outside an extension are not captured",
-    "pg_transform": "transforms are not captured",
     "pg_user_mapping": "user mappings hold credentials; they are never stored",
-    "pg_largeobject": "large objects are not captured",
     "pg_subscription": "subscriptions hold connection strings; they are never stored",
 }
 
@@ -108,52 +101,30 @@ def audit(cur: Cursor, captured: set[Address], *, schemas: list[str] | None,
         for r in cur.fetchall():
             if (r["cls"], r["oid"]) in captured:
                 continue
-            reason = REASONS.get(r["cls"], f"{r['type']} objects are not captured")
-            if r["cls"] == "pg_type":
-                reason = "base and pseudo types (C input/output functions) are not captured"
+            reason = REASONS.get(r["cls"], f"this {r['type']} was not read by the capture")
             out.append(Uncaptured(name=r["identity"], kind=r["type"], reason=reason))
     out += _settings(cur, relations)
     return out
 
 
 def _settings(cur: Cursor, relations: list[int]) -> list[Uncaptured]:
-    """Per-column and per-table settings of captured tables that the snapshot does not model."""
+    """Per-table settings of captured tables that the snapshot does not model: the
+    tablespace (a cluster-wide object) and TOAST storage options."""
     if not relations:
         return []
     cur.execute(
-        """SELECT format('%%I.%%I.%%I', n.nspname, c.relname, a.attname) AS col,
-            a.attacl IS NOT NULL AS acl, a.attoptions IS NOT NULL AS opts,
-            a.attstattarget <> -1 AS stats, a.attstorage <> t.typstorage AS storage,
-            a.attcompression <> '' AS compression
-        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-        JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_type t ON t.oid = a.atttypid
-        WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
-          AND (a.attacl IS NOT NULL OR a.attoptions IS NOT NULL OR a.attstattarget <> -1
-               OR a.attstorage <> t.typstorage OR a.attcompression <> '')
-        ORDER BY 1""",
-        (relations,),
-    )
-    out = []
-    words = {"acl": "column privileges", "opts": "column options",
-             "stats": "column statistics target", "storage": "column storage mode",
-             "compression": "column compression method"}
-    for r in cur.fetchall():
-        for field, word in words.items():
-            if r[field]:
-                out.append(Uncaptured(name=r["col"], kind=word, fidelity="metadata",
-                                      reason=f"{word} are not captured"))
-    cur.execute(
         """SELECT format('%%I.%%I', n.nspname, c.relname) AS rel,
             c.reltablespace <> 0 AS tablespace,
-            c.relam <> 0 AND c.relam <> (SELECT oid FROM pg_am WHERE amname = 'heap') AS am,
             coalesce((SELECT reloptions IS NOT NULL FROM pg_class WHERE oid = c.reltoastrelid),
                      false) AS toast
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.oid = ANY(%s) ORDER BY 1""",
+        WHERE c.oid = ANY(%s) AND (c.reltablespace <> 0 OR EXISTS (
+            SELECT 1 FROM pg_class t WHERE t.oid = c.reltoastrelid AND t.reloptions IS NOT NULL))
+        ORDER BY 1""",
         (relations,),
     )
-    words = {"tablespace": "tablespace", "am": "table access method",
-             "toast": "TOAST storage options"}
+    words = {"tablespace": "tablespace", "toast": "TOAST storage options"}
+    out = []
     for r in cur.fetchall():
         for field, word in words.items():
             if r[field]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from preimage._blobs import BlobStore
-from preimage.connectors.postgres import catalog, objects
+from preimage.connectors.postgres import catalog, lowlevel, objects
 from preimage.connectors.postgres.audit import audit
+from preimage.connectors.postgres.largeobjects import read_large_objects
 from preimage.connectors.postgres.order import addresses, dependencies
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
@@ -69,10 +70,13 @@ def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any
     items += views
     if schemas is not None:
         for read in (objects.aggregates, objects.operators, objects.casts, objects.collations,
-                     objects.conversions, objects.text_search, objects.foreign_tables):
+                     objects.conversions, lowlevel.text_search_machinery, objects.text_search,
+                     objects.foreign_tables, lowlevel.operator_classes, lowlevel.base_types):
             items += read(cur, schemas)
     if scope.scope == "database":
         items += objects.database_objects(cur)
+        items += lowlevel.languages_and_transforms(cur)
+        items += read_large_objects(cur, blobs)
     relations = [t.oid for t in tables if t.oid] + [v.oid for v in views if v.oid]
     items += objects.rules(cur, relations)
     items += objects.statistics(cur, relations)

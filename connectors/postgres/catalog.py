@@ -442,7 +442,8 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
                 {acl_sql('c.relacl', 'r', 'c.relowner')} AS acl,
                 obj_description(c.oid, 'pg_class') AS comment,
                 CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS partkey,
-                CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound
+                CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound,
+                (SELECT amname FROM pg_am WHERE oid = c.relam AND amname <> 'heap') AS am
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s""",
             (oid,),
         )
@@ -461,7 +462,11 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
                 CASE WHEN a.attcollation <> t.typcollation THEN
                   (SELECT format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co
                    JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
-                END AS collation
+                END AS collation,
+                ARRAY(SELECT x::text FROM unnest(a.attacl) x ORDER BY 1) AS acl,
+                coalesce(a.attoptions, '{}') AS options, a.attstattarget,
+                CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage END AS storage,
+                CASE a.attcompression WHEN 'p' THEN 'pglz' WHEN 'l' THEN 'lz4' END AS compression
             FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""",
@@ -473,6 +478,8 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             identity=a["attidentity"] or "",
             generated=a["expr"] if a["attgenerated"] else None,
             collation=a["collation"], local=a["attislocal"], comment=a["comment"],
+            acl=list(a["acl"]), options=sorted(a["options"]), statistics=a["attstattarget"],
+            storage=a["storage"], compression=a["compression"],
         ) for a in cur.fetchall()]
         cur.execute(
             """SELECT conname, contype, pg_get_constraintdef(oid) AS def,
@@ -542,7 +549,7 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             replica_identity=r["relreplident"], row_key=row_key,
             copy_columns=[c.name for c in columns if c.generated is None],
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
-            relfilenode=r["relfilenode"],
+            relfilenode=r["relfilenode"], access_method=r["am"],
         ))
     return out
 

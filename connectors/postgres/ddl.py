@@ -60,6 +60,8 @@ def object_ref(item: PgOwned) -> tuple[str, str]:
     if isinstance(item, PgObject):
         word, _, name = item.ref.partition(" ")
         for multi in ("TEXT SEARCH DICTIONARY", "TEXT SEARCH CONFIGURATION", "ACCESS METHOD",
+                      "TEXT SEARCH PARSER", "TEXT SEARCH TEMPLATE", "OPERATOR CLASS",
+                      "OPERATOR FAMILY", "LARGE OBJECT",
                       "FOREIGN DATA WRAPPER", "FOREIGN TABLE", "EVENT TRIGGER"):
             if item.ref.startswith(multi + " "):
                 return multi, item.ref[len(multi) + 1:]
@@ -117,20 +119,26 @@ def acl_grants(on: str, have: list[str], want: list[str]) -> list[str]:
         out.append(f"REVOKE ALL ON {on} FROM {_role(grantee)} CASCADE")
     for entry in want:
         grantee, privs, _grantor = parse_aclitem(entry)
-        plain: list[str] = []
-        with_option: list[str] = []
-        i = 0
-        while i < len(privs):
-            letter = privs[i]
-            option = i + 1 < len(privs) and privs[i + 1] == "*"
-            (with_option if option else plain).append(_PRIVILEGES.get(letter, letter))
-            i += 2 if option else 1
+        plain, with_option = _privilege_words(privs)
         if plain:
             out.append(f"GRANT {', '.join(plain)} ON {on} TO {_role(grantee)}")
         if with_option:
             out.append(f"GRANT {', '.join(with_option)} ON {on} TO {_role(grantee)} "
                        "WITH GRANT OPTION")
     return out
+
+
+def _privilege_words(privs: str) -> tuple[list[str], list[str]]:
+    """aclitem privilege letters → (privileges, privileges held WITH GRANT OPTION)."""
+    plain: list[str] = []
+    with_option: list[str] = []
+    i = 0
+    while i < len(privs):
+        letter = privs[i]
+        option = i + 1 < len(privs) and privs[i + 1] == "*"
+        (with_option if option else plain).append(_PRIVILEGES.get(letter, letter))
+        i += 2 if option else 1
+    return plain, with_option
 
 
 def owner_statement(keyword: str, name: str, owner: str | None) -> list[str]:
@@ -190,9 +198,76 @@ def create_table(table: PgTable, identity_seqs: dict[str, PgSequence]) -> str:
             sql += f" INHERITS ({', '.join(table.inherits)})"
     if table.partition_key:
         sql += f" PARTITION BY {table.partition_key}"
+    if table.access_method:
+        sql += f" USING {q(table.access_method)}"
     if table.options:
         sql += f" WITH ({', '.join(table.options)})"
     return sql
+
+
+_STORAGE = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
+
+
+def column_settings(table: PgTable, live: dict[str, PgColumn] | None,
+                    parent: dict[str, PgColumn] | None = None) -> list[str]:
+    """Statistics targets, options, storage and compression of the columns: every one that
+    is not what a new table gets (the default, or the storage and compression a partition
+    or child takes from ``parent`` when created), or that differs from ``live``."""
+    name = qn(table.namespace, table.name)
+    out = []
+    for col in table.columns:
+        have = (live or {}).get(col.name)
+        if have is None:
+            from_parent = (parent or {}).get(col.name)
+            have = PgColumn(name=col.name, type=col.type,
+                            storage=from_parent.storage if from_parent else None,
+                            compression=from_parent.compression if from_parent else None)
+        alter = f"ALTER TABLE {name} ALTER COLUMN {q(col.name)}"
+        if col.statistics != have.statistics:
+            out.append(f"{alter} SET STATISTICS {col.statistics}")
+        if sorted(col.options) != sorted(have.options):
+            if have.options:
+                out.append(f"{alter} RESET ({', '.join(o.split('=', 1)[0] for o in have.options)})")
+            if col.options:
+                out.append(f"{alter} SET ({', '.join(col.options)})")
+        if col.storage != have.storage:
+            if col.storage is not None:
+                out.append(f"{alter} SET STORAGE {_STORAGE[col.storage]}")
+            else:  # back to the type's own storage, whatever that is
+                body = (f"ALTER TABLE {name} ALTER COLUMN {q(col.name)} SET STORAGE %s")
+                out.append(
+                    "DO $preimage$ BEGIN EXECUTE format(" + lit(body) + ", (SELECT CASE "
+                    "t.typstorage WHEN 'p' THEN 'PLAIN' WHEN 'e' THEN 'EXTERNAL' WHEN 'm' THEN "
+                    "'MAIN' ELSE 'EXTENDED' END FROM pg_catalog.pg_attribute a JOIN "
+                    "pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = "
+                    f"{lit(name)}::regclass AND a.attname = {lit(col.name)})); END $preimage$")
+        if col.compression != have.compression:
+            out.append(f"{alter} SET COMPRESSION {col.compression or 'DEFAULT'}")
+    return out
+
+
+def column_acl_statements(table: PgTable, live: dict[str, PgColumn] | None) -> list[str]:
+    """REVOKE/GRANT turning each column's privileges into the captured ones."""
+    name = qn(table.namespace, table.name)
+    out = []
+    for col in table.columns:
+        have = (live or {}).get(col.name)
+        have_acl = have.acl if have is not None else []
+        if sorted(col.acl) == sorted(have_acl):
+            continue
+        for grantee in sorted({parse_aclitem(a)[0] for a in have_acl}):
+            out.append(f"REVOKE ALL ({q(col.name)}) ON TABLE {name} FROM {_role(grantee)}")
+        for entry in col.acl:
+            grantee, privs, _grantor = parse_aclitem(entry)
+            plain, with_option = _privilege_words(privs)
+            cols = f"({q(col.name)})"
+            if plain:
+                out.append(f"GRANT {', '.join(p + ' ' + cols for p in plain)} ON TABLE {name} "
+                           f"TO {_role(grantee)}")
+            if with_option:
+                out.append(f"GRANT {', '.join(p + ' ' + cols for p in with_option)} ON TABLE "
+                           f"{name} TO {_role(grantee)} WITH GRANT OPTION")
+    return out
 
 
 def inherited_column_statements(table: PgTable) -> list[str]:

@@ -9,9 +9,10 @@ privileges.  Statements are built the way ``pg_dump`` builds them, with every
 name schema-qualified (the session's ``search_path`` is empty), so replaying
 them gives back the same catalog rows.
 
-Kinds whose state is not read here (operator classes and families, text-search
-parsers and templates, procedural languages, transforms, user mappings, large
-objects, subscriptions) are reported by :mod:`.audit` as uncaptured.
+Operator classes and families, text-search parsers and templates, base types,
+languages and transforms are read by :mod:`.lowlevel`, large objects by
+:mod:`.largeobjects`.  User mappings and subscriptions hold credentials and
+are never read: :mod:`.audit` reports them as uncaptured.
 """
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ CATALOG = {
     "server": "pg_foreign_server", "foreign table": "pg_class", "rule": "pg_rewrite",
     "statistics object": "pg_statistic_ext", "event trigger": "pg_event_trigger",
     "publication": "pg_publication", "default acl": "pg_default_acl",
+    "operator family": "pg_opfamily", "operator class": "pg_opclass",
+    "text search parser": "pg_ts_parser", "text search template": "pg_ts_template",
+    "shell type": "pg_type", "language": "pg_language", "transform": "pg_transform",
 }
 
 # Kinds that carry grants (GRANT … ON FUNCTION / TABLE / FOREIGN DATA WRAPPER / SERVER).
-ACL_KINDS = frozenset({"aggregate", "foreign table", "foreign-data wrapper", "server"})
+ACL_KINDS = frozenset({"aggregate", "foreign table", "foreign-data wrapper", "server",
+                       "base type", "language"})
 
 _NOT_EXT = """NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '{cls}'::regclass
                         AND dx.objid = {oid} AND dx.deptype IN ('e', 'i'))"""
@@ -519,18 +524,27 @@ _DEFACL_WORDS = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES"
                  "n": "SCHEMAS"}
 
 
-def _default_acls(cur: Cursor) -> list[PgObject]:
+_OWN_ROLE = "WHERE d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+
+
+def own_default_acls(cur: Cursor) -> list[PgObject]:
+    """The default privileges of the current role: the ones that apply to what it creates."""
+    return _default_acls(cur, own=True)
+
+
+def _default_acls(cur: Cursor, *, own: bool = False) -> list[PgObject]:
     """``ALTER DEFAULT PRIVILEGES``: revoke what the built-in default gives, grant the rest."""
     from preimage.connectors.postgres.ddl import acl_grants
 
     cur.execute(
-        """SELECT d.oid, pg_get_userbyid(d.defaclrole) AS role, d.defaclobjtype,
+        f"""SELECT d.oid, pg_get_userbyid(d.defaclrole) AS role, d.defaclobjtype,
             (SELECT nspname FROM pg_namespace WHERE oid = d.defaclnamespace) AS nsp,
             ARRAY(SELECT x::text FROM unnest(d.defaclacl) x ORDER BY 1) AS acl,
             ARRAY(SELECT x::text FROM unnest(acldefault(
                 CASE d.defaclobjtype WHEN 'S' THEN 's' ELSE d.defaclobjtype END,
                 d.defaclrole)) x ORDER BY 1) AS builtin
-        FROM pg_default_acl d ORDER BY d.oid""")
+        FROM pg_default_acl d {_OWN_ROLE if own else ""}
+        ORDER BY d.oid""")
     out = []
     for r in cur.fetchall():
         word = _DEFACL_WORDS[r["defaclobjtype"]]

@@ -35,6 +35,7 @@ from typing import Any
 from preimage.snapshot_schemas.postgres import (
     PgExtension,
     PgFunction,
+    PgLargeObject,
     PgObject,
     PgSchema,
     PgSequence,
@@ -50,6 +51,9 @@ Address = tuple[str, int]
 RANK = {"database": 0, "schema": 1, "extension": 2, "type": 4, "function": 5, "sequence": 7,
         "table": 8, "view": 9}
 OBJECT_RANK = {"collation": 3, "access method": 3, "foreign-data wrapper": 3, "server": 3,
+               "shell type": 3, "language": 3, "base type": 4, "text search parser": 5,
+               "text search template": 5, "operator family": 6, "operator class": 6,
+               "transform": 6,
                "conversion": 6, "aggregate": 6, "operator": 6, "cast": 6,
                "text search dictionary": 6, "text search configuration": 6,
                "foreign table": 8}
@@ -83,6 +87,8 @@ def addresses(cur: Cursor, items: list[Any]) -> dict[Address, str]:
                 rels[item.oid] = key
         elif isinstance(item, PgSchema) and item.oid:
             out[("pg_namespace", item.oid)] = key
+        elif isinstance(item, PgLargeObject):
+            out[("pg_largeobject", item.loid)] = key
     names = [i.name for i in items if isinstance(i, PgExtension)]
     if names:
         cur.execute("SELECT oid, extname FROM pg_extension WHERE extname = ANY(%s)", (names,))
@@ -137,6 +143,12 @@ SELECT 'pg_class', i.indexrelid, 'pg_class', i.indrelid, 'post' FROM pg_index i
 UNION ALL
 SELECT 'pg_rewrite', r.oid, 'pg_class', r.ev_class, 'body' FROM pg_rewrite r
  WHERE r.ev_class = ANY(%(rels)s) AND r.rulename = '_RETURN'
+UNION ALL
+SELECT d.classid::regclass::text, d.objid, d.refclassid::regclass::text, d.refobjid, 'body'
+  FROM pg_depend d
+ WHERE d.classid IN ('pg_amop'::regclass, 'pg_amproc'::regclass) AND d.objid >= 16384
+   AND d.refclassid IN ('pg_opclass'::regclass, 'pg_opfamily'::regclass)
+   AND d.deptype IN ('a', 'i')
 """
 
 
@@ -190,6 +202,7 @@ def dependencies(cur: Cursor, items: list[Any]) -> list[Any]:
             late_defaults.setdefault(src, set()).add(r["objid"])
             continue
         deps.setdefault(src, set()).add(target)
+    _shells_first(items, deps)
     late_names: dict[str, list[str]] = {}
     if late_defaults:
         cur.execute(
@@ -221,6 +234,23 @@ def dependencies(cur: Cursor, items: list[Any]) -> list[Any]:
             update["late"] = True
         out.append(item.model_copy(update=update) if update else item)
     return sort_items(out)
+
+
+def _shells_first(items: list[Any], deps: dict[str, set[str]]) -> None:
+    """Break the cycle between a base type and its input/output functions as pg_dump does:
+    the shell type (which holds the type's catalog address) comes first, the functions
+    after it, the full ``CREATE TYPE`` after them; everything else that uses the type
+    waits for the full definition."""
+    for item in items:
+        if not (isinstance(item, PgObject) and item.objtype == "base type"):
+            continue
+        base = item.natural_key()
+        shell = item.model_copy(update={"objtype": "shell type"}).natural_key()
+        deps[base] = deps.pop(shell, set()) | {shell}
+        for src, targets in deps.items():
+            if shell in targets and src != base and not src.startswith("kind=function"):
+                targets.discard(shell)
+                targets.add(base)
 
 
 def sort_items(items: Iterable[Any]) -> list[Any]:

@@ -2,7 +2,9 @@
 
 The order (every step in one transaction, so a failure anywhere undoes all):
 
-1. database settings (whole-database targets);
+1. the restoring role's own default privileges switched off (set again in 11:
+   as captured, or as they were when outside the target), so the objects this
+   restore creates start from the built-in ACL; database settings;
 2. drop views in scope when any view or table under them must change;
 3. on tables that are kept: drop foreign keys (re-added after the rows) and
    constraints, indexes, triggers and policies that differ from the capture;
@@ -24,8 +26,7 @@ The order (every step in one transaction, so a failure anywhere undoes all):
 9. sequence ``OWNED BY`` and ``setval(last_value, is_called)``;
 10. views that need a constraint; materialized views refreshed (in
     dependency order) and their indexes;
-11. rules, statistics, publications, event triggers, and default privileges
-    last, so no object this restore creates picks them up;
+11. rules, statistics, publications, event triggers, and default privileges;
 12. owners, comments and grants.
 
 ``merge`` keeps steps that only add (missing objects, missing rows);
@@ -68,6 +69,7 @@ class Step:
     run: Callable[[Cursor], str] | None = None
     removes: bool = False   # deletes something created after the capture
     destructive: bool = False  # drops or changes live state (not allowed by merge)
+    bracket: bool = False   # undone later in the same restore: no change of its own
 
 
 @dataclass
@@ -84,7 +86,7 @@ class Plan:
 
 
 PHASES = [
-    "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
+    "defaults-off", "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
     "create", "rows", "constraints", "foreign-keys", "triggers", "policies", "sequence-state",
     "views", "objects-late", "finish",
 ]
@@ -123,9 +125,14 @@ def fresh_acl(owner: str | None) -> list[str]:
 class Planner:
     """Builds the :class:`Plan` for one snapshot against the live state."""
 
-    def __init__(self, captured: list[Any], live: list[Any], *, whole_schemas: bool) -> None:
+    def __init__(self, captured: list[Any], live: list[Any], *, whole_schemas: bool,
+                 own_defaults: list[PgObject] | None = None) -> None:
         self.captured = captured
         self.live = {i.natural_key(): i for i in live}
+        # The restoring role's live default privileges: they would reach every object this
+        # restore creates, so they are switched off first and set (as captured, or as they
+        # were when out of scope) after everything exists.
+        self.own_defaults = {o.natural_key(): o for o in own_defaults or []}
         # Schema and database targets own everything in their schemas: objects created
         # since the capture are dropped.  Table targets drop only dependent views.
         self.whole_schemas = whole_schemas
@@ -212,6 +219,7 @@ class Planner:
                 self._view(item)
             elif isinstance(item, PgObject):
                 self._object(item)
+        self._hold_back_defaults(captured_keys)
         # Creation follows the captured order: capture sorted it by dependencies.
         order = {i.natural_key(): n for n, i in enumerate(self.captured)}
         for phase in ("create", "views", "objects-late"):
@@ -291,6 +299,30 @@ class Planner:
         if late:
             self.plan.add("views", Step(v.natural_key(), "indexes and data", late))
 
+    def _hold_back_defaults(self, captured_keys: set[str]) -> None:
+        """Switch the restoring role's default privileges off before anything is created and
+        back on after: objects the restore creates start from the built-in ACL, which the
+        grants of each object then turn into the captured one.  Default privileges the
+        target holds are put back as captured (:meth:`_object`); others as they were."""
+        creates = any(self.plan.phases.get(p) for p in ("create", "views", "objects-late"))
+        if not creates:
+            return
+        for key, live in self.own_defaults.items():
+            already = any(s.key == key for p in ("drop-late", "defaults-off")
+                          for s in self.plan.phases.get(p, []))
+            if not already:
+                self.plan.add("defaults-off", Step(
+                    key, "default privileges held back while objects are created",
+                    _statements(live.drop), bracket=True))
+            if key in captured_keys:
+                if not any(s.key == key for s in self.plan.phases.get("objects-late", [])):
+                    self.plan.add("objects-late", Step(
+                        key, "default privileges set again", list(live.definition),
+                        bracket=True))
+            elif not already:  # outside the target: back as they were
+                self.plan.add("objects-late", Step(
+                    key, "default privileges put back", list(live.definition), bracket=True))
+
     def _object(self, o: PgObject) -> None:
         """Create an object that is missing or defined differently (dropped first)."""
         have = self.live_of(o)
@@ -305,8 +337,10 @@ class Planner:
                 self.plan.add("finish", Step(o.natural_key(), "owner/comment/acl", sql))
             return
         if have is not None:
-            self.plan.add("drop-late" if o.late else "drop-other", Step(
-                o.natural_key(), f"drop {o.objtype} to re-create it", have.drop.split("\n"),
+            phase = "defaults-off" if o.objtype == "default acl" else (
+                "drop-late" if o.late else "drop-other")
+            self.plan.add(phase, Step(
+                o.natural_key(), f"drop {o.objtype} to re-create it", _statements(have.drop),
                 destructive=True))
         sql = list(o.definition) + (owner_comment_acl(o, None) if o.ref else [])
         self.plan.add("objects-late" if o.late else "create",
@@ -318,7 +352,12 @@ class Planner:
                 if isinstance(s, PgSequence) and s.identity and s.owned_by
                 and s.owned_by.startswith(quoted_table(t) + ".")}
         name = qn(t.namespace, t.name)
-        sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t)]
+        parents = [t.partition_of] if t.partition_of else list(t.inherits)
+        parent = next((x for x in self.captured if isinstance(x, PgTable) and parents
+                       and quoted_table(x) == parents[0]), None)
+        sql = [ddl.create_table(t, seqs), *ddl.inherited_column_statements(t),
+               *ddl.column_settings(t, None, {c.name: c for c in parent.columns}
+                                    if parent else None)]
         if t.replica_identity in ("f", "n"):
             sql.append(f"ALTER TABLE {name} REPLICA IDENTITY "
                        f"{'FULL' if t.replica_identity == 'f' else 'NOTHING'}")
@@ -378,6 +417,9 @@ class Planner:
                 cols.append(f"ALTER TABLE {name} RESET ({opts})")
             if t.options:
                 cols.append(f"ALTER TABLE {name} SET ({', '.join(t.options)})")
+        if t.access_method != have.access_method:
+            cols.append(f"ALTER TABLE {name} SET ACCESS METHOD {q(t.access_method or 'heap')}")
+        cols += ddl.column_settings(t, live_cols)
         if t.replica_identity not in ("i", have.replica_identity):
             word = {"d": "DEFAULT", "f": "FULL", "n": "NOTHING"}[t.replica_identity]
             cols.append(f"ALTER TABLE {name} REPLICA IDENTITY {word}")
@@ -460,6 +502,7 @@ class Planner:
             if idx and (have is None or have.replica_identity != "i"):
                 fin.append(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {q(idx)}")
         fin += owner_comment_acl(t, have)
+        fin += ddl.column_acl_statements(t, live_cols if have else None)
         for phase, sql, action in (
             ("constraints", cons, "constraints and indexes"),
             ("foreign-keys", fks, "foreign keys"),
@@ -476,9 +519,11 @@ class Planner:
         drop: list[Step] = []
         for item in sorted(extras, key=lambda i: -(getattr(i, "oid", 0) or 0)):
             if isinstance(item, PgObject):
-                self.plan.add("drop-late" if item.late else "drop-other", Step(
+                phase = "defaults-off" if item.objtype == "default acl" else (
+                    "drop-late" if item.late else "drop-other")
+                self.plan.add(phase, Step(
                     item.natural_key(), f"drop {item.objtype} (created after the capture)",
-                    item.drop.split("\n"), removes=True, destructive=True))
+                    _statements(item.drop), removes=True, destructive=True))
             elif isinstance(item, PgFunction | PgType | PgSequence):
                 if isinstance(item, PgSequence) and item.identity:
                     continue  # goes with its table
@@ -623,6 +668,11 @@ def replace_enum(cur: Cursor, item: PgType) -> str:
         moved += 1
     cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
     return f"{moved} column(s) moved"
+
+
+def _statements(text: str) -> list[str]:
+    """The statements of a newline-separated ``drop`` (none for an empty one)."""
+    return [x for x in text.split("\n") if x]
 
 
 def _differing(have: list[Any], want: list[Any], sig: Callable[[Any], Any]) -> list[Any]:

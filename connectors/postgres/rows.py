@@ -22,6 +22,7 @@ from typing import Any
 
 from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
+from preimage.connectors.sql.rows import put_while_reading
 from preimage.snapshot_schemas.postgres import PgTable
 
 Cursor = Any
@@ -84,48 +85,6 @@ def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[byte
         while (result := pgconn.get_result()) is not None:
             if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
                 raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
-
-
-def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
-    """``blobs.put_chunks(chunks)`` with ``chunks`` read in a second thread, so reading
-    (libpq) and hashing and compression (the store, in this thread) overlap.  The store
-    is only ever used from the calling thread; the connection is used by the reader
-    alone until it is done."""
-    import queue
-    import threading
-
-    pipe: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
-    stop = threading.Event()
-
-    def read() -> None:
-        try:
-            for chunk in chunks:
-                if stop.is_set():
-                    return
-                pipe.put(chunk)
-        except BaseException as exc:  # handed to the storing thread below
-            pipe.put(exc)
-            return
-        pipe.put(None)
-
-    def drain() -> Iterator[bytes]:
-        while (item := pipe.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-
-    reader = threading.Thread(target=read, name="preimage-copy-reader", daemon=True)
-    reader.start()
-    try:
-        return blobs.put_chunks(drain())
-    finally:
-        stop.set()
-        while reader.is_alive():  # let a blocked reader finish its put
-            try:
-                pipe.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        reader.join()
 
 
 @dataclass

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError
+from preimage._errors import RestoreConflictError, RestoreError
 from preimage.connectors.sql import mysql
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
@@ -71,6 +71,7 @@ class SqlRestorer:
         self.report = report
         self.connector = connector
         self.quote = conn.dialect.identifier_preparer.quote
+        self._insp: Any = None
 
     def _exec(self, sql: str, params: dict[str, Any] | None = None) -> Callable[[], None]:
         from sqlalchemy import text
@@ -80,7 +81,7 @@ class SqlRestorer:
     def run(self) -> None:
         snap = self.snap
         names = [t.name for t in snap.items if isinstance(t, SqlTable)] \
-            if snap.scope == "tables" else []
+            if snap.scope in ("tables", "rows") else []
         live = {i.natural_key(): i for i in self.connector.live_items(self.conn, names)}
         captured = {i.natural_key(): i for i in snap.items}
         drops: list[_Step] = []
@@ -92,6 +93,9 @@ class SqlRestorer:
         recreate: set[str] = set()
         replaced: set[str] = set()   # kept tables whose rows are replaced
         is_mysql = mysql.is_mysql(self.conn)
+        # Neither MySQL nor SQLite can switch a trigger off: one on a table whose rows are
+        # replaced is dropped meanwhile and made again after, so the restore does not fire it.
+        no_switch = is_mysql or self.conn.dialect.name == "sqlite"
         for t in tables:
             have = live.get(t.natural_key())
             if not t.exists:
@@ -111,8 +115,7 @@ class SqlRestorer:
                     loads.append(_Step(t.natural_key(), f"insert {t.row_count} rows",
                                        self._insert(t)))
                 continue
-            digest = self.connector._table(self.conn, _inspect(self.conn), t.name,
-                                           _HashOnly(), {}).rows_digest
+            digest = self._live_digest(t)
             if digest != t.rows_digest:
                 q = self.quote(t.name)
                 if self.policy.conflict is ConflictMode.MERGE:
@@ -129,8 +132,7 @@ class SqlRestorer:
                     continue
                 if want is None and snap.scope == "tables" and have.table not in names:
                     continue
-                # MySQL cannot switch a trigger off: drop it while the rows go back.
-                trigger_off = is_mysql and have.kind == "trigger" and have.table in replaced
+                trigger_off = no_switch and have.kind == "trigger" and have.table in replaced
                 if want is None or want.ddl != have.ddl or have.table in recreate or \
                         trigger_off or want.settings != have.settings:
                     drops.insert(0, _Step(key, "drop (created since)" if want is None
@@ -150,7 +152,7 @@ class SqlRestorer:
                                           self._alter_database(o), destructive=True))
                 continue
             if have is None or have.ddl != o.ddl or o.table in recreate or (
-                is_mysql and o.kind == "trigger" and o.table in replaced
+                no_switch and o.kind == "trigger" and o.table in replaced
             ) or have.settings != o.settings:
                 run = self._replay(o) if is_mysql else self._exec(o.ddl)
                 late.append(_Step(o.natural_key(), f"create {o.kind}", run,
@@ -204,6 +206,19 @@ class SqlRestorer:
             if key not in done and self.policy.in_scope(key):
                 self.report.add(key, Outcome.UNCHANGED)
 
+    def _live_digest(self, t: SqlTable) -> str | None:
+        """The digest the live rows of ``t`` would get in a capture."""
+        if t.rows_format == "tuples":
+            from preimage.connectors.sql import mysql_rows
+
+            if mysql_rows.tuple_columns(self.conn, t.name) == t.copy_columns:
+                return _HashOnly().put_chunks(mysql_rows.read_lines(
+                    self.conn, mysql_rows.select_sql(t.name, t.copy_columns)))
+        if self._insp is None:
+            self._insp = _inspect(self.conn)
+        return self.connector._table(  # type: ignore[no-any-return]
+            self.conn, self._insp, t.name, _HashOnly(), {}).rows_digest
+
     def _row_steps(self, tables: list[SqlTable], recreated: set[str]) -> list[_Step]:
         """Exact row keys (an undo): update, insert or delete exactly those rows."""
         from preimage.snapshot_schemas.sql import row_key
@@ -216,10 +231,19 @@ class SqlRestorer:
             if not wanted or not t.exists or t.name in recreated:
                 continue  # a re-created table gets all its rows with it
             rows: dict[str, dict[str, Any]] = {}
-            if t.rows_digest:
-                from preimage.connectors.sql.rows import decode_rows
+            if t.rows_digest and t.rows_format == "tuples":
+                from preimage.snapshot_schemas.sql import iter_tuple_rows, tuple_raw
 
                 seen: Counter[str] = Counter()
+                for values in iter_tuple_rows(self.blobs.chunks(t.rows_digest, path=t.name),
+                                              t.copy_columns):
+                    k = prefix + row_key(values, t.primary_key, seen)
+                    if k in wanted:  # each value as the column's bytes, as captured
+                        rows[k] = {c: tuple_raw(v) for c, v in values.items()}
+            elif t.rows_digest:
+                from preimage.connectors.sql.rows import decode_rows
+
+                seen = Counter()
                 for decoded in decode_rows(self.blobs.chunks(t.rows_digest, path=t.name)):
                     k = prefix + row_key(_raw(decoded), t.primary_key, seen)
                     if k in wanted:
@@ -238,7 +262,7 @@ class SqlRestorer:
         def run() -> None:
             live = Table(t.name, MetaData(), autoload_with=self.conn, resolve_fks=False)
             if t.primary_key:
-                ident = dict(zip(t.primary_key, json.loads(key), strict=True))
+                ident = _decoded(dict(zip(t.primary_key, json.loads(key), strict=True)))
                 where = and_(*[live.c[c] == v for c, v in ident.items()])
                 exists = self.conn.execute(select(func.count()).select_from(live).where(where))
                 if values is None:
@@ -269,7 +293,10 @@ class SqlRestorer:
     def _insert(self, t: SqlTable) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows
 
-        return lambda: insert_rows(self.conn, t, self.blobs)
+        def run() -> None:
+            insert_rows(self.conn, t, self.blobs)
+
+        return run
 
     def _replace_rows(self, t: SqlTable, quoted: str) -> Callable[[], None]:
         from preimage.connectors.sql.connector import insert_rows
@@ -324,6 +351,82 @@ class SqlRestorer:
 
         return run
 
+
+def restore_rows(conn: Any, snap: SqlSnapshot, blobs: BlobStore, policy: RestorePolicy,
+                 report: RestoreReport) -> None:
+    """Row scope (MySQL/MariaDB): put the captured rows back by primary key — deleted
+    ones inserted with their keys, changed ones reverted (``overwrite``), or only the
+    missing ones (``merge``); rows outside the capture are left alone.
+
+    InnoDB keeps rows in primary-key order, so rows put back by key sit where they sat.
+    The table's triggers are dropped while the rows go back (MySQL cannot switch one off)
+    and created again after, from the capture when one is missing — so a restore that
+    stopped between the two is finished by running it again.  The rows go back in one
+    transaction of their own."""
+    from preimage.connectors.sql import mysql_rows
+
+    table = next(t for t in snap.items if isinstance(t, SqlTable))
+    triggers = [o for o in snap.items if isinstance(o, SqlObject) and o.kind == "trigger"]
+    key = table.natural_key()
+    if not policy.in_scope(key):
+        return
+    present = {str(n) for (n,) in conn.exec_driver_sql(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")}
+    if table.name not in present:
+        raise RestoreError(
+            f"table {table.name} no longer exists; a row-scope backup holds only some rows — "
+            "restore a backup of the whole table; nothing was written")
+    if mysql_rows.tuple_columns(conn, table.name) != table.copy_columns:
+        raise RestoreError(f"the columns of {table.name} changed since the capture; nothing "
+                           "was written")
+    live_triggers = {o.name: o for o in mysql.read_objects(conn, [table.name])}
+    missing = [o for o in triggers if o.name not in live_triggers]
+    digest = _HashOnly().put_chunks(mysql_rows.read_lines(
+        conn, mysql_rows.select_sql(table.name, table.copy_columns, table.row_filter)))
+    rows_differ = digest != (table.rows_digest or _HashOnly().put_chunks([]))
+    if not rows_differ and not missing:
+        report.add(key, Outcome.UNCHANGED)
+        return
+    if policy.conflict is ConflictMode.REFUSE:
+        raise RestoreConflictError(snap.target, [key])
+    if policy.dry_run:
+        report.add(key, Outcome.PLANNED, "put back captured rows" if rows_differ
+                   else "create missing triggers")
+        return
+    done: list[str] = []
+    count = 0
+    try:
+        if rows_differ:
+            for name in live_triggers:
+                conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {mysql.quote(name)}")
+                done.append(f"drop trigger {name} while the rows go back")
+            conn.exec_driver_sql("START TRANSACTION")
+            try:
+                count = mysql_rows.write_lines(
+                    conn, table.name, table.copy_columns,
+                    blobs.chunks(table.rows_digest, path=table.name) if table.rows_digest
+                    else [], on_duplicate="update" if policy.conflict is ConflictMode.OVERWRITE
+                    else "keep", key=table.primary_key)
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK")
+                raise
+            conn.exec_driver_sql("COMMIT")
+            done.append(f"put back {count} captured rows")
+        # The live triggers as they were (in their order), then captured ones still missing.
+        for trigger in [*live_triggers.values(), *missing] if rows_differ else missing:
+            mysql.replay(conn, trigger)
+            done.append(f"create trigger {trigger.name}")
+    except Exception as exc:
+        dropped = [n for n in live_triggers if f"drop trigger {n} while the rows go back" in done
+                   and f"create trigger {n}" not in done]
+        for name in dropped:  # put the triggers back now if the server lets us
+            try:
+                mysql.replay(conn, live_triggers[name])
+                done.append(f"create trigger {name} again after the failure")
+            except Exception:
+                continue
+        raise StepsFailedError(f"row restore of {key}", exc, done) from exc
+    report.add(key, Outcome.RESTORED, "; ".join(done))
 
 def _rowid() -> Any:
     from sqlalchemy import literal_column

@@ -2,11 +2,15 @@
 
 Targets are SQLAlchemy URLs: ``sqlite:////abs/path.db`` (``sqlite:///rel.db``
 is made absolute), ``mysql+pymysql://user@host/db``; ``?tables=a,b`` narrows
-the capture to those tables (names that do not exist are captured as absent).
+the capture to those tables (names that do not exist are captured as absent);
+``?table=t&where=<predicate>`` to the rows a statement touches (MySQL/MariaDB;
+elsewhere, and for a table without a primary key, widened to the table).
 
 Capture runs in one transaction and reflects tables, columns, keys,
-constraints and indexes; rows stream into a blob as JSON lines in storage
-order (a plain scan) for SQLite and MySQL/MariaDB, in key order elsewhere.
+constraints and indexes; rows stream into a blob in storage order (a plain
+scan) for SQLite and MySQL/MariaDB, in key order elsewhere — as the server's
+own value tuples for MySQL/MariaDB (:mod:`.mysql_rows`), as JSON lines
+otherwise.
 SQLite also keeps the exact DDL of every table, index, view and trigger from
 ``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
 ``application_id``; MySQL/MariaDB keep ``SHOW CREATE`` of every table, view,
@@ -40,11 +44,11 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
-from preimage.connectors.sql import mysql
+from preimage.connectors.sql import mysql, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.revert import SqlReverter
-from preimage.connectors.sql.rows import batches, decode_rows, encode_rows
+from preimage.connectors.sql.rows import batches, decode_rows, encode_rows, put_while_reading
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
@@ -130,8 +134,17 @@ class SQLAlchemyConnector(ConnectorBase):
         the database holds that was not read."""
         url, redacted = engine_url(target)
         names = scope_tables(target)
-        scope = "tables" if names else "database"
+        where = row_scope(target)
         dialect = target.scheme.split("+", 1)[0]
+        notes: list[str] = []
+        if where is not None:
+            names = [str(target.param("table")).strip()]
+            if dialect not in mysql.MYSQL_DIALECTS:
+                # No row scope here: the whole table is a before-image of the rows too.
+                notes.append(f"row scope widened to the whole table {names[0]} (row scopes are "
+                             "for PostgreSQL and MySQL/MariaDB)")
+                where = None
+        scope = "rows" if where is not None else "tables" if names else "database"
         path = _sqlite_path(url)
         if path is not None and not os.path.exists(path):
             return SqlSnapshot(target=redacted, dialect="sqlite", database_exists=False,
@@ -148,7 +161,18 @@ class SQLAlchemyConnector(ConnectorBase):
                 raise
             with conn, conn.begin():
                 if mysql.is_mysql(conn):
-                    conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    conn.exec_driver_sql(
+                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    # As mysqldump: TIMESTAMP values and defaults read in UTC.
+                    conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
+                if where is not None:
+                    rows = self._capture_rows(conn, target, redacted, names[0], where, blobs)
+                    if rows is not None:
+                        return rows
+                    # Rows that cannot go back by key: the whole table is their before-image.
+                    scope = "tables"
+                    notes.append(f"row scope widened to the whole table {names[0]} (a row "
+                                 "scope needs a primary key and no BIT, spatial or JSON column)")
                 items = list(self._read(conn, blobs, names))
                 if mysql.is_mysql(conn):
                     uncaptured = mysql.audit(conn, items, names or None)
@@ -159,12 +183,38 @@ class SQLAlchemyConnector(ConnectorBase):
                 dialect = conn.dialect.name
         finally:
             engine.dispose()
-        notes = [] if target.param("where") is None else [
-            "row scope read as its whole table (this connector captures tables; PostgreSQL "
-            "targets read just the rows)"
-        ]
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
                            uncaptured=uncaptured, notes=notes)
+
+    def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
+                      blobs: BlobStore) -> SqlSnapshot | None:
+        """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB);
+        ``None`` when the table has no primary key or a column the tuples cannot carry."""
+        from sqlalchemy import inspect
+
+        insp = inspect(conn)
+        if name not in insp.get_table_names():
+            raise TerminalConnectorError(
+                f"table {name} does not exist in {redacted} — a row-scope capture needs the "
+                "table; capture ?tables= to record its absence", target=redacted)
+        pk = insp.get_pk_constraint(name).get("constrained_columns")
+        if not pk or mysql_rows.tuple_columns(conn, name) is None:
+            return None
+        from sqlalchemy import exc as sa_exc
+
+        try:
+            item = self._table(conn, insp, name, blobs, {}, where=where)
+        except sa_exc.DBAPIError as exc:
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc.orig}") \
+                from exc
+        except Exception as exc:  # the rows are read by the driver's own cursor
+            if type(exc).__module__.split(".")[0] != "pymysql":
+                raise
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc}") \
+                from exc
+        # Its triggers too: they are dropped while the rows go back, and made again.
+        return SqlSnapshot(target=redacted, dialect=conn.dialect.name, scope="rows",
+                           items=[item, *mysql.read_objects(conn, [name])])
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
         from sqlalchemy import inspect, text
@@ -207,7 +257,8 @@ class SQLAlchemyConnector(ConnectorBase):
                     yield SqlCounter(kind="pragma", name=pragma, value=int(value or 0))
 
     def _table(self, conn: Any, insp: Any, name: str, blobs: Any,
-               master: dict[tuple[str, str], tuple[str, str]]) -> SqlTable:
+               master: dict[tuple[str, str], tuple[str, str]],
+               where: str | None = None) -> SqlTable:
         from sqlalchemy import MetaData, Table, select
         from sqlalchemy.schema import CreateTable
 
@@ -222,12 +273,13 @@ class SQLAlchemyConnector(ConnectorBase):
             checks = []
         indexes = sorted(f"{i['name']}({','.join(c or '' for c in i['column_names'])})"
                          f"{' unique' if i.get('unique') else ''}" for i in insp.get_indexes(name))
-        table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
+        table = None  # reflected again only where it is needed (SQLAlchemy's own DDL, rows)
         if conn.dialect.name == "sqlite":
             ddl = master.get(("table", name), ("", ""))[1]
         elif mysql.is_mysql(conn):
-            ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE `{name}`").one()[1]
+            ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE {mysql.quote(name)}").one()[1]
         else:
+            table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
             ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
         columns = [SqlColumn(
             name=c["name"], type=str(c["type"]), nullable=bool(c.get("nullable", True)),
@@ -239,6 +291,17 @@ class SQLAlchemyConnector(ConnectorBase):
                         ddl=ddl)
         if blobs is None:
             return item
+        tuples = mysql_rows.tuple_columns(conn, name) if mysql.is_mysql(conn) else None
+        if tuples is not None:
+            # MySQL/MariaDB: each row as the server renders it, straight into the blob.
+            lines = _LineCounter()
+            digest = put_while_reading(blobs, lines.through(mysql_rows.read_lines(
+                conn, mysql_rows.select_sql(name, tuples, where))))
+            return item.model_copy(update={
+                "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
+                "copy_columns": tuples, "row_filter": where})
+        if table is None:
+            table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         stmt = select(*table.c)
         if conn.dialect.name != "sqlite" and not mysql.is_mysql(conn):
             stmt = stmt.order_by(*([table.c[c] for c in pk] or list(table.c)))
@@ -322,7 +385,7 @@ class SQLAlchemyConnector(ConnectorBase):
                        policy: RestorePolicy, report: RestoreReport) -> None:
         """MySQL/MariaDB: every step commits on its own (DDL does anyway); the steps done
         are journalled in the report and in any error, and a re-run finishes the rest."""
-        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError
+        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
 
         try:
             conn = self._connect(engine, snapshot.target)
@@ -339,8 +402,13 @@ class SQLAlchemyConnector(ConnectorBase):
             # As mysqldump restores: a 0 in an AUTO_INCREMENT column is a 0, not a new id.
             conn.exec_driver_sql(
                 "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+            # TIMESTAMP values were read in UTC (as mysqldump reads them): written alike.
+            conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
             try:
-                SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
+                if snapshot.scope == "rows" and policy.keys is None:
+                    restore_rows(conn, snapshot, blobs, policy, report)
+                else:
+                    SqlRestorer(conn, snapshot, blobs, policy, report, self).run()
             except StepsFailedError as exc:
                 done = "; ".join(exc.done) if exc.done else "none"
                 raise RestoreError(
@@ -384,15 +452,51 @@ class SQLAlchemyConnector(ConnectorBase):
 
 
 
-def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> None:
-    """Insert the captured rows of ``table`` in batches."""
+def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> int:
+    """Insert the captured rows of ``table`` in batches; return how many."""
     from sqlalchemy import MetaData, Table
 
     if table.rows_digest is None:
-        return
+        return 0
+    if table.rows_format == "tuples":
+        return mysql_rows.write_lines(conn, table.name, table.copy_columns,
+                                      blobs.chunks(table.rows_digest, path=table.name))
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
+    count = 0
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
         conn.execute(live.insert(), batch)
+        count += len(batch)
+    return count
+
+
+class _LineCounter:
+    """Counts the lines of the chunks passing through."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def through(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.rows += chunk.count(b"\n")
+            yield chunk
+
+
+def row_scope(target: Target) -> str | None:
+    """The re-rendered predicate of ``?table=…&where=…`` (``None`` without one); raise
+    :class:`InvalidTargetError` for a bad one."""
+    from preimage.connectors.sql.predicate import check_predicate
+
+    where = target.param("where")
+    if where is None:
+        if target.param("table") is not None:
+            raise InvalidTargetError(target.redacted, "'table' needs 'where' (or use ?tables=)")
+        return None
+    if not (target.param("table") or "").strip():
+        raise InvalidTargetError(target.redacted, "'where' needs 'table=<name>'")
+    if target.param("tables") is not None:
+        raise InvalidTargetError(target.redacted, "give only one of tables, table")
+    dialect = "mysql" if target.scheme.split("+", 1)[0] in mysql.MYSQL_DIALECTS else "sqlite"
+    return check_predicate(where, target.redacted, dialect=dialect)
 
 
 def _unknown_database(exc: BaseException) -> bool:

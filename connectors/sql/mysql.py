@@ -29,8 +29,12 @@ def is_mysql(conn: Any) -> bool:
     return bool(conn.dialect.name in MYSQL_DIALECTS)
 
 
-def _q(name: str) -> str:
+def quote(name: str) -> str:
+    """``name`` as a MySQL identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_q = quote
 
 
 def _settings(row: Any, *, client: int, mode: int | None = None) -> dict[str, str]:

@@ -107,6 +107,12 @@ class SqlReverter(RowsReverter):
     """SQLite, MySQL/MariaDB and other SQLAlchemy databases."""
 
     def with_rows(self, table: Any, rows: list[TableRow], blobs: Any) -> Any:
+        if getattr(table, "rows_format", "json") == "tuples":  # MySQL: the server's tuples
+            from preimage.snapshot_schemas.sql import tuple_line
+
+            lines = (tuple_line(r.values, table.copy_columns) for r in rows)
+            digest = blobs.put_chunks(lines) if rows else None
+            return table.model_copy(update={"rows_digest": digest, "row_count": len(rows)})
         digest = blobs.put_chunks(json_lines(rows)) if rows else None
         return table.model_copy(update={"rows_digest": digest, "row_count": len(rows)})
 

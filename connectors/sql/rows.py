@@ -1,4 +1,5 @@
-"""Rows as JSON lines: one object per row, columns in table order.
+"""Rows as JSON lines: one object per row, columns in table order; and storing a stream of
+row bytes while it is read (:func:`put_while_reading`), which every SQL connector uses.
 
 JSON keeps integers, floats, strings and ``null`` exactly; bytes are written
 as ``{"$bytes": "<base64>"}``; anything else a driver returns (decimals,
@@ -10,7 +11,10 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from preimage._blobs import BlobStore
 
 BATCH = 1000
 
@@ -67,3 +71,45 @@ def batches(rows: Iterable[dict[str, Any]], size: int = BATCH) -> Iterator[list[
             batch = []
     if batch:
         yield batch
+
+
+def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
+    """``blobs.put_chunks(chunks)`` with ``chunks`` read in a second thread, so reading
+    (libpq) and hashing and compression (the store, in this thread) overlap.  The store
+    is only ever used from the calling thread; the connection is used by the reader
+    alone until it is done."""
+    import queue
+    import threading
+
+    pipe: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                if stop.is_set():
+                    return
+                pipe.put(chunk)
+        except BaseException as exc:  # handed to the storing thread below
+            pipe.put(exc)
+            return
+        pipe.put(None)
+
+    def drain() -> Iterator[bytes]:
+        while (item := pipe.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    reader = threading.Thread(target=read, name="preimage-copy-reader", daemon=True)
+    reader.start()
+    try:
+        return blobs.put_chunks(drain())
+    finally:
+        stop.set()
+        while reader.is_alive():  # let a blocked reader finish its put
+            try:
+                pipe.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        reader.join()

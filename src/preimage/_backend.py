@@ -20,11 +20,12 @@ delete what is still unreferenced.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
@@ -59,6 +60,13 @@ class Leftover:
     size: int
 
 
+# ioctl(dest_fd, FICLONE, src_fd) makes dest share every extent of src (XFS, btrfs);
+# these errors mean "not here" (another filesystem, or none that clones): copy instead
+FICLONE = 0x40049409
+NO_CLONE = frozenset((errno.EXDEV, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOTTY,
+                      errno.ENOSYS, errno.EPERM, errno.EBADF))
+
+
 class BlobStore(ABC):
     """Content-addressed bytes: a blob is named by the sha256 of its uncompressed bytes.
 
@@ -78,6 +86,10 @@ class BlobStore(ABC):
         # the store's per-file cap: a connector records a larger source as
         # uncaptured instead of reading it (None: no cap)
         self.max_file_size: int | None = None
+        # previous(target) -> the items of that target's newest snapshot (set by the
+        # engine for each capture): a connector may reuse an entry whose source
+        # provably did not change since, instead of reading it again
+        self.previous: Callable[[str], Iterable[Any] | None] | None = None
 
     # ------------------------------------------------------------ what connectors use
     @abstractmethod
@@ -94,6 +106,17 @@ class BlobStore(ABC):
         if len(head) < CHUNK:
             return self.put_bytes(head)
         return self.put_chunks(itertools.chain([head], iter(lambda: fileobj.read(CHUNK), b"")))
+
+    def put_clone(self, fd: int) -> tuple[str, int] | None:
+        """Store the open regular file ``fd`` by sharing its extents (a reflink), when
+        the backend and filesystem can: ``(digest, size)``; None and nothing stored
+        when they cannot (the caller reads the file with ``put_file``)."""
+        return None
+
+    def clone_source(self, digest: str) -> int | None:
+        """An open descriptor a restore may clone the blob's bytes from (it owns and
+        closes it), or None: read the blob with ``chunks``."""
+        return None
 
     @abstractmethod
     def chunks(
@@ -336,26 +359,56 @@ class Catalog(ABC):
     def count(self) -> int:
         """Number of backups."""
 
+    def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
+        """The newest snapshot of ``target`` by ``connector`` in a complete backup."""
+        for backup in self.list_backups(None):
+            if backup.status == "complete":
+                for row in backup.snapshots:
+                    if row.target == target and row.connector == connector:
+                        return row
+        return None
+
     @abstractmethod
     def stored_since(self, when: float) -> int:
         """Bytes the backups finished after ``when`` added to the store."""
 
     @abstractmethod
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
-        """Blobs a backup (or one of its snapshots) references."""
+        """Blobs a backup (or one of its snapshots) references, directly or through
+        the links of a blob it references (see :meth:`add_links`)."""
 
     @abstractmethod
     def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
-        """Every blob a backup references, leaving out backups in ``skip_statuses``
-        (``prune`` skips ``failed`` and ``abandoned``: what they stored is garbage)."""
+        """Every blob a backup references (directly or through links), leaving out
+        backups in ``skip_statuses`` (``prune`` skips ``failed`` and ``abandoned``:
+        what they stored is garbage)."""
 
     @abstractmethod
     def ref_rows(self) -> Iterator[tuple[str, int, str]]:
-        """Every ``(backup_id, idx, digest)`` reference (for ``stats``)."""
+        """Every ``(backup_id, idx, digest)`` reference, links followed (for ``stats``)."""
 
     @abstractmethod
     def add_refs(self, backup_id: str, idx: int, refs: Iterable[str]) -> None:
         """Add references to an existing snapshot (repair, migration)."""
+
+    def add_links(self, parent: str, children: set[str]) -> set[str]:
+        """Record that blob ``parent`` names the blobs ``children``, so that whatever
+        references ``parent`` references them too (a chunk of a snapshot document
+        names the file blobs of its items; an unchanged chunk is recorded once, not
+        once per backup); return the children ``parent`` now links to.
+
+        A link is a fact about the parent's bytes, so recording it again, or for
+        a parent no backup references yet, is harmless.  A catalog that keeps no
+        links returns an empty set: the caller records ``children`` as direct
+        references of its snapshot.
+        """
+        return set()
+
+    def drop_unused_links(self) -> int:
+        """Forget the links of parents no backup references, but only while no backup
+        is ``open`` (a capture records a chunk's links before its snapshot row); the
+        number of links dropped.  ``prune`` calls it."""
+        return 0
 
     @abstractmethod
     def forget(self, backup_ids: Iterable[str]) -> int:
@@ -500,6 +553,17 @@ class RecordingBlobs(BlobStore):
         self._count(before)
         self.touched.add(digest)
         return digest
+
+    def put_clone(self, fd: int) -> tuple[str, int] | None:
+        before = self._state()
+        got = self.inner.put_clone(fd)
+        self._count(before)
+        if got is not None:
+            self.touched.add(got[0])
+        return got
+
+    def clone_source(self, digest: str) -> int | None:
+        return self.inner.clone_source(digest)
 
     def chunks(
         self, digest: str, *, backup_id: str | None = None, path: str | None = None

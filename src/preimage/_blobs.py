@@ -19,6 +19,15 @@ git calls such entries "racily clean").  Otherwise the blob is read and hashed
 once; a damaged blob is then rewritten from the new bytes (``put_*``) or
 reported absent (``exists``, so the caller reads its source again).
 
+**Cloned blobs.**  On a filesystem that shares extents between files (XFS,
+btrfs: ``FICLONE``), a large file on the same filesystem as the store is
+cloned into ``blobs/<2 hex>/<64 hex>.raw`` instead of being compressed and
+written: the copy costs its extents, not its bytes, and it is a point-in-time
+image of the file, hashed after the clone (so a write racing the capture
+cannot tear it).  A ``.raw`` blob holds the bytes as they are; it is read,
+hidden, verified and pruned like a ``.zst`` one, and a restore on the same
+filesystem clones it back.  Elsewhere nothing changes.
+
 **Hidden blobs** (``blobs/hidden/<generation>/``) are phase one of ``prune``:
 whoever asks for one — a capture's ``exists`` or ``put_*``, a restore's read —
 brings it back with an atomic rename, which ``prune`` cannot race (its delete
@@ -42,12 +51,21 @@ from typing import IO, Protocol
 import zstandard
 
 from preimage import _crash
-from preimage._backend import CHUNK, BlobProblem, BlobStore, DigestCache, Leftover
+from preimage._backend import (
+    CHUNK,
+    FICLONE,
+    NO_CLONE,
+    BlobProblem,
+    BlobStore,
+    DigestCache,
+    Leftover,
+)
 from preimage._errors import BlobCorruptError, BlobMissingError, StoreUnavailableError
 
 __all__ = ["CHUNK", "BlobStore", "DigestCache", "LocalBlobStore"]
 
 _LEVEL = 3
+_SUFFIXES = (".zst", ".raw")
 RACY_NS = 2_000_000_000   # a verification this close to the file's ctime proves nothing
 _HEX = frozenset("0123456789abcdef")
 
@@ -95,6 +113,7 @@ class LocalBlobStore(BlobStore):
         self._recorded: dict[str, BlobKey] | None = None   # the soundness table, read once
         self._pending: list[tuple[str, BlobKey | None]] = []
         self._root_s = str(root)
+        self._clone_ok: bool | None = None   # None: not tried yet
         # Optional digest cache by inode and stat (the catalog), so that an
         # unchanged file is not read again on the next capture.
         self.digest_cache = fallback.digest_cache if fallback else None
@@ -109,18 +128,23 @@ class LocalBlobStore(BlobStore):
         return Path(self._file(digest))
 
     def _file(self, digest: str) -> str:
-        return f"{self._root_s}/{digest[:2]}/{digest}.zst"
+        """The blob's file: the ``.zst`` one unless only a cloned ``.raw`` one is there."""
+        zst = f"{self._root_s}/{digest[:2]}/{digest}.zst"
+        if not os.path.exists(zst) and os.path.exists(raw := zst[:-4] + ".raw"):
+            return raw
+        return zst
 
     def _hidden_paths(self, digest: str) -> list[Path]:
-        hidden = self.root / "hidden"
-        if not hidden.is_dir():
+        if not os.path.isdir(f"{self._root_s}/hidden"):
             return []
-        return [p for gen in sorted(hidden.iterdir()) if (p := gen / f"{digest}.zst").exists()]
+        hidden = self.root / "hidden"
+        return [p for gen in sorted(hidden.iterdir()) for sfx in _SUFFIXES
+                if (p := gen / f"{digest}{sfx}").exists()]
 
     def _rescue(self, digest: str) -> bool:
         """Bring a hidden blob back into place; False when there is none."""
         for hidden in self._hidden_paths(digest):
-            final = self.path(digest)
+            final = self.root / digest[:2] / hidden.name
             _private_dir(final.parent)
             try:
                 os.rename(hidden, final)
@@ -175,18 +199,24 @@ class LocalBlobStore(BlobStore):
         A hidden blob is brought back; a damaged one answers False, so the
         caller reads its source again and ``put_*`` rewrites the blob.
         """
-        final = self._file(digest)
-        sound = self._sound(digest, final)
-        if sound is None and self._rescue(digest):
-            sound = self._sound(digest, final)
-        if sound:
+        if not self._needs_write(digest):
             return True
         return self.fallback.exists(digest) if self.fallback else False
 
-    def _needs_write(self, digest: str, final: Path) -> bool:
-        sound = self._sound(digest, final)
-        if sound is None and self._rescue(digest):
-            sound = self._sound(digest, final)
+    def _needs_write(self, digest: str, *, writing: bool = False) -> bool:
+        """Whether no sound copy of the blob is in place (a hidden one is brought back
+        first).  ``writing``: a compressed copy is about to be written, so a damaged
+        clone, which would stand beside it, is dropped."""
+        zst = f"{self._root_s}/{digest[:2]}/{digest}.zst"
+        sound = self._sound(digest, zst)
+        if sound is None:
+            raw = zst[:-4] + ".raw"
+            sound = self._sound(digest, raw)
+            if sound is None and self._rescue(digest):
+                sound = self._sound(digest, self._file(digest))
+            elif sound is False and writing:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(raw)
         return not sound
 
     # ------------------------------------------------------------ writing
@@ -194,16 +224,15 @@ class LocalBlobStore(BlobStore):
         """Store ``data``; return its digest (small blobs skip the streaming path)."""
         digest = hashlib.sha256(data).hexdigest()
         self.bytes_seen += len(data)
-        final = self.path(digest)
         try:
-            if not self._needs_write(digest, final):
+            if not self._needs_write(digest, writing=True):
                 return digest
+            final = f"{self._root_s}/{digest[:2]}/{digest}.zst"
             packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
-            parent = final.parent
-            if parent.name not in self._dirs:
-                _private_dir(parent)
-                self._dirs.add(parent.name)
-            tmp = self.root / "tmp" / f"blob-{os.getpid()}-{secrets.token_hex(8)}"
+            if digest[:2] not in self._dirs:
+                _private_dir(Path(final).parent)
+                self._dirs.add(digest[:2])
+            tmp = f"{self._root_s}/tmp/blob-{os.getpid()}-{secrets.token_hex(8)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -239,9 +268,9 @@ class LocalBlobStore(BlobStore):
                         writer.write(chunk)
                 self.bytes_seen += raw
                 digest = hasher.hexdigest()
-                final = self.path(digest)
-                if not self._needs_write(digest, final):
+                if not self._needs_write(digest, writing=True):
                     return digest
+                final = self.root / digest[:2] / f"{digest}.zst"
                 _private_dir(final.parent)
                 tmp.flush()
                 size = os.fstat(tmp.fileno()).st_size
@@ -258,6 +287,74 @@ class LocalBlobStore(BlobStore):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp.name)
+
+    def put_clone(self, fd: int) -> tuple[str, int] | None:
+        """Clone the open file ``fd`` into the store (see the module docstring); its
+        digest and size, or None when this filesystem cannot (the caller reads it)."""
+        if self._clone_ok is False:
+            return None
+        tmp = self.root / "tmp" / f"blob-{os.getpid()}-{secrets.token_hex(8)}"
+        try:
+            out = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
+        try:
+            fcntl.flock(out, fcntl.LOCK_EX)
+            try:
+                fcntl.ioctl(out, FICLONE, fd)
+            except OSError as exc:
+                if exc.errno in NO_CLONE:
+                    self._clone_ok = False
+                    return None
+                raise
+            self._clone_ok = True
+            hasher = hashlib.sha256()
+            size = 0
+            while chunk := os.pread(out, CHUNK, size):
+                hasher.update(chunk)
+                size += len(chunk)
+            digest = hasher.hexdigest()
+            self.bytes_seen += size
+            if not self._needs_write(digest):
+                return digest, size
+            final = f"{self._root_s}/{digest[:2]}/{digest}.raw"
+            _private_dir(Path(final).parent)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(final[:-4] + ".zst")   # damaged (else it was sound and kept)
+            os.fchmod(out, 0o400)
+            _crash.point("blob")
+            os.replace(tmp, final)
+            self._forget_key(digest)
+            if self.soundness is not None:
+                self.soundness.set_raw_sizes([(digest, size)])
+            # counted at its full size: the extents it shares are its own once the
+            # source is rewritten
+            self.bytes_written += size
+            self.blobs_written += 1
+            return digest, size
+        except OSError as exc:
+            raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
+        finally:
+            os.close(out)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def clone_source(self, digest: str) -> int | None:
+        """An open descriptor of the blob's ``.raw`` file when it is there and this
+        process verified it as it is now (a restore clones from it); else None."""
+        path = self._file(digest)
+        if not path.endswith(".raw"):
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        key = _key(os.fstat(fd))
+        recorded = self._recorded.get(digest) if self._recorded is not None else None
+        if key in (self._verified.get(digest), recorded):
+            return fd
+        os.close(fd)
+        return None
 
     def _forget_key(self, digest: str) -> None:
         self._verified.pop(digest, None)
@@ -295,7 +392,8 @@ class LocalBlobStore(BlobStore):
         hasher = hashlib.sha256()
         try:
             with open(source, "rb") as fh:
-                reader = zstandard.ZstdDecompressor().stream_reader(fh)
+                raw = str(source).endswith(".raw")
+                reader = fh if raw else zstandard.ZstdDecompressor().stream_reader(fh)
                 while chunk := reader.read(CHUNK):
                     hasher.update(chunk)
                     yield chunk
@@ -353,6 +451,10 @@ class LocalBlobStore(BlobStore):
         source = self._source(digest)
         if source is None:
             return None
+        if source.suffix == ".raw":
+            with contextlib.suppress(OSError):
+                return source.stat().st_size
+            return None
         try:
             with open(source, "rb") as fh:
                 size = zstandard.frame_content_size(fh.read(18))
@@ -374,9 +476,12 @@ class LocalBlobStore(BlobStore):
         for fan in fans:
             if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
                 continue
+            last = ""
             for entry in sorted(os.scandir(fan.path), key=lambda e: e.name):
-                name = entry.name.removesuffix(".zst")
-                if entry.name.endswith(".zst") and is_digest(name) and name[:2] == fan.name:
+                name = entry.name[:-4]
+                if (entry.name[-4:] in _SUFFIXES and is_digest(name) and name[:2] == fan.name
+                        and name != last):
+                    last = name
                     yield name
 
     def stray_files(self) -> list[str]:
@@ -386,8 +491,9 @@ class LocalBlobStore(BlobStore):
             if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
                 continue
             for entry in os.scandir(fan.path):
-                name = entry.name.removesuffix(".zst")
-                if not (entry.name.endswith(".zst") and is_digest(name) and name[:2] == fan.name):
+                name = entry.name[:-4]
+                if not (entry.name[-4:] in _SUFFIXES and is_digest(name)
+                        and name[:2] == fan.name):
                     out.append(f"{fan.name}/{entry.name}")
         return sorted(out)
 
@@ -405,7 +511,7 @@ class LocalBlobStore(BlobStore):
                     head = fh.read(4)
             except OSError as exc:
                 return BlobProblem(digest, "corrupt", f"unreadable: {exc.strerror}")
-            if head != b"\x28\xb5\x2f\xfd":
+            if head != b"\x28\xb5\x2f\xfd" and source.suffix != ".raw":
                 return BlobProblem(digest, "corrupt", "not a zstd frame")
             return None
         try:
@@ -425,22 +531,24 @@ class LocalBlobStore(BlobStore):
         """Move the blob to ``hidden/<generation>/`` (see the module docstring)."""
         target_dir = self.root / "hidden" / generation
         _private_dir(target_dir)
+        source = self.path(digest)
         try:
-            os.rename(self.path(digest), target_dir / f"{digest}.zst")
+            os.rename(source, target_dir / source.name)
         except FileNotFoundError:
             return False
         return True
 
     def unhide(self, digest: str, generation: str) -> None:
         """Move a hidden blob back into place (dropping it if a capture rewrote it)."""
-        hidden = self.root / "hidden" / generation / f"{digest}.zst"
-        final = self.path(digest)
-        _private_dir(final.parent)
-        with contextlib.suppress(FileNotFoundError):
-            if final.exists():
-                os.unlink(hidden)
-            else:
-                os.rename(hidden, final)
+        for sfx in _SUFFIXES:
+            hidden = self.root / "hidden" / generation / f"{digest}{sfx}"
+            final = self.path(digest)
+            _private_dir(final.parent)
+            with contextlib.suppress(FileNotFoundError):
+                if final.exists():
+                    os.unlink(hidden)
+                else:
+                    os.rename(hidden, final.with_suffix(sfx))
 
     def hidden(self) -> dict[str, list[str]]:
         """Hidden blobs by generation."""
@@ -450,7 +558,7 @@ class LocalBlobStore(BlobStore):
             return out
         for gen in sorted(base.iterdir()):
             out[gen.name] = sorted(
-                p.name.removesuffix(".zst") for p in gen.iterdir() if p.name.endswith(".zst")
+                p.name[:-4] for p in gen.iterdir() if p.name[-4:] in _SUFFIXES
             )
         return out
 
@@ -459,15 +567,16 @@ class LocalBlobStore(BlobStore):
         freed = 0
         gen = self.root / "hidden" / generation
         for digest in digests:
-            path = gen / f"{digest}.zst"
-            try:
-                size = path.stat().st_size
-                _crash.point("prune-delete")
-                os.unlink(path)
-            except FileNotFoundError:
-                continue
-            freed += size
-            self._forget_key(digest)
+            for sfx in _SUFFIXES:
+                path = gen / f"{digest}{sfx}"
+                try:
+                    size = path.stat().st_size
+                    _crash.point("prune-delete")
+                    os.unlink(path)
+                except FileNotFoundError:
+                    continue
+                freed += size
+                self._forget_key(digest)
         with contextlib.suppress(OSError):
             gen.rmdir()   # only when empty
         return freed
@@ -476,8 +585,9 @@ class LocalBlobStore(BlobStore):
         """Move a damaged blob to ``damaged/`` (kept for inspection, never read)."""
         target = self.root / "damaged"
         _private_dir(target)
+        source = self.path(digest)
         with contextlib.suppress(FileNotFoundError):
-            os.rename(self.path(digest), target / f"{digest}.zst.{time.time_ns()}")
+            os.rename(source, target / f"{source.name}.{time.time_ns()}")
         self._forget_key(digest)
 
     def leftovers(self) -> list[Leftover]:

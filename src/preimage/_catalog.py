@@ -42,7 +42,8 @@ __all__ = ["BackupRow", "SnapshotRow", "SqliteCatalog"]
 # Format 1 (the first release) had backups, snapshots, restores, stat_cache and
 # trash.  Format 2 adds meta (the format version and settings), refs (every
 # blob each snapshot references), blob_sound (the local store's verification
-# record), and two columns of backups.
+# record), and two columns of backups.  Format 3 adds links (the blobs a chunk of
+# a snapshot document names: referenced through the chunk, recorded once).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS backups (
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     items       INTEGER NOT NULL,
     PRIMARY KEY (backup_id, idx)
 );
+CREATE INDEX IF NOT EXISTS snapshots_by_target ON snapshots(target);
 CREATE TABLE IF NOT EXISTS refs (
     backup_id   TEXT NOT NULL,
     idx         INTEGER NOT NULL,
@@ -77,6 +79,11 @@ CREATE TABLE IF NOT EXISTS refs (
     PRIMARY KEY (backup_id, idx, digest)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS refs_by_digest ON refs(digest);
+CREATE TABLE IF NOT EXISTS links (
+    parent      TEXT NOT NULL,
+    child       TEXT NOT NULL,
+    PRIMARY KEY (parent, child)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS restores (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     backup_id     TEXT NOT NULL,
@@ -183,7 +190,7 @@ class SqliteCatalog(Catalog):
 
     def migrate_schema(self, to_version: int) -> None:
         """Bring the tables to ``to_version`` (idempotent, one transaction)."""
-        if to_version != 2:
+        if to_version not in (2, 3):
             raise ValueError(f"no schema migration to format {to_version}")
         with self._tx() as db:
             cols = {r[1] for r in db.execute("PRAGMA table_info(backups)")}
@@ -363,6 +370,18 @@ class SqliteCatalog(Catalog):
         """Number of backups."""
         return int(self._db.execute("SELECT count(*) FROM backups").fetchone()[0])
 
+    def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
+        """The newest snapshot of ``target`` in a complete backup (one query)."""
+        r = self._db.execute(
+            "SELECT s.backup_id, s.idx, s.connector, s.target, s.digest, s.items FROM snapshots s"
+            " JOIN backups b ON b.id = s.backup_id WHERE s.target=? AND s.connector=?"
+            " AND b.status='complete' ORDER BY s.backup_id DESC LIMIT 1",
+            (target, connector),
+        ).fetchone()
+        if r is None:
+            return None
+        return SnapshotRow(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), int(r[5] or 0))
+
     def stored_since(self, when: float) -> int:
         """Sum of ``stored_bytes`` of backups finished after ``when``."""
         row = self._db.execute(
@@ -371,32 +390,56 @@ class SqliteCatalog(Catalog):
         return int(row[0])
 
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
-        """Blobs a backup (or one snapshot of it) references."""
-        if idx is None:
-            cur = self._db.execute("SELECT digest FROM refs WHERE backup_id=?", (backup_id,))
-        else:
-            cur = self._db.execute(
-                "SELECT digest FROM refs WHERE backup_id=? AND idx=?", (backup_id, idx)
-            )
-        return {str(r[0]) for r in cur}
+        """Blobs a backup (or one snapshot of it) references, links followed."""
+        args: tuple[str | int, ...] = (backup_id,)
+        start = "SELECT digest FROM refs WHERE backup_id=?"
+        if idx is not None:
+            start, args = start + " AND idx=?", (backup_id, idx)
+        return {str(r[0]) for r in self._db.execute(_closure(start), args)}
 
     def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
-        """Every blob a backup references (one consistent read), backups in
-        ``skip_statuses`` left out."""
+        """Every blob a backup references (one consistent read, links followed),
+        backups in ``skip_statuses`` left out."""
         marks = ",".join("?" * len(skip_statuses)) or "''"
-        return {
-            str(r[0])
-            for r in self._db.execute(
-                "SELECT DISTINCT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
-                f" WHERE b.status NOT IN ({marks})",
-                skip_statuses,
-            )
-        }
+        start = ("SELECT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
+                 f" WHERE b.status NOT IN ({marks})")
+        return {str(r[0]) for r in self._db.execute(_closure(start), skip_statuses)}
 
     def ref_rows(self) -> Iterator[tuple[str, int, str]]:
-        """Every reference row."""
-        for r in self._db.execute("SELECT backup_id, idx, digest FROM refs"):
+        """Every reference, links followed: ``(backup_id, idx, digest)``."""
+        for r in self._db.execute(
+            "WITH RECURSIVE c(b, i, d) AS (SELECT backup_id, idx, digest FROM refs"
+            " UNION SELECT c.b, c.i, l.child FROM c JOIN links l ON l.parent = c.d)"
+            " SELECT b, i, d FROM c"
+        ):
             yield str(r[0]), int(r[1]), str(r[2])
+
+    def add_links(self, parent: str, children: set[str]) -> set[str]:
+        """Record that ``parent`` names ``children``; the children it now links to.
+
+        A parent's links are written in one transaction and dropped in one
+        statement, so any link of ``parent`` on record means all of them are:
+        an unchanged chunk costs one read, no write.
+        """
+        recorded = {str(r[0]) for r in self._db.execute(
+            "SELECT child FROM links WHERE parent=?", (parent,))}
+        if recorded:
+            return recorded & children
+        with self._tx() as db:
+            db.executemany("INSERT OR IGNORE INTO links VALUES (?,?)",
+                           ((parent, c) for c in children))
+        return set(children)
+
+    def drop_unused_links(self) -> int:
+        """Forget links of parents nothing references, when no backup is open."""
+        with self._tx() as db:
+            cur = db.execute(
+                "WITH RECURSIVE c(d) AS (SELECT digest FROM refs"
+                " UNION SELECT l.child FROM links l JOIN c ON l.parent = c.d)"
+                " DELETE FROM links WHERE parent NOT IN (SELECT d FROM c)"
+                " AND NOT EXISTS (SELECT 1 FROM backups WHERE status='open')"
+            )
+            return int(cur.rowcount)
 
     def orphan_rows(self) -> list[str]:
         """Snapshot and reference rows whose backup row is gone."""
@@ -661,7 +704,13 @@ class SqliteCatalog(Catalog):
         return [] if rows == ["ok"] else [f"catalog database: {r}" for r in rows]
 
 
-_NEW = 2   # the format a new catalog is created at (kept equal to _format.FORMAT)
+_NEW = 3   # the format a new catalog is created at (kept equal to _format.FORMAT)
+
+
+def _closure(start: str) -> str:
+    """A query for the digests ``start`` selects and every blob they link to."""
+    return (f"WITH RECURSIVE c(d) AS ({start}"
+            " UNION SELECT l.child FROM links l JOIN c ON l.parent = c.d) SELECT d FROM c")
 
 
 def _backup_row(row: Any, snaps: list[SnapshotRow]) -> BackupRow:

@@ -42,9 +42,10 @@ from preimage._errors import (
     StoreConfigError,
     UsageError,
 )
+from preimage._format import FORMAT
 from preimage.packstore._crypto import Keys, open_box, seal
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: links (format 3)
 _LEASE_NS = 0x70726531    # advisory lock namespaces: leases, store-wide locks
 _LOCK_NS = 0x70726532
 _ID_CHARS = re.compile(r"^[0-9a-z]+$")
@@ -66,6 +67,8 @@ _SCHEMA = [
         backup_id TEXT NOT NULL, idx INTEGER NOT NULL, digest TEXT NOT NULL,
         PRIMARY KEY (backup_id, idx, digest))""",
     """CREATE INDEX IF NOT EXISTS refs_by_digest ON refs(digest)""",
+    """CREATE TABLE IF NOT EXISTS links (
+        parent TEXT NOT NULL, child TEXT NOT NULL, PRIMARY KEY (parent, child))""",
     """CREATE TABLE IF NOT EXISTS restores (
         id BIGSERIAL PRIMARY KEY, backup_id TEXT NOT NULL, only_filter TEXT NOT NULL DEFAULT '',
         undo_backup TEXT, started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION,
@@ -144,7 +147,7 @@ class PostgresCatalog(Catalog):
         except psycopg.OperationalError as exc:
             raise _connect_error(exc, where) from None
         self._held: dict[str, int] = {}
-        version = self._schema_version()
+        version = self.schema_found = self._schema_version()
         if version == 0 and not create:
             self._db.close()
             raise StoreConfigError(
@@ -202,7 +205,10 @@ class PostgresCatalog(Catalog):
                     db.execute(stmt)
                 db.execute("INSERT INTO meta VALUES ('catalog_schema', %s) ON CONFLICT (key)"
                            " DO UPDATE SET value = EXCLUDED.value", (str(SCHEMA_VERSION),))
-                db.execute("INSERT INTO meta VALUES ('format', '2') ON CONFLICT DO NOTHING")
+                # a new catalog is at the current format; an existing one keeps its
+                # own until the store's upgrade (preimage._format) moves it on
+                db.execute("INSERT INTO meta VALUES ('format', %s) ON CONFLICT DO NOTHING",
+                           (str(FORMAT),))
                 if repository_id is not None:
                     db.execute("INSERT INTO meta VALUES ('repository', %s) ON CONFLICT DO NOTHING",
                                (repository_id,))
@@ -225,8 +231,8 @@ class PostgresCatalog(Catalog):
                 " SET value = EXCLUDED.value", (str(version),))
 
     def migrate_schema(self, to_version: int) -> None:
-        """The tables already hold every format-2 column."""
-        if to_version != 2:
+        """Bring the tables to format ``to_version`` (2: the first schema; 3: ``links``)."""
+        if to_version not in (2, 3):
             raise ValueError(f"no schema migration to format {to_version}")
         self.migrate()
 
@@ -354,26 +360,89 @@ class PostgresCatalog(Catalog):
                        (when,))
         return int(rows[0][0])
 
+    def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
+        """The newest snapshot of ``target`` in a complete backup.  Targets are sealed
+        (the server cannot match them), so the connector's snapshots are read newest
+        first, a page at a time, until one opens to ``target``."""
+        page, offset = 200, 0
+        while True:
+            rows = self._q(
+                "SELECT s.backup_id, s.idx, s.target, s.digest, s.items FROM snapshots s"
+                " JOIN backups b ON b.id = s.backup_id WHERE s.connector=%s"
+                " AND b.status='complete' ORDER BY s.backup_id DESC, s.idx LIMIT %s OFFSET %s",
+                (connector, page, offset))
+            for r in rows:
+                try:
+                    name = self.cipher.untext(r[2], "target")
+                except Exception:   # a row this key does not open: not this machine's target
+                    continue
+                if name == target:
+                    return SnapshotRow(str(r[0]), int(r[1]), connector, target,
+                                       self.cipher.untoken(str(r[3])), int(r[4] or 0))
+            if len(rows) < page:
+                return None
+            offset += page
+
     def refs(self, backup_id: str, idx: int | None = None) -> set[str]:
-        """Blobs a backup (or one snapshot) references."""
+        """Blobs a backup (or one snapshot) references, links followed."""
         if idx is None:
-            rows = self._q("SELECT digest FROM refs WHERE backup_id=%s", (backup_id,))
+            rows = self._q(_closure("SELECT digest FROM refs WHERE backup_id=%s"), (backup_id,))
         else:
-            rows = self._q("SELECT digest FROM refs WHERE backup_id=%s AND idx=%s",
+            rows = self._q(_closure("SELECT digest FROM refs WHERE backup_id=%s AND idx=%s"),
                            (backup_id, idx))
         return {self.cipher.untoken(str(r[0])) for r in rows}
 
     def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
-        """Every blob a backup references (one statement, so one consistent read),
-        backups in ``skip_statuses`` left out."""
-        rows = self._q("SELECT DISTINCT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
-                       " WHERE NOT (b.status = ANY(%s))", (list(skip_statuses),))
+        """Every blob a backup references, links followed (one statement, so one
+        consistent read), backups in ``skip_statuses`` left out."""
+        rows = self._q(_closure("SELECT r.digest FROM refs r JOIN backups b ON b.id = r.backup_id"
+                                " WHERE NOT (b.status = ANY(%s))"), (list(skip_statuses),))
         return {self.cipher.untoken(str(r[0])) for r in rows}
 
     def ref_rows(self) -> Iterator[tuple[str, int, str]]:
-        """Every reference row."""
-        for r in self._q("SELECT backup_id, idx, digest FROM refs"):
+        """Every reference, links followed: ``(backup_id, idx, digest)``."""
+        for r in self._q(
+            "WITH RECURSIVE c(b, i, d) AS (SELECT backup_id, idx, digest FROM refs"
+            " UNION SELECT c.b, c.i, l.child FROM c JOIN links l ON l.parent = c.d)"
+            " SELECT b, i, d FROM c"
+        ):
             yield str(r[0]), int(r[1]), self.cipher.untoken(str(r[2]))
+
+    def add_links(self, parent: str, children: set[str]) -> set[str]:
+        """Record that ``parent`` names ``children``; the children it now links to.
+
+        A parent's links are written in one transaction, so any link of
+        ``parent`` on record means all of them are: an unchanged chunk costs
+        one read.  Two machines writing the same parent at once write the same
+        facts (``ON CONFLICT DO NOTHING``).
+        """
+        c = self.cipher
+        token = c.token(parent)
+        recorded = {c.untoken(str(r[0]))
+                    for r in self._q("SELECT child FROM links WHERE parent=%s", (token,))}
+        if recorded:
+            return recorded & children
+        with self._tx() as db:
+            db.cursor().executemany(
+                "INSERT INTO links VALUES (%s,%s) ON CONFLICT DO NOTHING",
+                [(token, c.token(d)) for d in children])
+        return set(children)
+
+    def drop_unused_links(self) -> int:
+        """Forget links of parents nothing references, when no backup is open.
+
+        The backups table is locked against writes for the statement: a capture
+        that opens its backup meanwhile waits, so it cannot rely on a link this
+        statement is about to drop.
+        """
+        with self._tx() as db:
+            db.execute("LOCK TABLE backups IN SHARE MODE")
+            cur = db.execute(
+                "WITH RECURSIVE c(d) AS (SELECT digest FROM refs"
+                " UNION SELECT l.child FROM links l JOIN c ON l.parent = c.d)"
+                " DELETE FROM links WHERE parent NOT IN (SELECT d FROM c)"
+                " AND NOT EXISTS (SELECT 1 FROM backups WHERE status='open')")
+            return int(cur.rowcount or 0)
 
     def orphan_rows(self) -> list[str]:
         """Snapshot and reference rows whose backup is gone."""
@@ -583,6 +652,12 @@ class PostgresCatalog(Catalog):
         except RemoteUnavailableError as exc:
             return [str(exc)]
         return []
+
+
+def _closure(start: str) -> str:
+    """A query for the digests ``start`` selects and every blob they link to."""
+    return (f"WITH RECURSIVE c(d) AS ({start}"
+            " UNION SELECT l.child FROM links l JOIN c ON l.parent = c.d) SELECT d FROM c")
 
 
 def reach_catalog(url: str, where: str) -> None:

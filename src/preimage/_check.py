@@ -7,9 +7,10 @@ What is checked (``docs/store.md`` is the contract):
 * every backup that is not ``failed``/``abandoned``: an ``open`` one must have
   a live capture holding its lease; its ``tool_call`` must read back; a
   finished one must have as many snapshot rows as it recorded;
-* every snapshot: its document blob is present (and hashes right with
-  ``read_data``), parses as its connector's schema, names the catalog row's
-  target, and every blob it names is among the snapshot's recorded references;
+* every snapshot: its document blob and the chunks of its items are present
+  (and hash right with ``read_data``), parse as its connector's schema, name
+  the catalog row's target, and every blob they name is among the snapshot's
+  references (recorded directly or through a chunk's links);
 * every referenced blob is present — with ``read_data`` also read and hashed;
 * blob files that are not named like blobs; trash entries whose files are gone.
 
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from preimage._backend import BackupRow, BlobProblem, SnapshotRow
+from preimage._documents import chunk_list, is_chunked
 from preimage._engine import item_naming
 from preimage._errors import PreimageError
 from preimage._format import digests_in
@@ -170,13 +172,29 @@ class _Checker:
             self.blob_problem(backup, row.digest, BlobProblem(row.digest, "corrupt", str(exc)),
                               f"{where}: its snapshot document")
             return None
+        chunks: list[bytes] = []
         try:
             conn = get_connector(row.connector)
-            snap = load_snapshot(json.loads(raw), conn.snapshot_type)
+            document = json.loads(raw)
+            if is_chunked(document):
+                for digest, _count in chunk_list(document):
+                    bad = self.inspect(digest)
+                    if bad is None:
+                        try:
+                            chunks.append(self.blobs.get_bytes(digest))
+                            continue
+                        except PreimageError as exc:
+                            bad = BlobProblem(digest, "corrupt", str(exc))
+                    if digest not in refs:   # else the walk over the references names it
+                        self.blob_problem(backup, digest, bad,
+                                          f"{where}: a chunk of its snapshot document")
+                    return None
+                document = {**document, "items": [x for c in chunks for x in json.loads(c)]}
+            snap = load_snapshot(document, conn.snapshot_type)
         except PreimageError as exc:
             self.report.notes.append(f"{where}: not checked in depth ({exc})")
             return None
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, KeyError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.problem("document-malformed", f"{backup.id}#{row.idx}",
                          f"{where}: the snapshot document {row.digest[:16]}… does not parse "
@@ -186,7 +204,8 @@ class _Checker:
             self.problem("document-target", f"{backup.id}#{row.idx}",
                          f"{where}: the snapshot document names {snap.target}",
                          "mark the backup damaged", self.damage(backup))
-        named = {d for d in digests_in(raw) if self.blobs.stored_size(d)} | {row.digest}
+        named = {d for part in (raw, *chunks) for d in digests_in(part)
+                 if self.blobs.stored_size(d)} | {row.digest}
         missing = sorted(named - refs)
         if missing:
             self.problem(

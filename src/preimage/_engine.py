@@ -13,6 +13,15 @@ from urllib.parse import unquote
 
 from preimage._backend import BackupRow, BlobStore, RecordingBlobs, SnapshotRow
 from preimage._connector import capabilities_of
+from preimage._documents import (
+    StoredDocument,
+    StoredItems,
+    chunk_list,
+    expand,
+    is_chunked,
+    item_adapter,
+    store_document,
+)
 from preimage._errors import (
     BlobCorruptError,
     BlobMissingError,
@@ -96,20 +105,24 @@ def _check_not_store(target: Target, store: Store) -> None:
 
 def _capturer(conn: Any, target: Target, blobs: Any, previous: Snapshot | None
               ) -> Callable[[], Snapshot]:
-    """The connector's capture of ``target``; following ``previous`` where it can."""
+    """The connector's capture of ``target``; following ``previous`` where it can,
+    else streaming its items where it can (``capture_stream``)."""
     follow = getattr(conn, "capture_following", None)
     if previous is not None and follow is not None:
         return partial(follow, target, blobs, previous)
-    return partial(conn.capture, target, blobs)
+    return partial(getattr(conn, "capture_stream", None) or conn.capture, target, blobs)
 
 
 def snapshot_bytes(snap: Snapshot) -> bytes:
-    """The stored JSON document of ``snap``.
+    """``snap`` as one JSON document with its items inline (the format of a small
+    snapshot; large ones are stored in chunks by :func:`_store_snapshot`).
 
     File names that are not UTF-8 live in memory as surrogate-escaped strings
     (``os.fsdecode``); JSON carries them as ``\\udcXX`` escapes, which load back
     to the same string, so every name round-trips to its exact bytes.
     """
+    if not isinstance(snap.items, list):
+        snap = snap.model_copy(update={"items": list(snap.items)})
     try:
         return snap.model_dump_json().encode()
     except ValueError:
@@ -170,15 +183,14 @@ def capture(
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
                 view.max_file_size = quota.max_file_size
-                snap = _guarded(_capturer(conn, target, view, previous[idx] if previous else None),
-                                "capture", target.redacted)
-                raw = snapshot_bytes(snap)
-                digest = view.put_bytes(raw)
+                follow = previous[idx] if previous else None
+                snap, doc = _guarded(partial(_store_snapshot, st, conn, target, view, follow),
+                                     "capture", target.redacted)
                 view.flush()
-                named = {d for d in digests_in(raw) - view.touched if st.blobs.stored_size(d)}
+                named = {d for d in digests_in(doc.raw) - view.touched if st.blobs.stored_size(d)}
                 st.catalog.add_snapshot(
-                    SnapshotRow(backup_id, idx, target.scheme, snap.target, digest,
-                                len(snap.items)),
+                    SnapshotRow(backup_id, idx, target.scheme, snap.target, doc.digest,
+                                doc.count),
                     view.touched | named,
                 )
                 stored += view.bytes_written
@@ -201,6 +213,48 @@ def capture(
         )
     notes = enforce_quota(st) if quota.max_size is not None else []
     return Backup(backup_id, snapshots, stored, logical, seconds, notes=notes)
+
+
+def _store_snapshot(
+    st: Store, conn: Any, target: Target, view: RecordingBlobs, follow: Snapshot | None
+) -> tuple[Snapshot, StoredDocument]:
+    """Capture ``target`` and store its document; the snapshot as the caller sees it.
+
+    ``follow`` is an earlier capture a connector may follow (see
+    :func:`capture`).  A connector with ``capture_stream`` hands over its items
+    while it reads them; they go into chunks as they come and are read back from the store
+    when the caller iterates them (:class:`StoredItems`), so no capture holds a
+    large state in memory.
+    """
+    view.previous = partial(_previous_items, st, conn)
+    snap: Snapshot = _capturer(conn, target, view, follow)()
+    doc = store_document(view, st.catalog, snap, snap.items)
+    if doc.chunks is not None:
+        items: Any = StoredItems(st.blobs, doc.chunks, item_adapter(type(snap)))
+    else:
+        items = doc.items
+    if items is not snap.items:
+        snap = snap.model_copy(update={"items": items})
+    return snap, doc
+
+
+def _previous_items(st: Store, conn: Any, target: str) -> Iterable[Any] | None:
+    """The items of ``target``'s newest snapshot, read as they are used; None when
+    there is none or it cannot be read (reusing them is only a shortcut)."""
+    row = st.catalog.latest_snapshot(target, conn.scheme)
+    if row is None:
+        return None
+    try:
+        document = json.loads(st.blobs.get_bytes(row.digest))
+        current = conn.snapshot_type.model_fields["schema_version"].default
+        if not isinstance(document, dict) or document.get("schema_version") != current:
+            return None
+        adapter = item_adapter(conn.snapshot_type)
+        if is_chunked(document):
+            return StoredItems(st.blobs, chunk_list(document), adapter)
+        return [adapter.validate_python(x) for x in document.get("items", [])]
+    except (PreimageError, ValueError, TypeError, KeyError):
+        return None
 
 
 T = TypeVar("T")
@@ -234,8 +288,10 @@ def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
     conn = get_connector(row.connector)
     raw = store.blobs.get_bytes(row.digest, backup_id=row.backup_id, path=row.target)
     try:
-        snap = load_snapshot(json.loads(raw), conn.snapshot_type)
-    except (ValueError, TypeError) as exc:
+        document = expand(json.loads(raw), store.blobs, backup_id=row.backup_id,
+                          path=row.target)
+        snap = load_snapshot(document, conn.snapshot_type)
+    except (ValueError, TypeError, KeyError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StoreError(
             f"the snapshot document of {row.target} in backup {row.backup_id} is malformed "

@@ -3,7 +3,10 @@
 Format 1 is the first release's store; format 2 records every blob each
 snapshot references (so ``prune`` and ``check`` need not guess), a catalog
 ``meta`` table holding the version and settings, and the number of snapshots
-a finished backup has.  A store at an older format is upgraded when it is
+a finished backup has.  Format 3 writes large snapshot documents as a head and
+content-defined chunks of items, with the blobs a chunk names recorded once as
+its links (:mod:`preimage._documents`); a format-2 preimage would not follow
+those links, so it must not open a format-3 store.  A store at an older format is upgraded when it is
 opened (once, under a store-wide lock); a store at a newer format is refused
 with :class:`~preimage.StoreFormatError` and left untouched.
 """
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from preimage._backend import BlobStore
     from preimage._store import Store
 
-FORMAT = 2
+FORMAT = 3
 
 _HEX64 = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 _SCAN_CHUNK = 1 << 20
@@ -84,7 +87,14 @@ def _set_expected(store: Store, backup_id: str, n: int) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[Store], None]] = {1: _one_to_two}
+def _two_to_three(store: Store) -> None:
+    # Format 3 stores large snapshot documents in chunks whose blobs the catalog
+    # links to (see preimage._documents); documents written before stay valid as
+    # they are, so only the catalog's links table is added.
+    store.catalog.migrate_schema(3)
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {1: _one_to_two, 2: _two_to_three}
 
 
 def upgrade(store: Store) -> None:

@@ -231,6 +231,9 @@ def prune(
             _sweep(store, gen, meta, report)
             del pending[gen]
             _save_pending(store, pending)
+        # links of chunks nothing references any more (only while no capture is open:
+        # a capture records a chunk's links before its snapshot row)
+        cat.drop_unused_links()
         # phase one: mark
         gen = "g" + new_backup_id()
         live = cat.referenced(skip_statuses=GARBAGE_STATUSES)

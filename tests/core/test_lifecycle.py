@@ -16,6 +16,7 @@ import preimage
 from preimage import Store
 from preimage._archive import export_backup, import_backup
 from preimage._check import check
+from preimage._format import FORMAT
 from preimage._prune import forget, prune
 from preimage._retention import RetentionPolicy
 from preimage._stats import stats
@@ -180,6 +181,7 @@ def _format_one_store(home: Path, tree: Path) -> str:
     db = sqlite3.connect(home / "catalog.sqlite")
     db.executescript(
         "DROP TABLE meta; DROP TABLE refs; DROP TABLE blob_sound; DROP TABLE blob_raw_size;"
+        "DROP TABLE links;"
         "ALTER TABLE backups DROP COLUMN expected_snapshots;"
         "ALTER TABLE backups DROP COLUMN finished_at;"
     )
@@ -193,7 +195,7 @@ def test_an_old_store_is_upgraded_and_a_newer_one_refused(tmp_path: Path) -> Non
     root = _files(tmp_path / "t", "a")
     backup_id = _format_one_store(home, root)
     with Store(home) as st:
-        assert st.catalog.format_version() == 2
+        assert st.catalog.format_version() == FORMAT
         assert len(st.catalog.refs(backup_id)) == 5   # the document and four files
         assert check(st, read_data=True).ok
     db = sqlite3.connect(home / "catalog.sqlite")

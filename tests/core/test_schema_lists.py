@@ -39,6 +39,7 @@ POSITIONAL = {
     "PgObject.definition": "the statements that create the object, run in this order",
     "SqlTable.columns": "column order is the table's",
     "SqlTable.primary_key": "primary-key column order is the index's",
+    "SqlTable.copy_columns": "the order of the columns in a tuples rows blob",
 }
 
 

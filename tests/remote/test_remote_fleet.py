@@ -134,7 +134,7 @@ def test_store_status_and_migrate(fleet: Fleet) -> None:
     assert status["store"] == fleet.store_url
     assert "PREIMAGE_STORE_KEY_FILE" in status["key"]
     migrated = fleet.cli(home, "store", "migrate", check=True)
-    assert "catalog schema 1 → 1" in migrated.stdout
+    assert "catalog schema 2 → 2" in migrated.stdout
 
 
 def assert_no_secret(fleet: Fleet, tmp_path: Path) -> None:

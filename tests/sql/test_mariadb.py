@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -167,3 +168,135 @@ def test_chinook_sample_round_trips(my_samples: Any, mariadb_server: Any, cli: A
     mariadb_server.sql(f"DROP DATABASE {name}")
     cli.restore(backup)
     same_dump(mariadb_server.dump(name), before)
+
+
+def rows_uri(mydb: Any, table: str, where: str) -> str:
+    return mydb.uri("table=" + table + "&where=" + quote(where))
+
+
+def test_row_scope_puts_deleted_and_changed_rows_back(mydb: Any, cli: Any) -> None:
+    """?table=…&where=… keeps only the rows a statement touches; the restore puts deleted
+    rows back with their keys and reverts changed ones, without firing the table's trigger
+    (dropped meanwhile and made again), and mysqldump and AUTO_INCREMENT are as before."""
+    mydb.sql(SCHEMA + "INSERT INTO orders (customer_id, total, note) VALUES (2, 300, 'x'), "
+             "(3, 120.5, 'y\\\\z'), (3, 1, NULL);")
+    before = mydb.dump()
+    ids = {t: next_id(mydb, t) for t in ("orders", "audit_log")}
+    backup = cli.capture(rows_uri(mydb, "orders", "total > 100 OR note IS NULL"))
+    mydb.sql("DELETE FROM orders WHERE total > 200; UPDATE orders SET note = 'changed' "
+             "WHERE note IS NULL; UPDATE orders SET note = 'outside' WHERE id = 3;")
+    result = cli.restore(backup)
+    items = result["reports"][0]["items"]
+    assert [i["outcome"] for i in items] == ["restored"], items
+    assert mydb.sql("SELECT note FROM orders WHERE id = 3").strip() == "outside"  # left alone
+    mydb.sql("UPDATE orders SET note = 'tab\tand\nnewline' WHERE id = 3")
+    assert mydb.sql("SELECT count(*) FROM audit_log").strip() == "6"  # the trigger did not fire
+    same_dump(mydb.dump(), before)
+    assert {t: next_id(mydb, t) for t in ids} == ids
+    score = cli.score(backup)
+    assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"]
+    assert cli.restore(backup)["reports"][0]["items"][0]["outcome"] == "unchanged"
+
+
+def test_row_scope_on_a_sample_database(my_samples: Any, mariadb_server: Any, cli: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chinook: the rows a DELETE … WHERE and an UPDATE … WHERE touch, captured by
+    predicate and put back; mysqldump identical, AUTO_INCREMENT positions kept."""
+    monkeypatch.setenv("MYSQL_PWD", mariadb_server.password)
+    name = my_samples("chinook")
+    before = mariadb_server.dump(name)
+    where = "UnitPrice > 0.99 AND InvoiceId < 200"
+    backup = cli.capture(mariadb_server.uri(name, query="table=InvoiceLine&where=" + quote(where)))
+    assert int(mariadb_server.sql(f"SELECT count(*) FROM InvoiceLine WHERE {where}", name)) > 0
+    mariadb_server.sql(f"DELETE FROM InvoiceLine WHERE {where}", name)
+    cli.restore(backup)
+    same_dump(mariadb_server.dump(name), before)
+    where = "Country = 'Brazil'"
+    backup = cli.capture(mariadb_server.uri(name, query="table=Customer&where=" + quote(where)))
+    mariadb_server.sql(f"UPDATE Customer SET Email = CONCAT('x', Email), Fax = NULL WHERE {where}", name)
+    cli.restore(backup)
+    same_dump(mariadb_server.dump(name), before)
+
+
+def test_row_scope_merge_dry_run_and_refusals(mydb: Any, cli: Any, store: Any) -> None:
+    """merge puts back only missing rows; a dry run writes nothing; a bad predicate and a
+    function that acts on the server are one-line refusals; a table without a key is
+    captured whole."""
+    mydb.sql(SCHEMA)
+    backup = preimage.capture([rows_uri(mydb, "customers", "id < 3")], store=store)
+    mydb.sql("DELETE FROM customers WHERE id = 1; UPDATE customers SET name = 'z' WHERE id = 2")
+    preimage.restore(backup.id, store=store, dry_run=True)
+    assert mydb.sql("SELECT count(*) FROM customers").strip() == "2"
+    preimage.restore(backup.id, store=store, conflict="merge")
+    assert mydb.sql("SELECT name FROM customers ORDER BY id").split() == ["Åsa", "z", "Cy"]
+    for where, says in (("nope > 1", "row predicate failed"), ("SLEEP(1) = 0", "acts on"),
+                        ("1 = 1; DROP TABLE orders", "not allowed")):
+        proc = cli.run("capture", rows_uri(mydb, "customers", where), check=False)
+        assert proc.returncode != 0 and says in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    # No primary key: the whole table is captured instead (more than the rows, never less).
+    wide = preimage.capture([rows_uri(mydb, "notes", "n = 1")], store=store)
+    assert wide.snapshots[0].scope == "tables" and "widened" in wide.snapshots[0].notes[0]
+    mydb.sql("DELETE FROM notes WHERE n = 1")
+    preimage.restore(wide.id, store=store)
+    assert mydb.sql("SELECT count(*) FROM notes").strip() == "3"
+
+
+TYPES = r"""
+CREATE TABLE kinds (
+  id int PRIMARY KEY,
+  f float, d double, num decimal(30,10), y year, t time(3), dt datetime(6),
+  ts timestamp(6) NULL DEFAULT NULL, dd date,
+  e enum('a','b','ü'), s set('x','y','z'),
+  c char(3) CHARACTER SET latin1, vb varbinary(16), tb tinyblob, lt longtext,
+  u varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  g int GENERATED ALWAYS AS (id * 2) VIRTUAL, gs varchar(30) AS (CONCAT(u, '!')) STORED
+);
+INSERT INTO kinds (id, f, d, num, y, t, dt, ts, dd, e, s, c, vb, tb, lt, u) VALUES
+ (1, 0.1, 1e-300, -12345678901234567890.0123456789, 1999, '-838:59:59.000', '0000-00-00 00:00:00',
+  '2038-01-19 03:14:07.999999', '1000-01-01', 'ü', 'x,z', 'éa', x'00005c27220a0d1a', x'', 'a\\b\'c"d\ne\rf\0g\Zh',
+  '😀 ok'),
+ (2, -0.0, 1.7976931348623157e308, 0, 2155, '00:00:00.5', '9999-12-31 23:59:59.999999',
+  '1970-01-01 00:00:01', '9999-12-31', '', '', '', NULL, NULL, '', ''),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+"""
+
+
+def test_every_column_type_goes_back_byte_for_byte(mydb: Any, cli: Any) -> None:
+    """Floats, decimals, zero and extreme dates, TIME ranges, enum/set, latin1 text,
+    binary strings with quote, backslash, NUL and ^Z bytes, emoji, '' against NULL, and
+    generated columns: a table capture and a row-scope capture both give back a table
+    mysqldump prints as before."""
+    mydb.sql("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES)
+    before = mydb.dump()
+    backup = cli.capture(mydb.uri("tables=kinds"))
+    rows = cli.capture(rows_uri(mydb, "kinds", "id <> 2"))
+    mydb.sql("DROP TABLE kinds")
+    cli.restore(backup)
+    same_dump(mydb.dump(), before)
+    mydb.sql("DELETE FROM kinds WHERE id = 1; UPDATE kinds SET lt = 'x' WHERE id = 3")
+    cli.restore(rows)
+    same_dump(mydb.dump(), before)
+    score = cli.score(backup)
+    assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"]
+
+
+def test_one_call_undone_row_by_row(mydb: Any, store: Any) -> None:
+    """Undo of one call on MariaDB (rows kept as the server's tuples): the call's UPDATE
+    and DELETE are reverted by primary key, a row inserted later is kept, and the
+    reverted rows hold their exact bytes (latin1 text, binary with NUL)."""
+    from preimage._undo import capture_after
+
+    mydb.sql(SCHEMA)
+    state = ("SELECT id, HEX(name), email, created FROM customers ORDER BY id; "
+             "SELECT id, customer_id, total, HEX(note), HEX(raw) FROM orders ORDER BY id")
+    before = mydb.sql(state)
+    pre = preimage.capture([mydb.uri()], store=store, kind="layer", session="s",
+                           tool_call={"tool": "Bash", "input": {"command": "mariadb …"}})
+    mydb.sql("UPDATE customers SET name = 'X'; DELETE FROM orders WHERE id = 1;")
+    capture_after(pre.id, store=store)
+    mydb.sql("INSERT INTO notes VALUES ('later', 9)")
+    result = preimage.undo(pre.id, store=store)
+    assert result.ok, result.to_dict()
+    assert mydb.sql("SELECT count(*) FROM notes WHERE body = 'later'").strip() == "1"
+    assert mydb.sql(state) == before

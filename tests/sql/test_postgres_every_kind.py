@@ -120,6 +120,52 @@ INSERT INTO app.base VALUES (3, 'c');
 INSERT INTO app.scratch VALUES ('k', '{"a": [1, 2]}');
 INSERT INTO app.child SELECT id, 'note ' || id FROM app.items WHERE id < 50;
 REFRESH MATERIALIZED VIEW app.mood_counts;
+CREATE FUNCTION app.int_cmp_rev(int, int) RETURNS int LANGUAGE sql IMMUTABLE
+    AS $$ SELECT CASE WHEN $1 < $2 THEN 1 WHEN $1 > $2 THEN -1 ELSE 0 END $$;
+CREATE OPERATOR FAMILY app.rev_fam USING btree;
+CREATE OPERATOR CLASS app.int_rev_ops FOR TYPE int USING btree FAMILY app.rev_fam AS
+    OPERATOR 1 >, OPERATOR 2 >=, OPERATOR 3 =, OPERATOR 4 <=, OPERATOR 5 <,
+    FUNCTION 1 app.int_cmp_rev(int, int);
+CREATE FUNCTION app.int_hash(int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT $1 $$;
+CREATE OPERATOR CLASS app.int_same FOR TYPE int USING hash AS OPERATOR 1 =,
+    FUNCTION 1 app.int_hash(int);
+ALTER OPERATOR FAMILY app.int_same USING hash ADD OPERATOR 1 = (int, bigint);
+COMMENT ON OPERATOR CLASS app.int_rev_ops USING btree IS 'descending';
+CREATE INDEX items_rev ON app.items (id app.int_rev_ops);
+CREATE TEXT SEARCH PARSER app.prs (START = prsd_start, GETTOKEN = prsd_nexttoken,
+    END = prsd_end, LEXTYPES = prsd_lextype, HEADLINE = prsd_headline);
+CREATE TEXT SEARCH TEMPLATE app.tmpl (INIT = dsimple_init, LEXIZE = dsimple_lexize);
+CREATE TEXT SEARCH DICTIONARY app.tmpl_dict (TEMPLATE = app.tmpl);
+CREATE TEXT SEARCH CONFIGURATION app.own_parser (PARSER = app.prs);
+CREATE TYPE app.myint;
+CREATE FUNCTION app.myint_in(cstring) RETURNS app.myint LANGUAGE internal IMMUTABLE STRICT
+    AS 'int4in';
+CREATE FUNCTION app.myint_out(app.myint) RETURNS cstring LANGUAGE internal IMMUTABLE STRICT
+    AS 'int4out';
+CREATE TYPE app.myint (INPUT = app.myint_in, OUTPUT = app.myint_out, INTERNALLENGTH = 4,
+    PASSEDBYVALUE, ALIGNMENT = int4);
+CREATE TYPE app.only_a_shell;
+CREATE TABLE app.measures (id int PRIMARY KEY, m app.myint);
+INSERT INTO app.measures SELECT g, (g * 3)::text::app.myint FROM generate_series(1, 10) g;
+CREATE TRUSTED LANGUAGE plalt HANDLER plpgsql_call_handler INLINE plpgsql_inline_handler
+    VALIDATOR plpgsql_validator;
+COMMENT ON LANGUAGE plalt IS 'plpgsql again';
+CREATE FUNCTION app.int_from_sql(internal) RETURNS internal LANGUAGE internal IMMUTABLE
+    STRICT AS 'int4recv';
+CREATE TRANSFORM FOR int LANGUAGE plalt (FROM SQL WITH FUNCTION app.int_from_sql(internal));
+GRANT SELECT (name), UPDATE (label) ON app.items TO kind_reader;
+ALTER TABLE app.items ALTER COLUMN label SET STATISTICS 500;
+ALTER TABLE app.items ALTER COLUMN label SET (n_distinct = 100);
+ALTER TABLE app.items ALTER COLUMN label SET STORAGE EXTERNAL;
+ALTER TABLE app.items ALTER COLUMN name SET STORAGE MAIN;
+ALTER TABLE app.log ALTER COLUMN msg SET COMPRESSION pglz;
+CREATE ACCESS METHOD heap_again TYPE TABLE HANDLER heap_tableam_handler;
+CREATE TABLE app.other_am (id int, v text) USING heap_again;
+INSERT INTO app.other_am VALUES (1, 'a'), (2, 'b');
+SELECT lo_from_bytea(424242, 'large object bytes');
+ALTER LARGE OBJECT 424242 OWNER TO kind_owner;
+GRANT SELECT ON LARGE OBJECT 424242 TO kind_reader;
+COMMENT ON LARGE OBJECT 424242 IS 'greeting';
 """
 
 
@@ -138,6 +184,8 @@ def test_every_kind_comes_back(
         "aggregate", "operator", "cast", "collation", "conversion", "text search dictionary",
         "text search configuration", "rule", "statistics object", "foreign-data wrapper",
         "server", "foreign table", "event trigger", "publication", "default acl",
+        "operator family", "operator class", "text search parser", "text search template",
+        "shell type", "base type", "language", "transform", "large object",
     }
     if accident == "DROP DATABASE":
         db.server.psql(f"DROP DATABASE {db.name}")

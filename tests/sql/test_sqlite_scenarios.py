@@ -135,3 +135,24 @@ def test_sqlite_memory_database_is_refused(store: Any) -> None:
     """An in-memory database is not a target: it says to name a file."""
     with pytest.raises(InvalidTargetError, match="name a database file"):
         preimage.capture(["sqlite:///:memory:"], store=store)
+
+
+def test_sqlite_row_scope_is_widened_to_the_table(tmp_path: Path, store: Any) -> None:
+    """A row-scope target on SQLite (what the layer plans for ``DELETE … WHERE``) captures
+    the whole table — more than the rows, never less — and the restore brings them back."""
+    path = tmp_path / "app.db"
+    _seed(path)
+    before = _dump(path)
+    backup = preimage.capture([f"sqlite:///{path}?table=posts&where=user_id%20%3C%2010"],
+                              store=store)
+    snap = backup.snapshots[0]
+    assert snap.scope == "tables" and [t.name for t in snap.items if t.kind == "table"] == ["posts"]
+    assert any("widened" in n for n in snap.notes)
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM posts WHERE user_id < 10")
+    con.commit()
+    con.close()
+    preimage.restore(backup.id, store=store)
+    assert _dump(path) == before
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.overall.score == 1.0

@@ -1,0 +1,97 @@
+"""Large objects (whole-database targets): their bytes, owner, grants and comment.
+
+A large object is named by its OID, which applications store in their own
+rows, so a restore creates it again under the same OID (``lo_create(oid)``)
+and writes its bytes back in chunks; one whose bytes differ is unlinked and
+written again; one created since the capture is unlinked.  The bytes are
+read in chunks with ``lo_get`` inside the capture's snapshot, compared by
+the server's own ``sha256``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from preimage._blobs import BlobStore
+from preimage.snapshot_schemas.postgres import PgLargeObject
+
+Cursor = Any
+CHUNK = 1 << 20
+
+
+def read_large_objects(cur: Cursor, blobs: BlobStore | None) -> list[PgLargeObject]:
+    """Every large object; with ``blobs``, its bytes go into a blob."""
+    cur.execute(
+        """SELECT m.oid, pg_get_userbyid(m.lomowner) AS owner,
+            ARRAY(SELECT x::text FROM unnest(coalesce(m.lomacl, acldefault('L', m.lomowner))) x
+                  ORDER BY 1) AS acl,
+            obj_description(m.oid, 'pg_largeobject') AS comment,
+            encode(sha256(lo_get(m.oid)), 'hex') AS sha, length(lo_get(m.oid)) AS size
+        FROM pg_largeobject_metadata m ORDER BY m.oid""")
+    rows = cur.fetchall()
+    out = []
+    for r in rows:
+        digest = None
+        if blobs is not None:
+            digest = blobs.put_chunks(_chunks(cur, r["oid"], r["size"]))
+        out.append(PgLargeObject(loid=r["oid"], size=r["size"], sha256=r["sha"],
+                                 data_digest=digest, owner=r["owner"], acl=list(r["acl"]),
+                                 comment=r["comment"]))
+    return out
+
+
+def _chunks(cur: Cursor, oid: int, size: int) -> Iterator[bytes]:
+    for offset in range(0, size, CHUNK):
+        cur.execute("SELECT lo_get(%s, %s, %s) AS data", (oid, offset, CHUNK))
+        yield bytes(cur.fetchone()["data"])
+
+
+def write_large_object(cur: Cursor, lo: PgLargeObject, blobs: BlobStore) -> str:
+    """Create ``lo`` under its OID and write its captured bytes."""
+    cur.execute("SELECT lo_create(%s)", (lo.loid,))
+    offset = 0
+    if lo.data_digest is not None:
+        for chunk in blobs.chunks(lo.data_digest, path=f"large object {lo.loid}"):
+            cur.execute("SELECT lo_put(%s, %s, %s)", (lo.loid, offset, bytes(chunk)))
+            offset += len(chunk)
+    return f"{offset} bytes"
+
+
+def plan_large_objects(plan: Any, captured: list[Any], live: list[Any],
+                       blobs: BlobStore) -> set[str]:
+    """Add the steps that bring large objects back to ``plan``; return their keys."""
+    from preimage.connectors.postgres import ddl
+    from preimage.connectors.postgres.plan import Step, fresh_acl
+
+    have = {i.natural_key(): i for i in live if isinstance(i, PgLargeObject)}
+    want = [i for i in captured if isinstance(i, PgLargeObject)]
+    keys = {lo.natural_key() for lo in want}
+    for key, lo in have.items():
+        if key not in keys:
+            plan.add("drop-other", Step(key, "unlink (created after the capture)",
+                                        [f"SELECT pg_catalog.lo_unlink({lo.loid})"],
+                                        removes=True, destructive=True))
+    for lo in want:
+        key = lo.natural_key()
+        now = have.get(key)
+        name = str(lo.loid)
+        if now is None or now.sha256 != lo.sha256:
+            if now is not None:
+                plan.add("drop-other", Step(key, "unlink to write it again",
+                                            [f"SELECT pg_catalog.lo_unlink({lo.loid})"],
+                                            destructive=True))
+            plan.add("rows", Step(key, "write large object",
+                                  run=functools.partial(write_large_object, lo=lo, blobs=blobs)))
+            now = None
+        sql = []
+        if lo.owner and (now is None or now.owner != lo.owner):
+            sql += ddl.owner_statement("LARGE OBJECT", name, lo.owner)
+        if (now.comment if now else None) != lo.comment:
+            sql.append(ddl.comment_statement(f"LARGE OBJECT {name}", lo.comment))
+        sql += ddl.acl_statements("LARGE OBJECT", name, lo.acl,
+                                  now.acl if now is not None else fresh_acl(lo.owner))
+        if sql:
+            plan.add("finish", Step(key, "owner, comment, grants", sql))
+    return keys
