@@ -10,6 +10,7 @@ import secrets
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_last = [0]  # the millisecond of this process's last ID
 
 
 def _encode(value: int, width: int) -> str:
@@ -25,6 +26,9 @@ def new_backup_id() -> str:
 
     Lexical order is time order; 20 random bits make collisions within one
     millisecond vanishingly rare (and the catalog's primary key rejects them).
+    Within one process the order is also the order of the calls, even when two
+    fall in the same millisecond or the wall clock steps back.
     """
-    ms = int(time.time() * 1000) - 1_577_836_800_000
+    ms = max(int(time.time() * 1000) - 1_577_836_800_000, _last[0] + 1)
+    _last[0] = ms
     return _encode(ms, 9) + _encode(secrets.randbits(20), 4)

@@ -119,7 +119,8 @@ def _bucket(fmt: Callable[[datetime], object], rows: list[BackupRow], n: int) ->
 
 
 def _keep(policy: RetentionPolicy, group: list[BackupRow]) -> set[str]:
-    rows = sorted(group, key=lambda r: r.id, reverse=True)
+    # Newest first by the time each was taken (the ID breaks ties).
+    rows = sorted(group, key=lambda r: (r.created_at, r.id), reverse=True)
     kept: set[str] = set()
     if policy.keep_last:
         kept |= {r.id for r in rows[: policy.keep_last]}

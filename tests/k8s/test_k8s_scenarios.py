@@ -273,6 +273,9 @@ data: {{keep: me}}
     assert claim["spec"]["volumeName"] == pv
     assert kube.get("pv", pv)["spec"]["claimRef"]["uid"] == claim["metadata"]["uid"]
     assert_perfect(kube.score(backup))
+    # kubectl's view is compared once the controller has acted on the restored Deployment
+    # (as it had before the capture): its annotations and status are the controller's.
+    kube.wait_deployment_settled("shop", ns)
     after = kube.objects("configmaps,secrets,services,deployments,pvc", ns)
     release_keys = [k for k, o in before.items()
                     if o["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == "shop"]
