@@ -100,7 +100,9 @@ class TreeRestorer:
     ``exclude`` (the predicate the snapshot was walked with) keeps live paths
     out of the plan: they are neither compared nor removed, and a directory
     removed because the snapshot lacks it is kept when an excluded path
-    remains inside it.
+    remains inside it — unless ``prune_new``: then everything inside a
+    directory the snapshot lacks goes with it (a depth-limited snapshot, whose
+    exclusion is only a depth: what is inside a new directory is new too).
     """
 
     def __init__(
@@ -110,11 +112,13 @@ class TreeRestorer:
         policy: RestorePolicy,
         *,
         exclude: Exclude | None = None,
+        prune_new: bool = False,
     ) -> None:
         self.snap = snap
         self.blobs = blobs
         self.policy = policy
         self.exclude = exclude
+        self.prune_new = prune_new
         self.root = resolve_root(snap.root)
         self.report = RestoreReport(
             target=snap.target, connector="file", dry_run=policy.dry_run
@@ -280,8 +284,10 @@ class TreeRestorer:
         for rel in plan.debris:
             tree.remove(rel, only_if_empty=False)
         for rel in plan.remove:
-            # Exact keys (an undo) never take a directory's other children with it.
-            kept = tree.remove(rel, only_if_empty=self.exclude is not None or self.policy.exact)
+            # Exact keys (an undo) never take a directory's other children with it; a
+            # depth-limited scope removes an entry made inside it whole (``prune_new``).
+            kept = tree.remove(rel, only_if_empty=(self.exclude is not None and not self.prune_new)
+                               or self.policy.exact)
             if kept:
                 self.report.add(rel, Outcome.SKIPPED, "remove", kept)
             elif rel not in {e.path for e in plan.write}:

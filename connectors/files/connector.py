@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import ClassVar
+from urllib.parse import parse_qs, urlsplit
 
 from preimage._blobs import BlobStore
 from preimage._connector import Capabilities, ConnectorBase
@@ -12,7 +13,7 @@ from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafeP
 from preimage._target import Target
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
-from preimage.connectors.files.walk import Walker, file_type, resolve_root
+from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
@@ -34,6 +35,13 @@ class FileConnector(ConnectorBase):
     Targets are ``file:///abs/path`` (a host other than empty or ``localhost``
     is rejected).  A target that does not exist captures as "absent", so that
     restoring it removes whatever was created there later.
+
+    ``?depth=N`` keeps the walk to N levels below the target: ``depth=0`` is
+    the directory's own entry (mode, owner, times, xattrs) and none of its
+    children — what a command that adds or removes an entry changes in the
+    directory that holds it.  The restore of such a snapshot leaves deeper
+    paths alone, neither compared nor removed — except inside an entry that
+    did not exist at capture, which is removed whole.
     """
 
     scheme: ClassVar[str] = "file"
@@ -56,6 +64,7 @@ class FileConnector(ConnectorBase):
                 target.redacted, "file:// targets are local; write file:///abs/path"
             )
         root = resolve_root(target.path)
+        depth = _depth(target.param("depth"), target.redacted)
         try:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
@@ -64,14 +73,19 @@ class FileConnector(ConnectorBase):
             raise TerminalConnectorError(
                 f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
             ) from exc
-        previous = blobs.previous(file_uri(root)) if blobs.previous is not None else None
-        walker = Walker(root, blobs, max_file_size=blobs.max_file_size, previous=previous)
+        target_uri = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
+        previous = blobs.previous(target_uri) if blobs.previous is not None else None
+        walker = Walker(root, blobs, max_file_size=blobs.max_file_size,
+                        exclude=depth_exclude(depth), previous=previous)
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
+        if depth is not None:
+            notes.append(f"entries deeper than {depth} level(s) below the target are not part "
+                         "of this snapshot")
         # the walker's own values, already of the schema's types: no validation pass
         return FileSnapshot.model_construct(
-            target=file_uri(root),
+            target=target_uri,
             root=str(root),
             root_parent=os.path.realpath(root.parent),
             root_type=root_type,
@@ -86,12 +100,28 @@ class FileConnector(ConnectorBase):
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         assert isinstance(snapshot, FileSnapshot)
         root = resolve_root(snapshot.root)
-        expected = file_uri(root)
+        values = parse_qs(urlsplit(snapshot.target).query).get("depth")
+        depth = _depth(values[-1] if values else None, snapshot.target)
+        expected = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
         if snapshot.target != expected or str(root) != snapshot.root:
             raise UnsafePathError(
                 snapshot.root,
                 f"the snapshot's root is not its target {snapshot.target} — the document was "
                 "altered",
             )
-        return TreeRestorer(snapshot, blobs, policy).run()
+        return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth),
+                            prune_new=depth is not None).run()
 
+def _depth(value: str | None, uri: str) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise InvalidTargetError(uri, f"depth={value!r}: give a number of levels, e.g. depth=0")
+    return int(value)
+
+
+def depth_exclude(depth: int | None) -> Exclude | None:
+    """The walk exclusion that keeps a tree to ``depth`` levels below its root."""
+    if depth is None:
+        return None
+    return lambda rel, _st: rel.count("/") >= depth

@@ -118,6 +118,15 @@ def _check_not_store(target: Target, store: Store) -> None:
     if target.scheme in ("file", "git", "pip") and target.path:
         from pathlib import Path
 
+        depth = target.param("depth") if target.scheme == "file" else None
+        if depth is not None and depth.isdigit():
+            # a depth-limited walk that stops above the store never reads it
+            try:
+                inside = store.home.resolve().relative_to(Path(target.path).resolve())
+            except (OSError, ValueError):
+                inside = None
+            if inside is not None and len(inside.parts) > int(depth):
+                return
         if store.contains(Path(target.path)):
             raise UsageError(
                 f"{target.redacted} contains the backup store at {store.home} (or lies inside "

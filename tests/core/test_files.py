@@ -362,3 +362,51 @@ class TestFileConnectorContract(ConnectorContract):
             return "big.bin"
 
         return over_the_cap
+
+def test_depth_zero_keeps_a_directory_entry_and_leaves_its_children_alone(
+        tmp_path: Path, store: Store) -> None:
+    """`?depth=0` restores a directory's times after an entry in it changed, touching no child."""
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "a").write_text("a")
+    (d / "sub" / "b").write_text("b")
+    os.utime(d, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_001))
+    backup = preimage.capture([f"file://{d}/a", f"file://{d}?depth=0"], store=store)
+    snap = [s.target for s in store.catalog.get(backup.id).snapshots]
+    assert snap == [f"file://{d}/a", f"file://{d}?depth=0"]
+    (d / "a").unlink()
+    (d / "late").write_text("created after the capture, outside both scopes")
+    preimage.restore(backup.id, store=store)
+    assert sorted(os.listdir(d)) == ["a", "late", "sub"]
+    assert os.stat(d).st_mtime_ns == 1_600_000_000_000_000_001
+    assert (d / "sub" / "b").read_text() == "b"
+
+
+def test_depth_limited_restore_removes_new_directories_whole(tmp_path: Path,
+                                                             store: Store) -> None:
+    """A directory created below a `?depth=1` target after its capture goes, with its content;
+    deeper paths of directories that existed stay as they are."""
+    d = tmp_path / "user"
+    (d / ".config" / "app").mkdir(parents=True)
+    (d / ".config" / "app" / "settings").write_text("kept, below the depth")
+    backup = preimage.capture([f"file://{d}?depth=1"], store=store)
+    (d / ".cache" / "tool" / "deep").mkdir(parents=True)
+    (d / ".cache" / "tool" / "deep" / "f").write_text("new")
+    (d / ".config" / "app" / "settings").write_text("changed below the depth")
+    preimage.restore(backup.id, store=store)
+    assert sorted(os.listdir(d)) == [".config"]
+    assert (d / ".config" / "app" / "settings").read_text() == "changed below the depth"
+
+
+def test_depth_limited_target_above_the_store_is_captured(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk that stops above the store never reads it, so it may hold the store's ancestors;
+    one that reaches the store is refused."""
+    user = tmp_path / "user"
+    store = Store(user / ".local" / "share" / "preimage")
+    (user / ".bashrc").write_text("alias ll='ls -l'\n")
+    backup = preimage.capture([f"file://{user}?depth=1"], store=store)
+    assert backup.id
+    with pytest.raises(preimage.PreimageError, match="contains the backup store"):
+        preimage.capture([f"file://{user}?depth=4"], store=store)
+    store.close()

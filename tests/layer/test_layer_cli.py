@@ -44,4 +44,26 @@ def test_user_rule_in_rules_d_wins(cli: Cli, home: Path, world: World) -> None:
     doc = json.loads(cli("rules", "explain", "deploy wipe --yes", "--json", cwd=world.proj,
                          env=world.env, check=True).stdout)
     assert doc["rules"] == ["my-deploy"]
-    assert doc["wanted"] == [f"file://{world.proj}/data"]
+    assert doc["wanted"] == [f"file://{world.proj}/data", f"file://{world.proj}?depth=0"]
+
+
+def test_explain_and_guard_dry_run_name_what_widened_the_capture(cli: Cli, home: Path,
+                                                                 world: World) -> None:
+    """A word the layer cannot expand widens the capture, and both commands say which word."""
+    env = world.env | {"PREIMAGE_HOME": str(home)}
+    command = "rm -rf $(pwd)/build"
+    text = cli("rules", "explain", command, "--workspace", str(world.proj), cwd=world.proj,
+               env=env, check=True).stdout
+    assert "widened by: word `$(pwd)/build`" in text
+    assert f"-> file://{world.proj}" in text
+    doc = json.loads(cli("rules", "explain", command, "--workspace", str(world.proj), "--json",
+                         cwd=world.proj, env=env, check=True).stdout)
+    assert [w for f in doc["findings"] for w in f["forced_by"]] == ["word `$(pwd)/build`"]
+    guarded = cli("guard", "--dry-run", "--workspace", str(world.proj), "--", command,
+                  cwd=world.proj, env=env, check=True)
+    assert "`$(pwd)/build`" in guarded.stderr
+    assert guarded.stdout.strip()            # the backup ID: the workspace was captured
+    dry = cli("guard", "--dry-run", "--json", "--workspace", str(world.proj), "--", command,
+              cwd=world.proj, env=env, check=True)
+    decision = json.loads(dry.stderr.strip().splitlines()[-1])
+    assert ["word `$(pwd)/build`"] in [f["forced_by"] for f in decision["findings"]]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from layer_world import World
+from layer_world import World, named
 
 from preimage import Store
 from preimage.layer import BackupLayer, LayerConfig, ModelTier, Tier, ToolCall
@@ -47,7 +47,7 @@ def test_model_names_targets_and_the_rule_is_learned(world: World, store: Store,
     call = ToolCall.shell("mytool purge --all", cwd=str(world.proj), env=world.env)
     first = make_layer(world, store, model).before(call)
     assert first.tier is Tier.MODEL and first.model_tokens > 0
-    assert first.targets == [f"file://{world.proj}/logs"] and first.backup_id
+    assert named(first.targets) == [f"file://{world.proj}/logs"] and first.backup_id
     learned = home.parent / "config" / "rules.d" / "learned.yaml"
     assert "provenance" in learned.read_text() and "mytool purge --all" in learned.read_text()
     never = replying("this must not be asked")
@@ -55,7 +55,7 @@ def test_model_names_targets_and_the_rule_is_learned(world: World, store: Store,
         ToolCall.shell("mytool prune", cwd=str(world.proj), env=world.env))
     assert second.tier is Tier.PAIR and second.model_tokens == 0
     assert second.rules == ["learned-mytool-purge"]
-    assert second.targets == [f"file://{world.proj}/logs"]
+    assert named(second.targets) == [f"file://{world.proj}/logs"]
 
 
 @pytest.mark.parametrize("reply", ["not json at all", json.dumps({"targets": ["logs/relative"]}),
@@ -66,7 +66,8 @@ def test_invalid_model_answer_falls_back_to_the_workspace(reply: str, world: Wor
     decision = make_layer(world, store, replying(reply)).before(
         ToolCall.shell("mytool purge", cwd=str(world.proj), env=world.env))
     assert decision.tier is Tier.WORKSPACE
-    assert decision.targets == [f"file://{world.proj}"]
+    assert decision.targets[0] == f"file://{world.proj}"
+    assert f"file://{world.home}?depth=1" in decision.targets  # where tools keep their state
     assert "rejected" in decision.additional_context
 
 

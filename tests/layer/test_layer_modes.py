@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from layer_world import World
+from layer_world import World, named
 
 from preimage import Store
 from preimage.layer import BackupLayer, LayerConfig, Mode, ToolCall
@@ -13,7 +13,7 @@ def plan_uris(world: World, store: Store, command: str, **cfg: object) -> tuple[
     layer = BackupLayer(store=store, config=LayerConfig(workspace=str(world.proj), **cfg),
                         env=world.env)
     plan = layer.plan(ToolCall.shell(command, cwd=str(world.proj), env=world.env))
-    return {t.uri for t in plan.wanted}, plan.notes
+    return set(named(t.uri for t in plan.wanted)), plan.notes
 
 
 @pytest.mark.parametrize(("mode", "command", "captured"), [

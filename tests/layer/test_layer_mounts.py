@@ -64,7 +64,8 @@ def test_rm_in_dev_shm_is_captured_and_restored(shm_tree: Path, home: Path, cli:
     assert "updatedInput" not in out   # another filesystem than the store: no rename
     backup_id = out["additionalContext"].split("preimage backup ", 1)[1].split()[0]
     shown = json.loads(cli("show", backup_id, "--json", check=True).stdout)
-    assert shown["targets"] == [f"file://{shm_tree / 'state'}"]
+    # the tree, and the directory whose entry the rm removes (its listing and mtime)
+    assert shown["targets"] == [f"file://{shm_tree / 'state'}", f"file://{shm_tree}?depth=0"]
     shutil.rmtree(shm_tree / "state")
     cli("restore", backup_id, check=True)
     assert (shm_tree / "state" / "session.db").read_bytes() == b"shared memory state"

@@ -64,12 +64,29 @@ def finding(source: SimpleCommand | ToolCall, rule: Rule, **kw: object) -> Findi
     return f
 
 
-def unknown(source: SimpleCommand | ToolCall, rule: Rule | None, note: str) -> Finding:
-    """A finding for a call whose effect the layer cannot tell."""
+def unknown(source: SimpleCommand | ToolCall, rule: Rule | None, note: str,
+            forced_by: list[str] | None = None) -> Finding:
+    """A finding for a call whose effect the layer cannot tell.
+
+    ``forced_by`` names what made it so (``word `$x```, ``program `foo```);
+    without it the program itself is named.
+    """
     text = source.source if isinstance(source, SimpleCommand) else source.tool
     span = source.span if isinstance(source, SimpleCommand) else None
+    if forced_by is None:
+        forced_by = [f"program `{source.name}`" if isinstance(source, SimpleCommand)
+                     else f"tool `{source.tool}`"]
     return Finding(source=text, tier=Tier.WORKSPACE, rule=rule.name if rule else "unknown",
-                   impact=Impact.NORMAL, unknown=True, notes=[note], span=span)
+                   impact=Impact.NORMAL, unknown=True, notes=[note], span=span,
+                   forced_by=forced_by)
+
+
+def dynamic_words(cmd: SimpleCommand, words: list[Word]) -> list[str]:
+    """How to name the words of ``words`` only the running shell can know."""
+    out = [f"word `{w.why or w.text}`" for w in words if w.dynamic]
+    if not cmd.cwd_known and any(not w.text.startswith("/") for w in words):
+        out.append("an earlier `cd` to a directory only the running shell knows")
+    return out
 
 
 def ancestors(start: str) -> Iterator[str]:

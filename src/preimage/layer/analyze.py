@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+from urllib.parse import unquote, urlsplit
 
 from preimage.layer import (  # noqa: F401  (importing registers the extractors)
+    ex_archive,
     ex_browser,
     ex_files,
     ex_k8s,
     ex_mail,
     ex_sql,
+    ex_text,
     ex_tools,
     ex_vcs,
 )
@@ -75,6 +79,10 @@ def _templated(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Fi
             return unknown(source, rule, f"rule {rule.name}: cannot fill {tpl}")
         targets.append(PlannedTarget(uri, f"rule {rule.name}",
                                      external=not uri.startswith(("file:", "git:", "pip:"))))
+    if rule.params.get("creates_missing") and all(
+            t.uri.startswith("file://") and os.path.lexists(unquote(urlsplit(t.uri).path))
+            for t in targets):  # it only creates these when they are missing: nothing to do
+        return finding(source, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     return finding(source, rule, targets=targets)
 
 
@@ -97,7 +105,7 @@ def _run(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
 
 def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding], list[str]]:
     """The findings of a call and notes about how it was read."""
-    from preimage.layer.ex_files import redirect_finding
+    from preimage.layer.ex_files import redirect_finding, wrapper_files_finding
 
     if call.command is not None and call.mcp_tool is None and (
             call.is_shell or call.tool.lower() in ("bash", "shell")):
@@ -113,6 +121,8 @@ def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding]
             redirect = redirect_finding(cmd, ctx)
             if redirect is not None:
                 findings.append(redirect)
+            if cmd.creates:
+                findings.append(wrapper_files_finding(cmd, ctx))
         return findings, parsed.notes
     rule = rules.match_tool(call, mcp_kind(call, ctx))
     if rule is None:

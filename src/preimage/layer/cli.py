@@ -354,6 +354,8 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
                    + (" (unknown)" if f.unknown else ""))
         for t in f.targets:
             click.echo(f"    -> {t.uri}")
+        if f.forced_by:
+            click.echo(f"    widened by: {', '.join(f.forced_by)}")
     click.echo(f"tier: {doc['tier'] or 'none (pass)'}")
     click.echo("would capture: " + (", ".join(t.uri for t in plan.targets) or "nothing"))
     if plan.updated_input:

@@ -58,7 +58,9 @@ class PlannedTarget:
     ``fallback`` is captured instead when the connector for ``uri`` is not
     installed (a ``git://`` repository falls back to its ``file://`` tree).
     ``regenerable`` marks state a tool can rebuild (caches, build output,
-    installed packages) — the ``human-work`` mode skips it.
+    installed packages) — the ``human-work`` mode skips it.  ``widen`` is a
+    wider scope captured when ``uri`` itself cannot be (a table scope that
+    names a view: the whole database).
     """
 
     uri: str
@@ -66,6 +68,7 @@ class PlannedTarget:
     fallback: str | None = None
     regenerable: bool = False
     external: bool = False   # lives outside the machine's filesystem (a server)
+    widen: str | None = None  # captured instead when capturing ``uri`` fails (a wider scope)
 
     @property
     def scheme(self) -> str:
@@ -88,6 +91,7 @@ class Finding:
     outside_workspace: bool = False
     rewrite: str | None = None     # a reversible replacement for ``source`` (shell text)
     span: tuple[int, int] | None = None  # where ``source`` sits in the call's command text
+    forced_by: list[str] = field(default_factory=list)  # words/programs that widened the scope
     # A rewrite that protects by moving into the store's trash when it runs: the backup ID
     # it will record and the target URIs it will hold (there is nothing to capture first).
     rewrite_backup: str | None = None
@@ -111,6 +115,7 @@ class Finding:
             "wide": self.wide,
             "outside_workspace": self.outside_workspace,
             "rewrite": self.rewrite,
+            "forced_by": list(self.forced_by),
         }
 
 

@@ -9,8 +9,10 @@ times, xattrs and symlinks, and removes what the command created there.
 from __future__ import annotations
 
 import os
+from urllib.parse import unquote, urlsplit
 
 from preimage.layer._extract import (
+    dynamic_words,
     expand_paths,
     file_targets,
     finding,
@@ -34,7 +36,8 @@ def _paths_finding(cmd: SimpleCommand, rule: Rule, ctx: Context, words: list[Wor
                    wide: bool = False) -> Finding:
     paths, dynamic, globbed = expand_paths(cmd, words)
     if dynamic:
-        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows")
+        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows",
+                       forced_by=dynamic_words(cmd, words))
     targets = file_targets(paths, ctx, why, include_absent=include_absent)
     f = finding(cmd, rule, targets=targets, wide=wide or globbed,
                 outside_workspace=outside(ctx, paths))
@@ -102,7 +105,9 @@ def _copy_like(cmd: SimpleCommand, rule: Rule, ctx: Context, sources: list[Word]
     src_paths, dyn1, globbed = expand_paths(cmd, sources)
     dest_paths, dyn2, _ = expand_paths(cmd, [dest_word])
     if dyn1 or dyn2 or len(dest_paths) != 1:
-        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows")
+        return unknown(cmd, rule, f"`{cmd.name}` names paths only the running shell knows",
+                       forced_by=dynamic_words(cmd, [*sources, dest_word]) or [
+                           f"destination `{dest_word.text}` matching {len(dest_paths)} paths"])
     dest = dest_paths[0]
     if os.path.isdir(dest) and not os.path.islink(dest) and not no_target_dir:
         landing = [os.path.join(dest, os.path.basename(p.rstrip("/"))) for p in src_paths]
@@ -141,7 +146,36 @@ def in_place(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
                                       "--line-length", "-s", "-E"])
     has_script_opt = args.has("-e", "--expression", "-f", "--file")
     files = args.positionals if has_script_opt else args.positionals[1:]
-    return _paths_finding(cmd, rule, ctx, files, f"{cmd.name} -i rewrites it")
+    f = _paths_finding(cmd, rule, ctx, files, f"{cmd.name} -i rewrites it")
+    suffix = in_place_suffix(cmd)
+    if suffix and not f.unknown:
+        backups = [backup_name(unquote(urlsplit(t.uri).path), suffix) for t in f.targets]
+        f.targets += file_targets(backups, ctx, f"{cmd.name} -i{suffix} leaves this backup copy",
+                                  include_absent=True)
+    return f
+
+
+def in_place_suffix(cmd: SimpleCommand) -> str:
+    """The backup suffix of ``sed -i.bak`` / ``--in-place=.bak`` / ``perl -pi.orig`` (or "")."""
+    for w in cmd.words[1:]:
+        t = w.text
+        if t == "--":
+            break
+        if t.startswith("--in-place="):
+            return t.split("=", 1)[1]
+        if t.startswith("-") and not t.startswith("--") and "i" in t[1:]:
+            before, _, after = t[1:].partition("i")
+            if before.isalpha() or not before:
+                return after  # the rest of the cluster, as sed and perl read it (-ie: "e")
+    return ""
+
+
+def backup_name(path: str, suffix: str) -> str:
+    """Where ``-iSUFFIX`` keeps the original of ``path`` (``*`` stands for its name)."""
+    name = os.path.basename(path)
+    if "*" in suffix:
+        return os.path.join(os.path.dirname(path), suffix.replace("*", name))
+    return path + suffix
 
 
 @shell_extractor("truncate")
@@ -243,6 +277,19 @@ def into_dir(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     return _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes into it", include_absent=True)
 
 
+def wrapper_files_finding(cmd: SimpleCommand, ctx: Context) -> Finding:
+    """The files a wrapper of ``cmd`` creates itself (``flock FILE cmd``)."""
+    paths, dynamic, _ = expand_paths(cmd, cmd.creates)
+    if dynamic:
+        return Finding(source=cmd.source, tier=Tier.WORKSPACE, rule="wrapper", unknown=True,
+                       impact=Impact.LOW, span=cmd.span, forced_by=dynamic_words(cmd, cmd.creates),
+                       notes=["a wrapper creates a file only the running shell can name"])
+    return Finding(source=cmd.source, tier=Tier.REWRITE, rule="wrapper", impact=Impact.LOW,
+                   span=cmd.span, outside_workspace=outside(ctx, paths),
+                   targets=file_targets(paths, ctx, "the wrapper creates it",
+                                        include_absent=True))
+
+
 def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
     """Files a command's output redirections write (``> f`` truncates, ``>> f`` appends)."""
     writes: list[tuple[Redirect, str]] = []
@@ -254,7 +301,8 @@ def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
         if r.target.dynamic:
             return Finding(source=cmd.source, tier=Tier.WORKSPACE, rule="redirect",
                            impact=Impact.NORMAL, unknown=True, span=cmd.span,
-                           notes=["output goes to a file only the running shell can name"])
+                           notes=["output goes to a file only the running shell can name"],
+                           forced_by=[f"redirection target `{r.target.why or r.target.text}`"])
         writes.append((r, resolve(cmd, r.target.text)))
     if not writes:
         return None
@@ -269,3 +317,31 @@ def redirect_finding(cmd: SimpleCommand, ctx: Context) -> Finding | None:
     impact = Impact.HIGH if truncates else (Impact.NORMAL if exists else Impact.LOW)
     return Finding(source=cmd.source, tier=Tier.REWRITE, rule="redirect", impact=impact,
                    targets=targets, span=cmd.span, outside_workspace=outside(ctx, paths))
+
+
+@shell_extractor("outputs")
+def outputs(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """Readers that write a file only when an option names one (``pg_dump -f F``,
+    ``mysqldump --result-file=F``, ``openssl … -out F``): read-only without it.  The
+    rule's ``suffixes`` name files written beside it (``ssh-keygen -f K``: ``K.pub``)."""
+    names = set(rule.params.get("output_options", []))
+    words: list[Word] = []
+    items = cmd.words[1:]
+    for i, w in enumerate(items):
+        opt, eq, val = w.text.partition("=")
+        if eq and opt in names:
+            words.append(Word(val, w.dynamic, w.glob, w.why))
+        elif w.text in names and i + 1 < len(items):
+            words.append(items[i + 1])
+        elif not eq and len(opt) > 2 and opt[:2] in names and not opt.startswith("--"):
+            words.append(Word(opt[2:], w.dynamic, w.glob, w.why))  # -fFILE
+    words = [w for w in words if w.text != "-"]
+    if not words:
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    words += [Word(w.text + sfx, w.dynamic, w.glob, w.why)  # files written beside it
+              for sfx in rule.params.get("suffixes", []) for w in list(words)]
+    f = _paths_finding(cmd, rule, ctx, words, f"{cmd.name} writes it", include_absent=True,
+                       impact=Impact.NORMAL)
+    if not f.unknown:
+        f.tier = Tier.REWRITE
+    return f

@@ -26,6 +26,7 @@ from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, read_small, resolve
+from preimage.layer.sql_catalog import TableFacts, postgres_facts, sqlite_facts
 from preimage.layer.sql_text import SqlEffect, analyze_sql
 
 
@@ -92,8 +93,20 @@ def sql_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase, sql
     return effects_finding(source, rule, base, effects)
 
 
+def catalog_facts(base: SqlBase, tables: list[str], references: bool = False) -> TableFacts:
+    """What the database's catalog says about the written tables (see :mod:`.sql_catalog`);
+    with ``references`` every table with a foreign key to them counts as reached."""
+    if base.scheme == "sqlite" and base.path:
+        return sqlite_facts(base.path, tables, references)
+    if base.scheme == "postgresql" and base.database:
+        return postgres_facts(base.uri(), base.database, tables, references)
+    return TableFacts()
+
+
 def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
                     effects: list[SqlEffect]) -> Finding:
+    """Targets for the statements' effects: databases, schemas, tables and row scopes, widened
+    by what the catalog says about the written tables."""
     f = finding(source, rule, impact=Impact.NONE, outside_workspace=True)
     whole = False
     schemas: set[str] = set()
@@ -104,8 +117,9 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         if e.impact.rank > f.impact.rank:
             f.impact = e.impact
         f.wide = f.wide or e.wide
-        if e.note:
+        if e.note and e.note not in f.notes:
             f.notes.append(e.note)
+        f.forced_by.extend(x for x in e.forced_by if x not in f.forced_by)
         if e.kind == "database":
             whole = True
         elif e.kind == "other-database" and e.database:
@@ -118,6 +132,17 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         elif e.kind == "rows" and e.where is not None:
             rows[(e.tables[0], e.where)] = None
     fallback = file_uri(base.path) if base.scheme == "sqlite" and base.path else None
+    written = sorted(tables | {t for t, _ in rows})
+    if written and not whole:
+        facts = catalog_facts(base, written, any(e.references for e in effects))
+        if facts.widen:
+            whole = True
+            f.notes.append("; ".join(facts.widen) + " — what the statement changes reaches "
+                           "beyond the tables it names; the whole database is captured")
+            f.forced_by.extend(w for w in facts.widen if w not in f.forced_by)
+        elif facts.cascades:
+            tables.update(facts.cascades)
+            f.notes.append("foreign keys cascade the change to " + ", ".join(facts.cascades))
     if whole:
         targets.append(PlannedTarget(base.uri(), "the SQL changes this database", fallback=fallback,
                                      external=base.scheme != "sqlite"))
@@ -129,13 +154,13 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         if left:
             targets.append(PlannedTarget(base.uri(tables=sorted(left)),
                                          "the SQL changes these tables", fallback=fallback,
-                                         external=base.scheme != "sqlite"))
+                                         external=base.scheme != "sqlite", widen=base.uri()))
         for (table, where) in rows:
             if table in tables or table.split(".")[0] in schemas:
                 continue
             targets.append(PlannedTarget(base.uri(table=table, where=where),
                                          "the rows this statement touches", fallback=fallback,
-                                         external=base.scheme != "sqlite"))
+                                         external=base.scheme != "sqlite", widen=base.uri()))
     f.targets = targets
     if not targets and f.impact is not Impact.LOW:
         f.tier = Tier.READ_ONLY
@@ -218,7 +243,7 @@ def psql(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
 
 
 def _whole(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase, why: str) -> Finding:
-    f = effects_finding(source, rule, base, [SqlEffect("database", Impact.NORMAL)])
+    f = effects_finding(source, rule, base, [SqlEffect("database", Impact.NORMAL, forced_by=[why])])
     f.notes.append(f"{why}; the whole database is captured")
     return f
 
@@ -349,6 +374,26 @@ def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
     return None
 
 
+def session_effects(sql: str, dialect: str, ctx: Context, base: SqlBase | None) -> list[SqlEffect]:
+    """The SQL's effects when an earlier call of the session may have set a search_path.
+
+    An MCP server may keep one session across calls, or not: an unqualified
+    name is then read in every schema the remembered path names and in
+    ``public``, and the capture holds all of them (absent ones as absent).
+    """
+    key = f"search_path {base.uri() if base else ''}"
+    remembered = ctx.session_get(key) if dialect == "postgres" else None
+    schemas = [s for s in (remembered or []) if isinstance(s, str)]
+    effects = analyze_sql(sql, dialect)
+    for schema in schemas:
+        if schema != "public":
+            effects += analyze_sql(sql, dialect, default_schema=schema)
+    for e in effects:
+        if e.search_path:
+            ctx.session_set(key, list(dict.fromkeys([*e.search_path, *schemas])))
+    return effects
+
+
 @tool_extractor("mcp_sql")
 def mcp_sql(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """An MCP tool that runs SQL (``execute_sql``, ``query``, ``write_query`` …)."""
@@ -358,7 +403,8 @@ def mcp_sql(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         return unknown(call, rule, "the SQL tool's arguments hold no SQL text")
     kind = rule.params.get("kind", "postgres")
     base = mcp_base(call, ctx, kind)
-    effects = analyze_sql(sql, {"postgres": "postgres", "sqlite": "sqlite"}.get(kind, "mysql"))
+    dialect = {"postgres": "postgres", "sqlite": "sqlite"}.get(kind, "mysql")
+    effects = session_effects(sql, dialect, ctx, base)
     if all(e.kind == "read" for e in effects):
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     if base is None:

@@ -20,11 +20,12 @@ from preimage.connectors.files.address import file_uri
 from preimage.connectors.git.address import git_uri
 from preimage.connectors.pip.address import pip_uri
 from preimage.layer._extract import ancestors, file_targets, finding, shell_extractor, unknown
-from preimage.layer.argv import parse_args
+from preimage.layer.argv import Args, parse_args
 from preimage.layer.context import Context
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
 from preimage.layer.rules import Rule
 from preimage.layer.shell import SimpleCommand, resolve
+from preimage.layer.side_effects import depth_uri
 from preimage.layer.uris import crontab_uri
 
 GIT_GLOBAL = ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
@@ -51,7 +52,13 @@ def git(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     work_tree = pre.value("--work-tree")
     repo = os.path.normpath(os.path.join(where, work_tree)) if work_tree else git_toplevel(where)
     sub = pre.texts[:1]
-    rest = parse_args(pre.positionals[1:], ["-m", "-o", "--repo", "-e", "--exclude"])
+    rest = parse_args(pre.positionals[1:], ["-m", "-o", "--repo", "-e", "--exclude", "-f",
+                                            "--file", "--output", "--prefix", "--format",
+                                            "--remote", "--type", "--default", "--blob"])
+    name = sub[0] if sub else ""
+    files = _git_files(cmd, name, rest, where, ctx)
+    if files is not None:
+        return files
     if repo is None:
         if sub == ["clone"] and len(rest.positionals) >= 1:
             dest = rest.texts[1] if len(rest.positionals) > 1 else \
@@ -61,13 +68,25 @@ def git(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
                            targets=file_targets([path], ctx, "git clone creates it",
                                                 include_absent=True))
         if sub == ["init"]:
-            return finding(cmd, rule, impact=Impact.LOW)
+            dest = resolve(cmd, os.path.join(where, rest.texts[0]) if rest.texts else where)
+            return finding(cmd, rule, impact=Impact.LOW,
+                           targets=file_targets([os.path.join(dest, ".git")], ctx,
+                                                "git init creates it", include_absent=True))
         f = finding(cmd, rule, impact=Impact.NONE)
         f.notes.append(f"`git {' '.join(sub)}` outside a repository changes nothing")
         return f
     f = finding(cmd, rule, targets=[_git_target(repo, f"git {' '.join(sub)} changes it")],
                 outside_workspace=ctx.outside_workspace(repo))
-    name = sub[0] if sub else ""
+    if name == "maintenance" and rest.texts[:1] in (["register"], ["unregister"], ["start"],
+                                                     ["stop"]):
+        f.targets += file_targets(global_git_configs(cmd, ctx), ctx,
+                                  "git maintenance lists the repository in it", include_absent=True)
+    if name == "worktree" and rest.texts[:1] == ["add"] and len(rest.texts) > 1:
+        # a linked worktree: its directory and its private git dir under .git/worktrees
+        admin = os.path.join(repo, ".git", "worktrees")
+        f.targets += file_targets([resolve(cmd, os.path.join(where, rest.texts[1]))], ctx,
+                                  "git worktree add creates it", include_absent=True)
+        f.targets.append(PlannedTarget(depth_uri(admin, 1), "git worktree add registers it"))
     if name == "checkout":
         branchish = [w for w in rest.texts if not os.path.exists(os.path.join(where, w))]
         discards = (rest.has("-f", "--force", "-p", "--patch") or "--" in cmd.argv
@@ -80,6 +99,65 @@ def git(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     elif name in ("clean", "reset") or (name == "stash" and rest.texts[:1] in (["drop"], ["clear"])):
         f.wide = name != "stash"
     return f
+
+
+def global_git_configs(cmd: SimpleCommand, ctx: Context) -> list[str]:
+    """The user's git configuration files (``~/.gitconfig`` and the XDG one)."""
+    home = cmd.env.get("HOME") or ctx.home
+    xdg = cmd.env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config")]
+
+
+def _git_files(cmd: SimpleCommand, name: str, rest: Args, where: str,
+               ctx: Context) -> Finding | None:
+    """Subcommands that write files outside the repository's state: ``config --global``/
+    ``--system``/``--file``, ``archive -o``, ``bundle create``.  ``None`` for the others."""
+    from preimage.layer.rules import Rule as _Rule
+
+    rule = _Rule(name="git-files", tier="rewrite", match={"command": ["git"]}, impact="normal")
+    paths: list[str] = []
+    if name == "config":
+        if rest.has("--global"):
+            paths = global_git_configs(cmd, ctx)
+        elif rest.has("--system"):
+            paths = [cmd.env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+        elif rest.value("-f", "--file"):
+            paths = [resolve(cmd, os.path.join(where, rest.value("-f", "--file") or ""))]
+        else:
+            return None
+        if rest.has("--get", "--get-all", "--get-regexp", "-l", "--list", "--get-urlmatch",
+                    "--get-color", "--get-colorbool", "--show-origin", "-e", "--edit") and \
+                not rest.has("-e", "--edit"):
+            return finding(cmd, rule, impact=Impact.NONE)
+    elif name == "archive":
+        out = rest.value("-o", "--output")
+        if not out:
+            return finding(cmd, rule, impact=Impact.NONE)
+        paths = [resolve(cmd, os.path.join(where, out))]
+    elif name == "bundle" and rest.texts[:1] == ["create"] and len(rest.texts) > 1:
+        paths = [resolve(cmd, os.path.join(where, rest.texts[1]))]
+    else:
+        return None
+    return finding(cmd, rule, impact=Impact.NORMAL,
+                   targets=file_targets(paths, ctx, f"git {name} writes it", include_absent=True),
+                   outside_workspace=any(ctx.outside_workspace(p) for p in paths))
+
+
+@shell_extractor("git_listing")
+def git_listing(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
+    """``git branch``/``git tag``: read-only when they list, the repository when they name one
+    to create (``git branch NAME``, ``git tag -a v1 -m …``)."""
+    pre = parse_args(cmd.words[1:], GIT_GLOBAL, stop_at_positional=True)
+    rest = parse_args(pre.positionals[1:], ["-m", "--message", "-F", "--file", "-u",
+                                            "--local-user", "--contains", "--no-contains",
+                                            "--merged", "--no-merged", "--points-at", "--sort",
+                                            "--format", "--color", "--column", "-t", "--track"])
+    listing = rest.has("-l", "--list", "-v", "-vv", "--verbose", "-r", "--remotes", "-a",
+                       "--all", "--show-current", "--contains", "--no-contains", "--merged",
+                       "--no-merged", "--points-at", "-n")
+    if listing or not rest.positionals:
+        return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    return git(cmd, rule.model_copy(update={"tier": "pair", "impact": "low"}), ctx)
 
 
 def _push(cmd: SimpleCommand, f: Finding, options: list[tuple[str, str | None]],

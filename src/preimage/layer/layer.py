@@ -32,6 +32,7 @@ from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
+from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
 
 
 @dataclass
@@ -118,13 +119,17 @@ class BackupLayer:
                 ws = self._workspace_target(ctx, plan)
                 if f.unknown:
                     reason = "; ".join(f.notes) or "the layer cannot tell what it changes"
+                    if f.forced_by:
+                        reason += f" (forced by {', '.join(f.forced_by)})"
                     if mode is Mode.HIGH_IMPACT:
                         plan.notes.append(f"{reason}; high-impact mode takes no workspace snapshot")
                         continue
                     plan.notes.append(f"{reason} — no model is configured, so the workspace "
                                       f"{ctx.workspace} is snapshotted instead"
                                       if self.model is None else f"{reason}; workspace snapshot")
-                f.targets = [ws] if ws else []
+                # a program it does not model, or one that runs code it cannot read (a build,
+                # a package manager), may also keep state in the home (~/.npm, ~/.config/…)
+                f.targets = [ws, *home_state_targets(ctx)] if ws else home_state_targets(ctx)
                 f.tier = Tier.WORKSPACE
             targets, why_not = select_targets(f, mode, self.policy)
             plan.notes.extend(why_not)
@@ -132,6 +137,7 @@ class BackupLayer:
             if targets and (plan.tier is None or f.tier.rank > plan.tier.rank):
                 plan.tier = f.tier
             plan.targets.extend(targets)
+        plan.targets = cover_side_effects(plan.targets, ctx, plan.notes)
         plan.wanted = self._collapse(plan.targets, plan.notes)
         plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes, plan.dropped), [])
         if not plan.targets:
@@ -176,7 +182,8 @@ class BackupLayer:
             if t.uri not in seen:
                 seen.add(t.uri)
                 out.append(t)
-        files = sorted((t for t in out if t.scheme == "file"), key=lambda t: len(t.uri))
+        files = sorted((t for t in out if t.scheme == "file" and file_path(t)[1] is None),  # type: ignore[index]
+                       key=lambda t: len(t.uri))
         kept: list[PlannedTarget] = []
         for t in files:
             if not any(t.uri == k.uri or t.uri.startswith(k.uri.rstrip("/") + "/") for k in kept):
@@ -185,7 +192,29 @@ class BackupLayer:
         for t in kept:
             split.extend(self._around_store(t, notes))
         others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
-        return others + split
+        return others + split + self._limited(out, kept)
+
+    def _limited(self, targets: list[PlannedTarget], full: list[PlannedTarget]) -> list[PlannedTarget]:
+        """Depth-limited file targets not inside a whole one, deepest path first (so the
+        directories' own times are put back after what is restored inside them)."""
+        roots = [file_path(k)[0] for k in full]  # type: ignore[index]
+        home = str(self.store_home().resolve())
+        best: dict[str, PlannedTarget] = {}
+        for t in targets:
+            got = file_path(t)
+            if got is None or got[1] is None:
+                continue
+            path, depth = got[0], got[1]
+            if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+                continue
+            if path == home or path.startswith(home + "/") or (
+                    home.startswith(path.rstrip("/") + "/")
+                    and os.path.relpath(home, path).count("/") < depth):
+                continue  # its walk would reach the store
+            have = best.get(path)
+            if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
+                best[path] = t
+        return sorted(best.values(), key=lambda t: (-file_path(t)[0].count("/"), t.uri))  # type: ignore[index]
 
     @staticmethod
     def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:
@@ -267,14 +296,15 @@ class BackupLayer:
         if not plan.targets:
             return decision
         t0 = time.perf_counter()
-        decision.targets = [*decision.targets, *(t.uri for t in plan.targets)]
-        backup_id, failed = self._capture(call, plan)
+        moved_targets = list(decision.targets)  # what the trash rewrite will hold, if any
+        decision.targets = [*moved_targets, *(t.uri for t in plan.targets)]
+        backup_id, failed, held = self._capture(call, plan, decision.notes)
         decision.capture_seconds = time.perf_counter() - t0
         decision.backup_id = backup_id or decision.backup_id  # else: the trash rewrite's, if any
         decision.notes.extend(self._store_notes)   # the store applied its quota, and says so
+        decision.targets = [*moved_targets, *held]
         if failed:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))
-            decision.targets = [u for u in decision.targets if not any(u in f for f in failed)]
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
         return decision
@@ -313,7 +343,15 @@ class BackupLayer:
             self._store = Store(self.store_home())
         return self._store
 
-    def _capture(self, call: ToolCall, plan: Plan) -> tuple[str | None, list[str]]:
+    def _capture(self, call: ToolCall, plan: Plan,
+                 notes: list[str]) -> tuple[str | None, list[str], list[str]]:
+        """One backup of the plan's targets: ``(id, failures, the URIs it holds)``.
+
+        When the capture fails, each target is tried alone (into a throw-away
+        store); one that still fails is replaced by its wider scope when it
+        has one (a table scope naming a view → the database), else left out
+        and reported, and the rest are kept in one backup.
+        """
         from preimage._engine import capture
 
         label = (call.command or call.tool)[:120]
@@ -325,28 +363,37 @@ class BackupLayer:
             store = self._open_store()
             backup = capture(uris, store=store, **kw)  # type: ignore[arg-type]
             self._store_notes = backup.notes
-            return backup.id, []
-        except PreimageError as exc:
-            if len(uris) == 1 or self._store is None:
-                return None, [f"{', '.join(uris)}: {exc}"]
-            first_error = exc
+            return backup.id, [], uris
         except OSError as exc:
-            return None, [f"the backup store failed: {exc}"]
+            return None, [f"the backup store failed: {exc}"], []
+        except Exception as exc:  # a connector's failure, whatever its type, is reported
+            if self._store is None:
+                return None, [f"{', '.join(uris)}: {exc}"], []
+            first_error = exc
         good, failed = [], []
         scratch = self._store.scratch()
         try:  # find which targets fail (into a throw-away store), keep the rest in one backup
-            for uri in uris:
-                try:
-                    target = Target.parse(uri)
-                    get_connector(target.scheme).capture(target, scratch)
+            for t in plan.targets:
+                for uri in filter(None, (t.uri, t.widen)):
+                    try:
+                        target = Target.parse(uri)
+                        get_connector(target.scheme).capture(target, scratch)
+                    except Exception as exc:
+                        problem = f"{uri}: {exc}"
+                        continue
+                    if uri != t.uri:
+                        notes.append(f"{problem}; {uri} is captured instead")
                     good.append(uri)
-                except PreimageError as exc:
-                    failed.append(f"{uri}: {exc}")
+                    break
+                else:
+                    failed.append(problem)
         finally:
             shutil.rmtree(scratch.root, ignore_errors=True)
         if not good:
-            return None, failed or [str(first_error)]
+            return None, failed or [str(first_error)], []
         try:
-            return capture(good, store=self._store, **kw).id, failed  # type: ignore[arg-type]
-        except PreimageError as exc:
-            return None, [*failed, str(exc)]
+            backup = capture(good, store=self._store, **kw)  # type: ignore[arg-type]
+            self._store_notes = backup.notes
+            return backup.id, failed, good
+        except Exception as exc:
+            return None, [*failed, str(exc)], []

@@ -47,6 +47,7 @@ class SimpleCommand:
     span: tuple[int, int] | None = None
     wrappers: list[str] = field(default_factory=list)
     producer: SimpleCommand | None = None   # the command piping into this one
+    creates: list[Word] = field(default_factory=list)  # files its wrappers create (flock)
 
     @property
     def argv(self) -> list[str]:
@@ -232,7 +233,8 @@ def _redirect(node: Any, text: str, state: _State) -> Redirect:
     out = node.output
     if hasattr(out, "kind") and out.kind == "word":
         raw = text[out.pos[0]:out.pos[1]]
-        target = expand(raw, state.env, dynamic_vars=state.dynamic)[0]
+        got = expand(raw, state.env, dynamic_vars=state.dynamic, cwd=_known_cwd(state))
+        target = got[0] if len(got) == 1 else Word(raw, dynamic=True, why=raw)
     return Redirect(op, target, heredoc)
 
 
@@ -246,9 +248,11 @@ def _command(node: Any, text: str, state: _State, out: list[SimpleCommand], note
             _walk(sub, text, state.copy(), out, notes, depth, False, None)
         if part.kind == "assignment" and not words:
             name, _, raw = text[part.pos[0]:part.pos[1]].partition("=")
-            assigns[name] = expand(raw, state.env, dynamic_vars=state.dynamic)[0]
+            assigns[name] = expand(raw, state.env, dynamic_vars=state.dynamic,
+                                   cwd=_known_cwd(state), assignment=True)[0]
         elif part.kind == "word":
-            words.extend(expand(text[part.pos[0]:part.pos[1]], state.env, dynamic_vars=state.dynamic))
+            words.extend(expand(text[part.pos[0]:part.pos[1]], state.env,
+                                dynamic_vars=state.dynamic, cwd=_known_cwd(state)))
         elif part.kind == "redirect":
             redirects.append(_redirect(part, text, state))
     span = (node.pos[0], node.pos[1]) if top else None
@@ -279,12 +283,17 @@ def _command_from_raw(raw: str, state: _State, out: list[SimpleCommand], notes: 
             target = m.group(3) or next(it, "")
             redirects.append(Redirect(m.group(2), expand(target, state.env)[0] if target else None))
             continue
-        words.extend(expand(tok, state.env, dynamic_vars=state.dynamic))
+        words.extend(expand(tok, state.env, dynamic_vars=state.dynamic, cwd=_known_cwd(state)))
     while words and "=" in words[0].text and re.match(r"^[A-Za-z_]\w*=", words[0].text):
         k, _, v = words.pop(0).text.partition("=")
         state.env[k] = v
     if words or redirects:
         _emit(words, redirects, dict(state.env), state, out, notes, depth, raw, None, None, [])
+
+
+def _known_cwd(state: _State) -> str | None:
+    """Where bash may expand a word for us: the line's directory, when it is known."""
+    return state.cwd if state.cwd_known else None
 
 
 def _assign(state: _State, assigns: dict[str, Word]) -> None:
@@ -373,7 +382,7 @@ def _emit(words: list[Word], redirects: list[Redirect], env: dict[str, str], sta
             out.append(SimpleCommand([], redirects, cwd, env, source, cwd_known, span))
         return None
     cmd = SimpleCommand(u.words, redirects, cwd, env, source, cwd_known, span,
-                        wrappers + u.wrappers, prev)
+                        wrappers + u.wrappers, prev, u.creates)
     if _builtin(cmd, state):
         return cmd
     out.append(cmd)
@@ -416,6 +425,16 @@ def _builtin(cmd: SimpleCommand, state: _State) -> bool:
         for a in args:
             state.env.pop(a.text, None)
         return True
+    if name in ("read", "mapfile", "readarray", "getopts") or (
+            name == "printf" and args[:1] and args[0].text == "-v"):
+        # the variables they set hold what only the running shell reads
+        names = {a.text for a in args if re.fullmatch(r"[A-Za-z_]\w*", a.text)}
+        if name == "printf":
+            names = {args[1].text} if len(args) > 1 else set()
+        for n in names:
+            state.env.pop(n, None)
+        state.dynamic = state.dynamic | names
+        return name != "printf"
     return False
 
 

@@ -62,6 +62,7 @@ class Unwrapped:
     chdir: Word | None = None
     script: str | None = None
     remote: str | None = None
+    creates: list[Word] = field(default_factory=list)  # files a wrapper itself creates
 
 
 def _skip_options(words: list[Word], value_opts: frozenset[str], positionals: int) -> list[Word]:
@@ -136,6 +137,9 @@ def unwrap(words: list[Word], env: dict[str, str], cwd: str = "/") -> Unwrapped:
             continue
         if name in _WRAPPERS:
             opts, positionals = _WRAPPERS[name]
+            if name == "flock":  # `flock FILE cmd` creates FILE when it is missing
+                lock = _skip_options(u.words, opts, 0)[:1]
+                u.creates += [w for w in lock if not w.text.isdigit()]
             if name == "command" and args[:1] and args[0] in ("-v", "-V"):
                 u.words = []
                 return u
