@@ -381,3 +381,21 @@ def test_service_killed_mid_capture_says_not_backed_up(service: Service, locked:
     with sqlite3.connect(service.home / "catalog.sqlite") as db:
         statuses = [r[0] for r in db.execute("SELECT status FROM backups")]
     assert statuses == ["open"]
+
+
+def test_a_hook_that_fails_inside_keeps_the_on_failure_rule(home: Path, tmp_path: Path) -> None:
+    """An error inside the hook client itself is answered as a failed backup: with
+    ``--on-failure deny`` the call is denied and says why, never passed silently."""
+    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "rm -rf build"}, "cwd": str(tmp_path),
+                          "session_id": "s1"})
+    script = ("import preimage.layer.hook_client as h\n"
+              "def broken(*a):\n    raise RuntimeError('a bug in the hook')\n"
+              "h.run = broken\n"
+              "h.main(['claude-code', '--on-failure', 'deny'])\n")
+    proc = subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True,
+                          text=True, timeout=120)
+    answer = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "NOT backed up" in answer["permissionDecisionReason"]
+    assert "a bug in the hook" in answer["permissionDecisionReason"]

@@ -191,9 +191,9 @@ def main(argv: list[str] | None = None) -> None:
         stdin = b""
     try:
         out, err, code = run(argv, stdin)
-    except Exception as exc:  # the harness must always get an answer
-        failed = {"systemMessage": f"preimage: hook failed, nothing backed up — {exc}"}
-        out, err, code = json.dumps(failed), "", 0
+    except Exception as exc:  # the harness must always get an answer, and --on-failure holds
+        harness, args = (argv[0], list(argv[1:])) if argv else ("claude-code", [])
+        out, err, code = lost_answer(harness, args, f"the hook failed, nothing backed up — {exc}")
     sys.stdout.write(out + "\n")
     sys.stderr.write(err)
     sys.stdout.flush()
