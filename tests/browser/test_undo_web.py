@@ -123,8 +123,9 @@ def test_trac_undo_relinks_tickets_and_keeps_a_later_comment(
 
     result = preimage.undo(pre, store=store)
     plan = result.plans[0]
-    verdicts = {p.label.split(" ", 1)[0] + " " + p.label.rsplit(" ", 1)[-1]: p.verdict.value
-                for p in plan.items}
+    # A record's label is its ref: ``milestone:undo-label``, ``ticket:<time> <reporter>``.
+    verdicts = {p.label.split(":", 1)[0] + " " + p.label.split(":", 1)[1].rsplit(" ", 1)[-1]:
+                p.verdict.value for p in plan.items}
     assert result.conflicts == 1, plan.to_dict()
     assert verdicts == {"milestone undo-label": "revert", "ticket alice": "merge",
                         "ticket carol": "conflict"}, verdicts

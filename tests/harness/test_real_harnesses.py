@@ -277,7 +277,9 @@ def test_failed_backup_is_visible_never_silent(unprotected: Ran) -> None:
     hook, in a home another project used first, read this project's directory."""
     assert "NOT back" in unprotected.route.seen_after_tools()
     (decision,) = unprotected.decisions()
-    assert decision["error"].startswith((unprotected.box.project / "build").as_uri() + ":")
+    # the targets the capture would have held (the tree, and its parent's entry), then why
+    assert decision["error"].startswith((unprotected.box.project / "build").as_uri())
+    assert "unavailable" in decision["error"]
 
 
 def test_failed_backup_with_deny_blocks_the_call(denied: Ran) -> None:
@@ -316,7 +318,9 @@ def test_codex_in_its_sandbox_keeps_the_capture(
     assert decision["action"] == "capture" and decision.get("updated_input") is None
     backup = ran.backup_of("Bash", "rm -r build")
     assert backup["kind"] == "layer" and backup["id"] == decision["backup_id"]
-    assert backup["targets"] == [(ran.box.project / "build").as_uri()]
+    # the tree, and the entry of its parent directory (whose mtime the rm changes)
+    assert backup["targets"] == [(ran.box.project / "build").as_uri(),
+                                 ran.box.project.as_uri() + "?depth=0"]
 
 
 def test_real_harness_through_the_decision_service(

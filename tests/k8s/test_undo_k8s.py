@@ -65,7 +65,7 @@ stringData: {{token: abc}}
     assert cm["metadata"]["labels"]["reviewed"] == "yes"
     assert kube.exists("secret", "token", ns) and kube.exists("configmap", "later", ns)
     (conflict,) = result.plans[0].conflicts
-    assert conflict.label == f"ConfigMap {ns}/limits"
+    assert conflict.label == f"configmaps/{ns}/limits"
     assert any(c.path.endswith("cpu") and (c.theirs, c.live) == ("8", "4")
                for c in conflict.conflicts)
 
