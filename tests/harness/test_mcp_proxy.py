@@ -79,6 +79,12 @@ def call_through_proxy(db: Path, cwd: Path, calls: list[tuple[str, dict[str, Any
     return run_apart(go)
 
 
+def taken(env: dict[str, str]) -> list[dict[str, Any]]:
+    """The backups taken before a call (the capture right after it, kind ``post-call``, is
+    the other half of the same call, kept for undo)."""
+    return [b for b in backups(env) if b["kind"] != "post-call"]
+
+
 def text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -92,7 +98,7 @@ def test_proxy_backs_up_before_forwarding_and_restore_brings_rows_back(
                                                    {"query": "DELETE FROM orders"})])
     assert not result.isError, text(result)
     assert rows(db) == []
-    (backup,) = backups(env)
+    (backup,) = taken(env)
     assert backup["tool_call"]["tool"] == "mcp__sqlite__write_query"
     assert backup["tool_call"]["harness"] == "mcp-proxy"
     assert backup["id"] in text(result)  # the model is told how to undo
@@ -183,7 +189,7 @@ def test_proxy_over_streamable_http_on_both_sides(home: Path, tmp_path: Path) ->
                 p.communicate(timeout=60)
     assert "apple" in text(selected) and not deleted.isError, text(deleted)
     assert rows(db) == []
-    (backup,) = backups(env)
+    (backup,) = taken(env)
     assert backup["tool_call"]["tool"] == "mcp__shop__write_query"
     assert backup["id"] in text(deleted)
     preimage("restore", backup["id"], env=env)

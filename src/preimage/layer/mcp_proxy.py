@@ -20,17 +20,20 @@ harness that speaks MCP, including ones without hooks.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from preimage.layer.call import ToolCall
 from preimage.layer.completion import ToolResult
 from preimage.layer.config import LayerConfig
 from preimage.layer.hook import log
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -56,6 +59,12 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
     from mcp.server.lowlevel import Server
 
     server: Server[Any, Any] = Server(f"preimage-{name}")
+    # The layer's store (SQLite) belongs to the thread that opened it: every layer call runs
+    # on this one thread, off the event loop (a capture may take seconds).
+    own = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="layer")
+
+    async def on_layer(fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(lambda: own.submit(fn, *args).result())
 
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
@@ -65,22 +74,23 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
     async def call_tool(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         call = ToolCall.mcp(name, tool, arguments, cwd=os.getcwd())
         call.harness = "mcp-proxy"
-        decision = await anyio.to_thread.run_sync(layer.before, call)
+        decision = await on_layer(layer.before, call)
         log({"event": "decision", "harness": "mcp-proxy", "tool": call.tool,
              **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
         if decision.error and layer.config.on_failure != "allow":
             message = f"preimage: this call is NOT backed up and was not run — {decision.error}"
-            layer.after(call, ToolResult("error", error=message), decision)
+            await on_layer(layer.after, call, ToolResult("error", error=message), decision)
             return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                         isError=True)
         started = time.perf_counter()
         try:
             result = await upstream.call_tool(tool, arguments)
         except Exception as exc:
-            done = layer.after(call, ToolResult("error", error=str(exc)), decision)
+            done = await on_layer(layer.after, call, ToolResult("error", error=str(exc)),
+                                  decision)
             log({"event": "completed", "harness": "mcp-proxy", **done.to_dict()})
             raise
-        done = layer.after(call, ToolResult(
+        done = await on_layer(layer.after, call, ToolResult(
             "error" if result.isError else "ok",
             duration_ms=round((time.perf_counter() - started) * 1000, 1)), decision)
         log({"event": "completed", "harness": "mcp-proxy", **done.to_dict()})
