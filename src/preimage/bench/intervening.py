@@ -46,22 +46,18 @@ captures follow them.
 from __future__ import annotations
 
 import os
-import shutil
 import time
-import traceback
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import preimage
 from preimage._registry import get_connector
-from preimage._store import Store
 from preimage._target import Target
-from preimage.bench.protector import NotCoveredError, Protector, RunContext
+from preimage.bench.protector import NotCoveredError, Protector
 from preimage.bench.results import RunResult
-from preimage.bench.scenario import CallSpec, Scenario
-from preimage.bench.systems.base import Sandbox, System
+from preimage.bench.scenario import Scenario
+from preimage.bench.systems.base import System
 from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.snapshot_schemas import Snapshot
 
@@ -176,14 +172,6 @@ def capture_state(uris: list[str], blobs: Any, previous: dict[str, Snapshot] | N
     return out
 
 
-def _run(call: CallSpec, system: System, sandbox: Sandbox, what: str) -> None:
-    from preimage.bench.runner import run_call
-
-    done = run_call(CallSpec.model_validate(sandbox.fill(call.model_dump())), system, sandbox)
-    if done.exit_code != 0:
-        raise preimage.UsageError(f"{what} failed (exit {done.exit_code}): {done.output[-300:]}")
-
-
 def run_intervening(
     scenario: Scenario,
     system: System,
@@ -194,104 +182,67 @@ def run_intervening(
     cache: Any = None,
 ) -> RunResult:
     """One scenario of the ``undo`` suite under one protector (see the module docstring)."""
-    from preimage.bench.runner import _record_protection, _shorten_paths, run_call
-
-    result = RunResult(
-        scenario=scenario.id, title=scenario.title, category=scenario.category,
-        system=scenario.system, protector=protector.name, label=protector.label,
+    from preimage.bench.runner import (
+        _record_protection,
+        guarded_run,
+        opened_scene,
+        run_call,
+        run_earlier,
     )
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    began = time.perf_counter()
-    sandbox: Sandbox | None = None
-    try:
-        if cache is not None:
-            sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
-        else:
-            sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
-            system.seed(scenario, sandbox)
+
+    with guarded_run(scenario, system, protector, root, keep=keep) as run, \
+            opened_scene(run, scenario, system, protector, root, cache) as (ctx, truth):
+        result, sandbox, expected = run.result, ctx.sandbox, ctx.expected
+        first = capture_state(expected, truth.blobs)
+        ctx.truth = {u: s for u, s in first.items() if s is not None}
+        started = time.perf_counter()
+        try:
+            protection = protector.before(ctx)
+        except NotCoveredError as exc:
+            result.status, result.reason = "not covered", str(exc)
+            return result
+        result.capture_s = time.perf_counter() - started
+        _record_protection(result, ctx, protector, protection)
+        if result.reason:
+            # The measured scope is wider than the call on purpose (it holds the
+            # person's other changes); what the call changed is judged by *reverted*.
+            result.notes.append(f"narrower than the measured scope — {result.reason}")
+            result.reason = ""
+        started = time.perf_counter()
+        outcome = run_call(protection.call or ctx.call, system, sandbox)
+        result.call_s = time.perf_counter() - started
+        result.call_exit = outcome.exit_code
+        if outcome.exit_code != 0:
+            result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
         system.settle(sandbox)
-        expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
-        call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
-        result.expected = expected
-        scratch = root / "scratch"
-        scratch.mkdir()
-        with ExitStack() as stack:
-            truth = stack.enter_context(Store(root / "truth"))
-            store = stack.enter_context(Store(root / "store"))
-            sandbox.env["PREIMAGE_HOME"] = str(store.home)
-            ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
-            for earlier in scenario.before:
-                earlier = CallSpec.model_validate(sandbox.fill(earlier.model_dump()))
-                protector.observe(ctx, earlier)
-                _run(earlier, system, sandbox, f"earlier call {earlier.tool}")
-            first = capture_state(expected, truth.blobs)
-            ctx.truth = {u: s for u, s in first.items() if s is not None}
+        started = time.perf_counter()
+        protector.after_call(ctx, protection, outcome.exit_code)
+        if protection.post_bytes is not None:
+            result.post_s = time.perf_counter() - started
+            result.post_bytes = protection.post_bytes
+        followed = ctx.truth
+        second = capture_state(expected, truth.blobs, followed)
+        for n, change in enumerate(scenario.after, 1):
+            run_earlier(change, system, sandbox, f"intervening change {n} ({change.tool})")
+        system.settle(sandbox)
+        third = capture_state(expected, truth.blobs, followed)
+        if protection.backup_id is not None:
             started = time.perf_counter()
             try:
-                protection = protector.before(ctx)
-            except NotCoveredError as exc:
-                result.status, result.reason = "not covered", str(exc)
-                return result
-            result.capture_s = time.perf_counter() - started
-            _record_protection(result, ctx, protector, protection)
-            if result.reason:
-                # The measured scope is wider than the call on purpose (it holds the
-                # person's other changes); what the call changed is judged by *reverted*.
-                result.notes.append(f"narrower than the measured scope — {result.reason}")
-                result.reason = ""
-            started = time.perf_counter()
-            outcome = run_call(protection.call or call, system, sandbox)
-            result.call_s = time.perf_counter() - started
-            result.call_exit = outcome.exit_code
-            if outcome.exit_code != 0:
-                result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
-            system.settle(sandbox)
-            started = time.perf_counter()
-            protector.after_call(ctx, protection, outcome.exit_code)
-            if protection.post_bytes is not None:
-                result.post_s = time.perf_counter() - started
-                result.post_bytes = protection.post_bytes
-            followed = ctx.truth
-            second = capture_state(expected, truth.blobs, followed)
-            for n, change in enumerate(scenario.after, 1):
-                _run(change, system, sandbox, f"intervening change {n} ({change.tool})")
-            system.settle(sandbox)
-            third = capture_state(expected, truth.blobs, followed)
-            if protection.backup_id is not None:
-                started = time.perf_counter()
-                try:
-                    result.notes.extend(protector.restore(ctx, protection))
-                except preimage.PreimageError as exc:  # a failed restore is a result
-                    result.notes.append(f"restore failed: {exc}")
-                result.restore_s = time.perf_counter() - started
-            system.settle(sandbox)
-            fourth = capture_state(expected, truth.blobs, followed)
-            reported = set(protection.reported)
-            got = Outcome()
-            for uri in expected:
-                s0, s1, s2, s3 = (leaves_of(uri, s[uri], truth.blobs)
-                                  for s in (first, second, third, fourth))
-                measure(s0, s1, s2, s3, reported, got)
-            _record(result, got)
-    except Exception as exc:  # one broken run must not stop the benchmark
-        result.status = "error"
-        result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
-        result.notes.append(traceback.format_exc(limit=4)[-1500:])
-    finally:
-        if sandbox is not None:
-            try:
-                system.teardown(sandbox)
-            except Exception as exc:  # leftovers on a test server are worth a note, no more
-                result.notes.append(f"teardown: {exc}")
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-            if sandbox is not None:
-                shutil.rmtree(sandbox.root, ignore_errors=True)
-                _shorten_paths(result, str(sandbox.root))
-        result.seconds = time.perf_counter() - began
-    return result
+                result.notes.extend(protector.restore(ctx, protection))
+            except preimage.PreimageError as exc:  # a failed restore is a result
+                result.notes.append(f"restore failed: {exc}")
+            result.restore_s = time.perf_counter() - started
+        system.settle(sandbox)
+        fourth = capture_state(expected, truth.blobs, followed)
+        reported = set(protection.reported)
+        got = Outcome()
+        for uri in expected:
+            s0, s1, s2, s3 = (leaves_of(uri, s[uri], truth.blobs)
+                              for s in (first, second, third, fourth))
+            measure(s0, s1, s2, s3, reported, got)
+        _record(result, got)
+    return run.result
 
 
 def _record(result: RunResult, got: Outcome) -> None:

@@ -19,8 +19,8 @@ import shutil
 import subprocess
 import time
 import traceback
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,6 +169,85 @@ def _backed_up_by_evidence(
         result.reason = ""
 
 
+@dataclass
+class GuardedRun:
+    """A run's result, and its sandbox once there is one (to tear down)."""
+
+    result: RunResult
+    sandbox: Sandbox | None = None
+
+
+@contextmanager
+def guarded_run(scenario: Scenario, system: System, protector: Protector, root: Path, *,
+                keep: bool = False) -> Iterator[GuardedRun]:
+    """A fresh ``root`` for one (scenario, protector) run; an exception in the block is the
+    run's ``error`` result; the sandbox is torn down and, unless ``keep``, removed."""
+    run = GuardedRun(RunResult(
+        scenario=scenario.id, title=scenario.title, category=scenario.category,
+        system=scenario.system, protector=protector.name, label=protector.label,
+    ))
+    result = run.result
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    began = time.perf_counter()
+    try:
+        yield run
+    except Exception as exc:  # one broken run must not stop the benchmark
+        result.status = "error"
+        result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+        result.notes.append(traceback.format_exc(limit=4)[-1500:])
+    finally:
+        if run.sandbox is not None:
+            try:
+                system.teardown(run.sandbox)
+            except Exception as exc:  # leftovers on a test server are worth a note, no more
+                result.notes.append(f"teardown: {exc}")
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+            if run.sandbox is not None:
+                shutil.rmtree(run.sandbox.root, ignore_errors=True)
+                _shorten_paths(result, str(run.sandbox.root))
+        result.seconds = time.perf_counter() - began
+
+
+def run_earlier(call: CallSpec, system: System, sandbox: Sandbox, what: str) -> None:
+    """Run a call that sets the scene (filled from the sandbox); raise if it fails."""
+    done = run_call(CallSpec.model_validate(sandbox.fill(call.model_dump())), system, sandbox)
+    if done.exit_code != 0:
+        raise preimage.UsageError(f"{what} failed (exit {done.exit_code}): {done.output[-300:]}")
+
+
+@contextmanager
+def opened_scene(run: GuardedRun, scenario: Scenario, system: System, protector: Protector,
+                 root: Path, cache: SeedCache | None = None
+                 ) -> Iterator[tuple[RunContext, Store]]:
+    """The seeded sandbox (``root/sandbox``, or with a ``cache`` the scenario's shared
+    ``root/../sandbox``, so every protector sees the same paths), the run's store and a
+    truth store under ``root``, and the session's earlier calls made (each seen by the
+    protector first): yields the run's context and the truth store."""
+    if cache is not None:
+        sandbox = run.sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
+    else:
+        sandbox = run.sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
+        system.seed(scenario, sandbox)
+    system.settle(sandbox)
+    expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
+    call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
+    run.result.expected = expected
+    scratch = root / "scratch"
+    scratch.mkdir()
+    with ExitStack() as stack:
+        truth_store = stack.enter_context(Store(root / "truth"))
+        store = stack.enter_context(Store(root / "store"))
+        sandbox.env["PREIMAGE_HOME"] = str(store.home)
+        ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
+        for earlier in scenario.before:
+            protector.observe(ctx, CallSpec.model_validate(sandbox.fill(earlier.model_dump())))
+            run_earlier(earlier, system, sandbox, f"earlier call {earlier.tool}")
+        yield ctx, truth_store
+
+
 def run_one(
     scenario: Scenario,
     system: System,
@@ -178,95 +257,45 @@ def run_one(
     keep: bool = False,
     cache: SeedCache | None = None,
 ) -> RunResult:
-    """One scenario under one protector, in a fresh sandbox.
-
-    The run's stores live under ``root``; the sandbox is ``root/sandbox``, or
-    with a ``cache`` the scenario's shared ``root/../sandbox`` (so every
-    protector sees the same paths).
-    """
-    result = RunResult(
-        scenario=scenario.id, title=scenario.title, category=scenario.category,
-        system=scenario.system, protector=protector.name, label=protector.label,
-    )
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    began = time.perf_counter()
-    sandbox: Sandbox | None = None
-    try:
-        if cache is not None:
-            sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
-        else:
-            sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
-            system.seed(scenario, sandbox)
+    """One scenario under one protector, in a fresh sandbox (see :func:`opened_scene`)."""
+    with guarded_run(scenario, system, protector, root, keep=keep) as run, \
+            opened_scene(run, scenario, system, protector, root, cache) as (ctx, truth_store):
+        result, sandbox, expected = run.result, ctx.sandbox, ctx.expected
+        # The truth is the state at the moment of the call, after what the agent did first.
+        truth = ctx.truth = capture_truth(expected, truth_store)
+        started = time.perf_counter()
+        try:
+            protection = protector.before(ctx)
+        except NotCoveredError as exc:
+            result.status, result.reason = "not covered", str(exc)
+            return result
+        result.capture_s = time.perf_counter() - started
+        _record_protection(result, ctx, protector, protection)
+        outcome = run_call(protection.call or ctx.call, system, sandbox)
+        result.call_exit = outcome.exit_code
+        if outcome.exit_code != 0:
+            result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
         system.settle(sandbox)
-        expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
-        call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
-        result.expected = expected
-        scratch = root / "scratch"
-        scratch.mkdir()
-        with ExitStack() as stack:
-            truth_store = stack.enter_context(Store(root / "truth"))
-            store = stack.enter_context(Store(root / "store"))
-            sandbox.env["PREIMAGE_HOME"] = str(store.home)
-            ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
-            for earlier in scenario.before:
-                earlier = CallSpec.model_validate(sandbox.fill(earlier.model_dump()))
-                protector.observe(ctx, earlier)
-                done = run_call(earlier, system, sandbox)
-                if done.exit_code != 0:
-                    raise preimage.UsageError(f"earlier call {earlier.tool} failed: {done.output}")
-            # The truth is the state at the moment of the call, after what the agent did first.
-            truth = ctx.truth = capture_truth(expected, truth_store)
+        protector.after_call(ctx, protection, outcome.exit_code)
+        damaged = score_live(truth, truth_store)
+        result.damage = damaged.restorable.score
+        if protection.backup_id is not None:
             started = time.perf_counter()
             try:
-                protection = protector.before(ctx)
-            except NotCoveredError as exc:
-                result.status, result.reason = "not covered", str(exc)
-                return result
-            result.capture_s = time.perf_counter() - started
-            _record_protection(result, ctx, protector, protection)
-            outcome = run_call(protection.call or call, system, sandbox)
-            result.call_exit = outcome.exit_code
-            if outcome.exit_code != 0:
-                result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
-            system.settle(sandbox)
-            protector.after_call(ctx, protection, outcome.exit_code)
-            damaged = score_live(truth, truth_store)
-            result.damage = damaged.restorable.score
-            if protection.backup_id is not None:
-                started = time.perf_counter()
-                try:
-                    result.notes.extend(protector.restore(ctx, protection))
-                except preimage.PreimageError as exc:  # a failed restore is a result: score it
-                    result.notes.append(f"restore failed: {exc}")
-                result.restore_s = time.perf_counter() - started
-            system.settle(sandbox)
-            final = score_live(truth, truth_store)
-            result.content = final.classes["content"].score
-            result.metadata = final.classes["metadata"].score
-            result.server = final.classes["server"].score
-            result.restorable = final.restorable.score
-            result.differences = _differences(final)
-            if protection.backup_id is not None and not result.backed_up:
-                _backed_up_by_evidence(result, damaged, final)
-    except Exception as exc:  # one broken run must not stop the benchmark
-        result.status = "error"
-        result.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
-        result.notes.append(traceback.format_exc(limit=4)[-1500:])
-    finally:
-        if sandbox is not None:
-            try:
-                system.teardown(sandbox)
-            except Exception as exc:  # leftovers on a test server are worth a note, no more
-                result.notes.append(f"teardown: {exc}")
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-            if sandbox is not None:
-                shutil.rmtree(sandbox.root, ignore_errors=True)
-                _shorten_paths(result, str(sandbox.root))
-        result.seconds = time.perf_counter() - began
-    return result
+                result.notes.extend(protector.restore(ctx, protection))
+            except preimage.PreimageError as exc:  # a failed restore is a result: score it
+                result.notes.append(f"restore failed: {exc}")
+            result.restore_s = time.perf_counter() - started
+        system.settle(sandbox)
+        final = score_live(truth, truth_store)
+        result.content = final.classes["content"].score
+        result.metadata = final.classes["metadata"].score
+        result.server = final.classes["server"].score
+        result.restorable = final.restorable.score
+        result.differences = _differences(final)
+        if protection.backup_id is not None and not result.backed_up:
+            _backed_up_by_evidence(result, damaged, final)
+    return run.result
 
 
 def _record_protection(
