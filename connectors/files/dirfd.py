@@ -212,40 +212,28 @@ class TreeHandle:
     def write_file(self, rel: str, chunks: Iterable[bytes], size: int,
                    extents: list[tuple[int, int]] | None) -> None:
         """Write a regular file from ``chunks`` (holes left where ``extents`` has none)."""
-
-        def make(fd: int, tmp: str) -> None:
-            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          0o600, dir_fd=fd)
-            try:
-                try:
-                    _write_sparse(out, chunks, extents) if extents else _write_all(out, chunks)
-                    if extents is not None:
-                        os.ftruncate(out, size)
-                finally:
-                    os.close(out)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=fd)
-                raise
-
-        self._replace_with(rel, make)
+        self._make_file(rel, lambda: chunks, size, extents, None)
 
     def clone_file(self, rel: str, source_fd: int, chunks: Callable[[], Iterable[bytes]],
                    size: int, extents: list[tuple[int, int]] | None) -> None:
         """Write a regular file as a reflink of ``source_fd`` (FICLONE: its extents are
         shared, nothing is copied); where the filesystem cannot, from ``chunks()``."""
+        self._make_file(rel, chunks, size, extents, source_fd)
 
+    def _make_file(self, rel: str, chunks: Callable[[], Iterable[bytes]], size: int,
+                   extents: list[tuple[int, int]] | None, source_fd: int | None) -> None:
         def make(fd: int, tmp: str) -> None:
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                           0o600, dir_fd=fd)
             try:
                 try:
-                    try:
-                        fcntl.ioctl(out, FICLONE, source_fd)
-                        return
-                    except OSError as exc:
-                        if exc.errno not in NO_CLONE:
-                            raise
+                    if source_fd is not None:
+                        try:
+                            fcntl.ioctl(out, FICLONE, source_fd)
+                            return
+                        except OSError as exc:
+                            if exc.errno not in NO_CLONE:
+                                raise
                     _write_sparse(out, chunks(), extents) if extents else _write_all(out, chunks())
                     if extents is not None:
                         os.ftruncate(out, size)
