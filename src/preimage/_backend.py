@@ -24,6 +24,7 @@ import errno
 import hashlib
 import io
 import itertools
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
@@ -452,9 +453,20 @@ class Catalog(ABC):
     def lease_held(self, backup_id: str) -> bool:
         """Whether a live process holds ``backup_id``'s lease."""
 
-    @abstractmethod
+    #: The first pause between two looks at a held lease (it doubles up to half a second).
+    lease_poll: float = 0.01
+
     def wait_lease(self, backup_id: str, timeout: float | None) -> bool:
-        """Block until nobody holds the lease (True) or ``timeout`` passes (False)."""
+        """Block until nobody holds the lease (True) or ``timeout`` passes (False), polling
+        :meth:`lease_held`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = self.lease_poll
+        while self.lease_held(backup_id):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+        return True
 
     @abstractmethod
     def stale_leases(self) -> list[str]:

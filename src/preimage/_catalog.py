@@ -522,17 +522,6 @@ class SqliteCatalog(Catalog):
             os.close(fd)
         return False
 
-    def wait_lease(self, backup_id: str, timeout: float | None) -> bool:
-        """Poll the lease until it is free or ``timeout`` seconds pass."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 0.01
-        while self.lease_held(backup_id):
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
-        return True
-
     def stale_leases(self) -> list[str]:
         """Backups whose lease file no process holds (left by killed captures)."""
         out = []

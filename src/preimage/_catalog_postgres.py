@@ -132,6 +132,8 @@ class PostgresCatalog(Catalog):
     """The catalog in the PostgreSQL database at ``url`` (credentials from the URL,
     ``PGPASSWORD`` or ``~/.pgpass``; only the redacted ``where`` is ever printed)."""
 
+    lease_poll = 0.02  # each look at a lease is a round trip to the server
+
     def __init__(self, url: str, where: str, keys: Keys, repository_id: str, *,
                  create: bool = False) -> None:
         try:
@@ -629,17 +631,6 @@ class PostgresCatalog(Catalog):
             "SELECT 1 FROM pg_locks WHERE locktype='advisory' AND classid=%s::oid"
             " AND objid=%s::oid AND objsubid=2 AND granted",
             (_LEASE_NS, _lock_key(backup_id) & 0xFFFFFFFF)))
-
-    def wait_lease(self, backup_id: str, timeout: float | None) -> bool:
-        """Poll until nobody holds the lease or ``timeout`` passes."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 0.02
-        while self.lease_held(backup_id):
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
-        return True
 
     def stale_leases(self) -> list[str]:
         """Advisory locks leave nothing behind when their session ends."""
