@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import postgres as pg_fixture  # fixtures/ is on sys.path (tests/layer/conftest.py)
 import pytest
 from services import request, running_services, stop_services
 
@@ -292,19 +291,6 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
 
 
 # ------------------------------------------------------------------ slow captures
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[Any]:
-    """A throw-away PostgreSQL server for the slow-capture tests."""
-    try:
-        server = pg_fixture.PostgresServer.start()
-    except pg_fixture.PostgresServerError as exc:
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class LockedTable:
