@@ -150,9 +150,13 @@ def lost_answer(harness: str, args: list[str], why: str) -> tuple[str, str, int]
     return json.dumps(doc), f"preimage: {why}\n", 0
 
 
+def _harness_and_options(argv: list[str]) -> tuple[str, list[str]]:
+    return (argv[0], list(argv[1:])) if argv else ("claude-code", [])
+
+
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
-    harness, args = (argv[0], list(argv[1:])) if argv else ("claude-code", [])
+    harness, args = _harness_and_options(argv)
     text = stdin.decode("utf-8", "replace")
     if os.environ.get("PREIMAGE_SERVICE", "").lower() in ("0", "off", "no", "false"):
         _log({"event": "path", "path": "in-process", "why": "PREIMAGE_SERVICE is off"})
@@ -192,8 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         out, err, code = run(argv, stdin)
     except Exception as exc:  # the harness must always get an answer, and --on-failure holds
-        harness, args = (argv[0], list(argv[1:])) if argv else ("claude-code", [])
-        out, err, code = lost_answer(harness, args, f"the hook failed, nothing backed up — {exc}")
+        why = f"the hook failed, nothing backed up — {exc}"
+        out, err, code = lost_answer(*_harness_and_options(argv), why)
     sys.stdout.write(out + "\n")
     sys.stderr.write(err)
     sys.stdout.flush()
