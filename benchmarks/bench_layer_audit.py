@@ -2,7 +2,7 @@
 
 Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--tools rm,git]
      [--limit N] [--shard I/N] [--ids FILE] [--skip done.jsonl …] [--json results.jsonl]
-     [--workdir DIR]
+     [--workdir DIR] [--verify-detector] [--no-restore-check]
      python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
      written with --json, e.g. the shards of one corpus run in parallel)
 
@@ -147,7 +147,9 @@ def run_sql(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
             args.sink.flush()
 
     return sql.run_corpus(workdir / "sql", sample=args.sample, files=args.files,
-                          limit=args.limit, progress=args.progress, on_result=sink)
+                          limit=args.limit, progress=args.progress, on_result=sink,
+                          shard=args.shard, verify_detector=args.verify_detector,
+                          restore_check=not args.no_restore_check)
 
 
 def main() -> None:
@@ -161,7 +163,12 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--progress", type=int, default=200, help="print progress every N calls")
     ap.add_argument("--write-sample", type=int, default=0, metavar="N")
-    ap.add_argument("--shard", metavar="I/N", help="only every N-th example, from the I-th (tldr)")
+    ap.add_argument("--shard", metavar="I/N", help="only every N-th example, from the I-th (tldr); "
+                    "the I-th of N sets of whole files of about as many calls (sql)")
+    ap.add_argument("--verify-detector", action="store_true",
+                    help="sql: dump after every call and check the change detector against it")
+    ap.add_argument("--no-restore-check", action="store_true",
+                    help="sql: do not restore each backup to check it")
     ap.add_argument("--ids", type=Path, help="only the example ids listed in this file (tldr)")
     ap.add_argument("--not-ids", type=Path, help="leave out the example ids listed in this file")
     ap.add_argument("--skip", type=Path, nargs="+", metavar="JSONL",
