@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -176,6 +177,8 @@ def main() -> None:
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSONL",
                     help="print the tables of results written by --json; run nothing")
     args = ap.parse_args()
+    # a run stopped with kill still stops the server it started and keeps what it wrote
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.report:
         sys.exit(print_report([r for p in args.report for r in report.load(p)]))
     args.sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - closed below
