@@ -218,6 +218,9 @@ def print_report(results: list[CallResult]) -> int:
         got = [r for r in results if r.corpus == corpus]
         if got:
             print(report.table(got, title=title))
+            if corpus == "postgres-regress":
+                print(report.table(got, title=f"{title}, per regression file", top=100,
+                                   key=report.by_file, column="file"))
             print(report.misses(got))
     return 1 if any(r.missed for r in results) else 0
 

@@ -123,6 +123,11 @@ def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
         return SqlEffect("read")
     if head in ("VACUUM", "ANALYZE", "ANALYSE") and "FULL" not in words:
         return SqlEffect("read")
+    if head == "DISCARD" and len(words) > 1 and words[1] in ("ALL", "TEMP", "TEMPORARY"):
+        return SqlEffect("database", Impact.NORMAL, forced_by=[f"DISCARD {words[1]}"],
+                         note=f"DISCARD {words[1]} drops the session's temporary objects and "
+                         "every object that depends on one (a function or view reading a "
+                         "temporary table); the whole database is captured")
     if head in _READ_KEYWORDS and head not in ("EXPLAIN",):
         return SqlEffect("read")
     if head == "REFRESH":
