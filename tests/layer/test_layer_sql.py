@@ -37,6 +37,10 @@ from preimage.layer.sql_text import analyze_sql
     ("CREATE TABLE n (id int)", "tables", ["public.n"]),
     ("SET search_path TO app; DROP TABLE t", "tables", ["app.t"]),
     ("SELECT setval('s', 1)", "database", None),
+    # drops the temporary objects and what depends on them (a function reading a temp sequence)
+    ("DISCARD TEMP", "database", None),
+    ("DISCARD ALL", "database", None),
+    ("DISCARD PLANS", "read", None),
 ])
 def test_statement_effects(sql: str, kind: str, detail: object) -> None:
     """Each statement maps to the narrowest state it can change."""
