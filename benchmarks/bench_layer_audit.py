@@ -150,7 +150,8 @@ def run_sql(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
     return sql.run_corpus(workdir / "sql", sample=args.sample, files=args.files,
                           limit=args.limit, progress=args.progress, on_result=sink,
                           shard=args.shard, verify_detector=args.verify_detector,
-                          restore_check=not args.no_restore_check)
+                          restore_check=not args.no_restore_check,
+                          ids=args.ids.read_text().split() if args.ids else None)
 
 
 def main() -> None:
@@ -170,7 +171,8 @@ def main() -> None:
                     help="sql: dump after every call and check the change detector against it")
     ap.add_argument("--no-restore-check", action="store_true",
                     help="sql: do not restore each backup to check it")
-    ap.add_argument("--ids", type=Path, help="only the example ids listed in this file (tldr)")
+    ap.add_argument("--ids", type=Path, help="only the example ids listed in this file (tldr; "
+                    "sql: file#call, the calls before them run unaudited)")
     ap.add_argument("--not-ids", type=Path, help="leave out the example ids listed in this file")
     ap.add_argument("--skip", type=Path, nargs="+", metavar="JSONL",
                     help="leave out examples already in these results (resume a stopped run)")
