@@ -41,6 +41,10 @@ from preimage.layer.sql_text import analyze_sql
     ("DISCARD TEMP", "database", None),
     ("DISCARD ALL", "database", None),
     ("DISCARD PLANS", "read", None),
+    # the column default takes the identity sequence's next value: the table with its sequences
+    ("UPDATE itest1 SET a = DEFAULT WHERE a = 2", "tables", ["public.itest1"]),
+    ("UPDATE t SET (a, b) = (DEFAULT, 3) WHERE a = 2", "tables", ["public.t"]),
+    ("UPDATE t SET b = \"default\" WHERE a = 2", "rows", "a = 2"),
 ])
 def test_statement_effects(sql: str, kind: str, detail: object) -> None:
     """Each statement maps to the narrowest state it can change."""

@@ -278,6 +278,11 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
             return SqlEffect("tables", Impact.HIGH, [name],
                              note="the WHERE reads other tables or parameters; the whole table "
                              "is captured")
+        if isinstance(tree, exp.Update) and _sets_default(tree, exp):
+            return SqlEffect("tables", Impact.HIGH, [name], forced_by=["SET … = DEFAULT"],
+                             note="SET … = DEFAULT runs the column default (an identity or "
+                             "serial column takes the next value of its sequence); the table "
+                             "is captured with its sequences")
         return SqlEffect("rows", Impact.HIGH, [name], where=_strip_alias(where.this, target))
     if isinstance(tree, (exp.Insert, exp.Merge)):
         target = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
@@ -290,6 +295,18 @@ def _effect(tree, stmt: str, default_schema: str | None, exp) -> SqlEffect:  # t
     if isinstance(tree, grants):
         return _privileges(tree, tables, default_schema, exp)
     return _by_keywords(stmt, default_schema)
+
+
+def _sets_default(tree: Any, exp: Any) -> bool:
+    """Whether an UPDATE assigns ``DEFAULT`` to a column (sqlglot reads it as a column)."""
+    for assignment in tree.args.get("expressions") or []:
+        value = assignment.expression if isinstance(assignment, exp.EQ) else assignment
+        for col in value.find_all(exp.Column):
+            ident = col.this
+            if (not col.table and isinstance(ident, exp.Identifier) and not ident.quoted
+                    and str(ident.this).upper() == "DEFAULT"):
+                return True
+    return False
 
 
 def _privileges(tree: Any, tables: list[str], default_schema: str | None, exp: Any) -> SqlEffect:
