@@ -244,6 +244,11 @@ class PgView(PgOwned):
     late: bool = metadata(
         False, description="depends on a constraint (GROUP BY a key): created after constraints"
     )
+    column_defaults: dict[str, str] = metadata(
+        default_factory=dict,
+        description="column → default expression (ALTER VIEW … ALTER COLUMN … SET DEFAULT: "
+        "what an INSERT through the view fills in)",
+    )
 
 
 class PgObject(PgOwned):

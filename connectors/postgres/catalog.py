@@ -568,11 +568,17 @@ def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
             (oid,),
         )
         r = cur.fetchone()
+        cur.execute(
+            """SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr
+            FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+            WHERE d.adrelid = %s""", (oid,))
+        defaults = {x["attname"]: x["expr"] for x in cur.fetchall()}
         out.append(PgView(
             namespace=r["nspname"], name=r["relname"], materialized=r["relkind"] == "m",
             definition=r["def"], options=sorted(r["options"]), populated=r["relispopulated"],
             indexes=_indexes(cur, oid) if r["relkind"] == "m" else [],
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
+            column_defaults=defaults,
         ))
     return out
 

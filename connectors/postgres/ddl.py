@@ -327,6 +327,17 @@ def create_view(view: PgView, *, with_data: bool = True) -> str:
     return f"CREATE VIEW {name}{opts} AS {body}"
 
 
+def view_default_statements(view: PgView, live: dict[str, str]) -> list[str]:
+    """``ALTER VIEW … ALTER COLUMN … SET/DROP DEFAULT`` from the ``live`` defaults to the
+    captured ones."""
+    name = qn(view.namespace, view.name)
+    out = [f"ALTER VIEW {name} ALTER COLUMN {q(col)} SET DEFAULT {expr}"
+           for col, expr in sorted(view.column_defaults.items()) if live.get(col) != expr]
+    out += [f"ALTER VIEW {name} ALTER COLUMN {q(col)} DROP DEFAULT"
+            for col in sorted(live) if col not in view.column_defaults]
+    return out
+
+
 def trigger_enable_statement(table: str, trigger: str, enabled: str) -> str:
     """ALTER TABLE … ENABLE/DISABLE TRIGGER as captured (O, D, R, A)."""
     word = {"O": "ENABLE", "D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}[enabled]

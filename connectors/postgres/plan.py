@@ -280,7 +280,7 @@ class Planner:
     def _view(self, v: PgView) -> None:
         have = self.live_of(v)
         if not self.views_dropped and have is not None:
-            sql = owner_comment_acl(v, have)
+            sql = ddl.view_default_statements(v, have.column_defaults) + owner_comment_acl(v, have)
             if sql:
                 self.plan.add("finish", Step(v.natural_key(), "owner, comment, grants", sql))
             return
@@ -291,7 +291,8 @@ class Planner:
                  for idx in v.indexes if idx.comment is not None]
         if v.materialized and v.populated:
             late.append(f"REFRESH MATERIALIZED VIEW {qn(v.namespace, v.name)}")
-        sql = [ddl.create_view(v, with_data=False), *owner_comment_acl(v, None)]
+        sql = [ddl.create_view(v, with_data=False), *ddl.view_default_statements(v, {}),
+               *owner_comment_acl(v, None)]
         if v.late:
             self.plan.add("views", Step(v.natural_key(), "create view", sql + late))
             return

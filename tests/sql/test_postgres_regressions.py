@@ -183,3 +183,27 @@ def test_live_default_privileges_do_not_reach_restored_objects(
     # Identical up to the live default privileges, which pg_dump prints last.
     check.same_dump(pg_dump(db).split("\n--\n-- Name: DEFAULT PRIVILEGES")[0],
                     before.split("\n--\n-- PostgreSQL database dump complete")[0])
+
+
+def test_view_column_defaults_come_back(check: Any, db: Any, cli: Any, pg_dump: Any) -> None:
+    """A view column's default (ALTER VIEW … SET DEFAULT, used by INSERT through the view)
+    is restored, whether the call changed it or dropped the view."""
+    db.sql("""
+        CREATE TABLE public.base (a int PRIMARY KEY, d text);
+        CREATE VIEW public.base_view AS SELECT a, d FROM public.base;
+        ALTER VIEW public.base_view ALTER COLUMN d SET DEFAULT 'view default';
+        CREATE VIEW public.other_view AS SELECT a FROM public.base;
+    """)
+    before = pg_dump(db)
+    backup = cli.capture(db.uri())
+    db.sql("""
+        ALTER VIEW public.base_view ALTER COLUMN d SET DEFAULT 'changed';
+        ALTER VIEW public.other_view ALTER COLUMN a SET DEFAULT 7;
+    """)
+    cli.restore(backup)
+    check.same_dump(pg_dump(db), before)
+    db.sql("DROP VIEW public.base_view")
+    cli.restore(backup)
+    check.same_dump(pg_dump(db), before)
+    db.sql("INSERT INTO public.base_view (a) VALUES (1)")
+    assert db.sql("SELECT d FROM public.base WHERE a = 1").strip() == "view default"
