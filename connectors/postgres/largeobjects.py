@@ -11,6 +11,7 @@ the server's own ``sha256``.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,27 +20,50 @@ from preimage.snapshot_schemas.postgres import PgLargeObject
 
 Cursor = Any
 CHUNK = 1 << 20
+WHOLE = 256 << 20  # hashed by the server in one piece up to this size
 
 
 def read_large_objects(cur: Cursor, blobs: BlobStore | None) -> list[PgLargeObject]:
-    """Every large object; with ``blobs``, its bytes go into a blob."""
+    """Every large object; with ``blobs``, its bytes go into a blob.
+
+    The size comes from a seek to the end (``lo_get`` of a whole object fails past 1 GiB,
+    and a sparse object written at a 4 GiB offset is that large); objects up to
+    :data:`WHOLE` are hashed by the server, larger ones chunk by chunk here."""
     cur.execute(
         """SELECT m.oid, pg_get_userbyid(m.lomowner) AS owner,
             ARRAY(SELECT x::text FROM unnest(coalesce(m.lomacl, acldefault('L', m.lomowner))) x
                   ORDER BY 1) AS acl,
             obj_description(m.oid, 'pg_largeobject') AS comment,
-            encode(sha256(lo_get(m.oid)), 'hex') AS sha, length(lo_get(m.oid)) AS size
+            lo_lseek64(lo_open(m.oid, 262144), 0, 2) AS size
         FROM pg_largeobject_metadata m ORDER BY m.oid""")
     rows = cur.fetchall()
     out = []
     for r in rows:
-        digest = None
-        if blobs is not None:
-            digest = blobs.put_chunks(_chunks(cur, r["oid"], r["size"]))
-        out.append(PgLargeObject(loid=r["oid"], size=r["size"], sha256=r["sha"],
+        digest = sha = None
+        if r["size"] <= WHOLE:
+            cur.execute("SELECT encode(sha256(lo_get(%s)), 'hex') AS sha", (r["oid"],))
+            sha = cur.fetchone()["sha"]
+            if blobs is not None:
+                digest = blobs.put_chunks(_chunks(cur, r["oid"], r["size"]))
+        else:
+            hasher = hashlib.sha256()
+            chunks = _hashed(_chunks(cur, r["oid"], r["size"]), hasher)
+            if blobs is not None:
+                digest = blobs.put_chunks(chunks)
+            else:
+                for _ in chunks:
+                    pass
+            sha = hasher.hexdigest()
+        out.append(PgLargeObject(loid=r["oid"], size=r["size"], sha256=sha,
                                  data_digest=digest, owner=r["owner"], acl=list(r["acl"]),
                                  comment=r["comment"]))
     return out
+
+
+def _hashed(chunks: Iterator[bytes], hasher: Any) -> Iterator[bytes]:
+    for chunk in chunks:
+        hasher.update(chunk)
+        yield chunk
 
 
 def _chunks(cur: Cursor, oid: int, size: int) -> Iterator[bytes]:
