@@ -45,6 +45,11 @@ from preimage.layer.sql_text import analyze_sql
     ("UPDATE itest1 SET a = DEFAULT WHERE a = 2", "tables", ["public.itest1"]),
     ("UPDATE t SET (a, b) = (DEFAULT, 3) WHERE a = 2", "tables", ["public.t"]),
     ("UPDATE t SET b = \"default\" WHERE a = 2", "rows", "a = 2"),
+    # PostgreSQL folds unquoted names: the table is serialtest1, "Quoted" keeps its case
+    ("INSERT INTO serialTest1 VALUES ('foo')", "tables", ["public.serialtest1"]),
+    ("DROP TABLE App.\"MixedCase\"", "tables", ["app.MixedCase"]),
+    ("SET search_path TO App; DROP TABLE T", "tables", ["app.t"]),
+    ("SET search_path TO \"App\"; DROP TABLE T", "tables", ["App.t"]),
 ])
 def test_statement_effects(sql: str, kind: str, detail: object) -> None:
     """Each statement maps to the narrowest state it can change."""

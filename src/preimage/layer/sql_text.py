@@ -102,6 +102,13 @@ def _strip_alias(where: object, table: object) -> str:
     return pred.sql(dialect="postgres")
 
 
+def _folded(name: str) -> str:
+    """A PostgreSQL name as the server reads it: quoted kept as written, else lower case."""
+    if len(name) > 1 and name[0] == name[-1] and name[0] in "'\"":
+        return name[1:-1].replace(name[0] * 2, name[0])
+    return name.lower()
+
+
 def _first_keywords(sql: str) -> list[str]:
     return re.findall(r"[A-Za-z_]+", sql.upper())[:4]
 
@@ -133,7 +140,7 @@ def _by_keywords(sql: str, default_schema: str | None) -> SqlEffect:
     if head == "REFRESH":
         m = re.search(r"VIEW\s+(?:CONCURRENTLY\s+)?([\w.\"]+)", sql, re.I)
         if m:
-            name = m.group(1).replace('"', "")
+            name = ".".join(_folded(part) for part in m.group(1).split("."))
             if "." not in name and default_schema:
                 name = f"{default_schema}.{name}"
             return SqlEffect("tables", Impact.NORMAL, [name])
@@ -171,13 +178,18 @@ def analyze_sql(sql: str, dialect: str = "postgres",
         m = re.match(r"\s*SET\s+(?:LOCAL\s+|SESSION\s+)?search_path\s*(?:TO|=)\s*(.+)$",
                      stmt.strip(), re.I | re.S)
         if m and dialect == "postgres":
-            path = [p.strip().strip("'\"") for p in m.group(1).split(",") if p.strip()]
+            path = [_folded(p.strip()) for p in m.group(1).split(",") if p.strip()]
             path = [p for p in path if p and p != "$user" and p.lower() != "default"] or ["public"]
             default_schema = path[0]
             out.append(SqlEffect("read", search_path=path))
             continue
         try:
             tree = sqlglot.parse_one(stmt, read=dialect)
+            if dialect == "postgres" and tree is not None:
+                # PostgreSQL folds unquoted names to lower case: `serialTest1` is serialtest1
+                from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+                tree = normalize_identifiers(tree, dialect=dialect)
         except Exception:  # sqlglot raises many kinds; anything unparsed goes by keywords
             out.append(_by_keywords(stmt, default_schema))
             continue
