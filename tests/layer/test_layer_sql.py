@@ -50,6 +50,9 @@ from preimage.layer.sql_text import analyze_sql
     ("DROP TABLE App.\"MixedCase\"", "tables", ["app.MixedCase"]),
     ("SET search_path TO App; DROP TABLE T", "tables", ["app.t"]),
     ("SET search_path TO \"App\"; DROP TABLE T", "tables", ["App.t"]),
+    # a MERGE's WHEN … THEN UPDATE writes the MERGE's target (it names no table of its own)
+    ("MERGE INTO parted_trig USING (SELECT 1) AS ss ON true "
+     "WHEN MATCHED AND a = 2 THEN UPDATE SET a = 1", "tables", ["public.parted_trig"]),
 ])
 def test_statement_effects(sql: str, kind: str, detail: object) -> None:
     """Each statement maps to the narrowest state it can change."""

@@ -193,7 +193,13 @@ def analyze_sql(sql: str, dialect: str = "postgres",
         except Exception:  # sqlglot raises many kinds; anything unparsed goes by keywords
             out.append(_by_keywords(stmt, default_schema))
             continue
-        out.extend(_statement_effects(tree, stmt, default_schema, dialect))
+        try:
+            out.extend(_statement_effects(tree, stmt, default_schema, dialect))
+        except Exception as exc:  # a shape the reading does not know: fail closed
+            words = " ".join(_first_keywords(stmt)[:2])
+            out.append(SqlEffect("database", Impact.NORMAL, forced_by=[f"statement `{words}`"],
+                                 note=f"`{words}` could not be read statement by statement "
+                                 f"({type(exc).__name__}); the whole database is captured"))
     return out
 
 
@@ -207,7 +213,9 @@ def _statement_effects(tree, stmt: str, default_schema: str | None,  # type: ign
         return [_by_keywords(stmt, default_schema)]
     effects = [_effect(tree, stmt, default_schema, exp)]
     for sub in tree.find_all(exp.Delete, exp.Update, exp.Insert, exp.Merge):
-        if sub is not tree:
+        when = getattr(exp, "When", None)
+        if sub is not tree and not (when is not None and sub.find_ancestor(when) is not None):
+            # a MERGE's WHEN … THEN UPDATE/DELETE/INSERT writes the MERGE's own target
             effects.append(_effect(sub, stmt, default_schema, exp))
     unknown = unknown_functions(_executed_part(tree, exp), dialect)
     if unknown:
