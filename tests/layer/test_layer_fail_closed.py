@@ -187,6 +187,27 @@ def test_truncate_cascade_captures_every_table_that_references(pg_server: object
     assert _psql(pg_server, pg_db, count).strip() == "6"
 
 
+def test_a_domain_default_that_takes_a_sequence_value_captures_the_database(
+        pg_server: object, pg_db: str, store: Store, tmp_path: Path) -> None:
+    """An INSERT filling a column from its domain's default (`nextval` of a sequence the table
+    does not own) moves that sequence: the whole database is captured, and restored."""
+    from preimage.layer import McpServer
+
+    _psql(pg_server, pg_db, """CREATE SEQUENCE free_seq;
+        CREATE DOMAIN counted int4 DEFAULT nextval('free_seq');
+        CREATE TABLE t (id counted PRIMARY KEY, note text);""")
+    uri = pg_server.uri(pg_db)  # type: ignore[attr-defined]
+    config = LayerConfig(workspace=str(tmp_path), mcp={"pg": McpServer(kind="postgres", target=uri)})
+    layer = BackupLayer(store=store, config=config, env=dict(os.environ))
+    sql = "INSERT INTO t (note) VALUES ('a')"
+    decision = layer.before(ToolCall.mcp("pg", "execute_sql", {"sql": sql}))
+    assert decision.targets == [uri], decision.to_dict()
+    assert any("free_seq" in n for n in decision.notes), decision.notes
+    _psql(pg_server, pg_db, sql)
+    preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
+    assert _psql(pg_server, pg_db, "SELECT nextval('free_seq')").strip() == "1"
+
+
 @pytest.mark.parametrize("command", ["make all", "npm access get status pkg", "frobnicate"])
 def test_code_the_layer_cannot_read_also_holds_the_home_state(command: str, project: Path,
                                                               store: Store) -> None:

@@ -9,8 +9,10 @@ the database's catalog (PostgreSQL's ``pg_class``/``pg_trigger``/
 ``pg_rewrite``/``pg_constraint``, SQLite's ``sqlite_master`` and
 ``foreign_key_list``):
 
-* a name that is not a plain table, or a table with triggers or rules →
-  the capture widens to the whole database, naming the cause;
+* a name that is not a plain table, a table with triggers or rules, or one
+  with a column whose domain default calls a function (``nextval`` of a
+  sequence the table does not own) → the capture widens to the whole
+  database, naming the cause;
 * tables that cascade from a written table → added to the capture.
 
 A catalog that cannot be read (no permission, a missing database) also
@@ -80,6 +82,21 @@ def postgres_facts(uri: str, database: str, tables: list[str],
                     facts.widen.append(f"`{name}` has triggers")
                 if rules:
                     facts.widen.append(f"`{name}` has rules")
+                # a domain's default is not the table's own: when it calls a function
+                # (`nextval('free_seq')`) the write changes what the table scope does not hold
+                cur.execute(
+                    """WITH RECURSIVE doms(typ) AS (
+                         SELECT a.atttypid FROM pg_attribute a
+                         WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
+                         UNION SELECT t.typbasetype FROM pg_type t JOIN doms d ON t.oid = d.typ
+                         WHERE t.typtype = 'd')
+                       SELECT format_type(t.oid, NULL), t.typdefault
+                       FROM pg_type t JOIN doms d ON t.oid = d.typ
+                       WHERE t.typtype = 'd' AND t.typdefault LIKE '%%(%%'
+                       ORDER BY 1""", (oid,))
+                for domain, default in cur.fetchall():
+                    facts.widen.append(f"`{name}` has a column of domain `{domain}`, whose "
+                                       f"default `{default}` calls a function")
                 cur.execute(
                     """SELECT DISTINCT n.nspname || '.' || c.relname
                        FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
