@@ -95,7 +95,6 @@ RESTORE_GAPS = {
     "create_view#90": "CREATE VIEW … WITH (security_invoker): a view of another schema "
                       "(testviewschm2.pubview) differs after the restore",
     "triggers#630": "ALTER TABLE parent ENABLE ALWAYS TRIGGER: the partition's trigger state",
-    "updatable_views#1080": "ALTER VIEW … SET DEFAULT: the view column's default",
     "domain#90": "ALTER DOMAIN … ADD CONSTRAINT on a domain a table column uses: the restore "
                  "drops the domain without CASCADE, fails and rolls back",
 }
