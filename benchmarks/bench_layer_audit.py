@@ -4,7 +4,8 @@ Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [
      [--limit N] [--shard I/N] [--ids FILE] [--skip done.jsonl …] [--json results.jsonl]
      [--workdir DIR] [--verify-detector] [--no-restore-check]
      python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
-     written with --json, e.g. the shards of one corpus run in parallel)
+     written with --json, e.g. the shards of one corpus run in parallel; a call found in
+     several files counts as in the last, so a re-run of chosen calls goes last)
 
 * tldr: every command example of the tldr pages (common + linux) whose
   program is installed here runs in a bubblewrap sandbox after the layer's
@@ -177,12 +178,14 @@ def main() -> None:
     ap.add_argument("--skip", type=Path, nargs="+", metavar="JSONL",
                     help="leave out examples already in these results (resume a stopped run)")
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSONL",
-                    help="print the tables of results written by --json; run nothing")
+                    help="print the tables of results written by --json (a call in several "
+                    "files counts as in the last); run nothing")
     args = ap.parse_args()
     # a run stopped with kill still stops the server it started and keeps what it wrote
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.report:
-        sys.exit(print_report([r for p in args.report for r in report.load(p)]))
+    if args.report:  # a call in a later file (a re-run after a fix) replaces the earlier one
+        latest = {(r.corpus, r.id): r for p in args.report for r in report.load(p)}
+        sys.exit(print_report(list(latest.values())))
     args.sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - closed below
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="preimage-layer-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
