@@ -26,6 +26,8 @@ from preimage.layer.sql_text import analyze_sql
     ("CREATE SCHEMA app", "schema", "app"),
     ("CREATE VIEW v AS SELECT 1", "schema", "public"),
     ("CREATE INDEX i ON s.t (a)", "tables", ["s.t"]),
+    ("CREATE UNIQUE INDEX k ON t (key, fruit text_pattern_ops)", "tables", ["public.t"]),
+    ("CREATE INDEX k ON t (lower(fruit) COLLATE \"C\" text_pattern_ops)", "tables", ["public.t"]),
     ("ALTER TABLE t RENAME TO u", "tables", ["public.t", "public.u"]),
     ("SELECT * INTO t3 FROM t", "tables", ["public.t3"]),
     ("CREATE TEMP TABLE tmp (id int)", "read", None),

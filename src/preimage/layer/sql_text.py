@@ -372,6 +372,10 @@ def _create(tree, tables: list[str], default_schema: str | None,  # type: ignore
         return SqlEffect("tables", Impact.LOW, tables,
                          note="CREATE TABLE: the new table is captured as absent, so a restore "
                          "drops it")
+    on = tree.this.args.get("table") if isinstance(tree.this, exp.Index) else None
+    if kind == "INDEX" and isinstance(on, exp.Table):
+        # the table it is ON (an operator class, `fruit text_pattern_ops`, reads as a table)
+        return SqlEffect("tables", Impact.LOW, [_name(on, default_schema)])
     if kind in ("INDEX", "TRIGGER") and tables:
         return SqlEffect("tables", Impact.LOW, tables[-1:] if kind == "INDEX" else tables[:1])
     if kind == "SCHEMA":
