@@ -208,6 +208,27 @@ def test_a_domain_default_that_takes_a_sequence_value_captures_the_database(
     assert _psql(pg_server, pg_db, "SELECT nextval('free_seq')").strip() == "1"
 
 
+def test_rows_of_a_table_without_a_primary_key_are_captured_with_the_table(
+        pg_server: object, pg_db: str, store: Store, tmp_path: Path) -> None:
+    """`UPDATE … WHERE` on a table without a primary key: an updated row cannot be told from a
+    new one, so the whole table is captured and comes back without duplicates."""
+    from preimage.layer import McpServer
+
+    _psql(pg_server, pg_db, """CREATE TABLE update_test (a int DEFAULT 10, b int, c text);
+        INSERT INTO update_test VALUES (10, NULL, 'foo'), (10, NULL, NULL), (5, 1, 'x');""")
+    uri = pg_server.uri(pg_db)  # type: ignore[attr-defined]
+    config = LayerConfig(workspace=str(tmp_path), mcp={"pg": McpServer(kind="postgres", target=uri)})
+    layer = BackupLayer(store=store, config=config, env=dict(os.environ))
+    sql = "UPDATE update_test AS t SET b = 10 WHERE t.a = 10"
+    decision = layer.before(ToolCall.mcp("pg", "execute_sql", {"sql": sql}))
+    assert decision.targets == [f"{uri}?tables=public.update_test"], decision.to_dict()
+    rows = "SELECT a, b, c FROM update_test ORDER BY a, b, c"
+    want = _psql(pg_server, pg_db, rows)
+    _psql(pg_server, pg_db, sql)
+    preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
+    assert _psql(pg_server, pg_db, rows) == want
+
+
 @pytest.mark.parametrize("command", ["make all", "npm access get status pkg", "frobnicate"])
 def test_code_the_layer_cannot_read_also_holds_the_home_state(command: str, project: Path,
                                                               store: Store) -> None:

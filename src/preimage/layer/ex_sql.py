@@ -143,6 +143,12 @@ def effects_finding(source: SimpleCommand | ToolCall, rule: Rule, base: SqlBase,
         elif facts.cascades:
             tables.update(facts.cascades)
             f.notes.append("foreign keys cascade the change to " + ", ".join(facts.cascades))
+        keyless = sorted({t for t, _ in rows if t in facts.keyless})
+        if keyless and not whole:
+            tables.update(keyless)
+            f.notes.append(", ".join(f"`{t}`" for t in keyless) + " has no primary key: its "
+                           "changed rows cannot be told from new ones, so the whole table is "
+                           "captured rather than the rows the WHERE selects")
     if whole:
         targets.append(PlannedTarget(base.uri(), "the SQL changes this database", fallback=fallback,
                                      external=base.scheme != "sqlite"))

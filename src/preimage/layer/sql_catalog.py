@@ -13,7 +13,10 @@ the database's catalog (PostgreSQL's ``pg_class``/``pg_trigger``/
   with a column whose domain default calls a function (``nextval`` of a
   sequence the table does not own) → the capture widens to the whole
   database, naming the cause;
-* tables that cascade from a written table → added to the capture.
+* tables that cascade from a written table → added to the capture;
+* a table without a primary key → a row scope on it becomes the whole table
+  (a changed row of a keyless table cannot be told from a new one, so only
+  the table restored whole comes back exactly).
 
 A catalog that cannot be read (no permission, a missing database) also
 widens to the whole database: unsure means wider.  A server that cannot be
@@ -35,6 +38,7 @@ class TableFacts:
 
     widen: list[str] = field(default_factory=list)      # causes that need the whole database
     cascades: list[str] = field(default_factory=list)   # more tables the write reaches
+    keyless: list[str] = field(default_factory=list)    # no primary key: rows have no identity
 
 
 def postgres_facts(uri: str, database: str, tables: list[str],
@@ -74,6 +78,11 @@ def postgres_facts(uri: str, database: str, tables: list[str],
                 if row is None:
                     continue  # created by the statement: captured as absent
                 oid, relkind, triggers, rules = row
+                cur.execute("SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = %s "
+                            "AND contype = 'p')", (oid,))
+                keyed = cur.fetchone()
+                if relkind in ("r", "p") and not (keyed and keyed[0]):
+                    facts.keyless.append(name)
                 if relkind not in ("r", "p"):
                     kind = {"v": "a view", "m": "a materialized view", "f": "a foreign table",
                             "S": "a sequence", "i": "an index", "c": "a type"}.get(relkind, relkind)
