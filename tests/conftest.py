@@ -48,11 +48,18 @@ SERVER_MARKERS = {
 #: worker is free.
 GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
 
+#: Benchmark modules that run against an area's session server, and so in its unit (the
+#: undo suite's full run uses the session's Kubernetes control plane).
+JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
+
 
 def _unit(nodeid: str) -> str:
     """The unit of work a test belongs to (see :data:`GROUPED_AREAS`): its area, its
     benchmark module, or the test itself."""
-    parts = nodeid.split("::", 1)[0].split("/")
+    path = nodeid.split("::", 1)[0]
+    if path in JOINS_AREA:
+        return JOINS_AREA[path]
+    parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
         return parts[1]
     if len(parts) > 2 and parts[0] == "tests" and parts[1] == "bench":
@@ -278,3 +285,45 @@ def dead_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
     finally:
         sock.close()
+
+
+def _bin_dir() -> str:
+    """The folder of the cached Kubernetes control plane binaries (fixtures/kubernetes)."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        ["bash", str(root / "fixtures" / "kubernetes" / "build.sh"), "--cached"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            "the Kubernetes control plane binaries are missing — run `bash fixtures/setup.sh` "
+            f"(or `bash fixtures/kubernetes/build.sh`) first: {proc.stderr.strip()}"
+        )
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[Any]:
+    """One throw-away Kubernetes control plane (etcd, kube-apiserver, controller manager)
+    for the whole session, shared by the k8s tests and the benchmark runs that need a
+    cluster (startup costs ~10 s)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "kubernetes" / "control_plane.py"
+    spec = importlib.util.spec_from_file_location("_preimage_fixture_k8s", path)
+    assert spec and spec.loader
+    cp_fixture = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = cp_fixture
+    spec.loader.exec_module(cp_fixture)
+    # the claim binder re-checks Lost claims every 2 s instead of every 15 s
+    cp = cp_fixture.ControlPlane(
+        _bin_dir(), extra_controller_manager_args=("--pvclaimbinder-sync-period=2s",)
+    )
+    try:
+        cp.start()
+    except cp_fixture.ControlPlaneError as exc:
+        pytest.fail(f"the Kubernetes control plane did not start: {exc}")
+    try:
+        yield cp
+    finally:
+        cp.stop()
