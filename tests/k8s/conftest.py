@@ -1,6 +1,7 @@
-"""Fixtures for the k8s connector tests: one real control plane for the session
-(etcd + kube-apiserver + kube-controller-manager on loopback), a fresh
-namespace per test, a private backup store, and the CLI in a real process."""
+"""Fixtures for the k8s connector tests: the session's real control plane (etcd +
+kube-apiserver + kube-controller-manager on loopback; ``control_plane`` in the root
+conftest, which the undo bench run shares), a fresh namespace per test, a private
+backup store, and the CLI in a real process."""
 
 from __future__ import annotations
 
