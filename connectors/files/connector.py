@@ -7,7 +7,7 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._documents import ItemStream
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
@@ -51,7 +51,10 @@ class FileConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(audits_completeness=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        audits_completeness=True, undo=Granularity(
+            "file by path", "metadata field (mode, owner, times, xattrs)",
+            "text files line by line where the changes do not overlap"))
     reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
