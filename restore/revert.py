@@ -23,8 +23,10 @@ live except for those items, and the connector restores exactly those keys
 (:attr:`~preimage.restoration.RestorePolicy.keys`) — the same restore path,
 the same per-item report, nothing outside the set written.
 
-Each connector says how finely it can do this with a :class:`Reverter`
-(``reverter`` on the connector class): the default reverts whole items and
+Each connector declares how finely it can do this in its capabilities
+(``Capabilities.undo``, a :class:`Granularity`; none declared: undo is refused)
+and does it with a :class:`Reverter` (``reverter`` on the connector class):
+the default reverts whole items and
 merges their fields by the schema's declarations; connectors add derived
 (*soft*) fields, content merges (text files line by line) and a
 ``synthesize`` for state kept outside the items (table rows in blobs).
@@ -37,6 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from preimage._connector import Granularity
 from preimage.restoration.merge import MISSING, Conflict, Merger, restorable_leaves, same
 from preimage.snapshot_schemas import Item, Snapshot
 
@@ -63,22 +66,6 @@ class Resolution(enum.StrEnum):
     LEAVE = "leave"
     TAKE_BACKUP = "take-backup"
     KEEP_LIVE = "keep-live"
-
-
-@dataclass(frozen=True)
-class Granularity:
-    """How finely a connector's undo reverts a call: its unit of state, its fields,
-    and what it merges inside one field (declared per connector, tested by the
-    conformance kit)."""
-
-    item: str                    # "file by path", "row by primary key", …
-    fields: str = ""             # "metadata field", "column", "" (whole items only)
-    merges: str = ""             # "text files line by line", "flags as sets", …
-
-    def describe(self) -> str:
-        """One line: ``file by path, metadata field; text files line by line``."""
-        text = self.item + (f", {self.fields}" if self.fields else "")
-        return text + (f"; {self.merges}" if self.merges else "")
 
 
 @dataclass
@@ -161,7 +148,6 @@ class Reverter:
     base.
     """
 
-    granularity: ClassVar[Granularity] = Granularity("item by natural key", "field")
     #: Whether an item the call changed only in soft fields is written back (a
     #: directory's mtime: yes; a table's row digest, which its rows' writes set: no).
     write_soft_only: ClassVar[bool] = True

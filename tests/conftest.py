@@ -43,32 +43,65 @@ SERVER_MARKERS = {
 
 
 #: Areas whose tests share session servers: under pytest-xdist (``-n auto``) all the tests
-#: of one run on one worker, so each server starts once; a benchmark module (one bench
-#: run shared by its tests) is a unit of its own.  Every other test goes wherever a
-#: worker is free.
+#: of one run on one worker, so each server starts once.  Every other module is a unit of
+#: its own (a benchmark module shares one bench run, the real-harness module one run per
+#: harness, the layer audit one audited sample), so its module fixtures run once.
 GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
+
+#: Benchmark modules that run against an area's session server, and so in its unit (the
+#: undo suite's full run uses the session's Kubernetes control plane).
+JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
+
+#: Units that take minutes, handed out first and longest first, so that no worker is left
+#: waiting on one at the end; the rest follow by number of tests, as xdist orders them.
+LONG_UNITS = (
+    "tests/layer/test_layer_audit.py", "browser", "sql", "tests/harness/test_real_harnesses.py",
+    "remote", "k8s", "tests/bench/test_bench_browser.py",
+)
 
 
 def _unit(nodeid: str) -> str:
-    """The unit of work a test belongs to (see :data:`GROUPED_AREAS`): its area, its
-    benchmark module, or the test itself."""
-    parts = nodeid.split("::", 1)[0].split("/")
+    """The unit of work a test belongs to (see :data:`GROUPED_AREAS`): its area, or its
+    module."""
+    path = nodeid.split("::", 1)[0]
+    if path in JOINS_AREA:
+        return JOINS_AREA[path]
+    parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
         return parts[1]
-    if len(parts) > 2 and parts[0] == "tests" and parts[1] == "bench":
-        return f"bench/{parts[2]}"
-    return nodeid
+    return path
+
+
+def _long_first(units: list[tuple[str, dict[str, bool]]]) -> list[tuple[str, dict[str, bool]]]:
+    """``units`` (name, tests) in the order they are handed out: :data:`LONG_UNITS` first,
+    then the others by number of tests, most first."""
+    def rank(unit: tuple[str, dict[str, bool]]) -> tuple[int, int]:
+        name, tests = unit
+        return (LONG_UNITS.index(name) if name in LONG_UNITS else len(LONG_UNITS), -len(tests))
+
+    return sorted(units, key=rank)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Schedule by :func:`_unit`: xdist's own ``loadgroup`` reads a group from a suffix it
-    writes into node ids, which pytest 9 no longer lets a plugin change."""
+    """Schedule by :func:`_unit`, longest units first (:func:`_long_first`): xdist's own
+    ``loadgroup`` reads a group from a suffix it writes into node ids, which pytest 9 no
+    longer lets a plugin change."""
     from xdist.scheduler import LoadScopeScheduling
 
     class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return _unit(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the queue is complete before the first unit goes out
+                queue = _long_first(list(self.workqueue.items()))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return UnitScheduling(config, log)
 
@@ -278,3 +311,45 @@ def dead_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
     finally:
         sock.close()
+
+
+def _bin_dir() -> str:
+    """The folder of the cached Kubernetes control plane binaries (fixtures/kubernetes)."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        ["bash", str(root / "fixtures" / "kubernetes" / "build.sh"), "--cached"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            "the Kubernetes control plane binaries are missing — run `bash fixtures/setup.sh` "
+            f"(or `bash fixtures/kubernetes/build.sh`) first: {proc.stderr.strip()}"
+        )
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[Any]:
+    """One throw-away Kubernetes control plane (etcd, kube-apiserver, controller manager)
+    for the whole session, shared by the k8s tests and the benchmark runs that need a
+    cluster (startup costs ~10 s)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "kubernetes" / "control_plane.py"
+    spec = importlib.util.spec_from_file_location("_preimage_fixture_k8s", path)
+    assert spec and spec.loader
+    cp_fixture = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = cp_fixture
+    spec.loader.exec_module(cp_fixture)
+    # the claim binder re-checks Lost claims every 2 s instead of every 15 s
+    cp = cp_fixture.ControlPlane(
+        _bin_dir(), extra_controller_manager_args=("--pvclaimbinder-sync-period=2s",)
+    )
+    try:
+        cp.start()
+    except cp_fixture.ControlPlaneError as exc:
+        pytest.fail(f"the Kubernetes control plane did not start: {exc}")
+    try:
+        yield cp
+    finally:
+        cp.stop()

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.browser.address import parse_origin, parse_target
@@ -125,7 +125,9 @@ class BrowserConnector(ConnectorBase):
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
     # A target names an existing profile (the browser created it); there is no absent one.
-    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False)
+    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False, undo=Granularity(
+        "cookie by name, domain and path; storage entry by key; IndexedDB record by key; "
+        "IndexedDB database and store whole", "cookie attribute"))
     reverter: ClassVar[BrowserReverter] = BrowserReverter()
 
     # ------------------------------------------------------------------ capture

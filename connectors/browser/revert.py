@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from preimage.restoration.revert import Granularity, Reverter, apply_writes, splice
+from preimage.restoration.revert import Reverter, apply_writes, splice
 from preimage.snapshot_schemas import Item, Snapshot
 from preimage.snapshot_schemas.browser import BrowserSnapshot, IdbRecord, IdbStore
 
@@ -62,9 +62,6 @@ def _lines(records: Iterable[IdbRecord]) -> Iterable[bytes]:
 class BrowserReverter(Reverter):
     """Cookies, storage entries and IndexedDB records by key; databases and stores whole."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "cookie by name, domain and path; storage entry by key; IndexedDB record by key; "
-        "IndexedDB database and store whole", "cookie attribute")
     write_soft_only: ClassVar[bool] = False
 
     def soft(self, item: Item, path: str) -> bool:

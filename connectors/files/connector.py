@@ -7,10 +7,11 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._documents import ItemStream
 from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage._target import Target
+from preimage.connectors.files.address import scope_query
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
@@ -42,11 +43,18 @@ class FileConnector(ConnectorBase):
     directory that holds it.  The restore of such a snapshot leaves deeper
     paths alone, neither compared nor removed — except inside an entry that
     did not exist at capture, which is removed whole.
+
+    ``?exclude=rel/path`` (repeatable) leaves that path below the target out of
+    the snapshot and out of the restore: it is neither captured, compared nor
+    removed — the backup store, when a target holds it.
     """
 
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(audits_completeness=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        audits_completeness=True, undo=Granularity(
+            "file by path", "metadata field (mode, owner, times, xattrs)",
+            "text files line by line where the changes do not overlap"))
     reverter: ClassVar[FilesReverter] = FilesReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> FileSnapshot:
@@ -65,6 +73,7 @@ class FileConnector(ConnectorBase):
             )
         root = resolve_root(target.path)
         depth = _depth(target.param("depth"), target.redacted)
+        left_out = _left_out(target.query.get("exclude", []), target.redacted)
         try:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
@@ -73,16 +82,18 @@ class FileConnector(ConnectorBase):
             raise TerminalConnectorError(
                 f"cannot read {target.redacted}: {exc.strerror}", target=target.redacted
             ) from exc
-        target_uri = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
+        target_uri = file_uri(root) + scope_query(depth, left_out)
         previous = blobs.previous(target_uri) if blobs.previous is not None else None
         walker = Walker(root, blobs, max_file_size=blobs.max_file_size,
-                        exclude=depth_exclude(depth), previous=previous)
+                        exclude=scope_exclude(depth, left_out), previous=previous)
         notes = []
         if root_type is None:
             notes.append("target did not exist at capture time")
         if depth is not None:
             notes.append(f"entries deeper than {depth} level(s) below the target are not part "
                          "of this snapshot")
+        if left_out:
+            notes.append(f"left out of this snapshot: {', '.join(left_out)}")
         # the walker's own values, already of the schema's types: no validation pass
         return FileSnapshot.model_construct(
             target=target_uri,
@@ -100,16 +111,18 @@ class FileConnector(ConnectorBase):
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         assert isinstance(snapshot, FileSnapshot)
         root = resolve_root(snapshot.root)
-        values = parse_qs(urlsplit(snapshot.target).query).get("depth")
+        query = parse_qs(urlsplit(snapshot.target).query)
+        values = query.get("depth")
         depth = _depth(values[-1] if values else None, snapshot.target)
-        expected = file_uri(root) + (f"?depth={depth}" if depth is not None else "")
+        left_out = _left_out(query.get("exclude", []), snapshot.target)
+        expected = file_uri(root) + scope_query(depth, left_out)
         if snapshot.target != expected or str(root) != snapshot.root:
             raise UnsafePathError(
                 snapshot.root,
                 f"the snapshot's root is not its target {snapshot.target} — the document was "
                 "altered",
             )
-        return TreeRestorer(snapshot, blobs, policy, exclude=depth_exclude(depth),
+        return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
                             prune_new=depth is not None).run()
 
 def _depth(value: str | None, uri: str) -> int | None:
@@ -118,6 +131,32 @@ def _depth(value: str | None, uri: str) -> int | None:
     if not value.isdigit():
         raise InvalidTargetError(uri, f"depth={value!r}: give a number of levels, e.g. depth=0")
     return int(value)
+
+
+def _left_out(values: list[str], uri: str) -> list[str]:
+    """The ``exclude=`` paths: relative, normalised, inside the target."""
+    out = []
+    for value in values:
+        rel = os.path.normpath(value) if value else ""
+        if not rel or rel.startswith(("/", "../")) or rel in (".", ".."):
+            raise InvalidTargetError(uri, f"exclude={value!r}: give a path relative to the "
+                                          "target and inside it, e.g. exclude=build/cache")
+        out.append(rel)
+    return sorted(set(out))
+
+
+def scope_exclude(depth: int | None, left_out: list[str]) -> Exclude | None:
+    """The walk exclusion of a target's ``depth`` and ``exclude`` parameters."""
+    by_depth = depth_exclude(depth)
+    if not left_out:
+        return by_depth
+    prefixes = tuple(rel + "/" for rel in left_out)
+
+    def exclude(rel: str, st: os.stat_result) -> bool:
+        return rel in left_out or rel.startswith(prefixes) or (
+            by_depth is not None and by_depth(rel, st))
+
+    return exclude
 
 
 def depth_exclude(depth: int | None) -> Exclude | None:

@@ -16,10 +16,10 @@ moves whenever anyone adds or removes an entry in it).
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from typing import Any, ClassVar
+from typing import Any
 
 from preimage.restoration.merge import Conflict, Merger
-from preimage.restoration.revert import Granularity, Reverter
+from preimage.restoration.revert import Reverter
 from preimage.snapshot_schemas import Item
 from preimage.snapshot_schemas.files import FileEntry
 
@@ -63,9 +63,6 @@ def merge_lines(ancestor: list[str], ours: list[str], theirs: list[str]) -> list
 class FilesReverter(Reverter):
     """Files by path and metadata field; regular text files merged line by line."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "file by path", "metadata field (mode, owner, times, xattrs)",
-        "text files line by line where the changes do not overlap")
 
     def soft(self, item: Item, path: str) -> bool:
         return path in _SOFT

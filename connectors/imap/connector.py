@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import RestoreConflictError
 from preimage._target import Target
 from preimage.connectors.imap.apply import Applier
@@ -32,7 +32,10 @@ class ImapConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "imap"
     snapshot_type: ClassVar[type[Snapshot]] = ImapSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        server_identities=True, remote=True, undo=Granularity(
+            "message by folder, Message-ID and copy; folder by name", "flags, keywords",
+            "flags and keywords as sets"))
     reverter: ClassVar[ImapReverter] = ImapReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> ImapSnapshot:

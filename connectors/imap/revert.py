@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from preimage.restoration.revert import Granularity, Reverter
+from preimage.restoration.revert import Reverter
 from preimage.snapshot_schemas import Item
 
 
 class ImapReverter(Reverter):
     """Messages by identity with flags as sets; folders whole."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "message by folder, Message-ID and copy; folder by name", "flags, keywords",
-        "flags and keywords as sets")
     write_soft_only: ClassVar[bool] = False
 
     def soft(self, item: Item, path: str) -> bool:

@@ -7,7 +7,7 @@ from typing import ClassVar
 from urllib.parse import quote
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import InvalidTargetError, PreimageError
 from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
@@ -45,7 +45,10 @@ class KubernetesConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        server_identities=True, remote=True, undo=Granularity(
+            "object by kind, namespace and name", "field path",
+            "keyed lists by key; managedFields and status follow the live object"))
     reverter: ClassVar[KubeReverter] = KubeReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> KubernetesSnapshot:

@@ -11,10 +11,10 @@ object is written with the live ``resourceVersion``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from preimage.restoration.merge import Conflict, Merger
-from preimage.restoration.revert import Granularity, Reverter
+from preimage.restoration.revert import Reverter
 from preimage.snapshot_schemas import Item
 from preimage.snapshot_schemas.kubernetes import KEYED_LISTS, KubeObject
 
@@ -25,9 +25,6 @@ _SOFT = ("meta.metadata.managedFields", "meta.status")
 class KubeReverter(Reverter):
     """Objects by identity; fields by path."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "object by kind, namespace and name", "field path",
-        "keyed lists by key; managedFields and status follow the live object")
 
     def soft(self, item: Item, path: str) -> bool:
         return any(path == s or path.startswith((s + ".", s + "[")) for s in _SOFT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
@@ -34,8 +34,9 @@ class PostgresConnector(ConnectorBase):
     # A restore is one transaction over the whole target, ordered by dependencies:
     # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
-        sub_scopes=False, undo="target", server_identities=True, remote=True,
-        audits_completeness=True,
+        sub_scopes=False, server_identities=True, remote=True, audits_completeness=True,
+        undo=Granularity(
+            "row by primary key (by value without one); table, object, counter", "column"),
     )
     reverter: ClassVar[PgReverter] = PgReverter()
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import (
     InvalidTargetError,
     RestoreConflictError,
@@ -93,7 +93,8 @@ class SQLAlchemyConnector(ConnectorBase):
     # A restore is one transaction over the whole target: narrow it by capturing a
     # narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
-        sub_scopes=False, undo="target", remote=True, audits_completeness=True
+        sub_scopes=False, remote=True, audits_completeness=True, undo=Granularity(
+            "row by primary key (by value without one); table, object, counter", "column"),
     )
     reverter: ClassVar[SqlReverter] = SqlReverter()
 

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
-from preimage.restoration.revert import Granularity, Reverter, apply_writes, splice
+from preimage.restoration.revert import Reverter, apply_writes, splice
 from preimage.snapshot_schemas import Item, Snapshot
 from preimage.snapshot_schemas.sql import TableRow
 
@@ -54,8 +54,6 @@ class RowsReverter(Reverter):
     Subclasses say how a table's rows are read and written (:meth:`table_rows`,
     :meth:`with_rows`)."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "row by primary key (by value without one); table, object, counter", "column")
     write_soft_only: ClassVar[bool] = False
 
     def soft(self, item: Item, path: str) -> bool:

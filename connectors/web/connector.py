@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
+from preimage._connector import Capabilities, ConnectorBase, Granularity
 from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
@@ -127,7 +127,10 @@ class WebAppConnector(ConnectorBase):
 
     scheme: ClassVar[str] = "web+"
     snapshot_type: ClassVar[type[Snapshot]] = WebSnapshot
-    capabilities: ClassVar[Capabilities] = Capabilities(server_identities=True, remote=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        server_identities=True, remote=True, undo=Granularity(
+            "record by the site adapter's natural key", "content and metadata field",
+            "as the adapter declares (Trac: change log entry by entry)"))
     reverter: ClassVar[WebReverter] = WebReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> WebSnapshot:

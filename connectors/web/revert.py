@@ -15,10 +15,10 @@ those records through the adapter's channel; every other record is left alone.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from preimage.restoration.merge import Conflict, Merger
-from preimage.restoration.revert import Granularity, Reverter
+from preimage.restoration.revert import Reverter
 from preimage.snapshot_schemas import Item, Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
 
@@ -28,9 +28,6 @@ __all__ = ["WebReverter"]
 class WebReverter(Reverter):
     """Records by adapter key, fields by name; the adapter says what else merges how."""
 
-    granularity: ClassVar[Granularity] = Granularity(
-        "record by the site adapter's natural key", "content and metadata field",
-        "as the adapter declares (Trac: change log entry by entry)")
 
     def __init__(self, adapter: Any = None) -> None:
         self.adapter = adapter

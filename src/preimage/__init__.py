@@ -14,7 +14,7 @@ import importlib
 TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
     from preimage._blobs import BlobStore
-    from preimage._connector import Capabilities, Connector, ConnectorBase
+    from preimage._connector import Capabilities, Connector, ConnectorBase, Granularity
     from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
     from preimage._errors import (
         BackupNotFoundError,
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "BlobStore": "_blobs",
-    **dict.fromkeys(("Capabilities", "Connector", "ConnectorBase"), "_connector"),
+    **dict.fromkeys(("Capabilities", "Connector", "ConnectorBase", "Granularity"),
+                    "_connector"),
     **dict.fromkeys(("Backup", "RestoreResult", "capture", "diff", "restore", "score", "show"),
                     "_engine"),
     **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
@@ -78,6 +79,7 @@ __all__ = [
     "Connector",
     "ConnectorBase",
     "ConnectorError",
+    "Granularity",
     "Guard",
     "InvalidTargetError",
     "NoSuchConnectorError",

@@ -17,6 +17,21 @@ Policy = Literal["overwrite", "merge", "refuse"]
 
 
 @dataclass(frozen=True)
+class Granularity:
+    """How finely a connector's undo reverts a call: its unit of state, its fields,
+    and what it merges inside one field (``Capabilities.undo``)."""
+
+    item: str                    # "file by path", "row by primary key", …
+    fields: str = ""             # "metadata field", "column", "" (whole items only)
+    merges: str = ""             # "text files line by line", "flags as sets", …
+
+    def describe(self) -> str:
+        """One line: ``file by path, metadata field; text files line by line``."""
+        text = self.item + (f", {self.fields}" if self.fields else "")
+        return text + (f"; {self.merges}" if self.merges else "")
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a connector supports; the conformance kit runs every test that applies.
 
@@ -26,9 +41,14 @@ class Capabilities:
       refused before anything is written;
     * ``sub_scopes`` — ``restore --only URI`` narrows a restore to part of a
       target (a path, a table, a folder, an object);
-    * ``undo`` — the smallest unit a restore writes back on its own:
-      ``"item"`` (one file, row set, message, object) or ``"target"`` (only the
-      whole target at once); the granularity an undo of one call can have;
+    * ``undo`` — how finely ``preimage undo`` reverts one call, as a
+      :class:`Granularity` (its unit of state, its fields, what it merges inside
+      one field), or ``None``: the connector restores whole targets only, and an
+      undo is refused before anything is written.  The one declaration the undo
+      engine, ``preimage connectors`` and the conformance kit read; the work is
+      done by the connector's ``reverter`` (a
+      :class:`~preimage.restoration.revert.Reverter`), or by the default one
+      (items by natural key, fields by the schema's declarations);
     * ``absent_targets`` — a target that does not exist yet captures as
       "absent", and restoring that backup removes whatever appeared there;
     * ``server_identities`` — the system assigns identities a client cannot
@@ -45,7 +65,7 @@ class Capabilities:
         default_factory=lambda: frozenset({"overwrite", "merge", "refuse"})
     )
     sub_scopes: bool = True
-    undo: Literal["item", "target"] = "item"
+    undo: Granularity | None = None
     absent_targets: bool = True
     server_identities: bool = False
     remote: bool = False

@@ -119,13 +119,18 @@ def _check_not_store(target: Target, store: Store) -> None:
         from pathlib import Path
 
         depth = target.param("depth") if target.scheme == "file" else None
-        if depth is not None and depth.isdigit():
+        left_out = target.query.get("exclude", []) if target.scheme == "file" else []
+        try:
+            inside = store.home.resolve().relative_to(Path(target.path).resolve())
+        except (OSError, ValueError):
+            inside = None
+        if inside is not None and inside.parts:
             # a depth-limited walk that stops above the store never reads it
-            try:
-                inside = store.home.resolve().relative_to(Path(target.path).resolve())
-            except (OSError, ValueError):
-                inside = None
-            if inside is not None and len(inside.parts) > int(depth):
+            if depth is not None and depth.isdigit() and len(inside.parts) > int(depth):
+                return
+            # nor does a walk that leaves the store (or a directory holding it) out
+            if any(Path(rel).parts == inside.parts[:len(Path(rel).parts)]
+                   for rel in left_out if rel.strip("/")):
                 return
         if store.contains(Path(target.path)):
             raise UsageError(

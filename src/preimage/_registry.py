@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-from preimage._connector import Connector
+from preimage._connector import Connector, capabilities_of
 from preimage._errors import NoSuchConnectorError, PreimageError
 
 T = TypeVar("T")
@@ -275,7 +275,7 @@ def connector_table() -> list[dict[str, str]]:
         if row.get("status") == "ok":
             try:
                 conn = get_connector(scheme.rstrip("+") + ("+x" if scheme.endswith("+") else ""))
-                granularity = getattr(getattr(conn, "reverter", None), "granularity", None)
+                granularity = capabilities_of(conn).undo
                 undo = (granularity.describe() if granularity is not None
                         else "no (restore brings whole targets back)")
             except Exception as exc:  # a broken plug-in must not break the listing

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from preimage._backend import BackupRow, BlobStore, SnapshotRow
+from preimage._connector import capabilities_of
 from preimage._engine import (
     Backup,
     RestoreResult,
@@ -183,7 +184,7 @@ def undo(
     post_row = _complete(st, post_row.id, "compared")
     selected = _select(pre, only)
     unable = [row.target for row, _ in selected
-              if getattr(get_connector(row.connector), "reverter", None) is None]
+              if capabilities_of(get_connector(row.connector)).undo is None]
     if unable:
         raise UsageError(
             f"the connector of {', '.join(unable)} cannot yet write back single items of a "

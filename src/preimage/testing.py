@@ -24,13 +24,38 @@ requirements::
 Fixtures, by capability (a capability declared without its fixture fails the
 test that needs it, naming the fixture — a declaration is a promise):
 
-==========================  ======================================================= The undo check: a
-connector that writes single items declares its granularity (``reverter`` on
-the class, with a :class:`~preimage.restoration.revert.Granularity`), and the
-undo of the mutation alone — captured before and after it, as the backup
-layer does around a call — brings back every item as it was, compared on the
-leaves the undo tells changes apart by; one that restores only whole targets
-has its undo refused before anything is written.
+==========================  ==============================================================
+``target_uri``              always: a seeded target
+``mutate``                  always: ``mutate(uri)`` damages it — best when it removes,
+                            changes and adds items, so every policy has work to do
+``malformed_uris``          always: URIs of this scheme that must be refused
+``sub_scope``               ``sub_scopes``: an ``--only`` URI inside the target naming
+                            part of what ``mutate`` damages, not all of it
+``absent_uri``, ``create``  ``absent_targets`` (or not): a target that does not exist
+                            yet, and ``create(uri)`` making something there
+``unreachable_uri``         ``remote``: the target on a server that is not listening
+``add_uncapturable``        ``audits_completeness``: ``add_uncapturable(uri)`` puts into
+                            the target something the connector does not read and returns
+                            a name its uncaptured entry contains
+==========================  ==============================================================
+
+What is checked: a capture is read-only and round-trips through JSON; every
+field of every item has a fidelity class; the mutation shows in ``diff``; a
+dry run writes nothing; ``overwrite`` brings content and metadata back at
+1.0 and a second restore has nothing to do; the undo backup taken before a
+restore undoes it; ``merge`` puts back what is missing and keeps what the
+agent changed or added; ``refuse`` writes nothing once the target changed;
+an undeclared policy is refused; a sub-scope restore writes only inside its
+scope; an absent target comes back as absent (or is refused in one line);
+malformed URIs are refused before anything is stored; an unreachable server
+is a transient error; server-assigned differences carry a reason of their
+own and the remaps a restore reports name captured items; state the capture
+could not read keeps the score below 1.0; and ``undo``: a connector that
+declares its undo granularity (``Capabilities.undo``, a
+:class:`~preimage.Granularity`) has the mutation alone undone — captured
+before and after it, as the backup layer does around a call — and every item
+back as it was, compared on the leaves the undo tells changes apart by; one
+that declares none has its undo refused before anything is written.
 """
 
 from __future__ import annotations
@@ -45,11 +70,11 @@ from typing import Any, ClassVar
 import pytest
 
 import preimage
-from preimage._connector import Capabilities, Connector, capabilities_of
+from preimage._connector import Capabilities, Connector, Granularity, capabilities_of
 from preimage._registry import get_connector
 from preimage._store import Store
 from preimage.restoration import Outcome
-from preimage.restoration.revert import Granularity, compared_leaves, reverter_for
+from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.similarity import diff_snapshots, flatten
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import SERVER_REASON
@@ -217,11 +242,13 @@ class ConnectorContract:
     # ------------------------------------------------------------ always
     def test_capabilities_are_consistent(self, target_uri: str) -> None:
         """The declaration holds together: overwrite is always honoured, and a connector
-        that writes back single items can narrow a restore to them."""
+        with a reverter of its own declares how finely it undoes a call."""
         caps = self._caps(target_uri)
         assert "overwrite" in caps.policies
         assert caps.policies <= {"overwrite", "merge", "refuse"}
-        assert caps.undo == "target" or caps.sub_scopes, "undo='item' needs sub_scopes"
+        conn = self._connector(target_uri)
+        assert getattr(conn, "reverter", None) is None or caps.undo is not None, (
+            "a connector with a reverter declares Capabilities.undo (a Granularity)")
 
     def test_every_schema_field_has_a_fidelity_class(self, target_uri: str, store: Store) -> None:
         """Every field of every item — in the schema and in what scoring expands — is
@@ -462,14 +489,13 @@ class ConnectorContract:
         pre = preimage.capture([target_uri], store=store, kind="layer", session="contract")
         mutate(target_uri)
         capture_after(pre.id, store=store)
-        reverter = getattr(conn, "reverter", None)
-        if reverter is None:
+        granularity = capabilities_of(conn).undo
+        if granularity is None:
             damaged = self._live(target_uri, store)
             with pytest.raises(preimage.UsageError, match="restores whole targets"):
                 preimage.undo(pre.id, store=store)
             assert diff_snapshots(damaged, self._live(target_uri, store), store.blobs).empty
             return
-        granularity = reverter.granularity
         assert isinstance(granularity, Granularity) and granularity.item
         result = preimage.undo(pre.id, store=store)
         assert result.ok and result.conflicts == 0, [p.to_dict() for p in result.plans]

@@ -15,10 +15,12 @@ import pytest
 
 @pytest.fixture
 def bench(home: Path) -> Callable[..., Any]:
-    """Run `preimage bench ARGS --json` in a real process; return the parsed results."""
+    """Run `preimage bench ARGS --json` in a real process (``env``: settings added to its
+    environment); return the parsed results."""
 
-    def run(*args: str, expect_exit: int = 0, timeout: int = 600) -> Any:
-        env = {**os.environ, "PREIMAGE_HOME": str(home)}
+    def run(*args: str, expect_exit: int = 0, timeout: int = 600,
+            env: dict[str, str] | None = None) -> Any:
+        env = {**os.environ, "PREIMAGE_HOME": str(home), **(env or {})}
         proc = subprocess.run(
             [sys.executable, "-m", "preimage", "bench", *args, "--json"],
             capture_output=True, text=True, env=env, timeout=timeout,

@@ -17,21 +17,29 @@ def _preimage_row(report: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One `preimage bench --quick --json` run shared by the tests of this module."""
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """One `preimage bench --quick --json --report DIR` run shared by the tests of this
+    module: its results and the report folder it wrote."""
     import json
     import os
     import subprocess
     import sys
 
     home = tmp_path_factory.mktemp("home")
+    report = tmp_path_factory.mktemp("quick") / "report"
     env = {**os.environ, "PREIMAGE_HOME": str(home)}
     proc = subprocess.run(
-        [sys.executable, "-m", "preimage", "bench", "--quick", "--json"],
+        [sys.executable, "-m", "preimage", "bench", "--quick", "--json", "--report", str(report)],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    return json.loads(proc.stdout), report
+
+
+@pytest.fixture
+def quick(quick_run: tuple[dict[str, Any], Path]) -> dict[str, Any]:
+    """The results of the module's quick run."""
+    return quick_run[0]
 
 
 def test_preimage_backs_up_and_restores_every_quick_scenario(quick: dict[str, Any]) -> None:
@@ -125,10 +133,9 @@ expected_lost:
     assert runs["none"]["content"] < 1.0
 
 
-def test_html_report_has_table_and_plots(bench: Callable[..., Any], tmp_path: Path) -> None:
+def test_html_report_has_table_and_plots(quick_run: tuple[dict[str, Any], Path]) -> None:
     """--report DIR writes an HTML page showing the table and both PNG plots."""
-    out = tmp_path / "report"
-    bench("-k", "T-chmod-R", "--report", str(out))
+    out = quick_run[1]
     page = (out / "index.html").read_text()
     assert "T-chmod-R" in page and "backup rate" in page
     for png in ("similarity_by_category.png", "latency.png"):

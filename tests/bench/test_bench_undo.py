@@ -7,6 +7,7 @@ the rest of the call and reports every conflict.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,11 +101,17 @@ def test_undo_keeps_later_work_where_overwrite_and_a_checkpoint_lose_it(
 @pytest.mark.imap
 @pytest.mark.browser
 @pytest.mark.webapp
-def test_undo_suite_on_every_system(bench: Callable[..., Any]) -> None:
+def test_undo_suite_on_every_system(bench: Callable[..., Any], control_plane: Any) -> None:
     """The whole suite against the real servers (PostgreSQL, kube-apiserver, Dovecot,
     Chromium, isso, Trac): undo loses nothing a person did after the call on any of them,
-    reverts all of the call outside conflicts, and reports every conflict."""
-    report = bench("--suite", "undo", "--protectors", "undo", timeout=1800)
+    reverts all of the call outside conflicts, and reports every conflict.  The cluster is
+    the session's (the run's own namespaces), as a user points the benchmark at theirs."""
+    cluster = {
+        "PREIMAGE_BENCH_KUBECONFIG": str(control_plane.kubeconfig_path),
+        "PREIMAGE_BENCH_KUBE_CONTEXT": "preimage-test",
+        "PATH": f"{control_plane.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    report = bench("--suite", "undo", "--protectors", "undo", timeout=1800, env=cluster)
     assert not report["not_run"], report["not_run"]
     runs = [r for r in report["runs"] if r["protector"] == "undo"]
     assert {r["system"] for r in runs} >= {"files", "sqlite", "postgres", "kubernetes", "imap",

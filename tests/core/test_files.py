@@ -410,3 +410,29 @@ def test_depth_limited_target_above_the_store_is_captured(tmp_path: Path,
     with pytest.raises(preimage.PreimageError, match="contains the backup store"):
         preimage.capture([f"file://{user}?depth=4"], store=store)
     store.close()
+
+
+def test_a_tree_holding_the_store_is_captured_without_it(tmp_path: Path,
+                                                         cli: Callable[..., CliResult]) -> None:
+    """`?exclude=` leaves a path below the target out of capture and restore: a whole tree
+    holding the store (`file:///home?exclude=.local/share/preimage`) comes back — a file
+    removed, a file created beside the store — while the store itself is never read nor
+    removed.  A bad `exclude=` is a one-line error."""
+    user = tmp_path / "user"
+    (user / ".local" / "share").mkdir(parents=True)
+    (user / "notes.txt").write_text("mine\n")
+    env_home = user / ".local" / "share" / "preimage"
+    uri = f"file://{user}?exclude=.local/share/preimage"
+    backup = cli("capture", "--json", uri, env={"PREIMAGE_HOME": str(env_home)})
+    assert backup.returncode == 0, backup.stderr
+    backup_id = json.loads(backup.stdout)["id"]
+    (user / "notes.txt").unlink()
+    (user / ".local" / "share" / "new.txt").write_text("made later\n")
+    res = cli("restore", backup_id, env={"PREIMAGE_HOME": str(env_home)})
+    assert res.returncode == 0, res.stderr
+    assert (user / "notes.txt").read_text() == "mine\n"
+    assert sorted(os.listdir(user / ".local" / "share")) == ["preimage"]
+    for bad in ("../x", "/etc", "."):
+        res = cli("capture", f"file://{user}?exclude={bad}", env={"PREIMAGE_HOME": str(env_home)})
+        assert res.returncode == 2 and "exclude=" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1

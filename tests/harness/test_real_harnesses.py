@@ -11,9 +11,9 @@ Three runs per harness, each asserted on by several tests:
   ``build/`` with the shell tool, overwrites ``notes.txt`` with the file tool, and
   deletes every row of a SQLite table through an MCP server that is named only in the
   harness's own settings (``shop``: nothing in its name says SQLite);
-* **unprotected** (``install --user``, a second project in the same home, the store
-  unwritable): the model is told the call is NOT backed up, and the hook read the
-  second project's directory;
+* **unprotected** (``install --user --on-failure allow``, a second project in the same
+  home, the store unwritable): the model is told the call is NOT backed up, and the hook
+  read the second project's directory;
 * **denied** (project install with ``--on-failure deny``, the store unwritable): the
   shell delete never runs and the model hears why.
 
@@ -201,11 +201,12 @@ def work(request: pytest.FixtureRequest, model: ModelServer, homes: dict[str, Pa
 @pytest.fixture(scope="module", params=HARNESSES)
 def unprotected(request: pytest.FixtureRequest, model: ModelServer, homes: dict[str, Path],
                 tmp_path_factory: pytest.TempPathFactory) -> Ran:
-    """The `unprotected` run: rm -rf build in a second project of the same home, store broken."""
+    """The `unprotected` run: rm -rf build in a second project of the same home, store broken,
+    installed with `--on-failure allow` (the default, `ask`, would stop the call)."""
     harness: str = request.param
     root = tmp_path_factory.mktemp(f"{harness}-unprotected")
     return start(model, harness, root, [shell(harness, "rm -rf build")], home=homes[harness],
-                 unwritable_store=True, user_scope=True)
+                 unwritable_store=True, user_scope=True, on_failure="allow")
 
 
 @pytest.fixture(scope="module", params=HARNESSES)

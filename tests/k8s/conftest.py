@@ -1,10 +1,10 @@
-"""Fixtures for the k8s connector tests: one real control plane for the session
-(etcd + kube-apiserver + kube-controller-manager on loopback), a fresh
-namespace per test, a private backup store, and the CLI in a real process."""
+"""Fixtures for the k8s connector tests: the session's real control plane (etcd +
+kube-apiserver + kube-controller-manager on loopback; ``control_plane`` in the root
+conftest, which the undo bench run shares), a fresh namespace per test, a private
+backup store, and the CLI in a real process."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
@@ -13,14 +13,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from preimage import Store
 
-ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = "preimage-test"
 LIMITED = "limited"
 _counter = itertools.count(1)
@@ -33,49 +31,6 @@ _PATHS = {
     "rs": "/apis/apps/v1/namespaces/{ns}/replicasets",
     "service": "/api/v1/namespaces/{ns}/services",
 }
-
-
-def _load_control_plane() -> ModuleType:
-    path = ROOT / "fixtures" / "kubernetes" / "control_plane.py"
-    spec = importlib.util.spec_from_file_location("_preimage_fixture_k8s", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cp_fixture = _load_control_plane()
-
-
-def _bin_dir() -> str:
-    proc = subprocess.run(
-        ["bash", str(ROOT / "fixtures" / "kubernetes" / "build.sh"), "--cached"],
-        capture_output=True, text=True,
-    )
-    if proc.returncode != 0:
-        pytest.fail(
-            "the Kubernetes control plane binaries are missing — run `bash fixtures/setup.sh` "
-            f"(or `bash fixtures/kubernetes/build.sh`) first: {proc.stderr.strip()}"
-        )
-    return proc.stdout.strip().splitlines()[-1]
-
-
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[Any]:
-    """One throw-away control plane for the whole session (startup costs ~10 s)."""
-    # the claim binder re-checks Lost claims every 2 s instead of every 15 s
-    cp = cp_fixture.ControlPlane(
-        _bin_dir(), extra_controller_manager_args=("--pvclaimbinder-sync-period=2s",)
-    )
-    try:
-        cp.start()
-    except cp_fixture.ControlPlaneError as exc:
-        pytest.fail(f"the Kubernetes control plane did not start: {exc}")
-    try:
-        yield cp
-    finally:
-        cp.stop()
 
 
 CliResult = subprocess.CompletedProcess[str]
@@ -141,8 +96,9 @@ class Kube:
         """A k8s:// target URI on this cluster."""
         return f"k8s://{context}/" + "/".join(parts) + (f"?{query}" if query else "")
 
-    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
-        """Poll until ``predicate`` holds; fail naming ``what``."""
+    def wait_for(self, what: str, predicate: Callable[[], bool], timeout: float = 600.0) -> None:
+        """Poll until ``predicate`` holds; fail naming ``what``.  A readiness wait: the limit
+        only stops a hung test (a controller on a loaded machine may take minutes)."""
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
@@ -150,7 +106,7 @@ class Kube:
             time.sleep(0.3)
 
     def wait_gone(self, what: str, name: str, namespace: str | None = None,
-                  timeout: float = 90.0) -> None:
+                  timeout: float = 600.0) -> None:
         self.wait_for(f"{what} {name} to be gone",
                       lambda: not self.exists(what, name, namespace), timeout)
 

@@ -179,7 +179,7 @@ spec:
     result = kube.restore(backup)
 
     assert result["ok"]
-    kube.wait_for("claims to be Bound again", bound, timeout=60)
+    kube.wait_for("claims to be Bound again", bound)
     for i in range(2):
         claim = kube.get("pvc", f"data-{i}", ns)
         volume = kube.get("pv", f"pv-{i}-{kube.tag}")

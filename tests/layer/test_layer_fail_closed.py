@@ -244,6 +244,38 @@ def test_code_the_layer_cannot_read_also_holds_the_home_state(command: str, proj
     assert f"file://{home}/.config?depth=2" in uris
 
 
+def test_home_state_beside_a_store_kept_in_the_home_is_captured(project: Path,
+                                                                 tmp_path: Path) -> None:
+    """The store's default place is inside the home (~/.local/share/preimage): the home
+    state a program the layer cannot read may change beside it is still captured — the
+    directories on the way to the store and everything beside it — and the plan says so."""
+    home = tmp_path / "home"
+    share = home / ".local" / "share"
+    (share / "app").mkdir(parents=True)
+    (share / "app.json").write_text('{"v": 1}\n')
+    (share / "app" / "inner").write_text("kept\n")
+    env = seed(project) | {"HOME": str(home)}
+    store = Store(share / "preimage")
+    try:
+        layer = BackupLayer(store=store, config=LayerConfig(workspace=str(project)), env=env)
+        decision = layer.before(ToolCall.shell("frobnicate", cwd=str(project), env=env))
+        assert decision.protected, decision.to_dict()
+        assert any("holds the backup store" in n for n in decision.notes), decision.notes
+        assert f"file://{share}?depth=1&exclude=preimage" in decision.targets, decision.targets
+        def beside() -> dict[Path, tuple[int, int, bytes]]:
+            return {p: (p.lstat().st_mode, p.lstat().st_mtime_ns,
+                        b"" if p.is_dir() else p.read_bytes())
+                    for p in [home, *home.rglob("*")] if "preimage" not in p.parts}
+
+        before = beside()
+        subprocess.run(["bash", "-c", 'echo \'{"v": 2}\' > ~/.local/share/app.json; '
+                        "touch ~/.local/share/new.txt"], env=env, check=True)
+        preimage.restore(decision.backup_id, store=store)  # type: ignore[arg-type]
+        assert beside() == before
+    finally:
+        store.close()
+
+
 def test_top_creates_its_settings_directory_only_when_missing(project: Path, store: Store) -> None:
     """`top` makes ~/.config/procps on its first run: captured while missing, read-only after."""
     env = seed(project)

@@ -86,11 +86,13 @@ def test_force_push_is_rewritten_with_updated_input(cli: Cli, home: Path, world:
 
 def test_unwritable_store_says_so_and_lets_the_call_run(cli: Cli, world: World,
                                                         tmp_path: Path) -> None:
-    """With PREIMAGE_HOME under a regular file the answer says the call is NOT backed up."""
+    """With PREIMAGE_HOME under a regular file and `--on-failure allow` the answer lets the
+    call run and says it is NOT backed up."""
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
     env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
-    proc = cli("hook", "claude-code", input=payload("rm -rf ~/Documents", world.home), env=env)
+    proc = cli("hook", "claude-code", "--on-failure", "allow",
+               input=payload("rm -rf ~/Documents", world.home), env=env)
     answer = json.loads(proc.stdout)
     assert proc.returncode == 0
     assert "NOT backed up" in answer["systemMessage"]
@@ -98,12 +100,15 @@ def test_unwritable_store_says_so_and_lets_the_call_run(cli: Cli, world: World,
     assert "permissionDecision" not in answer["hookSpecificOutput"]
 
 
-def test_unwritable_store_can_ask_instead(cli: Cli, world: World, tmp_path: Path) -> None:
-    """`--on-failure ask` turns a failed backup into a question to the user."""
+@pytest.mark.parametrize("flags", [[], ["--on-failure", "ask"]])
+def test_unwritable_store_asks_by_default(cli: Cli, world: World, tmp_path: Path,
+                                          flags: list[str]) -> None:
+    """A failed backup is a question to the user, by default (fail closed) and with
+    `--on-failure ask`; a harness that cannot ask denies (tests/harness)."""
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     env = world.env | {"PREIMAGE_HOME": str(blocker / "store")}
-    proc = cli("hook", "claude-code", "--on-failure", "ask",
+    proc = cli("hook", "claude-code", *flags,
                input=payload("rm -rf ~/Documents", world.home), env=env)
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "ask"

@@ -362,7 +362,8 @@ def test_service_killed_mid_capture_says_not_backed_up(service: Service, locked:
     answer, err = finish(slow)
     assert "NOT backed up" in answer["systemMessage"]
     assert "stopped mid-call" in err
-    assert "permissionDecision" not in answer.get("hookSpecificOutput", {})
+    # on_failure is `ask` unless set: the user decides whether the call runs unprotected
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "ask"
     locked.release()
     with sqlite3.connect(service.home / "catalog.sqlite") as db:
         statuses = [r[0] for r in db.execute("SELECT status FROM backups")]

@@ -70,7 +70,7 @@ class LayerConfig(BaseModel):
     policy: str = Field("", description="plain-words policy, e.g. 'never back up node_modules'")
     model: str | None = Field(None, description="litellm model name; tier 4 is off when unset")
     learn: bool = Field(True, description="save what the model decides as a learned rule")
-    on_failure: Literal["allow", "ask", "deny"] = "allow"
+    on_failure: Literal["allow", "ask", "deny"] = "ask"
     approve: bool = Field(False, description="answer 'allow' to the harness for backed-up calls")
     timeout: float = Field(45.0, description="seconds the hook may spend before it lets the call run")
     workspace: str | None = None

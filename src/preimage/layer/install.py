@@ -320,7 +320,7 @@ def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None 
         from preimage.layer.harnesses.opencode import plugin_source
 
         return plan_plugin_install(path, plugin_source(preimage_executable(scope), options,
-                                                       on_failure or "allow"))
+                                                       on_failure or "ask"))
     return plan_json_install(adapter, path, hook_command(adapter.name, scope, options))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -21,7 +22,7 @@ from preimage._errors import PreimageError
 from preimage._registry import connector_problem, get_connector
 from preimage._store import Store, default_home
 from preimage._target import Target
-from preimage.connectors.files.address import file_uri
+from preimage.connectors.files.address import file_uri, scoped_uri
 from preimage.layer.analyze import analyze
 from preimage.layer.call import ToolCall
 from preimage.layer.completion import Completion, ToolResult
@@ -32,7 +33,11 @@ from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
-from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
+from preimage.layer.side_effects import (
+    cover_side_effects,
+    file_path,
+    home_state_targets,
+)
 
 
 @dataclass
@@ -192,29 +197,44 @@ class BackupLayer:
         for t in kept:
             split.extend(self._around_store(t, notes))
         others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
-        return others + split + self._limited(out, kept)
+        return others + split + self._limited(out, kept, notes)
 
-    def _limited(self, targets: list[PlannedTarget], full: list[PlannedTarget]) -> list[PlannedTarget]:
+    def _limited(self, targets: list[PlannedTarget], full: list[PlannedTarget],
+                 notes: list[str]) -> list[PlannedTarget]:
         """Depth-limited file targets not inside a whole one, deepest path first (so the
-        directories' own times are put back after what is restored inside them)."""
+        directories' own times are put back after what is restored inside them).  One
+        whose walk would reach the backup store leaves the store out."""
         roots = [file_path(k)[0] for k in full]  # type: ignore[index]
         home = str(self.store_home().resolve())
         best: dict[str, PlannedTarget] = {}
-        for t in targets:
-            got = file_path(t)
-            if got is None or got[1] is None:
-                continue
-            path, depth = got[0], got[1]
+        limited = [t for t in targets if file_path(t) and file_path(t)[1] is not None]  # type: ignore[index]
+        for t in self._beside_store(limited, home, notes):
+            path, depth = file_path(t)  # type: ignore[misc]
             if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
                 continue
-            if path == home or path.startswith(home + "/") or (
-                    home.startswith(path.rstrip("/") + "/")
-                    and os.path.relpath(home, path).count("/") < depth):
-                continue  # its walk would reach the store
             have = best.get(path)
             if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
                 best[path] = t
         return sorted(best.values(), key=lambda t: (-file_path(t)[0].count("/"), t.uri))  # type: ignore[index]
+
+    @staticmethod
+    def _beside_store(targets: list[PlannedTarget], home: str,
+                      notes: list[str]) -> Iterator[PlannedTarget]:
+        """``targets``, a depth-limited one whose walk would reach the store ``home``
+        with the store left out (``exclude=``), saying so."""
+        for t in targets:
+            path, depth = file_path(t)  # type: ignore[misc]
+            if path == home or path.startswith(home + "/"):
+                notes.append(f"{path} is inside the backup store; it is not captured")
+                continue
+            rel = os.path.relpath(home, path)
+            if not home.startswith(path.rstrip("/") + "/") or rel.count("/") >= (depth or 0):
+                yield t
+                continue
+            notes.append(f"{path} (depth {depth}) holds the backup store {home}; everything "
+                         "beside the store within that depth is captured")
+            yield PlannedTarget(scoped_uri(path, depth, [rel]), t.why,
+                                regenerable=t.regenerable)
 
     @staticmethod
     def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:
@@ -226,7 +246,7 @@ class BackupLayer:
                    for f in files)
 
     def _around_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
-        """A file target holding the backup store is split into its siblings of the store."""
+        """A file target holding the backup store, with the store left out (``exclude=``)."""
         path = Path(unquote(t.uri[len("file://"):]))
         home = self.store_home()
         try:
@@ -240,19 +260,9 @@ class BackupLayer:
             return []
         notes.append(f"{path} holds the backup store {home}; everything beside the store is "
                      "captured")
-        out: list[PlannedTarget] = []
-        cur = path.resolve()
-        while cur != home.resolve():
-            nxt = next(p for p in [home.resolve(), *home.resolve().parents] if p.parent == cur)
-            try:
-                for child in sorted(cur.iterdir()):
-                    if child.name != nxt.name:
-                        out.append(PlannedTarget(file_uri(str(child)), t.why,
-                                                 regenerable=t.regenerable))
-            except OSError:
-                pass
-            cur = nxt
-        return out
+        rel = os.path.relpath(home.resolve(), path.resolve())
+        return [PlannedTarget(scoped_uri(str(path.resolve()), None, [rel]), t.why,
+                              regenerable=t.regenerable)]
 
     @staticmethod
     def _rewrite(call: ToolCall, findings: list[Finding]) -> dict[str, object] | None:
