@@ -167,6 +167,11 @@ class PgTable(PgOwned):
     constraints: list[PgConstraint] = metadata(default_factory=list, keyed_by=("name",))
     indexes: list[PgIndex] = metadata(default_factory=list, keyed_by=("name",))
     triggers: list[PgTrigger] = metadata(default_factory=list, keyed_by=("name",))
+    inherited_triggers: dict[str, str] | None = metadata(
+        None,
+        description="trigger → enabled state (O, D, R, A) of the partition's copies of its "
+        "parent's triggers (pg_trigger.tgparentid); None: not recorded (older captures)",
+    )
     policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)
     rls_forced: bool = metadata(False)

@@ -514,6 +514,9 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
         )
         triggers = [PgTrigger(name=t["tgname"], definition=t["def"], enabled=t["tgenabled"],
                               comment=t["comment"]) for t in cur.fetchall()]
+        cur.execute("SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = %s "
+                    "AND NOT tgisinternal AND tgparentid <> 0", (oid,))
+        inherited = {t["tgname"]: t["tgenabled"] for t in cur.fetchall()}
         cur.execute(
             """SELECT p.polname, p.polpermissive, p.polcmd,
                 ARRAY(SELECT CASE WHEN x = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x)) END
@@ -544,6 +547,7 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             partition_of=parents[0] if r["relispartition"] and parents else None,
             partition_bound=r["bound"], partition_key=r["partkey"],
             constraints=constraints, indexes=_indexes(cur, oid), triggers=triggers,
+            inherited_triggers=inherited,
             policies=policies, rls_enabled=r["relrowsecurity"],
             rls_forced=r["relforcerowsecurity"], options=sorted(r["options"]),
             replica_identity=r["relreplident"], row_key=row_key,

@@ -327,6 +327,16 @@ def create_view(view: PgView, *, with_data: bool = True) -> str:
     return f"CREATE VIEW {name}{opts} AS {body}"
 
 
+def inherited_trigger_statement(table: str, trigger: str, enabled: str) -> str:
+    """Set the state of a partition's copy of its parent's trigger, when the copy exists
+    (it is there while the parent's trigger is: a restore of the partition alone, after the
+    parent's trigger was dropped, has none to set)."""
+    stmt = trigger_enable_statement(table, trigger, enabled, only=True)
+    return (f"DO $preimage$ BEGIN IF EXISTS (SELECT 1 FROM pg_catalog.pg_trigger "
+            f"WHERE tgrelid = {lit(table)}::regclass AND tgname = {lit(trigger)}) "
+            f"THEN EXECUTE {lit(stmt)}; END IF; END $preimage$")
+
+
 def view_default_statements(view: PgView, live: dict[str, str]) -> list[str]:
     """``ALTER VIEW … ALTER COLUMN … SET/DROP DEFAULT`` from the ``live`` defaults to the
     captured ones."""
@@ -338,7 +348,9 @@ def view_default_statements(view: PgView, live: dict[str, str]) -> list[str]:
     return out
 
 
-def trigger_enable_statement(table: str, trigger: str, enabled: str) -> str:
-    """ALTER TABLE … ENABLE/DISABLE TRIGGER as captured (O, D, R, A)."""
+def trigger_enable_statement(table: str, trigger: str, enabled: str, *,
+                             only: bool = False) -> str:
+    """ALTER TABLE … ENABLE/DISABLE TRIGGER as captured (O, D, R, A); ``only``: not the
+    partitions' copies of the trigger, whose states are set one by one."""
     word = {"O": "ENABLE", "D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}[enabled]
-    return f"ALTER TABLE {table} {word} TRIGGER {q(trigger)}"
+    return f"ALTER TABLE {'ONLY ' if only else ''}{table} {word} TRIGGER {q(trigger)}"

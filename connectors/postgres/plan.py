@@ -486,9 +486,16 @@ class Planner:
                 trg.append(x.definition)
             if live_trg is None or live_trg.enabled != x.enabled or synced:
                 # A synced table had its user triggers disabled meanwhile: set every state.
-                trg.append(ddl.trigger_enable_statement(name, x.name, x.enabled))
+                # The partitions' copies keep their own captured states (set below).
+                trg.append(ddl.trigger_enable_statement(
+                    name, x.name, x.enabled, only=t.inherited_triggers is not None))
             if (live_trg.comment if live_trg else None) != x.comment:
                 fin.append(ddl.comment_statement(f"TRIGGER {q(x.name)} ON {name}", x.comment))
+        live_inherited = (have.inherited_triggers or {}) if have else {}
+        for trigger, state in sorted((t.inherited_triggers or {}).items()):
+            # a copy of the parent's trigger exists once the parent's does (triggers phase)
+            if live_inherited.get(trigger) != state or synced:
+                fin.append(ddl.inherited_trigger_statement(name, trigger, state))
         for p in t.policies:
             if p.name not in have_pol:
                 pol.append(p.definition)
