@@ -94,7 +94,6 @@ RESTORE_GAPS = {
                       "primary key and index attachments",
     "create_view#90": "CREATE VIEW … WITH (security_invoker): a view of another schema "
                       "(testviewschm2.pubview) differs after the restore",
-    "triggers#630": "ALTER TABLE parent ENABLE ALWAYS TRIGGER: the partition's trigger state",
     "domain#90": "ALTER DOMAIN … ADD CONSTRAINT on a domain a table column uses: the restore "
                  "drops the domain without CASCADE, fails and rolls back",
 }
