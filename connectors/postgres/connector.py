@@ -35,7 +35,7 @@ class PostgresConnector(ConnectorBase):
     # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
         sub_scopes=False, undo="target", server_identities=True, remote=True,
-        audits_completeness=True,
+        audits_completeness=True, atomic_restore=True,
     )
     reverter: ClassVar[PgReverter] = PgReverter()
 
