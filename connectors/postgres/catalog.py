@@ -608,30 +608,35 @@ def read_same_names(cur: Cursor, items: list[Any]) -> list[Any]:
     """
     from preimage.connectors.postgres.ddl import qn as _qn
 
-    types, funcs, seqs, views = [], [], [], []
-    for item in items:
-        if isinstance(item, PgType):
-            cur.execute("SELECT to_regtype(%s)::oid AS oid", (_qn(item.namespace, item.name),))
-            types.append(cur.fetchone()["oid"])
-        elif isinstance(item, PgFunction):
-            cur.execute(
-                """SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = %s AND p.proname = %s
-                  AND pg_get_function_identity_arguments(p.oid) = %s""",
-                (item.namespace, item.name, item.arguments),
-            )
-            row = cur.fetchone()
-            funcs.append(row["oid"] if row else None)
-        elif isinstance(item, PgSequence | PgView):
-            cur.execute(
-                "SELECT c.oid, c.relkind FROM pg_class c WHERE c.oid = to_regclass(%s)",
-                (_qn(item.namespace, item.name),),
-            )
-            row = cur.fetchone()
-            if row and row["relkind"] == "S" and isinstance(item, PgSequence):
-                seqs.append(row["oid"])
-            elif row and row["relkind"] in ("v", "m") and isinstance(item, PgView):
-                views.append(row["oid"])
+    # One query per kind, each name looked up as it would be alone.
+    type_names = [_qn(i.namespace, i.name) for i in items if isinstance(i, PgType)]
+    cur.execute("SELECT to_regtype(x)::oid AS oid FROM unnest(%s::text[]) WITH ORDINALITY "
+                "u(x, i) ORDER BY i", (type_names,))
+    types = [r["oid"] for r in cur.fetchall()]
+    fns = [i for i in items if isinstance(i, PgFunction)]
+    cur.execute(
+        """SELECT p.oid FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY
+            u(nsp, name, args, i)
+        JOIN pg_namespace n ON n.nspname = u.nsp
+        JOIN pg_proc p ON p.pronamespace = n.oid AND p.proname = u.name
+          AND pg_get_function_identity_arguments(p.oid) = u.args
+        ORDER BY u.i""",
+        ([f.namespace for f in fns], [f.name for f in fns], [f.arguments for f in fns]),
+    )
+    funcs = [r["oid"] for r in cur.fetchall()]
+    rels = [i for i in items if isinstance(i, PgSequence | PgView)]
+    cur.execute(
+        """SELECT u.i, c.oid, c.relkind FROM unnest(%s::text[]) WITH ORDINALITY u(x, i)
+        JOIN pg_class c ON c.oid = to_regclass(u.x) ORDER BY u.i""",
+        ([_qn(i.namespace, i.name) for i in rels],),
+    )
+    seqs, views = [], []
+    for row in cur.fetchall():
+        item = rels[row["i"] - 1]
+        if row["relkind"] == "S" and isinstance(item, PgSequence):
+            seqs.append(row["oid"])
+        elif row["relkind"] in ("v", "m") and isinstance(item, PgView):
+            views.append(row["oid"])
     return (
         read_types(cur, [o for o in types if o])
         + read_functions(cur, [o for o in funcs if o])
