@@ -157,7 +157,8 @@ class PgRestorer:
             return
         planner = Planner(list(self.snap.items), live,
                           whole_schemas=self.snap.scope in ("schema", "database"),
-                          own_defaults=own_default_acls(cur))
+                          own_defaults=own_default_acls(cur),
+                          merge=self.policy.conflict is ConflictMode.MERGE)
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
         if self.snap.scope == "database":
             plan_large_objects(plan, list(self.snap.items), live, self.blobs)

@@ -126,8 +126,11 @@ class Planner:
     """Builds the :class:`Plan` for one snapshot against the live state."""
 
     def __init__(self, captured: list[Any], live: list[Any], *, whole_schemas: bool,
-                 own_defaults: list[PgObject] | None = None) -> None:
+                 own_defaults: list[PgObject] | None = None, merge: bool = False) -> None:
         self.captured = captured
+        # merge: what exists stays as the agent left it (nothing is dropped, so nothing is
+        # made again over it); only what is missing is created.
+        self.merge = merge
         self.live = {i.natural_key(): i for i in live}
         # The restoring role's live default privileges: they would reach every object this
         # restore creates, so they are switched off first and set (as captured, or as they
@@ -149,7 +152,7 @@ class Planner:
         # Tables: create, re-create or keep.
         for t in tables:
             have = self.live_of(t)
-            if have is None or not have.exists or shape(have) != shape(t):
+            if have is None or not have.exists or (shape(have) != shape(t) and not self.merge):
                 self.recreate.add(t.natural_key())
         # A child of a re-created parent is dropped with it: re-create it too.
         changed = True
@@ -189,7 +192,8 @@ class Planner:
         self._database()
         self._views(drop_tables, extras)
         kept = [t for t in tables if t.natural_key() not in self.recreate]
-        data_steps = [(t, data_step(t, self.live_of(t) if t in kept else None)) for t in tables]
+        data_steps = [(t, data_step(t, self.live_of(t) if t in kept else None)) for t in tables
+                      if not (self.merge and t in kept and shape(self.live_of(t)) != shape(t))]
         any_data_change = any(s is not None for t, s in data_steps if t in kept)
         synced = {t.natural_key() for t, s in data_steps if s is not None}
         for t in kept:
@@ -378,6 +382,10 @@ class Planner:
         have_idx = {i.name: i for i in have.indexes}
         have_trg = {x.name: x for x in have.triggers}
         have_pol = {p.name: p for p in have.policies}
+        if self.merge:  # only what is missing is made; nothing that exists is dropped
+            self._attached(t, have, have_cons=have_cons, have_idx=have_idx, have_trg=have_trg,
+                           have_pol=have_pol, synced=synced)
+            return
         drops = []
         for con in have.constraints:
             want_con = next((c for c in t.constraints if c.name == con.name), None)

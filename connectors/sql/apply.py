@@ -29,6 +29,17 @@ from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreRe
 from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 
+class _Kept:
+    """A blob sink that keeps the chunks in memory (live rows read to compare)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def put_chunks(self, chunks: Iterable[bytes]) -> str:
+        self.chunks.extend(bytes(c) for c in chunks)
+        return ""
+
+
 class _HashOnly:
     """A blob sink that only hashes: the digest a capture would store, nothing kept."""
 
@@ -47,6 +58,7 @@ class _Step:
     destructive: bool = False
     removes: bool = False
     retry: bool = False  # a view may need another view made later: try it again at the end
+    quiet: bool = False  # switched off and on again around other steps: not a change
 
 
 class StepsFailedError(Exception):
@@ -93,6 +105,8 @@ class SqlRestorer:
         recreate: set[str] = set()
         replaced: set[str] = set()   # kept tables whose rows are replaced
         is_mysql = mysql.is_mysql(self.conn)
+        merge = self.policy.conflict is ConflictMode.MERGE
+        merged: list[SqlTable] = []  # kept tables some of whose captured rows are missing
         # Neither MySQL nor SQLite can switch a trigger off: one on a table whose rows are
         # replaced is dropped meanwhile and made again after, so the restore does not fire it.
         no_switch = is_mysql or self.conn.dialect.name == "sqlite"
@@ -103,6 +117,15 @@ class SqlRestorer:
                     drops.append(_Step(t.natural_key(), "drop table (absent at capture)",
                                        self._exec(f"DROP TABLE {self.quote(t.name)}"),
                                        destructive=True, removes=True))
+                continue
+            if merge and have is not None and have.exists:
+                # merge keeps the table as the agent left it and puts back missing rows
+                if have.columns != t.columns:
+                    self.report.add(t.natural_key(), Outcome.SKIPPED,
+                                    reason="its columns changed since the capture; merge "
+                                           "keeps the table and its rows as they are")
+                elif self._live_digest(t) != t.rows_digest:
+                    merged.append(t)
                 continue
             if have is None or not have.exists or have.ddl != t.ddl or have.columns != t.columns:
                 recreate.add(t.name)
@@ -118,8 +141,6 @@ class SqlRestorer:
             digest = self._live_digest(t)
             if digest != t.rows_digest:
                 q = self.quote(t.name)
-                if self.policy.conflict is ConflictMode.MERGE:
-                    continue
                 replaced.add(t.name)
                 loads.append(_Step(t.natural_key(), "replace rows",
                                    self._replace_rows(t, q), destructive=True))
@@ -151,6 +172,8 @@ class SqlRestorer:
                     drops.insert(0, _Step(o.natural_key(), "character set and collation",
                                           self._alter_database(o), destructive=True))
                 continue
+            if merge and have is not None:
+                continue  # merge keeps what exists as the agent left it
             if have is None or have.ddl != o.ddl or o.table in recreate or (
                 no_switch and o.kind == "trigger" and o.table in replaced
             ) or have.settings != o.settings:
@@ -160,6 +183,8 @@ class SqlRestorer:
         for c in snap.items:
             if isinstance(c, SqlCounter):
                 have = live.get(c.natural_key())
+                if merge and have is not None:
+                    continue
                 if have is None or have.value != c.value or (
                     c.kind == "counter" and c.name in recreate
                 ):
@@ -170,11 +195,21 @@ class SqlRestorer:
                 late.append(_Step(key, "reset counter", self._exec(
                     "DELETE FROM sqlite_sequence WHERE name = :n", {"n": have.name}),
                     destructive=True, removes=True))
-        steps = [s for s in drops + creates + loads + late if self.policy.in_scope(s.key)]
+        early = [s for s in drops + creates + loads if self.policy.in_scope(s.key)]
+        rows: list[_Step] = []
         if self.policy.keys is not None:
-            steps += self._row_steps(tables, recreate)
-        if self.policy.conflict is ConflictMode.MERGE:
-            steps = [s for s in steps if not s.destructive]
+            rows = self._row_steps(tables, recreate, self.policy.keys)
+        if merge:
+            early = [s for s in early if not s.destructive]
+            for t in merged:
+                if self.policy.in_scope(t.natural_key()):
+                    rows += self._row_steps([t], set(), self._missing_keys(t))
+        if no_switch and rows:
+            rows = self._triggers_off(rows, live, {s.key for s in early})
+        # Row writes before indexes, triggers and counters are made again, so a trigger
+        # put back by this restore does not fire on them either.
+        steps = early + rows + [s for s in late if self.policy.in_scope(s.key)
+                                and not (merge and s.destructive)]
         if self.policy.conflict is ConflictMode.REFUSE and steps:
             raise RestoreConflictError(snap.target, sorted({s.key for s in steps}))
         done: dict[str, list[str]] = {}
@@ -196,7 +231,8 @@ class SqlRestorer:
                                                journal) from exc
                     raise
             journal.append(f"{step.action} of {step.key}")
-            done.setdefault(step.key, []).append(step.action)
+            if not step.quiet:
+                done.setdefault(step.key, []).append(step.action)
         removed = {s.key for s in steps if s.removes}
         for key, actions in done.items():
             outcome = Outcome.PLANNED if self.policy.dry_run else (
@@ -219,11 +255,72 @@ class SqlRestorer:
         return self.connector._table(  # type: ignore[no-any-return]
             self.conn, self._insp, t.name, _HashOnly(), {}).rows_digest
 
-    def _row_steps(self, tables: list[SqlTable], recreated: set[str]) -> list[_Step]:
-        """Exact row keys (an undo): update, insert or delete exactly those rows."""
+    def _captured_rows(self, t: SqlTable) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+        """Each captured row of ``t`` as (its values as the row key reads them, the values
+        to write)."""
+        if not t.rows_digest:
+            return
+        if t.rows_format == "tuples":
+            from preimage.snapshot_schemas.sql import iter_tuple_rows, tuple_raw
+
+            for values in iter_tuple_rows(self.blobs.chunks(t.rows_digest, path=t.name),
+                                          t.copy_columns):
+                yield values, {c: tuple_raw(v) for c, v in values.items()}
+            return
+        from preimage.connectors.sql.rows import decode_rows
+
+        for decoded in decode_rows(self.blobs.chunks(t.rows_digest, path=t.name)):
+            yield _raw(decoded), decoded
+
+    def _missing_keys(self, t: SqlTable) -> frozenset[str]:
+        """The row keys of ``t`` the capture holds and the live table does not (merge):
+        by primary key, or for a keyless table by value and occurrence, so a deleted copy
+        of two equal rows counts as missing."""
+        from preimage.snapshot_schemas.sql import iter_tuple_rows, row_key
+
+        prefix = f"kind=row|table={t.name}|row="
+        if t.rows_format == "tuples":
+            from preimage.connectors.sql import mysql_rows
+
+            lines = mysql_rows.read_lines(self.conn, mysql_rows.select_sql(t.name, t.copy_columns))
+            live_rows: Iterable[dict[str, Any]] = iter_tuple_rows(lines, t.copy_columns)
+        else:
+            from preimage.connectors.sql.rows import decode_rows
+
+            if self._insp is None:
+                self._insp = _inspect(self.conn)
+            kept = _Kept()
+            self.connector._table(self.conn, self._insp, t.name, kept, {})
+            live_rows = (_raw(d) for d in decode_rows(kept.chunks))
+        seen: Counter[str] = Counter()
+        have = {row_key(values, t.primary_key, seen) for values in live_rows}
+        seen = Counter()
+        wanted = {row_key(values, t.primary_key, seen) for values, _ in self._captured_rows(t)}
+        return frozenset(prefix + k for k in wanted - have)
+
+    def _triggers_off(self, rows: list[_Step], live: dict[str, Any],
+                      planned: set[str]) -> list[_Step]:
+        """``rows`` between dropping the live triggers of their tables and making them
+        again (MySQL and SQLite cannot switch a trigger off), so writing a row back does
+        not fire one.  Triggers this restore drops itself are left to it."""
+        tables = {s.key.split("|table=", 1)[1].split("|row=", 1)[0] for s in rows}
+        triggers = [o for o in live.values() if isinstance(o, SqlObject)
+                    and o.kind == "trigger" and o.table in tables
+                    and o.natural_key() not in planned]
+        off = [_Step(o.natural_key(), "drop while rows go back",
+                     self._exec(f"DROP TRIGGER IF EXISTS {self.quote(o.name)}"), quiet=True)
+               for o in triggers]
+        on = [_Step(o.natural_key(), "create again",
+                    self._replay(o) if mysql.is_mysql(self.conn) else self._exec(o.ddl),
+                    quiet=True) for o in triggers]
+        return off + rows + on
+
+    def _row_steps(self, tables: list[SqlTable], recreated: set[str],
+                   keys: frozenset[str]) -> list[_Step]:
+        """Exact row keys (an undo, or merge's missing rows): update, insert or delete
+        exactly those rows."""
         from preimage.snapshot_schemas.sql import row_key
 
-        keys = self.policy.keys or frozenset()
         steps: list[_Step] = []
         for t in tables:
             prefix = f"kind=row|table={t.name}|row="
@@ -231,23 +328,11 @@ class SqlRestorer:
             if not wanted or not t.exists or t.name in recreated:
                 continue  # a re-created table gets all its rows with it
             rows: dict[str, dict[str, Any]] = {}
-            if t.rows_digest and t.rows_format == "tuples":
-                from preimage.snapshot_schemas.sql import iter_tuple_rows, tuple_raw
-
-                seen: Counter[str] = Counter()
-                for values in iter_tuple_rows(self.blobs.chunks(t.rows_digest, path=t.name),
-                                              t.copy_columns):
-                    k = prefix + row_key(values, t.primary_key, seen)
-                    if k in wanted:  # each value as the column's bytes, as captured
-                        rows[k] = {c: tuple_raw(v) for c, v in values.items()}
-            elif t.rows_digest:
-                from preimage.connectors.sql.rows import decode_rows
-
-                seen = Counter()
-                for decoded in decode_rows(self.blobs.chunks(t.rows_digest, path=t.name)):
-                    k = prefix + row_key(_raw(decoded), t.primary_key, seen)
-                    if k in wanted:
-                        rows[k] = decoded
+            seen: Counter[str] = Counter()
+            for values, written in self._captured_rows(t):
+                k = prefix + row_key(values, t.primary_key, seen)
+                if k in wanted:  # each value as captured
+                    rows[k] = written
             # deletions first, then writes in the rows' captured order (storage order)
             for k in sorted(wanted - set(rows)) + list(rows):
                 got = rows.get(k)

@@ -284,12 +284,15 @@ def test_every_column_type_goes_back_byte_for_byte(mydb: Any, cli: Any) -> None:
 def test_one_call_undone_row_by_row(mydb: Any, store: Any) -> None:
     """Undo of one call on MariaDB (rows kept as the server's tuples): the call's UPDATE
     and DELETE are reverted by primary key, a row inserted later is kept, and the
-    reverted rows hold their exact bytes (latin1 text, binary with NUL)."""
+    reverted rows hold their exact bytes (latin1 text, binary with NUL).  Putting the
+    deleted order back does not fire the table's audit trigger, which is there after."""
     from preimage._undo import capture_after
 
     mydb.sql(SCHEMA)
     state = ("SELECT id, HEX(name), email, created FROM customers ORDER BY id; "
-             "SELECT id, customer_id, total, HEX(note), HEX(raw) FROM orders ORDER BY id")
+             "SELECT id, customer_id, total, HEX(note), HEX(raw) FROM orders ORDER BY id; "
+             "SELECT count(*) FROM audit_log; SELECT TRIGGER_NAME, ACTION_STATEMENT FROM "
+             "information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")
     before = mydb.sql(state)
     pre = preimage.capture([mydb.uri()], store=store, kind="layer", session="s",
                            tool_call={"tool": "Bash", "input": {"command": "mariadb …"}})

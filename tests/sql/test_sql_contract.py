@@ -13,7 +13,7 @@ import preimage
 from preimage import Store
 from preimage._registry import get_connector
 from preimage.snapshot_schemas import Snapshot
-from preimage.testing import ConnectorContract, known_failure
+from preimage.testing import ConnectorContract
 
 
 class _LiveInStore:
@@ -70,11 +70,6 @@ class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
 
     connector = "postgresql"
 
-    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
-        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
-        "merge re-adds a foreign key that still exists when it re-creates a dropped index "
-        "of the same table (constraint ... already exists)",
-    )
 
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
@@ -140,11 +135,6 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
 
     connector = "sqlite"
 
-    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
-        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
-        "merge puts rows back by primary key only: deleted rows of a table without one "
-        "(two identical notes) do not come back",
-    )
 
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
@@ -233,11 +223,6 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
 
     connector = "mariadb+pymysql"
 
-    test_merge_puts_back_what_is_missing_and_keeps_the_rest = known_failure(
-        ConnectorContract.test_merge_puts_back_what_is_missing_and_keeps_the_rest,
-        "merge re-creates a table that still exists (1050 Table 'entries' already exists) "
-        "when the agent dropped a trigger on it",
-    )
 
     @pytest.fixture
     def target_uri(self, mydb: Any) -> str:

@@ -90,16 +90,20 @@ def test_sequence_moved_since_is_a_conflict(db: Any, store: Any) -> None:
 
 def test_undo_alone_is_exact(db: Any, store: Any) -> None:
     """With no later writer, the undo of DELETE + UPDATE brings every row back as it was;
-    only the storage order differs (re-inserted rows go where PostgreSQL puts them, since
-    an undo never rewrites a whole table) — which the table's row digest records."""
+    at most the storage order differs (re-inserted rows go where PostgreSQL puts them —
+    into space a vacuum freed, or at the end — since an undo never rewrites a whole table),
+    which the table's row digest records."""
     seed(db)
+    state = "SELECT * FROM customers ORDER BY id; SELECT * FROM tags ORDER BY label"
+    before = db.sql(state)
     uri = db.uri("tables=public.customers,public.tags")
     pre = protected(store, db, uri, "DELETE FROM customers WHERE id % 3 = 0; "
                                     "UPDATE tags SET n = 9; DELETE FROM tags WHERE label='b'")
     assert preimage.undo(pre, store=store).ok
+    assert db.sql(state) == before
     total, _ = preimage.score(pre, store=store)
     lost = [d for d in total.differences if d.fidelity in ("content", "metadata")]
-    assert [(d.item, d.path) for d in lost] == [("table public/customers", "rows_digest")]
+    assert {(d.item, d.path) for d in lost} <= {("table public/customers", "rows_digest")}
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

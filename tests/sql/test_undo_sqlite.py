@@ -19,6 +19,9 @@ def db(tmp_path: Path) -> Path:
     con.executescript("""
         CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT);
         CREATE TABLE log (line TEXT);
+        CREATE TABLE audit (what TEXT);
+        CREATE TRIGGER customers_audit AFTER INSERT ON customers
+            BEGIN INSERT INTO audit VALUES ('new ' || NEW.id); END;
     """)
     con.executemany("INSERT INTO customers VALUES (?, ?, ?)",
                     [(i, f"name{i}", f"c{i}@example.org") for i in range(1, 11)])
@@ -79,6 +82,11 @@ def test_rows_reverted_by_key_and_column_later_work_kept(db: Path, store: Store)
     assert got[5] == (5, "name5", "c5@example.org")        # deleted by the call: back
     assert 7 not in got and got[100] == (100, "new", "n@example.org")
     assert sorted(rows(db, "log")) == [("a",), ("a",), ("b",), ("c",)]
+    # the later insert fired the trigger; putting customer 5 back did not, and it is there
+    seeded = [(f"new {i}",) for i in range(1, 11)]
+    assert rows(db, "audit") == [*seeded, ("new 100",)]
+    sql(db, "INSERT INTO customers VALUES (101, 'more', NULL)")
+    assert rows(db, "audit") == [*seeded, ("new 100",), ("new 101",)]
     written = sorted(i.key for r in result.reports for i in r.changes)
     assert all("|row=" in k for k in written) and len(written) == 5, written
     (conflict,) = result.plans[0].conflicts
