@@ -10,7 +10,7 @@ process (peak RSS read with ``wait4``):
   …?tables=public.events`` vs ``pg_dump -Fc -t public.events``; after ``DROP TABLE``,
   ``preimage restore`` vs ``pg_restore --single-transaction``;
 * ``types``: one table per column type (int, text, numeric, jsonb, timestamptz, bytea,
-  uuid), ``--type-rows`` rows each (default 200,000), the same four commands;
+  uuid), ``--type-rows`` rows each (default 1,000,000), the same four commands;
 * ``sample``: the whole pagila database (fixtures/samples/): ``preimage capture`` of the
   database vs ``pg_dump -Fc``; after ``DROP DATABASE``, ``preimage restore`` vs
   ``pg_restore --create``.
@@ -129,7 +129,7 @@ def _strip(dump: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--type-rows", type=int, default=200_000)
+    parser.add_argument("--type-rows", type=int, default=1_000_000)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--score", action="store_true",
                         help="also time `preimage score` of the big table (per-row scoring)")

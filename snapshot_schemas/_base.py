@@ -140,6 +140,7 @@ def key(default: Any = ..., **kwargs: Any) -> Any:
 
 
 _SPECS: dict[tuple[type[Any], str], FieldSpec] = {}
+_KEYS: dict[type[Any], list[str]] = {}
 
 
 class Record(BaseModel):
@@ -178,7 +179,10 @@ class Record(BaseModel):
     @classmethod
     def key_fields(cls) -> list[str]:
         """The fields declared with :func:`key`, in declaration order."""
-        return [n for n in cls.model_fields if cls.field_class(n) == _KEY]
+        found = _KEYS.get(cls)
+        if found is None:
+            found = _KEYS[cls] = [n for n in cls.model_fields if cls.field_class(n) == _KEY]
+        return list(found)
 
     def leaves(self, fidelity: str, path: str = "") -> Iterator[tuple[str, Leaf]]:
         """This record's scored leaves: each field under its declared class.

@@ -54,7 +54,8 @@ class PgRestorer:
     def run(self) -> RestoreReport:
         """Restore, or plan only (dry run); raise :class:`RestoreError` on failure."""
         for t in self.snap.tables():
-            if t.rows_digest and not self.blobs.exists(t.rows_digest):
+            # Only present: each blob is verified as it is read, inside the transaction.
+            if t.rows_digest and not self.blobs.present(t.rows_digest):
                 from preimage._errors import BlobMissingError
 
                 raise BlobMissingError(t.rows_digest, path=t.qualified)

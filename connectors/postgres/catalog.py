@@ -377,27 +377,30 @@ def read_functions(cur: Cursor, oids: list[int]) -> list[PgFunction]:
 
 def read_sequences(cur: Cursor, oids: list[int]) -> list[PgSequence]:
     """Sequences with settings, state and owning column."""
-    out = []
+    out: list[PgSequence] = []
+    if not oids:
+        return out
+    cur.execute(
+        f"""SELECT c.oid, n.nspname, c.relname, format_type(s.seqtypid, NULL) AS data_type,
+            s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache, s.seqcycle,
+            pg_get_userbyid(c.relowner) AS owner,
+            {acl_sql('c.relacl', 's', 'c.relowner')} AS acl,
+            obj_description(c.oid, 'pg_class') AS comment,
+            (SELECT format('%%I.%%I.%%I', tn.nspname, t.relname, a.attname)
+                    || '|' || d.deptype::text
+               FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid
+               JOIN pg_namespace tn ON tn.oid = t.relnamespace
+               JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
+              WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+              LIMIT 1) AS owned
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        JOIN pg_sequence s ON s.seqrelid = c.oid WHERE c.oid = ANY(%s)""",
+        (oids,),
+    )
+    found = {r["oid"]: r for r in cur.fetchall()}
     for oid in oids:
-        cur.execute(
-            f"""SELECT c.oid, n.nspname, c.relname, format_type(s.seqtypid, NULL) AS data_type,
-                s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache, s.seqcycle,
-                pg_get_userbyid(c.relowner) AS owner,
-                {acl_sql('c.relacl', 's', 'c.relowner')} AS acl,
-                obj_description(c.oid, 'pg_class') AS comment,
-                (SELECT format('%%I.%%I.%%I', tn.nspname, t.relname, a.attname)
-                        || '|' || d.deptype::text
-                   FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid
-                   JOIN pg_namespace tn ON tn.oid = t.relnamespace
-                   JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
-                  WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
-                    AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
-                  LIMIT 1) AS owned
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            JOIN pg_sequence s ON s.seqrelid = c.oid WHERE c.oid = %s""",
-            (oid,),
-        )
-        r = cur.fetchone()
+        r = found[oid]
         cur.execute(f"SELECT last_value, is_called FROM {qn(r['nspname'], r['relname'])}")
         state = cur.fetchone()
         owned, _, deptype = (r["owned"] or "").partition("|")
@@ -412,66 +415,117 @@ def read_sequences(cur: Cursor, oids: list[int]) -> list[PgSequence]:
     return out
 
 
-def _indexes(cur: Cursor, oid: int) -> list[PgIndex]:
-    cur.execute(
-        """SELECT ic.relname, pg_get_indexdef(i.indexrelid) AS def, i.indisclustered,
-            obj_description(i.indexrelid, 'pg_class') AS comment,
+def _by_relation(cur: Cursor, sql: str, oids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The rows of ``sql`` (one query for every relation of ``oids``, its first column
+    ``rel`` the relation's oid), grouped by relation in the query's order."""
+    grouped: dict[int, list[dict[str, Any]]] = {oid: [] for oid in oids}
+    if not oids:
+        return grouped
+    cur.execute(sql, (oids,))
+    for row in cur.fetchall():
+        grouped[row["rel"]].append(row)
+    return grouped
+
+
+def _indexes_of(cur: Cursor, oids: list[int]) -> dict[int, list[PgIndex]]:
+    rows = _by_relation(cur,
+        """SELECT i.indrelid AS rel, ic.relname, pg_get_indexdef(i.indexrelid) AS def,
+            i.indisclustered, obj_description(i.indexrelid, 'pg_class') AS comment,
             (SELECT format('%%I.%%I', pn.nspname, p.relname) FROM pg_inherits h
                JOIN pg_class p ON p.oid = h.inhparent
                JOIN pg_namespace pn ON pn.oid = p.relnamespace
              WHERE h.inhrelid = i.indexrelid) AS parent
         FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-        WHERE i.indrelid = %s
+        WHERE i.indrelid = ANY(%s)
           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
                           AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u', 'x'))
-        ORDER BY ic.relname""",
-        (oid,),
-    )
-    return [PgIndex(name=r["relname"], definition=r["def"], clustered=r["indisclustered"],
-                    attached_to=r["parent"], comment=r["comment"]) for r in cur.fetchall()]
+        ORDER BY i.indrelid, ic.relname""", oids)
+    return {oid: [PgIndex(name=r["relname"], definition=r["def"], clustered=r["indisclustered"],
+                          attached_to=r["parent"], comment=r["comment"]) for r in got]
+            for oid, got in rows.items()}
+
+
+_POLICY_COMMANDS = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}
 
 
 def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
-    """Tables with columns, constraints, indexes, triggers and policies (no rows)."""
+    """Tables with columns, constraints, indexes, triggers and policies (no rows).
+
+    Each kind of fact is one query for every table (as pg_dump reads them), not one
+    per table: a database of many tables costs a handful of round trips."""
+    if not oids:
+        return []
+    cur.execute(
+        f"""SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence, c.relfilenode,
+            c.relrowsecurity, c.relforcerowsecurity, c.relreplident, c.relispartition,
+            coalesce(c.reloptions, '{{}}') AS options, pg_get_userbyid(c.relowner) AS owner,
+            {acl_sql('c.relacl', 'r', 'c.relowner')} AS acl,
+            obj_description(c.oid, 'pg_class') AS comment,
+            CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS partkey,
+            CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound,
+            (SELECT amname FROM pg_am WHERE oid = c.relam AND amname <> 'heap') AS am
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s)""",
+        (oids,),
+    )
+    rels = {r["oid"]: r for r in cur.fetchall()}
+    parents_of = _by_relation(cur,
+        """SELECT i.inhrelid AS rel, format('%%I.%%I', pn.nspname, p.relname) AS parent
+        FROM pg_inherits i
+        JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace
+        WHERE i.inhrelid = ANY(%s) ORDER BY i.inhrelid, i.inhseqno""", oids)
+    columns_of = _by_relation(cur,
+        """SELECT a.attrelid AS rel, a.attname, format_type(a.atttypid, a.atttypmod) AS type,
+            a.attnotnull, pg_get_expr(d.adbin, d.adrelid) AS expr, a.attidentity,
+            a.attgenerated, a.attislocal, col_description(a.attrelid, a.attnum) AS comment,
+            CASE WHEN a.attcollation <> t.typcollation THEN
+              (SELECT format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co
+               JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
+            END AS collation,
+            ARRAY(SELECT x::text FROM unnest(a.attacl) x ORDER BY 1) AS acl,
+            coalesce(a.attoptions, '{}') AS options, a.attstattarget,
+            CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage END AS storage,
+            CASE a.attcompression WHEN 'p' THEN 'pglz' WHEN 'l' THEN 'lz4' END AS compression
+        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+        ORDER BY a.attrelid, a.attnum""", oids)
+    constraints_of = _by_relation(cur,
+        """SELECT conrelid AS rel, conname, contype, pg_get_constraintdef(oid) AS def,
+            obj_description(oid, 'pg_constraint') AS comment,
+            (SELECT array_agg(a.attname ORDER BY k.i) FROM unnest(conkey) WITH ORDINALITY k(n, i)
+             JOIN pg_attribute a ON a.attrelid = conrelid AND a.attnum = k.n) AS cols
+        FROM pg_constraint WHERE conrelid = ANY(%s) AND contype IN ('p', 'u', 'f', 'c', 'x')
+          AND conislocal AND conparentid = 0 ORDER BY conrelid, conname""", oids)
+    # A partition's primary key is the parent's (conislocal is false there).
+    partition_keys = _by_relation(cur,
+        """SELECT c.conrelid AS rel, array_agg(a.attname ORDER BY k.i) AS cols
+        FROM pg_constraint c, unnest(c.conkey) WITH ORDINALITY k(n, i)
+          JOIN pg_attribute a ON a.attnum = k.n
+        WHERE c.conrelid = ANY(%s) AND c.contype = 'p' AND a.attrelid = c.conrelid
+        GROUP BY c.conrelid, c.oid""",
+        [oid for oid in oids if oid in rels and rels[oid]["relispartition"]])
+    triggers_of = _by_relation(cur,
+        """SELECT tgrelid AS rel, tgname, pg_get_triggerdef(oid) AS def, tgenabled,
+            obj_description(oid, 'pg_trigger') AS comment
+        FROM pg_trigger WHERE tgrelid = ANY(%s) AND NOT tgisinternal AND tgparentid = 0
+        ORDER BY tgrelid, tgname""", oids)
+    inherited_of = _by_relation(cur,  # partitions' copies of their parents' triggers
+        """SELECT tgrelid AS rel, tgname, tgenabled FROM pg_trigger
+        WHERE tgrelid = ANY(%s) AND NOT tgisinternal AND tgparentid <> 0
+        ORDER BY tgrelid, tgname""", oids)
+    policies_of = _by_relation(cur,
+        """SELECT p.polrelid AS rel, p.polname, p.polpermissive, p.polcmd,
+            ARRAY(SELECT CASE WHEN x = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x)) END
+                  FROM unnest(p.polroles) x ORDER BY 1) AS roles,
+            pg_get_expr(p.polqual, p.polrelid) AS qual,
+            pg_get_expr(p.polwithcheck, p.polrelid) AS checks,
+            obj_description(p.oid, 'pg_policy') AS comment
+        FROM pg_policy p WHERE p.polrelid = ANY(%s) ORDER BY p.polrelid, p.polname""", oids)
+    indexes_of = _indexes_of(cur, oids)
     out = []
     for oid in oids:
-        cur.execute(
-            f"""SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence, c.relfilenode,
-                c.relrowsecurity, c.relforcerowsecurity, c.relreplident, c.relispartition,
-                coalesce(c.reloptions, '{{}}') AS options, pg_get_userbyid(c.relowner) AS owner,
-                {acl_sql('c.relacl', 'r', 'c.relowner')} AS acl,
-                obj_description(c.oid, 'pg_class') AS comment,
-                CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS partkey,
-                CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound,
-                (SELECT amname FROM pg_am WHERE oid = c.relam AND amname <> 'heap') AS am
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s""",
-            (oid,),
-        )
-        r = cur.fetchone()
-        cur.execute(
-            """SELECT format('%%I.%%I', pn.nspname, p.relname) AS parent FROM pg_inherits i
-            JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace
-            WHERE i.inhrelid = %s ORDER BY i.inhseqno""",
-            (oid,),
-        )
-        parents = [x["parent"] for x in cur.fetchall()]
-        cur.execute(
-            """SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
-                pg_get_expr(d.adbin, d.adrelid) AS expr, a.attidentity, a.attgenerated,
-                a.attislocal, col_description(a.attrelid, a.attnum) AS comment,
-                CASE WHEN a.attcollation <> t.typcollation THEN
-                  (SELECT format('%%I.%%I', cn.nspname, co.collname) FROM pg_collation co
-                   JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
-                END AS collation,
-                ARRAY(SELECT x::text FROM unnest(a.attacl) x ORDER BY 1) AS acl,
-                coalesce(a.attoptions, '{}') AS options, a.attstattarget,
-                CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage END AS storage,
-                CASE a.attcompression WHEN 'p' THEN 'pglz' WHEN 'l' THEN 'lz4' END AS compression
-            FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-            WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""",
-            (oid,),
-        )
+        r = rels[oid]
+        parents = [x["parent"] for x in parents_of[oid]]
         columns = [PgColumn(
             name=a["attname"], type=a["type"], not_null=a["attnotnull"],
             default=a["expr"] if not a["attgenerated"] else None,
@@ -480,60 +534,22 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             collation=a["collation"], local=a["attislocal"], comment=a["comment"],
             acl=list(a["acl"]), options=sorted(a["options"]), statistics=a["attstattarget"],
             storage=a["storage"], compression=a["compression"],
-        ) for a in cur.fetchall()]
-        cur.execute(
-            """SELECT conname, contype, pg_get_constraintdef(oid) AS def,
-                obj_description(oid, 'pg_constraint') AS comment,
-                (SELECT array_agg(a.attname ORDER BY k.i) FROM unnest(conkey) WITH ORDINALITY k(n, i)
-                 JOIN pg_attribute a ON a.attrelid = conrelid AND a.attnum = k.n) AS cols
-            FROM pg_constraint WHERE conrelid = %s AND contype IN ('p', 'u', 'f', 'c', 'x')
-              AND conislocal AND conparentid = 0 ORDER BY conname""",
-            (oid,),
-        )
-        cons = cur.fetchall()
+        ) for a in columns_of[oid]]
+        cons = constraints_of[oid]
         constraints = [PgConstraint(name=x["conname"], type=x["contype"], definition=x["def"],
                                     comment=x["comment"]) for x in cons]
         row_key = next((list(x["cols"]) for x in cons if x["contype"] == "p"), [])
         if not row_key and r["relispartition"]:
-            # A partition's primary key is the parent's (conislocal is false there).
-            cur.execute(
-                """SELECT array_agg(a.attname ORDER BY k.i) AS cols FROM pg_constraint c,
-                  unnest(c.conkey) WITH ORDINALITY k(n, i)
-                  JOIN pg_attribute a ON a.attrelid = %s AND a.attnum = k.n
-                WHERE c.conrelid = %s AND c.contype = 'p'""",
-                (oid, oid),
-            )
-            got = cur.fetchone()
-            row_key = list(got["cols"] or []) if got else []
-        cur.execute(
-            """SELECT tgname, pg_get_triggerdef(oid) AS def, tgenabled,
-                obj_description(oid, 'pg_trigger') AS comment
-            FROM pg_trigger WHERE tgrelid = %s AND NOT tgisinternal AND tgparentid = 0
-            ORDER BY tgname""",
-            (oid,),
-        )
+            got = partition_keys.get(oid) or []
+            row_key = list(got[0]["cols"] or []) if got else []
         triggers = [PgTrigger(name=t["tgname"], definition=t["def"], enabled=t["tgenabled"],
-                              comment=t["comment"]) for t in cur.fetchall()]
-        cur.execute("SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = %s "
-                    "AND NOT tgisinternal AND tgparentid <> 0", (oid,))
-        inherited = {t["tgname"]: t["tgenabled"] for t in cur.fetchall()}
-        cur.execute(
-            """SELECT p.polname, p.polpermissive, p.polcmd,
-                ARRAY(SELECT CASE WHEN x = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x)) END
-                      FROM unnest(p.polroles) x ORDER BY 1) AS roles,
-                pg_get_expr(p.polqual, p.polrelid) AS qual,
-                pg_get_expr(p.polwithcheck, p.polrelid) AS checks,
-                obj_description(p.oid, 'pg_policy') AS comment
-            FROM pg_policy p WHERE p.polrelid = %s ORDER BY p.polname""",
-            (oid,),
-        )
-        commands = {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}
+                              comment=t["comment"]) for t in triggers_of[oid]]
         policies = []
-        for p in cur.fetchall():
+        for p in policies_of[oid]:
             stmt = (
                 f"CREATE POLICY {q(p['polname'])} ON {qn(r['nspname'], r['relname'])} AS "
                 f"{'PERMISSIVE' if p['polpermissive'] else 'RESTRICTIVE'} "
-                f"FOR {commands[p['polcmd']]} TO {', '.join(p['roles'])}"
+                f"FOR {_POLICY_COMMANDS[p['polcmd']]} TO {', '.join(p['roles'])}"
             )
             if p["qual"] is not None:
                 stmt += f" USING ({p['qual']})"
@@ -546,8 +562,8 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             inherits=[] if r["relispartition"] else parents,
             partition_of=parents[0] if r["relispartition"] and parents else None,
             partition_bound=r["bound"], partition_key=r["partkey"],
-            constraints=constraints, indexes=_indexes(cur, oid), triggers=triggers,
-            inherited_triggers=inherited,
+            constraints=constraints, indexes=indexes_of[oid], triggers=triggers,
+            inherited_triggers={t["tgname"]: t["tgenabled"] for t in inherited_of[oid]},
             policies=policies, rls_enabled=r["relrowsecurity"],
             rls_forced=r["relforcerowsecurity"], options=sorted(r["options"]),
             replica_identity=r["relreplident"], row_key=row_key,
@@ -559,44 +575,60 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
 
 
 def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
-    """Views and materialized views with their definitions.
+    """Views and materialized views with their definitions and column defaults.
 
     A view whose definition the server itself cannot print (PostgreSQL 15 lets a trigger
     function create a materialized view over its transition table; ``pg_get_viewdef`` then
     fails with "unrecognized RTE kind", and so does pg_dump) is left out: the completeness
     audit records it as uncaptured, and the rest of the scope is still captured."""
-    import psycopg
-
+    if not oids:
+        return []
+    found = _view_rows(cur, oids)
+    oids = [oid for oid in oids if oid in found]
+    indexes = _indexes_of(cur, [oid for oid in oids if found[oid]["relkind"] == "m"])
+    defaults = _by_relation(cur,
+        """SELECT d.adrelid AS rel, a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr
+        FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE d.adrelid = ANY(%s) ORDER BY d.adrelid, a.attnum""", oids)
     out = []
     for oid in oids:
-        try:
-            with cur.connection.transaction():  # a savepoint: a failed view spoils nothing else
-                cur.execute(
-                    f"""SELECT c.oid, n.nspname, c.relname, c.relkind, c.relispopulated,
-                        coalesce(c.reloptions, '{{}}') AS options, pg_get_viewdef(c.oid) AS def,
-                        pg_get_userbyid(c.relowner) AS owner,
-                        {acl_sql('c.relacl', 'r', 'c.relowner')} AS acl,
-                        obj_description(c.oid, 'pg_class') AS comment
-                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                    WHERE c.oid = %s""",
-                    (oid,),
-                )
-        except psycopg.errors.InternalError_:  # the server's own deparser gave up (XX000)
-            continue
-        r = cur.fetchone()
-        cur.execute(
-            """SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr
-            FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-            WHERE d.adrelid = %s""", (oid,))
-        defaults = {x["attname"]: x["expr"] for x in cur.fetchall()}
+        r = found[oid]
         out.append(PgView(
             namespace=r["nspname"], name=r["relname"], materialized=r["relkind"] == "m",
             definition=r["def"], options=sorted(r["options"]), populated=r["relispopulated"],
-            indexes=_indexes(cur, oid) if r["relkind"] == "m" else [],
+            indexes=indexes.get(oid, []),
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
-            column_defaults=defaults,
+            column_defaults={d["attname"]: d["expr"] for d in defaults[oid]},
         ))
     return out
+
+
+def _view_rows(cur: Cursor, oids: list[int]) -> dict[int, dict[str, Any]]:
+    """The views' catalog rows, all in one query — or, when the server cannot print one of
+    them, one by one, leaving out those it cannot print."""
+    import psycopg
+
+    sql = f"""SELECT c.oid, n.nspname, c.relname, c.relkind, c.relispopulated,
+            coalesce(c.reloptions, '{{}}') AS options, pg_get_viewdef(c.oid) AS def,
+            pg_get_userbyid(c.relowner) AS owner,
+            {acl_sql('c.relacl', 'r', 'c.relowner')} AS acl,
+            obj_description(c.oid, 'pg_class') AS comment
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = ANY(%s)"""
+    try:
+        with cur.connection.transaction():  # a savepoint: a failed view spoils nothing else
+            cur.execute(sql, (oids,))
+            return {r["oid"]: r for r in cur.fetchall()}
+    except psycopg.errors.InternalError_:  # the server's own deparser gave up (XX000)
+        pass
+    found = {}
+    for oid in oids:
+        try:
+            with cur.connection.transaction():
+                cur.execute(sql, ([oid],))
+                found.update({r["oid"]: r for r in cur.fetchall()})
+        except psycopg.errors.InternalError_:
+            continue
+    return found
 
 
 def _lit(value: str) -> str:
@@ -611,30 +643,35 @@ def read_same_names(cur: Cursor, items: list[Any]) -> list[Any]:
     """
     from preimage.connectors.postgres.ddl import qn as _qn
 
-    types, funcs, seqs, views = [], [], [], []
-    for item in items:
-        if isinstance(item, PgType):
-            cur.execute("SELECT to_regtype(%s)::oid AS oid", (_qn(item.namespace, item.name),))
-            types.append(cur.fetchone()["oid"])
-        elif isinstance(item, PgFunction):
-            cur.execute(
-                """SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = %s AND p.proname = %s
-                  AND pg_get_function_identity_arguments(p.oid) = %s""",
-                (item.namespace, item.name, item.arguments),
-            )
-            row = cur.fetchone()
-            funcs.append(row["oid"] if row else None)
-        elif isinstance(item, PgSequence | PgView):
-            cur.execute(
-                "SELECT c.oid, c.relkind FROM pg_class c WHERE c.oid = to_regclass(%s)",
-                (_qn(item.namespace, item.name),),
-            )
-            row = cur.fetchone()
-            if row and row["relkind"] == "S" and isinstance(item, PgSequence):
-                seqs.append(row["oid"])
-            elif row and row["relkind"] in ("v", "m") and isinstance(item, PgView):
-                views.append(row["oid"])
+    # One query per kind, each name looked up as it would be alone.
+    type_names = [_qn(i.namespace, i.name) for i in items if isinstance(i, PgType)]
+    cur.execute("SELECT to_regtype(x)::oid AS oid FROM unnest(%s::text[]) WITH ORDINALITY "
+                "u(x, i) ORDER BY i", (type_names,))
+    types = [r["oid"] for r in cur.fetchall()]
+    fns = [i for i in items if isinstance(i, PgFunction)]
+    cur.execute(
+        """SELECT p.oid FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY
+            u(nsp, name, args, i)
+        JOIN pg_namespace n ON n.nspname = u.nsp
+        JOIN pg_proc p ON p.pronamespace = n.oid AND p.proname = u.name
+          AND pg_get_function_identity_arguments(p.oid) = u.args
+        ORDER BY u.i""",
+        ([f.namespace for f in fns], [f.name for f in fns], [f.arguments for f in fns]),
+    )
+    funcs = [r["oid"] for r in cur.fetchall()]
+    rels = [i for i in items if isinstance(i, PgSequence | PgView)]
+    cur.execute(
+        """SELECT u.i, c.oid, c.relkind FROM unnest(%s::text[]) WITH ORDINALITY u(x, i)
+        JOIN pg_class c ON c.oid = to_regclass(u.x) ORDER BY u.i""",
+        ([_qn(i.namespace, i.name) for i in rels],),
+    )
+    seqs, views = [], []
+    for row in cur.fetchall():
+        item = rels[row["i"] - 1]
+        if row["relkind"] == "S" and isinstance(item, PgSequence):
+            seqs.append(row["oid"])
+        elif row["relkind"] in ("v", "m") and isinstance(item, PgView):
+            views.append(row["oid"])
     return (
         read_types(cur, [o for o in types if o])
         + read_functions(cur, [o for o in funcs if o])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from preimage._blobs import BlobStore
 from preimage._connector import Capabilities, ConnectorBase, Granularity
@@ -11,11 +11,25 @@ from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
-from preimage.connectors.postgres.revert import PgReverter
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
+
+if TYPE_CHECKING:
+    from preimage.connectors.postgres.revert import PgReverter
+
+
+class _Reverter:
+    """The connector's reverter, made when first asked for (only ``undo`` needs it, and
+    its merge machinery is not worth importing for every capture and restore)."""
+
+    def __get__(self, obj: object, owner: type) -> PgReverter:
+        from preimage.connectors.postgres.revert import PgReverter
+
+        reverter = PgReverter()
+        owner.reverter = reverter  # type: ignore[attr-defined]
+        return reverter
 
 
 class PostgresConnector(ConnectorBase):
@@ -35,10 +49,11 @@ class PostgresConnector(ConnectorBase):
     # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
         sub_scopes=False, server_identities=True, remote=True, audits_completeness=True,
+        atomic_restore=True,
         undo=Granularity(
             "row by primary key (by value without one); table, object, counter", "column"),
     )
-    reverter: ClassVar[PgReverter] = PgReverter()
+    reverter = _Reverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> PostgresSnapshot:
         """Read the target's objects and rows as of one moment."""

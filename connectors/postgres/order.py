@@ -98,7 +98,7 @@ def addresses(cur: Cursor, items: list[Any]) -> dict[Address, str]:
     # Row types (and their arrays) of relations, arrays of captured types.
     typs = [o for (c, o) in out if c == "pg_type"]
     cur.execute(
-        """SELECT t.oid, t.typrelid, e.oid AS elem FROM pg_type t
+        """SELECT t.oid, t.typrelid, e.oid AS elem, e.typrelid AS elem_rel FROM pg_type t
         LEFT JOIN pg_type e ON e.typarray = t.oid
         WHERE t.typrelid = ANY(%s) OR e.typrelid = ANY(%s) OR e.oid = ANY(%s)""",
         (list(rels), list(rels), typs),
@@ -107,11 +107,7 @@ def addresses(cur: Cursor, items: list[Any]) -> dict[Address, str]:
         if r["typrelid"] in rels:
             out[("pg_type", r["oid"])] = rels[r["typrelid"]]
         elif r["elem"] is not None:
-            owner = out.get(("pg_type", r["elem"]))
-            if owner is None:
-                cur.execute("SELECT typrelid FROM pg_type WHERE oid = %s", (r["elem"],))
-                row = cur.fetchone()
-                owner = rels.get(row["typrelid"]) if row else None
+            owner = out.get(("pg_type", r["elem"])) or rels.get(r["elem_rel"])
             if owner is not None:
                 out[("pg_type", r["oid"])] = owner
     return out

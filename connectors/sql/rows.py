@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from preimage._blobs import BlobStore
 
 BATCH = 1000
+_HEAD = 1 << 20  # bytes read before a reader thread is worth starting
 
 
 def _encode(value: Any) -> Any:
@@ -77,10 +78,21 @@ def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
     """``blobs.put_chunks(chunks)`` with ``chunks`` read in a second thread, so reading
     (libpq) and hashing and compression (the store, in this thread) overlap.  The store
     is only ever used from the calling thread; the connection is used by the reader
-    alone until it is done."""
+    alone until it is done.  Rows that come to less than :data:`_HEAD` bytes (a small
+    table) are stored without a second thread: there is nothing to overlap."""
     import queue
     import threading
 
+    chunks = iter(chunks)
+    head: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        head.append(chunk)
+        held += len(chunk)
+        if held >= _HEAD:
+            break
+    else:
+        return blobs.put_chunks(head)
     pipe: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=16)
     stop = threading.Event()
 
@@ -96,6 +108,7 @@ def put_while_reading(blobs: BlobStore, chunks: Iterable[bytes]) -> str:
         pipe.put(None)
 
     def drain() -> Iterator[bytes]:
+        yield from head
         while (item := pipe.get()) is not None:
             if isinstance(item, BaseException):
                 raise item

@@ -162,6 +162,11 @@ class BlobStore(ABC):
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound enough to reuse instead of rewriting."""
 
+    def present(self, digest: str) -> bool:
+        """Whether the blob is there, for a reader that verifies it as it reads and can
+        undo what it wrote (a backend that cannot tell without reading verifies)."""
+        return self.exists(digest)
+
     @abstractmethod
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""
@@ -604,6 +609,12 @@ class RecordingBlobs(BlobStore):
 
     def exists(self, digest: str) -> bool:
         if self.inner.exists(digest):
+            self.touched.add(digest)
+            return True
+        return False
+
+    def present(self, digest: str) -> bool:
+        if self.inner.present(digest):
             self.touched.add(digest)
             return True
         return False

@@ -203,6 +203,13 @@ class LocalBlobStore(BlobStore):
             return True
         return self.fallback.exists(digest) if self.fallback else False
 
+    def present(self, digest: str) -> bool:
+        """Whether the blob's file is there (here or in the fallback), unread; a hidden
+        blob is brought back."""
+        if self._source(digest) is not None:
+            return True
+        return self.fallback.present(digest) if self.fallback else False
+
     def _needs_write(self, digest: str, *, writing: bool = False) -> bool:
         """Whether no sound copy of the blob is in place (a hidden one is brought back
         first).  ``writing``: a compressed copy is about to be written, so a damaged

@@ -12,8 +12,6 @@ from functools import wraps
 from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from preimage._errors import PreimageError
 from preimage._redact import redact
@@ -26,8 +24,25 @@ for _stream in (sys.stdout, sys.stderr):
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
 
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+class _Console:
+    """A rich ``Console`` made when first used: a ``--json`` command prints without rich,
+    so it does not pay for importing it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out: Any = _Console(highlight=False, soft_wrap=True,
+                    width=None if sys.stdout.isatty() else 160)
+err: Any = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def one_line(text: str) -> str:
@@ -38,6 +53,8 @@ def one_line(text: str) -> str:
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     # the message quotes user input (URIs, paths): never read as console markup
+    from rich.markup import escape
+
     err.print(f"[bold red]preimage:[/] {escape(one_line(message))}", markup=True, highlight=False)
     sys.exit(code)
 

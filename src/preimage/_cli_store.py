@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from preimage._cli_io import emit_json, err, handle_errors, iso, out, when, working
 from preimage._sizes import human_bytes
@@ -199,6 +198,8 @@ def stats(as_json: bool) -> None:
     for title, key in (("per target", "per_target"), ("per session", "per_session")):
         if not doc[key]:
             continue
+        from rich.table import Table
+
         table = Table(title=title)
         for col in (title.split()[1], "backups", "restore size", "only here"):
             table.add_column(col)

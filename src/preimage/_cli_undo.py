@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 import click
-from rich.table import Table
 
 from preimage._cli_io import emit_json, err, handle_errors, out, when, working
 
@@ -74,6 +73,8 @@ def _print(result: Any) -> None:
     head = f"{verb} the call of backup {result.backup_id}"
     out.print(head + (f" (after: {result.post_id})" if result.post_id else ""), markup=False)
     for plan, rep in zip(result.plans, result.reports, strict=False):
+        from rich.table import Table
+
         table = Table(title=f"{plan.target}: {plan.summary()}")
         for col in ("item", "verdict", "what", "note"):
             table.add_column(col)
@@ -121,6 +122,8 @@ def log(session: str | None, limit: int, no_delta: bool, as_json: bool) -> None:
     if not entries:
         out.print("no calls recorded yet — the backup layer records every call it protects")
         return
+    from rich.table import Table
+
     table = Table(title=f"session {entries[-1].session or '(none)'}")
     for col in ("time (UTC)", "call", "tier", "before", "after", "delta"):
         table.add_column(col)

@@ -58,7 +58,11 @@ class Capabilities:
       :class:`~preimage.TransientConnectorError` (retry), a refusal a
       :class:`~preimage.TerminalConnectorError`;
     * ``audits_completeness`` — state in scope that the capture cannot read
-      is listed in ``Snapshot.uncaptured`` instead of left out.
+      is listed in ``Snapshot.uncaptured`` instead of left out;
+    * ``atomic_restore`` — the restore writes inside one transaction and reads
+      every blob it uses inside it, so a damaged blob rolls everything back:
+      the engine then checks that a one-target restore's blobs are present
+      instead of reading each of them once more before it starts.
     """
 
     policies: frozenset[Policy] = field(
@@ -70,6 +74,7 @@ class Capabilities:
     server_identities: bool = False
     remote: bool = False
     audits_completeness: bool = False
+    atomic_restore: bool = False
 
 
 @runtime_checkable

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-from rich.table import Table
 
 from preimage._cli_io import (
     _fail,
@@ -132,6 +131,8 @@ def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json
         })
     else:
         for rep in result.reports:
+            from rich.table import Table
+
             table = Table(title=f"{'plan for' if dry_run else 'restored'} {rep.target}")
             table.add_column("item")
             table.add_column("outcome")
@@ -239,7 +240,10 @@ def score(
 
 def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
     """The similarity table: one row per target plus the total; n/a for an empty class."""
+    from rich.table import Table
+
     from preimage.similarity.render import SCORE_COLUMNS, score_rows
+
 
     table = Table(title="similarity (live state vs backup)")
     table.add_column("target")
@@ -268,6 +272,8 @@ def list_(limit: int, as_json: bool) -> None:
     if not rows:
         out.print("no backups yet — `preimage capture URI` makes one")
         return
+    from rich.table import Table
+
     table = Table()
     for col in ("id", "time (UTC)", "kind", "tier", "status", "targets", "stored", "label"):
         table.add_column(col)
@@ -379,6 +385,8 @@ def connectors(as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
+    from rich.table import Table
+
     table = Table()
     for col in ("scheme", "source", "extra", "status", "undo"):
         table.add_column(col)
