@@ -174,6 +174,14 @@ class TreeRestorer:
             conflicts.append(rel)
         kept_in_place: list[str] = []   # snapshot dirs merge leaves as the non-dir they are now
         rewritten: set[str] = set()
+        # Hardlink groups: the paths sharing each live inode, and each captured path's group
+        # (its first path), so a file linked since the capture to a path it was not linked
+        # to then (`hardlink a b`, `cp -l`) is written again as a file of its own.
+        mates: dict[int, list[str]] = {}
+        for p, h in live.items():
+            if h.type == "file" and h.inode is not None:
+                mates.setdefault(h.inode, []).append(p)
+        group = {e.path: e.hardlink_to or e.path for e in self.snap.items}
         for e in self.snap.items:
             if not self._in_scope(e.path):
                 continue
@@ -198,6 +206,10 @@ class TreeRestorer:
                 and (live.get(e.hardlink_to) is None
                      or live[e.hardlink_to].inode == have.inode)
             )
+            if same_links and e.type == "file" and have.type == "file" \
+                    and have.inode is not None:
+                same_links = all(group.get(m) == group[e.path]
+                                 for m in mates.get(have.inode, []))
             if same_content and same_links and _meta_equal(e, have):
                 plan.unchanged.append(e.path)
                 continue

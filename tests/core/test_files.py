@@ -436,3 +436,26 @@ def test_a_tree_holding_the_store_is_captured_without_it(tmp_path: Path,
         res = cli("capture", f"file://{user}?exclude={bad}", env={"PREIMAGE_HOME": str(env_home)})
         assert res.returncode == 2 and "exclude=" in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_files_linked_together_since_the_capture_are_separated_again(
+        tmp_path: Path, store: Store) -> None:
+    """`hardlink dir1 dir2` (or `cp -l`) turns equal files into one inode: editing one would
+    edit the other.  Restore makes them files of their own again, as captured, and keeps a
+    link that was there at capture."""
+    d = tmp_path / "d"
+    for sub in ("one", "two"):
+        (d / sub).mkdir(parents=True)
+        (d / sub / "same.txt").write_text("equal bytes\n")
+    os.link(d / "one" / "same.txt", d / "one" / "kept-link.txt")
+    backup = preimage.capture([f"file://{d}"], store=store)
+    (d / "two" / "same.txt").unlink()
+    os.link(d / "one" / "same.txt", d / "two" / "same.txt")
+    assert os.stat(d / "two" / "same.txt").st_ino == os.stat(d / "one" / "same.txt").st_ino
+    preimage.restore(backup.id, store=store)
+    one, two = os.stat(d / "one" / "same.txt"), os.stat(d / "two" / "same.txt")
+    assert one.st_ino != two.st_ino and two.st_nlink == 1
+    assert os.stat(d / "one" / "kept-link.txt").st_ino == one.st_ino and one.st_nlink == 2
+    assert (d / "two" / "same.txt").read_text() == "equal bytes\n"
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.restorable.score == 1.0, total.differences[:5]
