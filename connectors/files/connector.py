@@ -72,8 +72,7 @@ class FileConnector(ConnectorBase):
                 target.redacted, "file:// targets are local; write file:///abs/path"
             )
         root = resolve_root(target.path)
-        depth = _depth(target.param("depth"), target.redacted)
-        left_out = _left_out(target.query.get("exclude", []), target.redacted)
+        depth, left_out = walk_limits(target)
         try:
             root_type = file_type(os.lstat(root).st_mode)
         except FileNotFoundError:
@@ -124,6 +123,12 @@ class FileConnector(ConnectorBase):
             )
         return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
                             prune_new=depth is not None).run()
+
+def walk_limits(target: Target) -> tuple[int | None, list[str]]:
+    """A file target's ``depth`` (``None``: the whole tree) and ``exclude`` paths."""
+    return (_depth(target.param("depth"), target.redacted),
+            _left_out(target.query.get("exclude", []), target.redacted))
+
 
 def _depth(value: str | None, uri: str) -> int | None:
     if value is None:

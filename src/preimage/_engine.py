@@ -118,19 +118,22 @@ def _check_not_store(target: Target, store: Store) -> None:
     if target.scheme in ("file", "git", "pip") and target.path:
         from pathlib import Path
 
-        depth = target.param("depth") if target.scheme == "file" else None
-        left_out = target.query.get("exclude", []) if target.scheme == "file" else []
+        depth: int | None = None
+        left_out: list[str] = []
+        if target.scheme == "file":
+            from preimage.connectors.files.connector import walk_limits
+
+            depth, left_out = walk_limits(target)
         try:
             inside = store.home.resolve().relative_to(Path(target.path).resolve())
         except (OSError, ValueError):
             inside = None
         if inside is not None and inside.parts:
             # a depth-limited walk that stops above the store never reads it
-            if depth is not None and depth.isdigit() and len(inside.parts) > int(depth):
+            if depth is not None and len(inside.parts) > depth:
                 return
             # nor does a walk that leaves the store (or a directory holding it) out
-            if any(Path(rel).parts == inside.parts[:len(Path(rel).parts)]
-                   for rel in left_out if rel.strip("/")):
+            if any(inside.is_relative_to(rel) for rel in left_out):
                 return
         if store.contains(Path(target.path)):
             raise UsageError(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -33,11 +32,7 @@ from preimage.layer.model import ModelTier
 from preimage.layer.policy import Policy, mode_keeps, select_targets
 from preimage.layer.rm_trash import leave_call
 from preimage.layer.rules import RuleSet, load_rules
-from preimage.layer.side_effects import (
-    cover_side_effects,
-    file_path,
-    home_state_targets,
-)
+from preimage.layer.side_effects import cover_side_effects, file_path, home_state_targets
 
 
 @dataclass
@@ -195,7 +190,7 @@ class BackupLayer:
                 kept.append(t)
         split: list[PlannedTarget] = []
         for t in kept:
-            split.extend(self._around_store(t, notes))
+            split.extend(self._without_store(t, notes))
         others = [t for t in out if t.scheme != "file" and not self._file_covered(t, kept)]
         return others + split + self._limited(out, kept, notes)
 
@@ -205,36 +200,18 @@ class BackupLayer:
         directories' own times are put back after what is restored inside them).  One
         whose walk would reach the backup store leaves the store out."""
         roots = [file_path(k)[0] for k in full]  # type: ignore[index]
-        home = str(self.store_home().resolve())
         best: dict[str, PlannedTarget] = {}
-        limited = [t for t in targets if file_path(t) and file_path(t)[1] is not None]  # type: ignore[index]
-        for t in self._beside_store(limited, home, notes):
-            path, depth = file_path(t)  # type: ignore[misc]
-            if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+        for limited in targets:
+            if not file_path(limited) or file_path(limited)[1] is None:  # type: ignore[index]
                 continue
-            have = best.get(path)
-            if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
-                best[path] = t
+            for t in self._without_store(limited, notes):
+                path, depth = file_path(t)  # type: ignore[misc]
+                if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+                    continue
+                have = best.get(path)
+                if have is None or depth > file_path(have)[1]:  # type: ignore[index,operator]
+                    best[path] = t
         return sorted(best.values(), key=lambda t: (-file_path(t)[0].count("/"), t.uri))  # type: ignore[index]
-
-    @staticmethod
-    def _beside_store(targets: list[PlannedTarget], home: str,
-                      notes: list[str]) -> Iterator[PlannedTarget]:
-        """``targets``, a depth-limited one whose walk would reach the store ``home``
-        with the store left out (``exclude=``), saying so."""
-        for t in targets:
-            path, depth = file_path(t)  # type: ignore[misc]
-            if path == home or path.startswith(home + "/"):
-                notes.append(f"{path} is inside the backup store; it is not captured")
-                continue
-            rel = os.path.relpath(home, path)
-            if not home.startswith(path.rstrip("/") + "/") or rel.count("/") >= (depth or 0):
-                yield t
-                continue
-            notes.append(f"{path} (depth {depth}) holds the backup store {home}; everything "
-                         "beside the store within that depth is captured")
-            yield PlannedTarget(scoped_uri(path, depth, [rel]), t.why,
-                                regenerable=t.regenerable)
 
     @staticmethod
     def _file_covered(t: PlannedTarget, files: list[PlannedTarget]) -> bool:
@@ -245,23 +222,26 @@ class BackupLayer:
         return any(path == f.uri[len("file://"):] or path.startswith(f.uri[len("file://"):] + "/")
                    for f in files)
 
-    def _around_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
-        """A file target holding the backup store, with the store left out (``exclude=``)."""
-        path = Path(unquote(t.uri[len("file://"):]))
-        home = self.store_home()
+    def _without_store(self, t: PlannedTarget, notes: list[str]) -> list[PlannedTarget]:
+        """A file target as it is; none when it lies inside the backup store; with the store
+        left out (``exclude=``) when its walk would reach the store — saying so."""
+        path, depth = file_path(t)  # type: ignore[misc]
         try:
-            inside = home.resolve() == path.resolve() or path.resolve() in home.resolve().parents
+            real, store = Path(path).resolve(), self.store_home().resolve()
         except OSError:
-            inside = False
-        if not inside:
             return [t]
-        if home.resolve() == path.resolve() or home.resolve() in path.resolve().parents:
-            notes.append(f"{path} is the backup store itself; it is not captured")
+        if real.is_relative_to(store):
+            notes.append(f"{path} is the backup store itself or lies inside it; it is not "
+                         "captured")
             return []
-        notes.append(f"{path} holds the backup store {home}; everything beside the store is "
-                     "captured")
-        rel = os.path.relpath(home.resolve(), path.resolve())
-        return [PlannedTarget(scoped_uri(str(path.resolve()), None, [rel]), t.why,
+        if not store.is_relative_to(real):
+            return [t]
+        rel = store.relative_to(real)
+        if depth is not None and len(rel.parts) > depth:
+            return [t]  # the walk stops above the store
+        notes.append(f"{path}{'' if depth is None else f' (depth {depth})'} holds the backup "
+                     f"store {store}; everything beside the store is captured")
+        return [PlannedTarget(scoped_uri(str(real), depth, [str(rel)]), t.why,
                               regenerable=t.regenerable)]
 
     @staticmethod

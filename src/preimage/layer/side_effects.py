@@ -32,7 +32,7 @@ import stat
 from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit
 
-from preimage.connectors.files.address import file_uri
+from preimage.connectors.files.address import file_uri, scoped_uri
 from preimage.layer._extract import regenerable
 from preimage.layer.context import Context
 from preimage.layer.decision import PlannedTarget
@@ -55,7 +55,7 @@ def file_path(t: PlannedTarget) -> tuple[str, int | None] | None:
 
 def depth_uri(path: str, depth: int) -> str:
     """``file:///path?depth=N``."""
-    return f"{file_uri(path)}?depth={depth}"
+    return scoped_uri(path, depth, [])
 
 
 _HOME_STATE = ((".", 1), (".config", 2), (".local/share", 1), (".local/state", 1), (".cache", 1))
