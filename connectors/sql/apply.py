@@ -203,7 +203,7 @@ class SqlRestorer:
             early = [s for s in early if not s.destructive]
             for t in merged:
                 if self.policy.in_scope(t.natural_key()):
-                    rows += self._row_steps([t], set(), self._missing_keys(t))
+                    rows += self._missing_rows(t)
         if no_switch and rows:
             rows = self._triggers_off(rows, live, {s.key for s in early})
         # Row writes before indexes, triggers and counters are made again, so a trigger
@@ -272,13 +272,12 @@ class SqlRestorer:
         for decoded in decode_rows(self.blobs.chunks(t.rows_digest, path=t.name)):
             yield _raw(decoded), decoded
 
-    def _missing_keys(self, t: SqlTable) -> frozenset[str]:
-        """The row keys of ``t`` the capture holds and the live table does not (merge):
-        by primary key, or for a keyless table by value and occurrence, so a deleted copy
-        of two equal rows counts as missing."""
+    def _missing_rows(self, t: SqlTable) -> list[_Step]:
+        """merge: a write for each captured row of ``t`` the live table lacks — by primary
+        key, or for a keyless table by value and occurrence, so a deleted copy of two equal
+        rows counts as missing."""
         from preimage.snapshot_schemas.sql import iter_tuple_rows, row_key
 
-        prefix = f"kind=row|table={t.name}|row="
         if t.rows_format == "tuples":
             from preimage.connectors.sql import mysql_rows
 
@@ -295,8 +294,13 @@ class SqlRestorer:
         seen: Counter[str] = Counter()
         have = {row_key(values, t.primary_key, seen) for values in live_rows}
         seen = Counter()
-        wanted = {row_key(values, t.primary_key, seen) for values, _ in self._captured_rows(t)}
-        return frozenset(prefix + k for k in wanted - have)
+        prefix = f"kind=row|table={t.name}|row="
+        steps = []
+        for values, written in self._captured_rows(t):
+            key = row_key(values, t.primary_key, seen)
+            if key not in have:
+                steps.append(_Step(prefix + key, "write row", self._row(t, key, written)))
+        return steps
 
     def _triggers_off(self, rows: list[_Step], live: dict[str, Any],
                       planned: set[str]) -> list[_Step]:
