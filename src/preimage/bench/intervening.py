@@ -54,7 +54,7 @@ from typing import Any
 import preimage
 from preimage._registry import get_connector
 from preimage._target import Target
-from preimage.bench.protector import NotCoveredError, Protector
+from preimage.bench.protector import Protector
 from preimage.bench.results import RunResult
 from preimage.bench.scenario import Scenario
 from preimage.bench.systems.base import System
@@ -182,27 +182,16 @@ def run_intervening(
     cache: Any = None,
 ) -> RunResult:
     """One scenario of the ``undo`` suite under one protector (see the module docstring)."""
-    from preimage.bench.runner import (
-        _record_protection,
-        guarded_run,
-        opened_scene,
-        run_call,
-        run_earlier,
-    )
+    from preimage.bench.runner import guarded_run, opened_scene, protect, run_call, run_earlier
 
     with guarded_run(scenario, system, protector, root, keep=keep) as run, \
             opened_scene(run, scenario, system, protector, root, cache) as (ctx, truth):
         result, sandbox, expected = run.result, ctx.sandbox, ctx.expected
         first = capture_state(expected, truth.blobs)
         ctx.truth = {u: s for u, s in first.items() if s is not None}
-        started = time.perf_counter()
-        try:
-            protection = protector.before(ctx)
-        except NotCoveredError as exc:
-            result.status, result.reason = "not covered", str(exc)
+        protection = protect(result, ctx, protector)
+        if protection is None:
             return result
-        result.capture_s = time.perf_counter() - started
-        _record_protection(result, ctx, protector, protection)
         if result.reason:
             # The measured scope is wider than the call on purpose (it holds the
             # person's other changes); what the call changed is judged by *reverted*.

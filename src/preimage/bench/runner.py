@@ -263,14 +263,9 @@ def run_one(
         result, sandbox, expected = run.result, ctx.sandbox, ctx.expected
         # The truth is the state at the moment of the call, after what the agent did first.
         truth = ctx.truth = capture_truth(expected, truth_store)
-        started = time.perf_counter()
-        try:
-            protection = protector.before(ctx)
-        except NotCoveredError as exc:
-            result.status, result.reason = "not covered", str(exc)
+        protection = protect(result, ctx, protector)
+        if protection is None:
             return result
-        result.capture_s = time.perf_counter() - started
-        _record_protection(result, ctx, protector, protection)
         outcome = run_call(protection.call or ctx.call, system, sandbox)
         result.call_exit = outcome.exit_code
         if outcome.exit_code != 0:
@@ -296,6 +291,20 @@ def run_one(
         if protection.backup_id is not None and not result.backed_up:
             _backed_up_by_evidence(result, damaged, final)
     return run.result
+
+
+def protect(result: RunResult, ctx: RunContext, protector: Protector) -> Protection | None:
+    """The protector's work before the call, timed and recorded in ``result``; ``None``
+    (the run marked "not covered") when the protector cannot cover the scenario."""
+    started = time.perf_counter()
+    try:
+        protection = protector.before(ctx)
+    except NotCoveredError as exc:
+        result.status, result.reason = "not covered", str(exc)
+        return None
+    result.capture_s = time.perf_counter() - started
+    _record_protection(result, ctx, protector, protection)
+    return protection
 
 
 def _record_protection(
