@@ -399,7 +399,7 @@ class SqlRestorer:
             self.conn.exec_driver_sql("START TRANSACTION")
             try:
                 self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
-                insert_rows(self.conn, t, self.blobs)
+                insert_rows(self.conn, t, self.blobs, in_transaction=True)
             except BaseException:
                 self.conn.exec_driver_sql("ROLLBACK")
                 raise

@@ -473,8 +473,11 @@ class SQLAlchemyConnector(ConnectorBase):
 
 
 
-def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> int:
-    """Insert the captured rows of ``table`` in batches; return how many."""
+def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
+                in_transaction: bool = False) -> int:
+    """Insert the captured rows of ``table`` (MySQL/MariaDB: with LOAD DATA LOCAL where the
+    server takes it, in one transaction, its own unless ``in_transaction``; else in
+    batches); return how many."""
     from sqlalchemy import MetaData, Table
 
     if table.rows_digest is None:
@@ -482,7 +485,7 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> int:
     if table.rows_format == "tuples":
         loaded = mysql_rows.load_lines(conn, table.name, table.copy_columns,
                                        blobs.chunks(table.rows_digest, path=table.name),
-                                       table.row_count)
+                                       table.row_count, in_transaction=in_transaction)
         if loaded is not None:
             return loaded
         return mysql_rows.write_lines(conn, table.name, table.copy_columns,

@@ -146,14 +146,16 @@ def connect_args(driver: str) -> dict[str, Any]:
 
 
 def load_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes],
-               expected: int) -> int | None:
+               expected: int, *, in_transaction: bool = False) -> int | None:
     """Send the captured lines with ``LOAD DATA LOCAL INFILE`` (what makes mysqldump's
     ``--tab`` reloads fast: no SQL to parse per row), fed through a named pipe from the
     blob as it is read; return the row count, or ``None`` when the server or driver does
     not take LOAD DATA LOCAL (nothing was sent: use :func:`write_lines`).
 
     LOCAL turns duplicate keys and bad values into warnings: any warning, or a row count
-    other than ``expected``, raises :class:`RowLoadError`, so no loss passes silently."""
+    other than ``expected``, raises :class:`RowLoadError`, so no loss passes silently.  The
+    load is one transaction (its own unless ``in_transaction``): rows of a blob that turns
+    out damaged half-way, or that fail the checks, are rolled back, none kept."""
     dbapi = conn.connection.dbapi_connection
     driver = _driver(conn)
     if driver == "pymysql":
@@ -170,33 +172,48 @@ def load_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes
     cur = dbapi.cursor()
     try:
         cur.execute("SET SESSION time_zone = '+00:00', sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
-        feeder.start()
-        if driver == "pymysql":
-            dbapi._local_infile = True  # honoured for this statement only
+        if not in_transaction:
+            cur.execute("START TRANSACTION")
         try:
-            cur.execute(sql, (pipe,))
-        except Exception as exc:
-            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-            if code in _LOCAL_REFUSED and not feeder.sent:
-                return None
+            count = _load(cur, dbapi, driver, sql, pipe, feeder, table, expected)
+        except BaseException:
+            if not in_transaction:
+                cur.execute("ROLLBACK")
             raise
-        finally:
-            if driver == "pymysql":
-                dbapi._local_infile = False
-            feeder.finish()
-        if feeder.error is not None:
-            raise feeder.error
-        count = int(cur.rowcount)
-        cur.execute("SHOW WARNINGS LIMIT 3")
-        warnings = [str(w[2]) for w in cur.fetchall() if str(w[0]) != "Note"]
-        if warnings or count != expected:
-            raise RowLoadError(table, count, expected, warnings)
+        if not in_transaction:
+            cur.execute("COMMIT" if count is not None else "ROLLBACK")
         return count
     finally:
         cur.execute("SET SESSION time_zone = %s, sql_mode = %s", tuple(str(x) for x in saved))
         cur.close()
         os.unlink(pipe)
         os.rmdir(folder)
+
+
+def _load(cur: Any, dbapi: Any, driver: str, sql: str, pipe: str, feeder: _Feeder, table: str,
+          expected: int) -> int | None:
+    feeder.start()
+    if driver == "pymysql":
+        dbapi._local_infile = True  # honoured for this statement only
+    try:
+        cur.execute(sql, (pipe,))
+    except Exception as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if code in _LOCAL_REFUSED and not feeder.sent:
+            return None
+        raise
+    finally:
+        if driver == "pymysql":
+            dbapi._local_infile = False
+        feeder.finish()
+    if feeder.error is not None:
+        raise feeder.error
+    count = int(cur.rowcount)
+    cur.execute("SHOW WARNINGS LIMIT 3")
+    warnings = [str(w[2]) for w in cur.fetchall() if str(w[0]) != "Note"]
+    if warnings or count != expected:
+        raise RowLoadError(table, count, expected, warnings)
+    return count
 
 
 class RowLoadError(Exception):
