@@ -113,17 +113,16 @@ class SQLAlchemyConnector(ConnectorBase):
         try:
             engine = create_engine(url, poolclass=NullPool, connect_args=args)
         except ImportError as exc:
-            raise TerminalConnectorError(
-                f"the {driver} driver is not installed ({exc}) — install preimage[mysql-c] "
-                "for mysqlclient (it builds against libmariadb-dev and pkg-config), or name "
-                "PyMySQL in the URL: mysql+pymysql://", target=url.split("://", 1)[0]) from exc
-        if args:
+            hint = ("install preimage[mysql-c] (mysqlclient; it builds against libmariadb-dev "
+                    "and pkg-config), or name PyMySQL in the URL: mysql+pymysql://"
+                    if driver == "mysqldb" else f"install the {driver or 'default'} driver")
+            raise TerminalConnectorError(f"the {driver or 'default'} driver is not installed "
+                                         f"({exc}) — {hint}",
+                                         target=url.split("://", 1)[0]) from exc
+        if args.get("local_infile") and driver == "pymysql":
             @event.listens_for(engine, "connect")
             def _local_files(dbapi_conn: Any, _record: Any) -> None:
-                if hasattr(dbapi_conn, "_local_infile"):  # PyMySQL: only for our own LOAD
-                    dbapi_conn._local_infile = False
-                else:
-                    dbapi_conn._preimage_local_infile = True
+                dbapi_conn._local_infile = False  # switched on for our own LOAD only
         if engine.dialect.name == "sqlite":
             # Let SQLite's own BEGIN/COMMIT work (pysqlite's implicit transactions do not).
             @event.listens_for(engine, "connect")

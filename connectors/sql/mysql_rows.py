@@ -140,9 +140,12 @@ _CLIENT_LOCAL_FILES = 128
 
 
 def connect_args(driver: str) -> dict[str, Any]:
-    """Driver options for a restore's connection: LOAD DATA LOCAL allowed (PyMySQL sends a
-    file only while :func:`load_lines` runs its own statement)."""
-    return {"local_infile": True} if driver in ("pymysql", "mysqldb") else {}
+    """Driver options for a restore's connection.  PyMySQL: LOAD DATA LOCAL announced to
+    the server, but a file is sent only while :func:`load_lines` runs its own statement.
+    mysqlclient keeps the client library's default: MariaDB's Connector/C sends a file only
+    in answer to a statement that starts with ``LOAD``; a library that sends none makes the
+    rows go back as INSERT statements."""
+    return {"local_infile": True} if driver == "pymysql" else {}
 
 
 def load_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes],
@@ -164,7 +167,7 @@ def load_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes
     if driver == "pymysql":
         if not dbapi.client_flag & _CLIENT_LOCAL_FILES:
             return None
-    elif driver != "MySQLdb" or not getattr(dbapi, "_preimage_local_infile", False):
+    elif driver != "MySQLdb":
         return None
     sql = _LOAD.format(table=_q(table), columns=", ".join(_q(c) for c in columns))
     saved = conn.exec_driver_sql("SELECT @@time_zone, @@sql_mode").one()

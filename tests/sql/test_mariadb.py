@@ -366,3 +366,14 @@ def test_a_damaged_rows_blob_keeps_none_of_its_rows(mydb: Any, store: Any) -> No
     assert mydb.sql("SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
                     "DATABASE() AND TABLE_NAME = 'awkward'").strip() == "0" or \
         mydb.sql("SELECT count(*) FROM awkward").strip() == "0"
+
+
+def test_a_url_without_a_driver_round_trips(mydb: Any, cli: Any) -> None:
+    """``mariadb://`` (no driver named) captures and restores with the driver installed
+    (mysqlclient when there, else PyMySQL), and mysqldump is as before."""
+    mydb.sql(SCHEMA)
+    before = mydb.dump()
+    backup = cli.capture(mydb.uri(driver="mariadb"))
+    mydb.server.sql(f"DROP DATABASE {mydb.name}")
+    cli.restore(backup)
+    same_dump(mydb.dump(), before)
