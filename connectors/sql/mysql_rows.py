@@ -1,15 +1,18 @@
-"""MySQL/MariaDB rows as SQL value tuples, built by the server and replayed in batches.
+"""MySQL/MariaDB rows as SQL value tuples, built by the server, loaded back with LOAD DATA.
 
 The server renders each row as one line, ``(v1,v2,…)``, every value
 ``QUOTE(CAST(col AS BINARY))`` (``NULL`` for null, else a quoted string of
 the column's exact bytes — character set untouched, binary kept, ``''`` and
 ``NULL`` distinct) with newlines written ``\\n``; the client only reads one
 binary column per row and writes the lines to the blob as they come, so no
-value is converted or parsed in Python.  A restore joins the lines into
-multi-row ``INSERT`` statements (``REPLACE``/``INSERT IGNORE`` for a row scope)
-sent with the connection's client character set set to ``binary``, so each
-value goes into its column as the same bytes — what ``mysqldump`` and the
-``mariadb`` client do, without per-row work here either.  Both sides run with
+value is converted or parsed in Python.  A restore of a whole table hands the
+same lines to ``LOAD DATA LOCAL INFILE`` (:func:`load_lines`: the escapes
+``QUOTE`` writes are the ones LOAD DATA reads) through a named pipe; where the
+server or client library refuses LOCAL files, and for a row scope (``ON
+DUPLICATE KEY UPDATE``), it joins them into multi-row ``INSERT`` statements
+(:func:`write_lines`) sent with the connection's client character set set to
+``binary``.  Either way each value goes into its column as the same bytes,
+without per-row work here.  Both sides run with
 ``time_zone = '+00:00'`` so ``TIMESTAMP`` values are read and written alike.
 
 Columns of types whose text form does not go back byte for byte as a string
