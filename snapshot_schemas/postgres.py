@@ -102,6 +102,9 @@ class PgConstraint(Record):
     type: Literal["p", "u", "f", "c", "x"] = metadata()
     definition: str = metadata(description="pg_get_constraintdef()")
     comment: str | None = metadata(None)
+    attached_to: str | None = metadata(
+        None, description="a partition's copy of its parent's key: the parent's index, %I.%I"
+    )
 
 
 class PgIndex(Record):
@@ -171,6 +174,11 @@ class PgTable(PgOwned):
         None,
         description="trigger → enabled state (O, D, R, A) of the partition's copies of its "
         "parent's triggers (pg_trigger.tgparentid); None: not recorded (older captures)",
+    )
+    inherited_keys: list[PgConstraint] | None = metadata(
+        None,
+        description="the partition's copies of its parent's primary key, unique and exclusion "
+        "constraints, each attached to the parent's index; None: not recorded (older captures)",
     )
     policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)

@@ -504,6 +504,17 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
         WHERE c.conrelid = ANY(%s) AND c.contype = 'p' AND a.attrelid = c.conrelid
         GROUP BY c.conrelid, c.oid""",
         [oid for oid in oids if oid in rels and rels[oid]["relispartition"]])
+    # A partition's copies of its parent's keys, each attached to the parent's index.
+    inherited_keys_of = _by_relation(cur,
+        """SELECT c.conrelid AS rel, c.conname, c.contype, pg_get_constraintdef(c.oid) AS def,
+            obj_description(c.oid, 'pg_constraint') AS comment,
+            (SELECT format('%%I.%%I', pn.nspname, p.relname) FROM pg_inherits h
+               JOIN pg_class p ON p.oid = h.inhparent
+               JOIN pg_namespace pn ON pn.oid = p.relnamespace
+             WHERE h.inhrelid = c.conindid) AS parent
+        FROM pg_constraint c WHERE c.conrelid = ANY(%s) AND c.contype IN ('p', 'u', 'x')
+          AND c.conparentid <> 0 ORDER BY c.conrelid, c.conname""",
+        [oid for oid in oids if oid in rels and rels[oid]["relispartition"]])
     triggers_of = _by_relation(cur,
         """SELECT tgrelid AS rel, tgname, pg_get_triggerdef(oid) AS def, tgenabled,
             obj_description(oid, 'pg_trigger') AS comment
@@ -564,6 +575,9 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             partition_bound=r["bound"], partition_key=r["partkey"],
             constraints=constraints, indexes=indexes_of[oid], triggers=triggers,
             inherited_triggers={t["tgname"]: t["tgenabled"] for t in inherited_of[oid]},
+            inherited_keys=[PgConstraint(name=x["conname"], type=x["contype"], definition=x["def"],
+                                         comment=x["comment"], attached_to=x["parent"])
+                            for x in inherited_keys_of.get(oid, [])],
             policies=policies, rls_enabled=r["relrowsecurity"],
             rls_forced=r["relforcerowsecurity"], options=sorted(r["options"]),
             replica_identity=r["relreplident"], row_key=row_key,
@@ -595,7 +609,7 @@ def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
         r = found[oid]
         out.append(PgView(
             namespace=r["nspname"], name=r["relname"], materialized=r["relkind"] == "m",
-            definition=r["def"], options=sorted(r["options"]), populated=r["relispopulated"],
+            definition=r["def"], options=list(r["options"]), populated=r["relispopulated"],
             indexes=indexes.get(oid, []),
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
             column_defaults={d["attname"]: d["expr"] for d in defaults[oid]},
