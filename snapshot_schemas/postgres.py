@@ -236,6 +236,15 @@ class PgFunction(PgOwned):
     definition: str = content(description="pg_get_functiondef()")
 
 
+class PgDomain(Record):
+    """What ``ALTER DOMAIN`` changes in place."""
+
+    base: str = metadata(description="format_type() of the base type")
+    default: str | None = metadata(None)
+    not_null: bool = metadata(False)
+    constraints: list[PgConstraint] = metadata(default_factory=list, keyed_by=("name",))
+
+
 class PgType(PgOwned):
     """A user type: enum, domain, composite or range."""
 
@@ -243,6 +252,11 @@ class PgType(PgOwned):
     typtype: Literal["e", "d", "c", "r"] = content()
     labels: list[str] = content(default_factory=list, description="enum labels, in order")
     definition: str = content(description="the CREATE TYPE / CREATE DOMAIN statement")
+    domain: PgDomain | None = metadata(
+        None, description="a domain's base type, default, NOT NULL and CHECK constraints, "
+        "each as the server prints it (NOT VALID ones too); None: not a domain, or an older "
+        "capture"
+    )
 
 
 class PgView(PgOwned):

@@ -15,6 +15,7 @@ from preimage.snapshot_schemas.postgres import (
     PgColumn,
     PgConstraint,
     PgDatabase,
+    PgDomain,
     PgExtension,
     PgFunction,
     PgIndex,
@@ -314,6 +315,7 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
         r = cur.fetchone()
         name = qn(r["nspname"], r["typname"])
         labels: list[str] = []
+        domain = None
         if r["typtype"] == "e":
             cur.execute(
                 "SELECT enumlabel FROM pg_enum WHERE enumtypid = %s ORDER BY enumsortorder", (oid,)
@@ -327,12 +329,20 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
             if r["typnotnull"]:
                 definition += " NOT NULL"
             cur.execute(
-                """SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
-                WHERE contypid = %s ORDER BY conname""",
+                """SELECT conname, contype, convalidated, pg_get_constraintdef(oid) AS def,
+                    obj_description(oid, 'pg_constraint') AS comment
+                FROM pg_constraint WHERE contypid = %s ORDER BY conname""",
                 (oid,),
             )
+            checks = []
             for c in cur.fetchall():
-                definition += f" CONSTRAINT {q(c['conname'])} {c['def']}"
+                if c["convalidated"]:  # a NOT VALID one is added after (ALTER DOMAIN)
+                    definition += f" CONSTRAINT {q(c['conname'])} {c['def']}"
+                if c["contype"] == "c":
+                    checks.append(PgConstraint(name=c["conname"], type="c", definition=c["def"],
+                                               comment=c["comment"]))
+            domain = PgDomain(base=r["base"], default=r["typdefault"],
+                              not_null=r["typnotnull"], constraints=checks)
         elif r["typtype"] == "c":
             cur.execute(
                 """SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute
@@ -349,7 +359,8 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
             definition = f"CREATE TYPE {name} AS RANGE (SUBTYPE = {cur.fetchone()['sub']})"
         out.append(PgType(
             namespace=r["nspname"], name=r["typname"], typtype=r["typtype"], labels=labels,
-            definition=definition, owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
+            definition=definition, domain=domain, owner=r["owner"], acl=r["acl"],
+            comment=r["comment"], oid=oid,
         ))
     return out
 

@@ -623,6 +623,10 @@ class Planner:
                     f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
                     f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]))
             elif isinstance(item, PgType):
+                if have is not None and item.domain and have.domain and (
+                        item.domain.base == have.domain.base):
+                    self._alter_domain(item, have)
+                    continue
                 if have is not None and have.definition == item.definition:
                     sql = owner_comment_acl(item, have)
                     if sql:
@@ -643,6 +647,9 @@ class Planner:
                                      [ddl.drop_statement(have)], destructive=True))
                 self.plan.add("create", Step(item.natural_key(), "create type",
                                             [item.definition, *owner_comment_acl(item, None)]))
+                if _not_valid_checks(item):  # after the rows, which they check
+                    self.plan.add("constraints", Step(item.natural_key(), "domain constraints",
+                                                      _not_valid_checks(item)))
             elif isinstance(item, PgFunction):
                 if have is not None and have.definition == item.definition:
                     sql = owner_comment_acl(item, have)
@@ -668,6 +675,44 @@ class Planner:
                                                         sql, destructive=True))
         for step in drop:
             self.plan.add("drop-other", step)
+
+    def _alter_domain(self, item: PgType, have: PgType) -> None:
+        """Change a live domain into the captured one in place (``ALTER DOMAIN``): columns
+        use it, so it cannot be dropped.  Constraints it lacks are added after the rows are
+        put back (a ``NOT VALID`` one still checks the rows written), as is NOT NULL."""
+        want, live = item.domain, have.domain
+        assert want is not None and live is not None
+        name = qn(item.namespace, item.name)
+        early: list[str] = []
+        late: list[str] = []
+        live_checks = {c.name: c for c in live.constraints}
+        for c in live.constraints:
+            if c.name not in {w.name for w in want.constraints} or next(
+                    w for w in want.constraints if w.name == c.name).definition != c.definition:
+                early.append(f"ALTER DOMAIN {name} DROP CONSTRAINT {q(c.name)}")
+                live_checks.pop(c.name)
+        for c in want.constraints:
+            if c.name not in live_checks:
+                late.append(f"ALTER DOMAIN {name} ADD CONSTRAINT {q(c.name)} {c.definition}")
+            if (live_checks[c.name].comment if c.name in live_checks else None) != c.comment:
+                late.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON DOMAIN {name}",
+                                                  c.comment))
+        if live.default != want.default:
+            early.append(f"ALTER DOMAIN {name} " + (
+                f"SET DEFAULT {want.default}" if want.default is not None else "DROP DEFAULT"))
+        if live.not_null and not want.not_null:
+            early.append(f"ALTER DOMAIN {name} DROP NOT NULL")
+        elif want.not_null and not live.not_null:
+            late.append(f"ALTER DOMAIN {name} SET NOT NULL")
+        if early:
+            self.plan.add("create", Step(item.natural_key(), "alter domain", early,
+                                         destructive=True))
+        if late:
+            self.plan.add("constraints", Step(item.natural_key(), "domain constraints", late,
+                                              destructive=True))
+        sql = owner_comment_acl(item, have)
+        if sql:
+            self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl", sql))
 
     def _sequence_state(self, seq: PgSequence) -> None:
         have = self.live_of(seq)
@@ -760,6 +805,17 @@ def replace_enum(cur: Cursor, item: PgType) -> str:
         moved += 1
     cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
     return f"{moved} column(s) moved"
+
+
+def _not_valid_checks(item: PgType) -> list[str]:
+    """A new domain's NOT VALID constraints (``CREATE DOMAIN`` takes valid ones only)."""
+    name = qn(item.namespace, item.name)
+    checks = item.domain.constraints if item.domain else []
+    out = [f"ALTER DOMAIN {name} ADD CONSTRAINT {q(c.name)} {c.definition}"
+           for c in checks if c.definition.endswith(" NOT VALID")]
+    out += [ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON DOMAIN {name}", c.comment)
+            for c in checks if c.comment is not None]
+    return out
 
 
 def _statements(text: str) -> list[str]:

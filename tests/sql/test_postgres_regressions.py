@@ -357,3 +357,37 @@ def test_views_of_another_schema_come_back_when_a_view_is_added(
     cli.restore(backup)
     check.same_dump(pg_dump(db), before)
     check.full_fidelity(cli, backup)
+
+
+def test_a_domain_a_column_uses_is_altered_back_in_place(
+    check: Any, db: Any, cli: Any, pg_dump: Any
+) -> None:
+    """ALTER DOMAIN on a domain a table's column uses (a constraint added, one NOT VALID
+    dropped, the default changed, NOT NULL dropped): the restore alters the domain back
+    in place — it cannot be dropped while the column uses it — and pg_dump is identical;
+    a NOT VALID constraint and a constraint's comment also come back with a dropped schema."""
+    db.sql("""
+        CREATE TYPE public.comptype AS (r float8, i float8);
+        CREATE DOMAIN public.dcomptype AS public.comptype;
+        CREATE DOMAIN public.pos AS int DEFAULT 1 NOT NULL CONSTRAINT positive CHECK (VALUE > 0);
+        CREATE TABLE public.dcomptable (id int PRIMARY KEY, d1 public.dcomptype UNIQUE,
+                                        n public.pos);
+        INSERT INTO public.dcomptable VALUES (1, row(1,2), 5), (2, row(3,1), 7);
+        ALTER DOMAIN public.pos ADD CONSTRAINT small CHECK (VALUE < 6) NOT VALID;
+        COMMENT ON CONSTRAINT positive ON DOMAIN public.pos IS 'above zero';
+    """)
+    before = pg_dump(db)
+    backup = cli.capture(db.uri("schema=public"))
+    db.sql("""
+        ALTER DOMAIN public.dcomptype ADD CONSTRAINT c1 CHECK ((VALUE).r <= (VALUE).i) NOT VALID;
+        ALTER DOMAIN public.pos DROP CONSTRAINT small;
+        ALTER DOMAIN public.pos SET DEFAULT 3;
+        ALTER DOMAIN public.pos DROP NOT NULL;
+        UPDATE public.dcomptable SET n = NULL WHERE id = 1;
+    """)
+    cli.restore(backup)
+    check.full_fidelity(cli, backup)
+    check.same_dump(pg_dump(db), before)
+    db.sql("DROP SCHEMA public CASCADE")
+    cli.restore(backup)
+    check.same_dump(pg_dump(db), before)
