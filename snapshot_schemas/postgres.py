@@ -234,6 +234,11 @@ class PgFunction(PgOwned):
     arguments: str = key(description="pg_get_function_identity_arguments()")
     prokind: Literal["f", "p", "w"] = content("f")
     definition: str = content(description="pg_get_functiondef()")
+    temporary: list[str] = metadata(
+        default_factory=list,
+        description="temporary objects of a session it uses (a temp table's row type): it "
+        "cannot be made again from outside that session, so it is recorded as uncaptured",
+    )
 
 
 class PgDomain(Record):

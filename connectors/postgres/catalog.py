@@ -374,7 +374,16 @@ def read_functions(cur: Cursor, oids: list[int]) -> list[PgFunction]:
             pg_get_function_identity_arguments(p.oid) AS args,
             pg_get_functiondef(p.oid) AS def, pg_get_userbyid(p.proowner) AS owner,
             {acl_sql('p.proacl', 'f', 'p.proowner')} AS acl,
-            obj_description(p.oid, 'pg_proc') AS comment
+            obj_description(p.oid, 'pg_proc') AS comment,
+            ARRAY(SELECT format('%%I.%%I', tn.nspname, coalesce(t.typname, c.relname))
+                  FROM pg_depend d
+                  LEFT JOIN pg_type t ON d.refclassid = 'pg_type'::regclass
+                    AND t.oid = d.refobjid
+                  LEFT JOIN pg_class c ON d.refclassid = 'pg_class'::regclass
+                    AND c.oid = d.refobjid
+                  JOIN pg_namespace tn ON tn.oid = coalesce(t.typnamespace, c.relnamespace)
+                  WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                    AND left(tn.nspname, 8) = 'pg_temp_' ORDER BY 1) AS temporary
         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
         WHERE p.oid = ANY(%s) ORDER BY p.oid""",
         (oids,),
@@ -382,7 +391,7 @@ def read_functions(cur: Cursor, oids: list[int]) -> list[PgFunction]:
     return [PgFunction(
         namespace=r["nspname"], name=r["proname"], arguments=r["args"], prokind=r["prokind"],
         definition=r["def"].strip(), owner=r["owner"], acl=r["acl"], comment=r["comment"],
-        oid=r["oid"],
+        oid=r["oid"], temporary=list(r["temporary"]),
     ) for r in cur.fetchall()]
 
 

@@ -651,6 +651,8 @@ class Planner:
                     self.plan.add("constraints", Step(item.natural_key(), "domain constraints",
                                                       _not_valid_checks(item)))
             elif isinstance(item, PgFunction):
+                if item.temporary:
+                    continue  # its temporary objects are another session's (uncaptured)
                 if have is not None and have.definition == item.definition:
                     sql = owner_comment_acl(item, have)
                     if sql:

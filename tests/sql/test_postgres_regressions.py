@@ -391,3 +391,38 @@ def test_a_domain_a_column_uses_is_altered_back_in_place(
     db.sql("DROP SCHEMA public CASCADE")
     cli.restore(backup)
     check.same_dump(pg_dump(db), before)
+
+
+def test_a_function_over_a_temp_tables_row_type_is_uncaptured_and_left(
+    check: Any, db: Any, cli: Any, pg_dump: Any, store: Any
+) -> None:
+    """A function RETURNS SETOF a temporary table's row type (another session's
+    ``pg_temp_N``) cannot be made again from outside that session: a capture holding it
+    records it as uncaptured (score below 1.0, diff names it) and a restore leaves it; one
+    created after the capture is dropped, and pg_dump is as before."""
+    import psycopg
+
+    server = db.server
+    with psycopg.connect(host=server.host, port=server.port, user=server.user,
+                         password=server.password, dbname=db.name, autocommit=True) as session:
+        session.execute("CREATE TABLE public.keep (id int PRIMARY KEY); "
+                        "CREATE TEMP TABLE foo (f1 int, f2 text)")
+        before = pg_dump(db)
+        backup = cli.capture(db.uri("schema=public"))
+        session.execute("CREATE FUNCTION public.foo_f() RETURNS SETOF foo AS "
+                        "$$ SELECT * FROM foo OFFSET 0 $$ LANGUAGE sql STABLE")
+        cli.restore(backup)
+        check.same_dump(pg_dump(db), before)
+
+        session.execute("CREATE FUNCTION public.foo_f() RETURNS SETOF foo AS "
+                        "$$ SELECT * FROM foo OFFSET 0 $$ LANGUAGE sql STABLE")
+        held = preimage.capture([db.uri("schema=public")], store=store)
+        [gap] = [u for u in held.snapshots[0].uncaptured if u.kind == "function"]
+        assert gap.name == "public.foo_f()" and "temporary" in gap.reason, gap
+        total, _ = preimage.score(held.id, store=store)
+        assert total.overall.score < 1.0
+        assert any("foo_f" in u for u in preimage.diff(held.id, store=store)[0].uncaptured)
+        with_function = pg_dump(db)
+        db.sql("DROP TABLE public.keep")
+        cli.restore(held.id)
+        check.same_dump(pg_dump(db), with_function)
