@@ -426,3 +426,32 @@ def test_a_function_over_a_temp_tables_row_type_is_uncaptured_and_left(
         db.sql("DROP TABLE public.keep")
         cli.restore(held.id)
         check.same_dump(pg_dump(db), with_function)
+
+
+def test_a_row_scope_of_a_table_without_a_key_captures_the_whole_table(
+    check: Any, db: Any, cli: Any, pg_dump: Any, store: Any
+) -> None:
+    """``table=…&where=…`` on a table with no primary key: a changed row cannot be told from
+    a new one, so the capture takes the whole table and says so; the restore puts the
+    table back exactly — no restored row beside its changed self (CLI and Python API)."""
+    db.sql("""
+        CREATE TABLE public.update_test (a int, b int, c text);
+        INSERT INTO public.update_test SELECT g % 20, g, 'row ' || g FROM generate_series(1, 60) g;
+    """)
+    before = pg_dump(db)
+    uri = db.uri("table=public.update_test&where=" + quote("a = 10"))
+    backup = cli.capture(uri)
+    db.sql("UPDATE public.update_test SET b = -b, c = NULL WHERE a = 10; "
+           "DELETE FROM public.update_test WHERE a = 11")
+    cli.restore(backup)
+    check.same_dump(pg_dump(db), before)
+    check.full_fidelity(cli, backup)
+
+    held = preimage.capture([uri], store=store)
+    snap = held.snapshots[0]
+    assert snap.scope == "tables"
+    assert any("no primary key" in n and "whole table" in n for n in snap.notes), snap.notes
+    db.sql("UPDATE public.update_test SET b = 0 WHERE a = 10")
+    preimage.restore(held.id, store=store)
+    check.same_dump(pg_dump(db), before)
+    assert db.sql("SELECT count(*) FROM public.update_test").strip() == "60"
