@@ -157,8 +157,10 @@ def plan_large_objects(plan: Any, captured: list[Any], live: list[Any],
             sql += ddl.owner_statement("LARGE OBJECT", name, lo.owner)
         if (now.comment if now else None) != lo.comment:
             sql.append(ddl.comment_statement(f"LARGE OBJECT {name}", lo.comment))
-        sql += ddl.acl_statements("LARGE OBJECT", name, lo.acl,
-                                  now.acl if now is not None else fresh_acl(lo.owner))
+        # a new object's grants are its owner's default (a NULL lomacl): a capture equal
+        # to them is left so, as pg_dump leaves it
+        sql += ddl.acl_statements("LARGE OBJECT", name, lo.acl, now.acl if now is not None else
+                                  [f"{lo.owner}=rw/{lo.owner}"] if lo.owner else fresh_acl(None))
         if sql:
             plan.add("finish", Step(key, "owner, comment, grants", sql))
     return keys

@@ -460,21 +460,33 @@ def test_a_row_scope_of_a_table_without_a_key_captures_the_whole_table(
 def test_a_sparse_large_object_comes_back_sparse(check: Any, db: Any, cli: Any,
                                                  pg_dump: Any) -> None:
     """A large object written with holes (``lo_put`` far past its end, as a 4 GiB seek
-    and write makes it) comes back with the same pages in ``pg_largeobject`` — the holes
-    are not written as zero pages — the same bytes and size, and pg_dump is identical."""
+    and write makes it) and one cut and extended by ``lo_truncate`` come back with the
+    same non-zero pages in ``pg_largeobject`` — holes are not written as zero pages —
+    the same bytes, size and grants (a default ACL stays the default, not an explicit
+    copy of it), and pg_dump is identical."""
     db.sql("""
         SELECT lo_from_bytea(616161, 'abc');
         SELECT lo_put(616161, 10 * 2048 + 5, 'xyz');
         SELECT lo_put(616161, 40 * 2048, repeat('q', 5000)::bytea);
         SELECT lo_from_bytea(626262, '\\x00000000'::bytea);
+        GRANT SELECT ON LARGE OBJECT 626262 TO PUBLIC;
+        SELECT lo_from_bytea(636363, repeat('poem line ', 100)::bytea);
+        BEGIN;
+        SELECT lo_truncate(lo_open(636363, 131072), 11);
+        SELECT lo_truncate(lo_open(636363, 131072), 10000);
+        SELECT lo_put(636363, 4194304, 'offset:4MB');
+        SELECT lo_truncate64(lo_open(636363, 131072), 3000000);
+        COMMIT;
     """)
-    pages = ("SELECT loid, pageno, encode(data, 'hex') FROM pg_largeobject "
-             "ORDER BY loid, pageno")
-    bytes_of = "SELECT oid, md5(lo_get(oid)) FROM pg_largeobject_metadata ORDER BY oid"
-    before, layout, content = pg_dump(db), db.sql(pages), db.sql(bytes_of)
+    pages = ("SELECT loid, pageno, md5(data) FROM pg_largeobject "
+             "WHERE ltrim(data, '\\x00'::bytea) <> '' ORDER BY loid, pageno")
+    objects = ("SELECT oid, lomacl IS NULL, ARRAY(SELECT x::text FROM unnest(lomacl) x "
+               "ORDER BY 1), md5(lo_get(oid)), lo_lseek64(lo_open(oid, 262144), 0, 2) "
+               "FROM pg_largeobject_metadata ORDER BY oid")
+    before, layout, content = pg_dump(db), db.sql(pages), db.sql(objects)
     backup = cli.capture(db.uri())
-    db.sql("SELECT lo_unlink(616161); SELECT lo_put(626262, 1, 'x')")
+    db.sql("SELECT lo_unlink(616161); SELECT lo_unlink(636363); SELECT lo_put(626262, 1, 'x')")
     cli.restore(backup)
     assert db.sql(pages) == layout
-    assert db.sql(bytes_of) == content
+    assert db.sql(objects) == content
     check.same_dump(pg_dump(db), before)
