@@ -415,8 +415,10 @@ class Planner:
                 have_cons.pop(con.name)
         for idx in _differing(have.indexes, t.indexes, lambda i: (i.definition, i.attached_to)):
             have_idx.pop(idx.name)
-            if idx.attached_to is None:  # a copy of the parent's index goes with it, or is
-                drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")  # renamed (below)
+            # a copy of the parent's index cannot be dropped alone: it goes with the
+            # parent's, or is renamed to the captured name (_partition_keys)
+            if idx.attached_to is None:
+                drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")
         for trg in _differing(have.triggers, t.triggers, lambda x: x.definition):
             drops.append(f"DROP TRIGGER {q(trg.name)} ON {name}")
             have_trg.pop(trg.name)
