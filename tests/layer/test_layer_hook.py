@@ -148,6 +148,18 @@ def test_unreadable_settings_are_a_failed_backup(cli: Cli, world: World, tmp_pat
     assert "permissionDecision" not in answer.get("hookSpecificOutput", {})
 
 
+def test_run_hook_answers_unreadable_settings_alike(world: World, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedding entry point answers unreadable settings as the hook does: it asks."""
+    from preimage.layer.hook import run_hook
+
+    (tmp_path / "config.yaml").write_text("- not a mapping\n")
+    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path))
+    answer = run_hook(payload("rm -rf ~/Documents", world.home))
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert "settings unreadable" in answer["systemMessage"]
+
+
 def _limit_file_size() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))

@@ -198,10 +198,15 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
         event = adapter.event(payload)
-        cfg = config or LayerConfig.load()
     except Exception as exc:
         return {"systemMessage": f"preimage: could not read the hook call ({exc}); "
                                  "nothing was backed up"}
+    try:
+        cfg = config or LayerConfig.load()
+    except Exception as exc:
+        answer = _unread_settings(adapter, event,
+                                  f"settings unreadable, nothing backed up — {exc}", None)
+        return json.loads(answer.stdout)  # type: ignore[no-any-return]
     if event.phase != "pre" or event.call is None:
         return {}
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
