@@ -1,6 +1,7 @@
 """Capture and restore on MariaDB side by side with mysqldump and the mariadb client, in one run.
 
-Usage: python benchmarks/bench_mysql.py [--rows N] [--driver mysqldb|pymysql] [--json]
+Usage: python benchmarks/bench_mysql.py [--rows N] [--type-rows N] [--types a,b]
+       [--driver mysqldb|pymysql] [--json]
 
 Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures, each command as
 its own process (peak RSS read with ``wait4``):
@@ -9,6 +10,10 @@ its own process (peak RSS read with ``wait4``):
   varchar, decimal, JSON text, datetime): ``preimage capture …?tables=events`` vs
   ``mariadb-dump db events``; after ``DROP TABLE``, ``preimage restore`` vs
   ``mariadb db < dump``;
+* ``types``: one table per column type (int, bigint, decimal, varchar, text, blob,
+  datetime, json), ``--type-rows`` rows each (default 1,000,000; ``--types`` picks some,
+  ``--type-rows 0`` none): capture vs ``mariadb-dump --hex-blob``, restore vs replaying
+  the dump;
 * ``sample``: the whole Chinook database (fixtures/samples/): capture vs
   ``mariadb-dump --routines --events --triggers``; after ``DROP DATABASE``, restore vs
   replaying the dump.
@@ -57,6 +62,18 @@ CHECK = ("SELECT count(*), sum(id), sum(amount), (SELECT AUTO_INCREMENT FROM "
          "FROM events")
 
 
+TYPES = {
+    "int": ("int", "seq"),
+    "bigint": ("bigint", "seq * 1000003"),
+    "decimal": ("decimal(18,4)", "seq * 12345.6789"),
+    "varchar": ("varchar(64)", "MD5(seq)"),
+    "text": ("text", "REPEAT(MD5(seq), 2)"),
+    "blob": ("blob", "UNHEX(MD5(seq))"),
+    "datetime": ("datetime", "'2020-01-01' + INTERVAL seq * 7 SECOND"),
+    "json": ("json", "JSON_OBJECT('k', seq, 'tags', JSON_ARRAY('a', seq % 7))"),
+}
+
+
 def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
           theirs: tuple[float, int, str]) -> None:
     res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
@@ -67,6 +84,9 @@ def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--type-rows", type=int, default=1_000_000)
+    parser.add_argument("--types", default=",".join(TYPES),
+                        help=f"comma-separated, of {', '.join(TYPES)}")
     parser.add_argument("--driver", choices=("mysqldb", "pymysql"), default=(
         "mysqldb" if importlib.util.find_spec("MySQLdb") else "pymysql"))
     parser.add_argument("--json", action="store_true")
@@ -76,7 +96,8 @@ def main() -> None:
     samples = _common.load_fixture("sql_samples.py")
     work = Path(tempfile.mkdtemp(prefix="bench-mysql-"))
     my = fixture.MariaDBServer.start()
-    res: dict[str, Any] = {"rows": args.rows, "driver": args.driver}
+    res: dict[str, Any] = {"rows": args.rows, "type_rows": args.type_rows,
+                           "driver": args.driver}
     try:
         env = _common.installed_env(my.env() | {"PREIMAGE_HOME": str(work / "home")})
         cli = [sys.executable, "-m", "preimage"]
@@ -97,6 +118,29 @@ def main() -> None:
         _pair(res, "table restore", rest, replay)
         res["table restore"]["exact"] = ok and my.sql(CHECK, "bench") == expected
 
+        for typ in [t for t in args.types.split(",") if t] if args.type_rows else []:
+            sql_type, expr = TYPES[typ]
+            table = f"t_{typ}"
+            my.sql(f"CREATE TABLE {table} (id int PRIMARY KEY, v {sql_type}); INSERT INTO "
+                   f"{table} SELECT seq, {expr} FROM seq_1_to_{args.type_rows}", "bench")
+            check = (f"SELECT count(*), sum(CRC32(CONCAT(id, ':', HEX(v)))), "
+                     f"sum(CRC32(CONCAT(v, ''))) FROM {table}")
+            expected = my.sql(check, "bench")
+            cap = run([*cli, "capture", "--json",
+                       my.uri("bench", driver=driver, query=f"tables={table}")], env)
+            backup = json.loads(cap[2])
+            # --hex-blob: the dump goes through text (the blob case's bytes are not UTF-8).
+            dump = run([*dumper, "--hex-blob", "bench", table], env)
+            _pair(res, f"{typ} capture", cap, dump)
+            my.sql(f"DROP TABLE {table}", "bench")
+            rest = run([*cli, "restore", "--json", backup["id"]], env)
+            ok = my.sql(check, "bench") == expected
+            my.sql(f"DROP TABLE {table}", "bench")
+            replay = run([*client, "bench"], env, stdin=dump[2].encode())
+            _pair(res, f"{typ} restore", rest, replay)
+            res[f"{typ} restore"]["exact"] = ok and my.sql(check, "bench") == expected
+            my.sql(f"DROP TABLE {table}", "bench")
+
         name = samples.load_mariadb(my, "chinook")
         before = my.dump(name)
         cap = run([*cli, "capture", "--json", my.uri(name, driver=driver)], env)
@@ -116,7 +160,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"MariaDB ({args.driver}): table {args.rows:,} rows; load average {res['load'][0]:.1f} on "
+    print(f"MariaDB ({args.driver}): table {args.rows:,} rows, {args.type_rows:,} per type; "
+          f"load average {res['load'][0]:.1f} on "
           f"{os.cpu_count()} cores")
     print(f"{'':18}{'preimage s':>11}{'tool s':>9}{'ratio':>7}{'peak MiB':>10}  check")
     for label, r in res.items():
