@@ -251,12 +251,15 @@ class SQLAlchemyConnector(ConnectorBase):
             ):
                 master[(typ, name)] = (tbl, sql)
         objects = mysql.read_objects(conn, names or None) if mysql.is_mysql(conn) else []
+        # MySQL/MariaDB: the columns the rows are read by, of every table in one query.
+        known = mysql_rows.table_columns(conn) if blobs is not None and mysql.is_mysql(conn) \
+            else {}
         yield from (o for o in objects if o.kind == "database")
         for name in wanted:
             if name not in present:
                 yield SqlTable(name=name, exists=False)
                 continue
-            yield self._table(conn, insp, name, blobs, master)
+            yield self._table(conn, insp, name, blobs, master, known=known.get(name))
         yield from (o for o in objects if o.kind != "database")
         if sqlite:
             for (typ, name), (tbl, sql) in master.items():
@@ -278,7 +281,8 @@ class SQLAlchemyConnector(ConnectorBase):
 
     def _table(self, conn: Any, insp: Any, name: str, blobs: Any,
                master: dict[tuple[str, str], tuple[str, str]],
-               where: str | None = None) -> SqlTable:
+               where: str | None = None,
+               known: list[mysql_rows.Column] | None = None) -> SqlTable:
         from sqlalchemy import MetaData, Table, select
         from sqlalchemy.schema import CreateTable
 
@@ -311,12 +315,16 @@ class SQLAlchemyConnector(ConnectorBase):
                         ddl=ddl)
         if blobs is None:
             return item
-        tuples = mysql_rows.tuple_columns(conn, name) if mysql.is_mysql(conn) else None
+        tuples = None
+        if mysql.is_mysql(conn):
+            if known is None:
+                known = mysql_rows.columns_of(conn, name)
+            tuples = mysql_rows.tuple_columns(conn, name, known)
         if tuples is not None:
             # MySQL/MariaDB: each row as the server renders it, straight into the blob.
             lines = _LineCounter()
-            digest = put_while_reading(blobs, lines.through(mysql_rows.read_lines(
-                conn, mysql_rows.select_sql(name, tuples, where))))
+            sql = mysql_rows.select_sql(name, tuples, where, mysql_rows.plain_columns(known or []))
+            digest = put_while_reading(blobs, lines.through(mysql_rows.read_lines(conn, sql)))
             return item.model_copy(update={
                 "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
                 "copy_columns": tuples, "row_filter": where})

@@ -39,29 +39,63 @@ FETCH = 5000
 STATEMENT_BYTES = 1 << 20
 
 
-def tuple_columns(conn: Any, table: str) -> list[str] | None:
+# Types whose values never hold a newline: their ``REPLACE`` would change nothing.
+_NO_NEWLINE = frozenset({
+    "tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double",
+    "date", "datetime", "timestamp", "time", "year",
+})
+
+Column = tuple[str, str, str]  # name, DATA_TYPE, EXTRA
+
+
+def table_columns(conn: Any) -> dict[str, list[Column]]:
+    """The columns of every table of the database, in one query (name → columns in order)."""
+    out: dict[str, list[Column]] = {}
+    for table, name, typ, extra in conn.exec_driver_sql(
+        "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
+        "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION"
+    ):
+        out.setdefault(str(table), []).append((str(name), str(typ), str(extra or "")))
+    return out
+
+
+def tuple_columns(conn: Any, table: str, known: list[Column] | None = None) -> list[str] | None:
     """The stored (not generated) columns of ``table`` when every one of them can travel as
     a quoted binary string; ``None`` when the table needs the generic path (or the driver
-    is not one whose unbuffered cursor this module knows: PyMySQL, mysqlclient)."""
+    is not one whose unbuffered cursor this module knows: PyMySQL, mysqlclient).
+    ``known``: its columns as :func:`table_columns` read them (else they are read here)."""
     if _driver(conn) not in ("pymysql", "MySQLdb"):
         return None
-    rows = conn.exec_driver_sql(
+    rows = known if known is not None else columns_of(conn, table)
+    if not rows or any(t.lower() in _SLOW_TYPES for _, t, _ in rows):
+        return None
+    return [n for n, _, extra in rows if "GENERATED" not in extra.upper()]
+
+
+def plain_columns(known: list[Column]) -> frozenset[str]:
+    """The columns of ``known`` whose values hold no newline (read without ``REPLACE``)."""
+    return frozenset(n for n, t, _ in known if t.lower() in _NO_NEWLINE)
+
+
+def columns_of(conn: Any, table: str) -> list[Column]:
+    return [(str(n), str(t), str(e or "")) for n, t, e in conn.exec_driver_sql(
         "SELECT COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
         "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
         (table,),
-    ).all()
-    if not rows or any(str(t).lower() in _SLOW_TYPES for _, t, _ in rows):
-        return None
-    return [str(n) for n, _, extra in rows if "GENERATED" not in str(extra or "").upper()]
+    )]
 
 
 def _driver(conn: Any) -> str:
     return type(conn.connection.dbapi_connection).__module__.split(".")[0]
 
 
-def select_sql(table: str, columns: list[str], where: str | None = None) -> str:
-    """The query whose one binary column is each row as a ``(v1,v2,…)`` line."""
-    values = ", ".join(f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)" for c in columns)
+def select_sql(table: str, columns: list[str], where: str | None = None,
+               plain: frozenset[str] = frozenset()) -> str:
+    """The query whose one binary column is each row as a ``(v1,v2,…)`` line; the
+    ``plain`` columns hold no newline, so theirs is not replaced (the line is the same)."""
+    values = ", ".join(f"QUOTE(CAST({_q(c)} AS BINARY))" if c in plain
+                       else f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)"
+                       for c in columns)
     sql = f"SELECT CONCAT('(', CONCAT_WS(',', {values}), ')') FROM {_q(table)}"
     return sql + (f" WHERE ({where})" if where else "")
 
