@@ -353,3 +353,40 @@ def control_plane() -> Iterator[Any]:
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="session")
+def isso_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real isso comment server (admin interface on, moderation off), shared by the
+    browser tests and the benchmark runs that need one (``PREIMAGE_BENCH_ISSO``)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from fixtures.isso import IssoServer
+
+    srv = IssoServer(tmp_path_factory.mktemp("isso")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def trac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Trac (tracd) with milestones and tickets that have authored, dated changes,
+    shared by the browser tests and the benchmark runs that need one
+    (``PREIMAGE_BENCH_TRAC``)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from fixtures.trac import TracServer
+
+    srv = TracServer(tmp_path_factory.mktemp("trac")).start()
+    srv.seed()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def bench_web_servers(isso_server: Any, trac_server: Any) -> dict[str, str]:
+    """The settings that point `preimage bench` at the session's isso and Trac."""
+    return {"PREIMAGE_BENCH_ISSO": isso_server.url, "PREIMAGE_BENCH_TRAC": trac_server.url,
+            "PREIMAGE_BENCH_TRAC_ENV": str(trac_server.env)}
