@@ -45,8 +45,10 @@ SERVER_MARKERS = {
 #: Areas whose tests share session servers: under pytest-xdist (``-n auto``) all the tests
 #: of one run on one worker, so each server starts once.  Every other module is a unit of
 #: its own (a benchmark module shares one bench run, the real-harness module one run per
-#: harness, the layer audit one audited sample), so its module fixtures run once.
-GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
+#: harness, the layer audit one audited sample), so its module fixtures run once.  The
+#: browser and remote areas take minutes and their servers seconds: their modules are
+#: units of their own, and a worker starts those servers the first time it needs them.
+GROUPED_AREAS = ("email", "k8s", "sql")
 
 #: Benchmark modules that run against an area's session server, and so in its unit (the
 #: undo suite's full run uses the session's Kubernetes control plane).
@@ -55,8 +57,10 @@ JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
 #: Units that take minutes, handed out first and longest first, so that no worker is left
 #: waiting on one at the end; the rest follow by number of tests, as xdist orders them.
 LONG_UNITS = (
-    "tests/layer/test_layer_audit.py", "browser", "sql", "tests/harness/test_real_harnesses.py",
-    "remote", "k8s", "tests/bench/test_bench_browser.py",
+    "tests/layer/test_layer_audit.py", "sql", "tests/harness/test_real_harnesses.py",
+    "k8s", "tests/bench/test_bench_browser.py", "tests/browser/test_web_contract.py",
+    "tests/browser/test_browser_scenarios.py", "tests/remote/test_remote_lifecycle.py",
+    "tests/remote/test_remote_documents.py",
 )
 
 
