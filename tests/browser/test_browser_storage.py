@@ -139,3 +139,30 @@ def test_idb_records_are_scored_one_by_one(profile: Path, shop_site: Any, store:
     report, _ = preimage.score(backup.id, store=store)
     assert report.restorable.score == 1.0
     page.close()
+
+
+def test_the_cli_goes_through_the_browser_that_holds_the_profile(
+    tmp_path: Path, shop_site: Any, preimage_cli: Any
+) -> None:
+    """The agent's Chromium keeps its profile open, with remote debugging on: `preimage
+    capture` and `restore` in other processes go through that browser — a cookie that lives
+    only in it (no expiry: never written to the profile) comes back after the browser's
+    cookies were cleared — and leave its tabs as they were."""
+    prof = tmp_path / "agent-profile"
+    ctx = browser_context(prof, args=["--remote-debugging-port=0"])
+    try:
+        visit(ctx.new_page(), shop_site)
+        ctx.add_cookies([{"name": "in_memory", "value": "only-here", "domain": SHOP_HOST,
+                          "path": "/"}])
+        tabs = [p.url for p in ctx.pages]
+        backup = preimage_cli("capture", _uri(prof, shop_site))
+        ctx.clear_cookies()
+        assert preimage_cli("restore", backup["id"])["ok"]
+        ctx.pages[-1].evaluate("1")  # a round trip: every tab event sent before it has arrived
+        assert [p.url for p in ctx.pages] == tabs
+        cookies = {c["name"]: c for c in ctx.cookies()}
+        assert cookies["in_memory"]["value"] == "only-here"
+        assert cookies["in_memory"]["expires"] == -1
+        assert cookies["sid"]["httpOnly"]
+    finally:
+        close_profile(prof)
