@@ -62,9 +62,12 @@ def chromium_executable() -> str:
 
 def _debugging_endpoint(profile: Path) -> str | None:
     """The DevTools endpoint of the running Chromium that holds ``profile`` open with
-    remote debugging on, else ``None`` (no such file, or one a dead browser left)."""
+    remote debugging on, else ``None`` (no such file, or one a dead browser left).  The
+    endpoint names that browser's own id (the file's second line), so no other browser
+    that listens on the port later is taken for it."""
     try:
-        port = int((profile / "DevToolsActivePort").read_text().split("\n", 1)[0])
+        port_line, path = (profile / "DevToolsActivePort").read_text().split("\n")[:2]
+        port = int(port_line)
         # Chromium's profile lock: a symlink to "HOST-PID" while a browser holds it
         pid = int(os.readlink(profile / "SingletonLock").rsplit("-", 1)[1])
     except (OSError, ValueError, IndexError):
@@ -75,7 +78,9 @@ def _debugging_endpoint(profile: Path) -> str | None:
         return None
     except PermissionError:  # another user's live browser
         pass
-    return f"http://127.0.0.1:{port}" if 0 < port < 65536 else None
+    if not (0 < port < 65536 and path.startswith("/devtools/browser/")):
+        return None
+    return f"ws://127.0.0.1:{port}{path.strip()}"
 
 
 class BrowserPool:
