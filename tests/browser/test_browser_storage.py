@@ -166,3 +166,26 @@ def test_the_cli_goes_through_the_browser_that_holds_the_profile(
         assert cookies["sid"]["httpOnly"]
     finally:
         close_profile(prof)
+
+
+def test_a_debugging_port_is_used_only_while_its_browser_holds_the_profile(tmp_path: Path) -> None:
+    """The port a browser named in the profile is attached to only while that browser
+    (the profile lock's process) lives, and only by the browser's own id."""
+    import os
+    import subprocess
+
+    from preimage.connectors.browser.chromium import _debugging_endpoint
+
+    prof = tmp_path / "profile"
+    prof.mkdir()
+    assert _debugging_endpoint(prof) is None   # no browser ever had it open
+    (prof / "DevToolsActivePort").write_text("40123\n/devtools/browser/1b2c\n")
+    os.symlink(f"host-{os.getpid()}", prof / "SingletonLock")
+    assert _debugging_endpoint(prof) == "ws://127.0.0.1:40123/devtools/browser/1b2c"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (prof / "SingletonLock").unlink()
+    os.symlink(f"host-{dead.pid}", prof / "SingletonLock")
+    assert _debugging_endpoint(prof) is None
+    (prof / "SingletonLock").unlink()
+    assert _debugging_endpoint(prof) is None   # a file a crashed browser left, no lock
