@@ -352,13 +352,18 @@ class PgRestorer:
 
     def _remaps(self, cur: Cursor, recreated: set[str]) -> None:
         """Report the new OIDs of re-created tables (server-assigned, so they changed)."""
-        for t in self.snap.tables():
-            if t.natural_key() in recreated and t.oid is not None:
-                cur.execute("SELECT to_regclass(%s)::oid AS oid", (qn(t.namespace, t.name),))
-                row = cur.fetchone()
-                if row and row["oid"] and row["oid"] != t.oid:
-                    self.report.remaps.append(
-                        IdRemap(key=t.natural_key(), field="oid", old=t.oid, new=row["oid"]))
+        tables = [t for t in self.snap.tables()
+                  if t.natural_key() in recreated and t.oid is not None]
+        if not tables:
+            return
+        # one round trip for all of them
+        cur.execute("SELECT to_regclass(n)::oid AS oid FROM unnest(%s::text[]) "
+                    "WITH ORDINALITY AS x(n, i) ORDER BY i",
+                    ([qn(t.namespace, t.name) for t in tables],))
+        for t, row in zip(tables, cur.fetchall(), strict=True):
+            if row["oid"] and row["oid"] != t.oid:
+                self.report.remaps.append(
+                    IdRemap(key=t.natural_key(), field="oid", old=t.oid, new=row["oid"]))
 
 
 class _Batch:
