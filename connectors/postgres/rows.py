@@ -30,7 +30,7 @@ from preimage.snapshot_schemas.postgres import PgTable
 Cursor = Any
 
 _TEMP = q("_preimage_rows")
-_SPOOL = 64 << 20  # the ctid/xmin record stays in memory up to this size (~4M rows)
+_SPOOL = 4 << 20  # the ctid/xmin record is held in memory up to this size, then in a temp file
 
 
 def _select(table: PgTable, where: str | None, *, system: bool = False) -> str:
