@@ -95,8 +95,8 @@ def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[byte
 def copy_out_split(cur: Cursor, sql: str, system: IO[bytes], size: int = 1 << 20
                    ) -> Iterator[bytes]:
     """:func:`copy_out_chunks` of a ``COPY`` whose last two columns are ``ctid, xmin``:
-    the rows without them, in chunks; the two columns of each row (``ctid\txmin\n``)
-    are written to ``system`` as they come."""
+    the rows without them, in chunks; the two columns of each row (a line of COPY
+    text, like the rows) are written to ``system`` as they come."""
     import select
 
     import psycopg
