@@ -55,8 +55,8 @@ JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
 #: Units that take minutes, handed out first and longest first, so that no worker is left
 #: waiting on one at the end; the rest follow by number of tests, as xdist orders them.
 LONG_UNITS = (
-    "tests/layer/test_layer_audit.py", "browser", "sql", "tests/harness/test_real_harnesses.py",
-    "remote", "k8s", "tests/bench/test_bench_browser.py",
+    "tests/layer/test_layer_audit_sql.py", "tests/layer/test_layer_audit.py", "browser", "sql",
+    "tests/harness/test_real_harnesses.py", "remote", "k8s", "tests/bench/test_bench_browser.py",
 )
 
 
