@@ -42,14 +42,14 @@ types: venv-all
 	$(VENV)/bin/mypy -p preimage
 
 test: setup venv-all
-	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy -p preimage
 	$(PY) -m pytest $(PYTEST_FLAGS)
 
 # The regret benchmark: every scenario, with the HTML report (bench-report/index.html).
 bench: setup venv-all
-	$(QUIET) $(PIP) install -q -e '.[all,dev]' $(EDITABLE)
+	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
 	$(VENV)/bin/preimage bench --report bench-report
 
 bench-quick: venv-all

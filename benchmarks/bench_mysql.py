@@ -1,6 +1,6 @@
 """Capture and restore on MariaDB side by side with mysqldump and the mariadb client, in one run.
 
-Usage: python benchmarks/bench_mysql.py [--rows N] [--json]
+Usage: python benchmarks/bench_mysql.py [--rows N] [--driver mysqldb|pymysql] [--json]
 
 Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures, each command as
 its own process (peak RSS read with ``wait4``):
@@ -13,13 +13,15 @@ its own process (peak RSS read with ``wait4``):
   ``mariadb-dump --routines --events --triggers``; after ``DROP DATABASE``, restore vs
   replaying the dump.
 
-Each restore is checked (counts, sums, AUTO_INCREMENT; for the sample, mysqldump of the
+The driver is mysqlclient (``preimage[mysql-c]``) when it is installed, else PyMySQL;
+``--driver`` picks one.  Each restore is checked (counts, sums, AUTO_INCREMENT; for the sample, mysqldump of the
 restored database equals the original's).  Ratios are preimage ÷ the MariaDB tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -65,13 +67,16 @@ def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--driver", choices=("mysqldb", "pymysql"), default=(
+        "mysqldb" if importlib.util.find_spec("MySQLdb") else "pymysql"))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    driver = f"mariadb+{args.driver}"
     fixture = _common.load_fixture("mariadb.py")
     samples = _common.load_fixture("sql_samples.py")
     work = Path(tempfile.mkdtemp(prefix="bench-mysql-"))
     my = fixture.MariaDBServer.start()
-    res: dict[str, Any] = {"rows": args.rows}
+    res: dict[str, Any] = {"rows": args.rows, "driver": args.driver}
     try:
         env = _common.installed_env(my.env() | {"PREIMAGE_HOME": str(work / "home")})
         cli = [sys.executable, "-m", "preimage"]
@@ -80,7 +85,7 @@ def main() -> None:
         my.sql("CREATE DATABASE bench")
         my.sql(SEED.format(rows=args.rows), "bench")
         expected = my.sql(CHECK, "bench")
-        cap = run([*cli, "capture", "--json", my.uri("bench", query="tables=events")], env)
+        cap = run([*cli, "capture", "--json", my.uri("bench", driver=driver, query="tables=events")], env)
         backup = json.loads(cap[2])
         dump = run([*dumper, "bench", "events"], env)
         _pair(res, "table capture", cap, dump)
@@ -94,7 +99,7 @@ def main() -> None:
 
         name = samples.load_mariadb(my, "chinook")
         before = my.dump(name)
-        cap = run([*cli, "capture", "--json", my.uri(name)], env)
+        cap = run([*cli, "capture", "--json", my.uri(name, driver=driver)], env)
         backup = json.loads(cap[2])
         dump = run([*dumper, "--routines", "--events", "--triggers", "--databases", name], env)
         _pair(res, "chinook capture", cap, dump)
@@ -111,7 +116,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"MariaDB: table {args.rows:,} rows; load average {res['load'][0]:.1f} on "
+    print(f"MariaDB ({args.driver}): table {args.rows:,} rows; load average {res['load'][0]:.1f} on "
           f"{os.cpu_count()} cores")
     print(f"{'':18}{'preimage s':>11}{'tool s':>9}{'ratio':>7}{'peak MiB':>10}  check")
     for label, r in res.items():

@@ -102,6 +102,9 @@ class PgConstraint(Record):
     type: Literal["p", "u", "f", "c", "x"] = metadata()
     definition: str = metadata(description="pg_get_constraintdef()")
     comment: str | None = metadata(None)
+    attached_to: str | None = metadata(
+        None, description="a partition's copy of its parent's key: the parent's index, %I.%I"
+    )
 
 
 class PgIndex(Record):
@@ -172,6 +175,11 @@ class PgTable(PgOwned):
         description="trigger → enabled state (O, D, R, A) of the partition's copies of its "
         "parent's triggers (pg_trigger.tgparentid); None: not recorded (older captures)",
     )
+    inherited_keys: list[PgConstraint] | None = metadata(
+        None,
+        description="the partition's copies of its parent's primary key, unique and exclusion "
+        "constraints, each attached to the parent's index; None: not recorded (older captures)",
+    )
     policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)
     rls_forced: bool = metadata(False)
@@ -226,6 +234,20 @@ class PgFunction(PgOwned):
     arguments: str = key(description="pg_get_function_identity_arguments()")
     prokind: Literal["f", "p", "w"] = content("f")
     definition: str = content(description="pg_get_functiondef()")
+    temporary: list[str] = metadata(
+        default_factory=list,
+        description="temporary objects of a session it uses (a temp table's row type): it "
+        "cannot be made again from outside that session, so it is recorded as uncaptured",
+    )
+
+
+class PgDomain(Record):
+    """What ``ALTER DOMAIN`` changes in place."""
+
+    base: str = metadata(description="format_type() of the base type")
+    default: str | None = metadata(None)
+    not_null: bool = metadata(False)
+    constraints: list[PgConstraint] = metadata(default_factory=list, keyed_by=("name",))
 
 
 class PgType(PgOwned):
@@ -235,6 +257,11 @@ class PgType(PgOwned):
     typtype: Literal["e", "d", "c", "r"] = content()
     labels: list[str] = content(default_factory=list, description="enum labels, in order")
     definition: str = content(description="the CREATE TYPE / CREATE DOMAIN statement")
+    domain: PgDomain | None = metadata(
+        None, description="a domain's base type, default, NOT NULL and CHECK constraints, "
+        "each as the server prints it (NOT VALID ones too); None: not a domain, or an older "
+        "capture"
+    )
 
 
 class PgView(PgOwned):

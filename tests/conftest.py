@@ -54,11 +54,18 @@ GROUPED_AREAS = ("email", "k8s", "sql")
 #: undo suite's full run uses the session's Kubernetes control plane).
 JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
 
+#: Modules of a grouped area that make a unit of their own with each other: the MariaDB
+#: tests (and the contract kit, which runs on both servers) share the MariaDB server, and
+#: run beside the PostgreSQL tests instead of after them.
+SPLIT_UNITS = {"tests/sql/test_mariadb.py": "sql-mariadb",
+               "tests/sql/test_sql_contract.py": "sql-mariadb"}
+
 #: Units that take minutes, handed out first and longest first, so that no worker is left
 #: waiting on one at the end; the rest follow by number of tests, as xdist orders them.
 LONG_UNITS = (
-    "tests/layer/test_layer_audit.py", "sql", "tests/harness/test_real_harnesses.py",
-    "k8s", "tests/bench/test_bench_browser.py", "tests/browser/test_web_contract.py",
+    "tests/layer/test_layer_audit_sql.py", "tests/layer/test_layer_audit.py", "sql",
+    "tests/harness/test_real_harnesses.py", "sql-mariadb", "k8s",
+    "tests/bench/test_bench_browser.py", "tests/browser/test_web_contract.py",
     "tests/browser/test_browser_scenarios.py", "tests/remote/test_remote_lifecycle.py",
     "tests/remote/test_remote_documents.py",
 )
@@ -70,6 +77,8 @@ def _unit(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     if path in JOINS_AREA:
         return JOINS_AREA[path]
+    if path in SPLIT_UNITS:
+        return SPLIT_UNITS[path]
     parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
         return parts[1]

@@ -12,7 +12,7 @@ from preimage.connectors.postgres.order import addresses, dependencies
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
 from preimage.snapshot_schemas import Uncaptured
-from preimage.snapshot_schemas.postgres import PgObject, PgSchema, PgTable, PgView
+from preimage.snapshot_schemas.postgres import PgFunction, PgObject, PgSchema, PgTable, PgView
 
 Cursor = Any
 
@@ -96,5 +96,10 @@ def audit_state(cur: Cursor, scope: PgScope, items: list[Any]) -> list[Uncapture
     relations = [i.oid for i in items if isinstance(i, PgTable | PgView) and i.oid]
     relations += [i.oid for i in items
                   if isinstance(i, PgObject) and i.objtype == "foreign table" and i.oid]
-    return audit(cur, set(addresses(cur, items)), schemas=schemas,
-                 whole_database=scope.scope == "database", relations=relations)
+    temporary = [Uncaptured(
+        name=f"{f.namespace}.{f.name}({f.arguments})", kind="function",
+        reason=f"uses {', '.join(f.temporary)}, a temporary object of another session: it "
+               "cannot be made again from outside that session (a restore leaves it as it is)")
+        for f in items if isinstance(f, PgFunction) and f.temporary]
+    return temporary + audit(cur, set(addresses(cur, items)), schemas=schemas,
+                             whole_database=scope.scope == "database", relations=relations)

@@ -15,6 +15,7 @@ from preimage.snapshot_schemas.postgres import (
     PgColumn,
     PgConstraint,
     PgDatabase,
+    PgDomain,
     PgExtension,
     PgFunction,
     PgIndex,
@@ -314,6 +315,7 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
         r = cur.fetchone()
         name = qn(r["nspname"], r["typname"])
         labels: list[str] = []
+        domain = None
         if r["typtype"] == "e":
             cur.execute(
                 "SELECT enumlabel FROM pg_enum WHERE enumtypid = %s ORDER BY enumsortorder", (oid,)
@@ -327,12 +329,20 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
             if r["typnotnull"]:
                 definition += " NOT NULL"
             cur.execute(
-                """SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
-                WHERE contypid = %s ORDER BY conname""",
+                """SELECT conname, contype, convalidated, pg_get_constraintdef(oid) AS def,
+                    obj_description(oid, 'pg_constraint') AS comment
+                FROM pg_constraint WHERE contypid = %s ORDER BY conname""",
                 (oid,),
             )
+            checks = []
             for c in cur.fetchall():
-                definition += f" CONSTRAINT {q(c['conname'])} {c['def']}"
+                if c["convalidated"]:  # a NOT VALID one is added after (ALTER DOMAIN)
+                    definition += f" CONSTRAINT {q(c['conname'])} {c['def']}"
+                if c["contype"] == "c":
+                    checks.append(PgConstraint(name=c["conname"], type="c", definition=c["def"],
+                                               comment=c["comment"]))
+            domain = PgDomain(base=r["base"], default=r["typdefault"],
+                              not_null=r["typnotnull"], constraints=checks)
         elif r["typtype"] == "c":
             cur.execute(
                 """SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute
@@ -349,7 +359,8 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
             definition = f"CREATE TYPE {name} AS RANGE (SUBTYPE = {cur.fetchone()['sub']})"
         out.append(PgType(
             namespace=r["nspname"], name=r["typname"], typtype=r["typtype"], labels=labels,
-            definition=definition, owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
+            definition=definition, domain=domain, owner=r["owner"], acl=r["acl"],
+            comment=r["comment"], oid=oid,
         ))
     return out
 
@@ -363,7 +374,16 @@ def read_functions(cur: Cursor, oids: list[int]) -> list[PgFunction]:
             pg_get_function_identity_arguments(p.oid) AS args,
             pg_get_functiondef(p.oid) AS def, pg_get_userbyid(p.proowner) AS owner,
             {acl_sql('p.proacl', 'f', 'p.proowner')} AS acl,
-            obj_description(p.oid, 'pg_proc') AS comment
+            obj_description(p.oid, 'pg_proc') AS comment,
+            ARRAY(SELECT format('%%I.%%I', tn.nspname, coalesce(t.typname, c.relname))
+                  FROM pg_depend d
+                  LEFT JOIN pg_type t ON d.refclassid = 'pg_type'::regclass
+                    AND t.oid = d.refobjid
+                  LEFT JOIN pg_class c ON d.refclassid = 'pg_class'::regclass
+                    AND c.oid = d.refobjid
+                  JOIN pg_namespace tn ON tn.oid = coalesce(t.typnamespace, c.relnamespace)
+                  WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                    AND left(tn.nspname, 8) = 'pg_temp_' ORDER BY 1) AS temporary
         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
         WHERE p.oid = ANY(%s) ORDER BY p.oid""",
         (oids,),
@@ -371,7 +391,7 @@ def read_functions(cur: Cursor, oids: list[int]) -> list[PgFunction]:
     return [PgFunction(
         namespace=r["nspname"], name=r["proname"], arguments=r["args"], prokind=r["prokind"],
         definition=r["def"].strip(), owner=r["owner"], acl=r["acl"], comment=r["comment"],
-        oid=r["oid"],
+        oid=r["oid"], temporary=list(r["temporary"]),
     ) for r in cur.fetchall()]
 
 
@@ -504,6 +524,17 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
         WHERE c.conrelid = ANY(%s) AND c.contype = 'p' AND a.attrelid = c.conrelid
         GROUP BY c.conrelid, c.oid""",
         [oid for oid in oids if oid in rels and rels[oid]["relispartition"]])
+    # A partition's copies of its parent's keys, each attached to the parent's index.
+    inherited_keys_of = _by_relation(cur,
+        """SELECT c.conrelid AS rel, c.conname, c.contype, pg_get_constraintdef(c.oid) AS def,
+            obj_description(c.oid, 'pg_constraint') AS comment,
+            (SELECT format('%%I.%%I', pn.nspname, p.relname) FROM pg_inherits h
+               JOIN pg_class p ON p.oid = h.inhparent
+               JOIN pg_namespace pn ON pn.oid = p.relnamespace
+             WHERE h.inhrelid = c.conindid) AS parent
+        FROM pg_constraint c WHERE c.conrelid = ANY(%s) AND c.contype IN ('p', 'u', 'x')
+          AND c.conparentid <> 0 ORDER BY c.conrelid, c.conname""",
+        [oid for oid in oids if oid in rels and rels[oid]["relispartition"]])
     triggers_of = _by_relation(cur,
         """SELECT tgrelid AS rel, tgname, pg_get_triggerdef(oid) AS def, tgenabled,
             obj_description(oid, 'pg_trigger') AS comment
@@ -564,6 +595,9 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
             partition_bound=r["bound"], partition_key=r["partkey"],
             constraints=constraints, indexes=indexes_of[oid], triggers=triggers,
             inherited_triggers={t["tgname"]: t["tgenabled"] for t in inherited_of[oid]},
+            inherited_keys=[PgConstraint(name=x["conname"], type=x["contype"], definition=x["def"],
+                                         comment=x["comment"], attached_to=x["parent"])
+                            for x in inherited_keys_of.get(oid, [])],
             policies=policies, rls_enabled=r["relrowsecurity"],
             rls_forced=r["relforcerowsecurity"], options=sorted(r["options"]),
             replica_identity=r["relreplident"], row_key=row_key,
@@ -595,7 +629,7 @@ def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
         r = found[oid]
         out.append(PgView(
             namespace=r["nspname"], name=r["relname"], materialized=r["relkind"] == "m",
-            definition=r["def"], options=sorted(r["options"]), populated=r["relispopulated"],
+            definition=r["def"], options=list(r["options"]), populated=r["relispopulated"],
             indexes=indexes.get(oid, []),
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
             column_defaults={d["attname"]: d["expr"] for d in defaults[oid]},

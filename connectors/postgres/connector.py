@@ -11,7 +11,7 @@ from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
-from preimage.connectors.postgres.scope import parse_scope
+from preimage.connectors.postgres.scope import PgScope, parse_scope
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
@@ -80,6 +80,11 @@ class PostgresConnector(ConnectorBase):
                 prepare_session(cur)
                 try:
                     items = read_state(cur, scope, blobs)
+                    if scope.scope == "rows" and _keyless(items):
+                        # a changed row cannot be told from a new one: the whole table
+                        scope = PgScope(scope.database, "tables", scope.names)
+                        base.update(scope="tables")
+                        items = read_state(cur, scope, blobs)
                     uncaptured = audit_state(cur, scope, items)
                 except ValueError as exc:
                     raise InvalidTargetError(target.redacted, str(exc)) from exc
@@ -102,6 +107,9 @@ class PostgresConnector(ConnectorBase):
                 f"capture of {target.redacted} failed: {exc}", target=target.redacted
             ) from exc
         notes = []
+        if base["scope"] != "rows" and target.param("where") is not None:
+            notes.append(f"table {scope.names[0]} has no primary key, so a row scope could "
+                         "not tell a changed row from a new one: the whole table was captured")
         tables = [i for i in items if isinstance(i, PgTable)]
         if scope.scope == "rows":
             table = tables[0] if tables else None
@@ -124,3 +132,7 @@ class PostgresConnector(ConnectorBase):
         assert isinstance(snapshot, PostgresSnapshot)
         return PgRestorer(snapshot, blobs, policy).run()
 
+
+def _keyless(items: list[Any]) -> bool:
+    """Whether a row-scope read found its table without a primary key."""
+    return any(isinstance(t, PgTable) and t.exists and not t.row_key for t in items)

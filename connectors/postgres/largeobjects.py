@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from preimage.snapshot_schemas.postgres import PgLargeObject
 
 Cursor = Any
 CHUNK = 1 << 20
+PAGE = 2048  # the server's page of a large object (LOBLKSIZE)
 WHOLE = 256 << 20  # hashed by the server in one piece up to this size
 
 
@@ -73,14 +75,55 @@ def _chunks(cur: Cursor, oid: int, size: int) -> Iterator[bytes]:
 
 
 def write_large_object(cur: Cursor, lo: PgLargeObject, blobs: BlobStore) -> str:
-    """Create ``lo`` under its OID and write its captured bytes."""
+    """Create ``lo`` under its OID and write its captured bytes, sparse as the server
+    keeps them: pages of zero bytes are not written (a page never written reads as
+    zeros), and the object is extended to its size at the end (``lo_truncate64``)."""
     cur.execute("SELECT lo_create(%s)", (lo.loid,))
-    offset = 0
+    end = written = 0
     if lo.data_digest is not None:
-        for chunk in blobs.chunks(lo.data_digest, path=f"large object {lo.loid}"):
-            cur.execute("SELECT lo_put(%s, %s, %s)", (lo.loid, offset, bytes(chunk)))
-            offset += len(chunk)
-    return f"{offset} bytes"
+        for offset, data in _runs(blobs.chunks(lo.data_digest, path=f"large object {lo.loid}")):
+            cur.execute("SELECT lo_put(%s, %s, %s)", (lo.loid, offset, data))
+            end, written = offset + len(data), written + len(data)
+    if end < lo.size:
+        cur.execute("SELECT lo_truncate64(lo_open(%s, 131072), %s)", (lo.loid, lo.size))
+    return f"{lo.size} bytes ({written} written)"
+
+
+def _runs(chunks: Iterator[bytes]) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of each run of pages that are not all zero bytes, at most
+    :data:`CHUNK` at a time; a run's trailing zero bytes are left off."""
+    offset = start = 0   # offset of ``pending``'s first byte (page-aligned); of ``run``'s
+    pending = b""
+    run = bytearray()
+    last: list[bytes | None] = [None]
+    for chunk in itertools.chain(chunks, last):
+        if chunk is None:  # the last page, maybe partial
+            block, pending = pending, b""
+        else:
+            pending += bytes(chunk)
+            cut = len(pending) - len(pending) % PAGE
+            block, pending = pending[:cut], pending[cut:]
+        if block and not block.strip(b"\0"):  # zeros only: a hole
+            if run:
+                yield start, bytes(run).rstrip(b"\0")
+                run.clear()
+            offset += len(block)
+            continue
+        for i in range(0, len(block), PAGE):
+            page = block[i:i + PAGE]
+            if page.strip(b"\0"):
+                if not run:
+                    start = offset + i
+                run += page
+                if len(run) >= CHUNK:
+                    yield start, bytes(run)
+                    run.clear()
+            elif run:
+                yield start, bytes(run).rstrip(b"\0")
+                run.clear()
+        offset += len(block)
+    if run:
+        yield start, bytes(run).rstrip(b"\0")
 
 
 def plan_large_objects(plan: Any, captured: list[Any], live: list[Any],
@@ -114,8 +157,10 @@ def plan_large_objects(plan: Any, captured: list[Any], live: list[Any],
             sql += ddl.owner_statement("LARGE OBJECT", name, lo.owner)
         if (now.comment if now else None) != lo.comment:
             sql.append(ddl.comment_statement(f"LARGE OBJECT {name}", lo.comment))
-        sql += ddl.acl_statements("LARGE OBJECT", name, lo.acl,
-                                  now.acl if now is not None else fresh_acl(lo.owner))
+        # a new object's grants are its owner's default (a NULL lomacl): a capture equal
+        # to them is left so, as pg_dump leaves it
+        sql += ddl.acl_statements("LARGE OBJECT", name, lo.acl, now.acl if now is not None else
+                                  [f"{lo.owner}=rw/{lo.owner}"] if lo.owner else fresh_acl(None))
         if sql:
             plan.add("finish", Step(key, "owner, comment, grants", sql))
     return keys

@@ -15,14 +15,19 @@ The order (every step in one transaction, so a failure anywhere undoes all):
 6. create schemas, extensions, types, functions, aggregates, operators, casts,
    sequences, tables, views, materialized views (empty) and every other
    object in **dependency order** — the order of the captured items, which
-   capture sorted from ``pg_depend`` (:mod:`.order`);
+   capture sorted from ``pg_depend`` (:mod:`.order`); then the (validated)
+   ``CHECK`` constraints of tables this restore creates, so ``COPY`` checks
+   each row as it loads instead of a second scan of the table after it —
+   as ``pg_dump`` writes them into ``CREATE TABLE``;
 7. rows: ``COPY`` into re-created tables in their captured (storage) order; a
    kept table whose rows differ is rewritten in that order (``TRUNCATE`` +
    ``COPY``), or — when another table's foreign key forbids the truncate —
    synced by primary key through a temp table (user triggers disabled
    meanwhile);
-8. defaults that call captured functions, constraints and indexes, then
-   foreign keys; triggers (and their enabled state); policies and RLS flags;
+8. defaults that call captured functions, constraints and indexes; each
+   partition's copies of its parent's keys under their captured names,
+   attached to the parent's index; then foreign keys; triggers (and their
+   enabled state); policies and RLS flags;
 9. sequence ``OWNED BY`` and ``setval(last_value, is_called)``;
 10. views that need a constraint; materialized views refreshed (in
     dependency order) and their indexes;
@@ -44,9 +49,11 @@ from preimage.connectors.postgres import ddl
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.connectors.postgres.objects import ACL_KINDS
 from preimage.snapshot_schemas.postgres import (
+    PgConstraint,
     PgDatabase,
     PgExtension,
     PgFunction,
+    PgIndex,
     PgObject,
     PgOwned,
     PgSchema,
@@ -87,8 +94,8 @@ class Plan:
 
 PHASES = [
     "defaults-off", "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
-    "create", "rows", "constraints", "foreign-keys", "triggers", "policies", "sequence-state",
-    "views", "objects-late", "finish",
+    "create", "checks", "rows", "constraints", "partition-keys", "foreign-keys", "triggers",
+    "policies", "sequence-state", "views", "objects-late", "finish",
 ]
 
 
@@ -140,7 +147,10 @@ class Planner:
         # since the capture are dropped.  Table targets drop only dependent views.
         self.whole_schemas = whole_schemas
         self.plan = Plan()
+        self.views_dropped: set[str] = set()  # live views this restore drops (and makes again)
         self.recreate: set[str] = set()   # table keys created (new or re-created)
+        # partitions' copies of their parents' keys, settled once every table is planned
+        self.copies: list[tuple[PgTable, PgConstraint | PgIndex, bool]] = []  # and kept?
 
     def live_of(self, item: Any) -> Any:
         return self.live.get(item.natural_key())
@@ -223,6 +233,7 @@ class Planner:
                 self._view(item)
             elif isinstance(item, PgObject):
                 self._object(item)
+        self._partition_keys()
         self._hold_back_defaults(captured_keys)
         # Creation follows the captured order: capture sorted it by dependencies.
         order = {i.natural_key(): n for n, i in enumerate(self.captured)}
@@ -262,19 +273,30 @@ class Planner:
 
     # ------------------------------------------------------------ views
     def _views(self, drop_tables: list[PgTable], extras: list[Any]) -> None:
+        """Drop the live views that must go: every one when a table is dropped; else those
+        created since the capture, those defined differently, and every view over them.
+        A view made again from its printed definition can print differently (the server
+        folds ``BETWEEN``'s parentheses), so views that need not change are left alone."""
         views = [v for v in self.captured if isinstance(v, PgView)]
         live_views = [v for v in self.live.values() if isinstance(v, PgView)]
-        need = bool(drop_tables) or any(isinstance(x, PgView) for x in extras)
-        for v in views:
-            have = self.live_of(v)
-            if have is None or _view_sig(have) != _view_sig(v):
-                need = True
-        self.views_dropped = need
-        if not need:
-            return
+        if drop_tables:
+            drop = {v.natural_key() for v in live_views}
+        else:
+            drop = {x.natural_key() for x in extras if isinstance(x, PgView)}
+            drop |= {v.natural_key() for v in views if self.live_of(v) is not None
+                     and _view_sig(self.live_of(v)) != _view_sig(v)}
+            grew = True
+            while grew:  # and the views over those
+                more = {v.natural_key() for v in live_views if drop & set(v.depends)}
+                grew = not more <= drop
+                drop |= more
+        self.views_dropped = drop
+        captured_views = {x.natural_key() for x in views}
         for v in sorted(live_views, key=lambda x: -(x.oid or 0)):
+            if v.natural_key() not in drop:
+                continue
             word, name = ddl.object_ref(v)
-            gone = v.natural_key() not in {x.natural_key() for x in views}
+            gone = v.natural_key() not in captured_views
             self.plan.add("drop-views", Step(
                 v.natural_key(), "drop view (created after the capture)" if gone
                 else "drop view to re-create it after the tables",
@@ -283,7 +305,7 @@ class Planner:
 
     def _view(self, v: PgView) -> None:
         have = self.live_of(v)
-        if not self.views_dropped and have is not None:
+        if v.natural_key() not in self.views_dropped and have is not None:
             sql = ddl.view_default_statements(v, have.column_defaults) + owner_comment_acl(v, have)
             if sql:
                 self.plan.add("finish", Step(v.natural_key(), "owner, comment, grants", sql))
@@ -332,8 +354,7 @@ class Planner:
         """Create an object that is missing or defined differently (dropped first)."""
         have = self.live_of(o)
         gone = set(self.recreate)
-        if self.views_dropped:
-            gone |= {v.natural_key() for v in self.captured if isinstance(v, PgView)}
+        gone |= self.views_dropped
         if have is not None and gone & set(o.depends):
             have = None  # dropped with the table or view it belongs to
         if have is not None and have.definition == o.definition:
@@ -396,8 +417,11 @@ class Planner:
                 drops.append(f"ALTER TABLE {name} DROP CONSTRAINT {q(con.name)}")
                 have_cons.pop(con.name)
         for idx in _differing(have.indexes, t.indexes, lambda i: (i.definition, i.attached_to)):
-            drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")
             have_idx.pop(idx.name)
+            # a copy of the parent's index cannot be dropped alone: it goes with the
+            # parent's, or is renamed to the captured name (_partition_keys)
+            if idx.attached_to is None:
+                drops.append(f"DROP INDEX {qn(t.namespace, idx.name)}")
         for trg in _differing(have.triggers, t.triggers, lambda x: x.definition):
             drops.append(f"DROP TRIGGER {q(trg.name)} ON {name}")
             have_trg.pop(trg.name)
@@ -450,6 +474,7 @@ class Planner:
         have_idx = have_idx or {}
         have_trg = have_trg or {}
         have_pol = have_pol or {}
+        checks: list[str] = []
         cons: list[str] = []
         fks: list[str] = []
         trg: list[str] = []
@@ -462,7 +487,10 @@ class Planner:
                                                      c.comment))
                 continue
             stmt = f"ALTER TABLE {name} ADD CONSTRAINT {q(c.name)} {c.definition}"
-            (fks if c.type == "f" else cons).append(stmt)
+            if c.type == "c" and have is None and not c.definition.endswith("NOT VALID"):
+                checks.append(stmt)  # a new, empty table: checked row by row by COPY
+            else:
+                (fks if c.type == "f" else cons).append(stmt)
             if c.comment is not None:
                 fin.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON {name}", c.comment))
         for i in t.indexes:
@@ -471,12 +499,22 @@ class Planner:
                     fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, i.name)}",
                                                      i.comment))
                 continue
+            if i.attached_to:  # settled with the partition's copies of its parent's keys
+                self.copies.append((t, i, have is not None))
+                continue
             cons.append(i.definition)
-            if i.attached_to:
-                cons.append(f"ALTER INDEX {i.attached_to} ATTACH PARTITION "
-                            f"{qn(t.namespace, i.name)}")
             if i.comment is not None:
                 fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, i.name)}", i.comment))
+        live_keys = {c.name: c for c in (have.inherited_keys or [])} if have else {}
+        for k in t.inherited_keys or []:
+            got = live_keys.get(k.name)
+            if got is not None and (got.definition, got.attached_to) == (k.definition,
+                                                                           k.attached_to):
+                if got.comment != k.comment:
+                    fin.append(ddl.comment_statement(f"CONSTRAINT {q(k.name)} ON {name}",
+                                                     k.comment))
+                continue
+            self.copies.append((t, k, have is not None))
         for i in t.indexes:
             if i.clustered and (i.name not in have_idx or not have_idx[i.name].clustered):
                 fin.append(f"ALTER TABLE {name} CLUSTER ON {q(i.name)}")
@@ -520,6 +558,7 @@ class Planner:
         fin += owner_comment_acl(t, have)
         fin += ddl.column_acl_statements(t, live_cols if have else None)
         for phase, sql, action in (
+            ("checks", checks, "check constraints"),
             ("constraints", cons, "constraints and indexes"),
             ("foreign-keys", fks, "foreign keys"),
             ("triggers", trg, "triggers"),
@@ -528,6 +567,20 @@ class Planner:
         ):
             if sql:
                 self.plan.add(phase, Step(key, action, sql))
+
+    def _partition_keys(self) -> None:
+        """A partition's copies of its parent's keys and indexes: named as captured, attached.
+
+        Adding a key or index to a partitioned table (or a partition to it) gives every
+        partition a copy under a name PostgreSQL chooses; such a copy is renamed to the
+        captured name, or made and attached where there is none (:func:`settle_copy`), once
+        the parents' keys and indexes exist.  Only copies missing by name or differing are
+        settled (a parent's key made again differs in its copies too)."""
+        for t, copy, kept in self.copies:
+            what = "key" if isinstance(copy, PgConstraint) else "index"
+            self.plan.add("partition-keys", Step(
+                t.natural_key(), f"copy of the parent's {what} {copy.name}",
+                run=functools.partial(settle_copy, table=t, copy=copy), destructive=kept))
 
     # ------------------------------------------------------------ other objects
     def _others(self, extras: list[Any]) -> None:
@@ -580,6 +633,10 @@ class Planner:
                     f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
                     f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]))
             elif isinstance(item, PgType):
+                if have is not None and item.domain and have.domain and (
+                        item.domain.base == have.domain.base):
+                    self._alter_domain(item, have)
+                    continue
                 if have is not None and have.definition == item.definition:
                     sql = owner_comment_acl(item, have)
                     if sql:
@@ -600,7 +657,12 @@ class Planner:
                                      [ddl.drop_statement(have)], destructive=True))
                 self.plan.add("create", Step(item.natural_key(), "create type",
                                             [item.definition, *owner_comment_acl(item, None)]))
+                if _not_valid_checks(item):  # after the rows, which they check
+                    self.plan.add("constraints", Step(item.natural_key(), "domain constraints",
+                                                      _not_valid_checks(item)))
             elif isinstance(item, PgFunction):
+                if item.temporary:
+                    continue  # its temporary objects are another session's (uncaptured)
                 if have is not None and have.definition == item.definition:
                     sql = owner_comment_acl(item, have)
                     if sql:
@@ -626,6 +688,44 @@ class Planner:
         for step in drop:
             self.plan.add("drop-other", step)
 
+    def _alter_domain(self, item: PgType, have: PgType) -> None:
+        """Change a live domain into the captured one in place (``ALTER DOMAIN``): columns
+        use it, so it cannot be dropped.  Constraints it lacks are added after the rows are
+        put back (a ``NOT VALID`` one still checks the rows written), as is NOT NULL."""
+        want, live = item.domain, have.domain
+        assert want is not None and live is not None
+        name = qn(item.namespace, item.name)
+        early: list[str] = []
+        late: list[str] = []
+        live_checks = {c.name: c for c in live.constraints}
+        for c in live.constraints:
+            if c.name not in {w.name for w in want.constraints} or next(
+                    w for w in want.constraints if w.name == c.name).definition != c.definition:
+                early.append(f"ALTER DOMAIN {name} DROP CONSTRAINT {q(c.name)}")
+                live_checks.pop(c.name)
+        for c in want.constraints:
+            if c.name not in live_checks:
+                late.append(f"ALTER DOMAIN {name} ADD CONSTRAINT {q(c.name)} {c.definition}")
+            if (live_checks[c.name].comment if c.name in live_checks else None) != c.comment:
+                late.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON DOMAIN {name}",
+                                                  c.comment))
+        if live.default != want.default:
+            early.append(f"ALTER DOMAIN {name} " + (
+                f"SET DEFAULT {want.default}" if want.default is not None else "DROP DEFAULT"))
+        if live.not_null and not want.not_null:
+            early.append(f"ALTER DOMAIN {name} DROP NOT NULL")
+        elif want.not_null and not live.not_null:
+            late.append(f"ALTER DOMAIN {name} SET NOT NULL")
+        if early:
+            self.plan.add("create", Step(item.natural_key(), "alter domain", early,
+                                         destructive=True))
+        if late:
+            self.plan.add("constraints", Step(item.natural_key(), "domain constraints", late,
+                                              destructive=True))
+        sql = owner_comment_acl(item, have)
+        if sql:
+            self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl", sql))
+
     def _sequence_state(self, seq: PgSequence) -> None:
         have = self.live_of(seq)
         table_key = _table_key_of(seq.owned_by)
@@ -646,6 +746,39 @@ class Planner:
             sql.append(ddl.setval_statement(seq))
         if sql:
             self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql))
+
+
+def settle_copy(cur: Cursor, table: PgTable, copy: PgConstraint | PgIndex) -> str:
+    """Give the partition's copy of its parent's key or index (the one attached to
+    ``copy.attached_to``) the captured name; with no copy, make it and attach it."""
+    name = qn(table.namespace, table.name)
+    cur.execute(
+        """SELECT ic.relname FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+        JOIN pg_inherits h ON h.inhrelid = i.indexrelid
+        WHERE i.indrelid = %s::regclass AND h.inhparent = to_regclass(%s)""",
+        (name, copy.attached_to))
+    row = cur.fetchone()
+    if row is not None and row["relname"] != copy.name:
+        cur.execute(f"ALTER INDEX {qn(table.namespace, row['relname'])} "
+                    f"RENAME TO {q(copy.name)}".encode())
+        done = "renamed"
+    elif row is None:
+        cur.execute((copy.definition if isinstance(copy, PgIndex) else
+                     f"ALTER TABLE {name} ADD CONSTRAINT {q(copy.name)} {copy.definition}"
+                     ).encode())
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL AS there", (copy.attached_to,))
+        there = cur.fetchone()["there"]
+        if there:
+            cur.execute(f"ALTER INDEX {copy.attached_to} ATTACH PARTITION "
+                        f"{qn(table.namespace, copy.name)}".encode())
+        done = "made and attached" if there else "made (the parent has none to attach to)"
+    else:
+        done = "in place"
+    what = (f"INDEX {qn(table.namespace, copy.name)}" if isinstance(copy, PgIndex)
+            else f"CONSTRAINT {q(copy.name)} ON {name}")
+    if row is None or copy.comment is not None:
+        cur.execute(ddl.comment_statement(what, copy.comment).encode())
+    return done
 
 
 def replace_enum(cur: Cursor, item: PgType) -> str:
@@ -684,6 +817,17 @@ def replace_enum(cur: Cursor, item: PgType) -> str:
         moved += 1
     cur.execute(f"DROP TYPE {qn(item.namespace, old)}".encode())
     return f"{moved} column(s) moved"
+
+
+def _not_valid_checks(item: PgType) -> list[str]:
+    """A new domain's NOT VALID constraints (``CREATE DOMAIN`` takes valid ones only)."""
+    name = qn(item.namespace, item.name)
+    checks = item.domain.constraints if item.domain else []
+    out = [f"ALTER DOMAIN {name} ADD CONSTRAINT {q(c.name)} {c.definition}"
+           for c in checks if c.definition.endswith(" NOT VALID")]
+    out += [ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON DOMAIN {name}", c.comment)
+            for c in checks if c.comment is not None]
+    return out
 
 
 def _statements(text: str) -> list[str]:

@@ -59,6 +59,7 @@ class _Step:
     removes: bool = False
     retry: bool = False  # a view may need another view made later: try it again at the end
     quiet: bool = False  # switched off and on again around other steps: not a change
+    table: str | None = None  # a row step's table
 
 
 class StepsFailedError(Exception):
@@ -299,7 +300,8 @@ class SqlRestorer:
         for values, written in self._captured_rows(t):
             key = row_key(values, t.primary_key, seen)
             if key not in have:
-                steps.append(_Step(prefix + key, "write row", self._row(t, key, written)))
+                steps.append(_Step(prefix + key, "write row", self._row(t, key, written),
+                                   table=t.name))
         return steps
 
     def _triggers_off(self, rows: list[_Step], live: dict[str, Any],
@@ -307,7 +309,7 @@ class SqlRestorer:
         """``rows`` between dropping the live triggers of their tables and making them
         again (MySQL and SQLite cannot switch a trigger off), so writing a row back does
         not fire one.  Triggers this restore drops itself are left to it."""
-        tables = {s.key.split("|table=", 1)[1].split("|row=", 1)[0] for s in rows}
+        tables = {s.table for s in rows}
         triggers = [o for o in live.values() if isinstance(o, SqlObject)
                     and o.kind == "trigger" and o.table in tables
                     and o.natural_key() not in planned]
@@ -342,7 +344,7 @@ class SqlRestorer:
                 got = rows.get(k)
                 what = "delete row" if got is None else "write row"
                 steps.append(_Step(k, what, self._row(t, k[len(prefix):], got),
-                                   destructive=got is None, removes=got is None))
+                                   destructive=got is None, removes=got is None, table=t.name))
         return steps
 
     def _row(self, t: SqlTable, key: str, values: dict[str, Any] | None) -> Callable[[], None]:
@@ -399,7 +401,7 @@ class SqlRestorer:
             self.conn.exec_driver_sql("START TRANSACTION")
             try:
                 self.conn.exec_driver_sql(f"DELETE FROM {quoted}")
-                insert_rows(self.conn, t, self.blobs)
+                insert_rows(self.conn, t, self.blobs, in_transaction=True)
             except BaseException:
                 self.conn.exec_driver_sql("ROLLBACK")
                 raise

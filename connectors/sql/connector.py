@@ -99,11 +99,30 @@ class SQLAlchemyConnector(ConnectorBase):
     reverter: ClassVar[SqlReverter] = SqlReverter()
 
     # ------------------------------------------------------------ engine
-    def _engine(self, url: str) -> Any:
+    def _engine(self, url: str, *, load: bool = False) -> Any:
+        """An engine for ``url``; ``load``: a restore's, whose MySQL connections may send
+        rows with LOAD DATA LOCAL (:func:`.mysql_rows.load_lines`)."""
         from sqlalchemy import create_engine, event
         from sqlalchemy.pool import NullPool
 
-        engine = create_engine(url, poolclass=NullPool)
+        url = mysql.pick_driver(url)
+        args: dict[str, Any] = {}
+        driver = url.split("://", 1)[0].partition("+")[2]
+        if load and url.split("+", 1)[0].split(":", 1)[0] in mysql.MYSQL_DIALECTS:
+            args = mysql_rows.connect_args(driver)
+        try:
+            engine = create_engine(url, poolclass=NullPool, connect_args=args)
+        except ImportError as exc:
+            hint = ("install preimage[mysql-c] (mysqlclient; it builds against libmariadb-dev "
+                    "and pkg-config), or name PyMySQL in the URL: mysql+pymysql://"
+                    if driver == "mysqldb" else f"install the {driver or 'default'} driver")
+            raise TerminalConnectorError(f"the {driver or 'default'} driver is not installed "
+                                         f"({exc}) — {hint}",
+                                         target=url.split("://", 1)[0]) from exc
+        if args.get("local_infile") and driver == "pymysql":
+            @event.listens_for(engine, "connect")
+            def _local_files(dbapi_conn: Any, _record: Any) -> None:
+                dbapi_conn._local_infile = False  # switched on for our own LOAD only
         if engine.dialect.name == "sqlite":
             # Let SQLite's own BEGIN/COMMIT work (pysqlite's implicit transactions do not).
             @event.listens_for(engine, "connect")
@@ -209,7 +228,7 @@ class SQLAlchemyConnector(ConnectorBase):
             raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc.orig}") \
                 from exc
         except Exception as exc:  # the rows are read by the driver's own cursor
-            if type(exc).__module__.split(".")[0] != "pymysql":
+            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
                 raise
             raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc}") \
                 from exc
@@ -352,7 +371,7 @@ class SQLAlchemyConnector(ConnectorBase):
                 return report
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             report.notes.append(f"{path} re-created")
-        engine = self._engine(url)
+        engine = self._engine(url, load=snapshot.dialect in mysql.MYSQL_DIALECTS)
         try:
             if snapshot.dialect in mysql.MYSQL_DIALECTS:
                 self._restore_mysql(engine, url, snapshot, blobs, policy, report)
@@ -445,7 +464,7 @@ class SQLAlchemyConnector(ConnectorBase):
         finally:
             server.dispose()
         report.notes.append(f"database {db.name} re-created")
-        return self._connect(self._engine(url), snapshot.target)
+        return self._connect(self._engine(url, load=True), snapshot.target)
 
     def live_items(self, conn: Any, names: list[str]) -> list[Any]:
         """The live objects (no rows) in the same scope."""
@@ -453,13 +472,21 @@ class SQLAlchemyConnector(ConnectorBase):
 
 
 
-def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore) -> int:
-    """Insert the captured rows of ``table`` in batches; return how many."""
+def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
+                in_transaction: bool = False) -> int:
+    """Insert the captured rows of ``table`` (MySQL/MariaDB: with LOAD DATA LOCAL where the
+    server takes it, in one transaction, its own unless ``in_transaction``; else in
+    batches); return how many."""
     from sqlalchemy import MetaData, Table
 
     if table.rows_digest is None:
         return 0
     if table.rows_format == "tuples":
+        loaded = mysql_rows.load_lines(conn, table.name, table.copy_columns,
+                                       blobs.chunks(table.rows_digest, path=table.name),
+                                       table.row_count, in_transaction=in_transaction)
+        if loaded is not None:
+            return loaded
         return mysql_rows.write_lines(conn, table.name, table.copy_columns,
                                       blobs.chunks(table.rows_digest, path=table.name))
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)

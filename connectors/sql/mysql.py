@@ -24,6 +24,19 @@ from preimage.snapshot_schemas.sql import SqlObject, SqlTable
 MYSQL_DIALECTS = ("mysql", "mariadb")
 
 
+def pick_driver(url: str) -> str:
+    """``url`` with a driver named when it names none (``mysql://``, ``mariadb://``): the C
+    driver mysqlclient when it is installed (``preimage[mysql-c]``: rows are read several
+    times faster), else PyMySQL.  A URL that names a driver keeps it."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in MYSQL_DIALECTS:
+        return url
+    import importlib.util
+
+    driver = "mysqldb" if importlib.util.find_spec("MySQLdb") is not None else "pymysql"
+    return f"{scheme}+{driver}://{rest}"
+
+
 def is_mysql(conn: Any) -> bool:
     """Whether the connection speaks to MySQL or MariaDB."""
     return bool(conn.dialect.name in MYSQL_DIALECTS)

@@ -1,15 +1,18 @@
-"""MySQL/MariaDB rows as SQL value tuples, built by the server and replayed in batches.
+"""MySQL/MariaDB rows as SQL value tuples, built by the server, loaded back with LOAD DATA.
 
 The server renders each row as one line, ``(v1,v2,…)``, every value
 ``QUOTE(CAST(col AS BINARY))`` (``NULL`` for null, else a quoted string of
 the column's exact bytes — character set untouched, binary kept, ``''`` and
 ``NULL`` distinct) with newlines written ``\\n``; the client only reads one
 binary column per row and writes the lines to the blob as they come, so no
-value is converted or parsed in Python.  A restore joins the lines into
-multi-row ``INSERT`` statements (``REPLACE``/``INSERT IGNORE`` for a row scope)
-sent with the connection's client character set set to ``binary``, so each
-value goes into its column as the same bytes — what ``mysqldump`` and the
-``mariadb`` client do, without per-row work here either.  Both sides run with
+value is converted or parsed in Python.  A restore of a whole table hands the
+same lines to ``LOAD DATA LOCAL INFILE`` (:func:`load_lines`: the escapes
+``QUOTE`` writes are the ones LOAD DATA reads) through a named pipe; where the
+server or client library refuses LOCAL files, and for a row scope (``ON
+DUPLICATE KEY UPDATE``), it joins them into multi-row ``INSERT`` statements
+(:func:`write_lines`) sent with the connection's client character set set to
+``binary``.  Either way each value goes into its column as the same bytes,
+without per-row work here.  Both sides run with
 ``time_zone = '+00:00'`` so ``TIMESTAMP`` values are read and written alike.
 
 Columns of types whose text form does not go back byte for byte as a string
@@ -19,6 +22,9 @@ JSON-lines path; generated columns are left out (the server computes them).
 
 from __future__ import annotations
 
+import os
+import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -122,3 +128,162 @@ def write_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[byte
                     "time_zone = %s, sql_mode = %s", tuple(str(x) for x in saved))
         cur.close()
     return count
+
+
+# The tuple lines read as a file: ``('a',NULL,'b\'c')`` is a line that starts with ``(`` and
+# ends with ``)`` and a newline, fields split by ``,``, quoted by ``'``, escaped by a
+# backslash — the escapes ``QUOTE`` writes (and ``\n`` for newlines); ``NULL`` unquoted is
+# NULL.
+_LOAD = ("LOAD DATA LOCAL INFILE %s INTO TABLE {table} CHARACTER SET binary "
+         "FIELDS TERMINATED BY ',' ENCLOSED BY '''' ESCAPED BY '\\\\' "
+         "LINES STARTING BY '(' TERMINATED BY ')\\n' ({columns})")
+# Server and client answers that mean LOAD DATA LOCAL is switched off.
+_LOCAL_REFUSED = frozenset({1148, 2068, 3948, 4166})
+_CLIENT_LOCAL_FILES = 128
+
+
+def connect_args(driver: str) -> dict[str, Any]:
+    """Driver options for a restore's connection.  PyMySQL: LOAD DATA LOCAL announced to
+    the server, but a file is sent only while :func:`load_lines` runs its own statement.
+    mysqlclient keeps the client library's default: MariaDB's Connector/C sends a file only
+    in answer to a statement that starts with ``LOAD``; a library that sends none makes the
+    rows go back as INSERT statements."""
+    return {"local_infile": True} if driver == "pymysql" else {}
+
+
+def load_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes],
+               expected: int, *, in_transaction: bool = False) -> int | None:
+    """Send the captured lines with ``LOAD DATA LOCAL INFILE`` (what makes mysqldump's
+    ``--tab`` reloads fast: no SQL to parse per row), fed through a named pipe from the
+    blob as it is read; return the row count, or ``None`` when the server or driver does
+    not take LOAD DATA LOCAL (nothing was sent: use :func:`write_lines`).
+
+    LOCAL turns duplicate-key errors into warnings (the row is skipped): a row count other
+    than ``expected`` raises :class:`RowLoadError`, so no row is lost silently.  Values
+    convert as the INSERT statements would convert them (an ``ENUM``'s error value ``''``
+    warns in both and goes back as it was; mysqldump's comparison in the tests is the
+    judge).  The
+    load is one transaction (its own unless ``in_transaction``): rows of a blob that turns
+    out damaged half-way, or that fail the checks, are rolled back, none kept."""
+    dbapi = conn.connection.dbapi_connection
+    driver = _driver(conn)
+    if driver == "pymysql":
+        if not dbapi.client_flag & _CLIENT_LOCAL_FILES:
+            return None
+    elif driver != "MySQLdb":
+        return None
+    sql = _LOAD.format(table=_q(table), columns=", ".join(_q(c) for c in columns))
+    saved = conn.exec_driver_sql("SELECT @@time_zone, @@sql_mode").one()
+    folder = tempfile.mkdtemp(prefix="preimage-load-")
+    pipe = os.path.join(folder, "rows")
+    os.mkfifo(pipe, 0o600)
+    feeder = _Feeder(pipe, chunks)
+    cur = dbapi.cursor()
+    try:
+        cur.execute("SET SESSION time_zone = '+00:00', sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+        if not in_transaction:
+            cur.execute("START TRANSACTION")
+        try:
+            count = _load(cur, dbapi, driver, sql, pipe, feeder, table, expected)
+        except BaseException:
+            if not in_transaction:
+                cur.execute("ROLLBACK")
+            raise
+        if not in_transaction:
+            cur.execute("COMMIT" if count is not None else "ROLLBACK")
+        return count
+    finally:
+        cur.execute("SET SESSION time_zone = %s, sql_mode = %s", tuple(str(x) for x in saved))
+        cur.close()
+        os.unlink(pipe)
+        os.rmdir(folder)
+
+
+def _load(cur: Any, dbapi: Any, driver: str, sql: str, pipe: str, feeder: _Feeder, table: str,
+          expected: int) -> int | None:
+    feeder.start()
+    if driver == "pymysql":
+        dbapi._local_infile = True  # honoured for this statement only
+    try:
+        cur.execute(sql, (pipe,))
+    except Exception as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if code in _LOCAL_REFUSED and not feeder.sent:
+            return None
+        raise
+    finally:
+        if driver == "pymysql":
+            dbapi._local_infile = False
+        feeder.finish()
+    if feeder.error is not None:
+        raise feeder.error
+    count = int(cur.rowcount)
+    if count != expected:
+        cur.execute("SHOW WARNINGS LIMIT 3")
+        raise RowLoadError(table, count, expected, [str(w[2]) for w in cur.fetchall()])
+    return count
+
+
+class RowLoadError(Exception):
+    """LOAD DATA took another number of rows than the capture holds."""
+
+    def __init__(self, table: str, count: int, expected: int, warnings: list[str]) -> None:
+        detail = f": {'; '.join(warnings)}" if warnings else ""
+        super().__init__(f"{table}: {count} of {expected} captured rows loaded{detail}")
+
+
+class _Feeder:
+    """Writes the chunks into a named pipe from a thread while the driver reads the pipe as
+    the LOAD DATA LOCAL file; :meth:`finish` lets go of a writer nobody reads."""
+
+    def __init__(self, path: str, chunks: Iterable[bytes]) -> None:
+        self.path = path
+        self.chunks = chunks
+        self.sent = False
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="preimage-load-feeder",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with open(self.path, "wb") as out:
+                self.sent = True
+                last = b"\n"
+                for chunk in self.chunks:
+                    if self._stop.is_set():
+                        return
+                    if chunk:
+                        out.write(chunk)
+                        last = bytes(chunk[-1:])
+                if last != b"\n":  # the last line needs its terminator too
+                    out.write(b"\n")
+        except BrokenPipeError:
+            return  # the reader stopped; its own error says why
+        except BaseException as exc:  # handed to the loading thread
+            self.error = exc
+
+    def finish(self) -> None:
+        """Wait for the writer; if the statement never opened the pipe, open it here so
+        the writer's ``open`` returns, and drain what it writes."""
+        fd = -1
+        self._stop.set()
+        if not self.sent:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                fd = -1
+        try:
+            while self._thread.is_alive():
+                if fd >= 0:
+                    try:
+                        os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        pass
+                self._thread.join(timeout=0.01)
+        finally:
+            if fd >= 0:
+                os.close(fd)

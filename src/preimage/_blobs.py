@@ -65,6 +65,11 @@ from preimage._errors import BlobCorruptError, BlobMissingError, StoreUnavailabl
 __all__ = ["CHUNK", "BlobStore", "DigestCache", "LocalBlobStore"]
 
 _LEVEL = 3
+# Streams (rows of a table, large files) are compressed while they are read, so their
+# compression is on the capture's clock: level 1 takes a third of level 3's CPU (measured
+# on 118 MB of MariaDB rows: 0.37 s against 1.02 s, and 26 MB against 32 MB; on Python
+# sources and shared objects 1.4-2.3x less CPU for 11-13% more bytes).
+_STREAM_LEVEL = 1
 _SUFFIXES = (".zst", ".raw")
 RACY_NS = 2_000_000_000   # a verification this close to the file's ctime proves nothing
 _HEX = frozenset("0123456789abcdef")
@@ -267,7 +272,7 @@ class LocalBlobStore(BlobStore):
         try:
             with tmp:
                 fcntl.flock(tmp.fileno(), fcntl.LOCK_EX)
-                cctx = zstandard.ZstdCompressor(level=_LEVEL)
+                cctx = zstandard.ZstdCompressor(level=_STREAM_LEVEL)
                 with cctx.stream_writer(tmp, closefd=False) as writer:
                     for chunk in chunks:
                         hasher.update(chunk)

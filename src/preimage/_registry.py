@@ -223,6 +223,8 @@ BUILTINS: dict[str, BuiltIn] = {
     "sqlite": BuiltIn("preimage.connectors.sql:SQLAlchemyConnector"),
     "postgresql": BuiltIn("preimage.connectors.postgres:PostgresConnector", "postgres", "psycopg"),
     "postgres": BuiltIn("preimage.connectors.postgres:PostgresConnector", "postgres", "psycopg"),
+    "mysql": BuiltIn("preimage.connectors.sql:SQLAlchemyConnector", "mysql", "pymysql"),
+    "mariadb": BuiltIn("preimage.connectors.sql:SQLAlchemyConnector", "mysql", "pymysql"),
     "mysql+": BuiltIn("preimage.connectors.sql:SQLAlchemyConnector", "mysql", "pymysql"),
     "mariadb+": BuiltIn("preimage.connectors.sql:SQLAlchemyConnector", "mysql", "pymysql"),
     "k8s": BuiltIn("preimage.connectors.kubernetes:KubernetesConnector", "kubernetes", "kubernetes"),

@@ -115,6 +115,51 @@ def test_unwritable_store_asks_by_default(cli: Cli, world: World, tmp_path: Path
     assert "NOT backed up" in out["permissionDecisionReason"]
 
 
+@pytest.mark.parametrize(("harness", "flags", "expected"), [
+    ("claude-code", [], "ask"), ("claude-code", ["--on-failure", "deny"], "deny"),
+    ("claude-code", ["--on-failure", "allow"], None), ("codex", [], "deny"),
+])
+def test_unreadable_settings_are_a_failed_backup(cli: Cli, world: World, tmp_path: Path,
+                                                 harness: str, flags: list[str],
+                                                 expected: str | None) -> None:
+    """Settings that cannot be read (a broken config.yaml) leave the call unprotected: the
+    hook answers as for a failed backup — it asks by default, and a harness that cannot
+    ask refuses; `--on-failure` on the hook's command line still chooses."""
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "config.yaml").write_text("mode: [unclosed\n")
+    env = world.env | {"PREIMAGE_CONFIG_DIR": str(config)}
+    proc = cli("hook", harness, *flags, input=payload("rm -rf ~/Documents", world.home),
+               env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    answer = json.loads(proc.stdout)
+    assert "NOT backed up" in answer["systemMessage"]
+    assert "config.yaml" in answer["systemMessage"]
+    out = answer.get("hookSpecificOutput", {})
+    assert out.get("permissionDecision") == expected
+    if expected:
+        assert "settings unreadable" in out["permissionDecisionReason"]
+    # after the call, there is nothing to decide: the message alone
+    after = json.loads(payload("rm -rf ~/Documents", world.home))
+    after["hook_event_name"] = "PostToolUse"
+    proc = cli("hook", harness, *flags, input=json.dumps(after), env=env)
+    answer = json.loads(proc.stdout)
+    assert "settings unreadable" in answer["systemMessage"]
+    assert "permissionDecision" not in answer.get("hookSpecificOutput", {})
+
+
+def test_run_hook_answers_unreadable_settings_alike(world: World, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedding entry point answers unreadable settings as the hook does: it asks."""
+    from preimage.layer.hook import run_hook
+
+    (tmp_path / "config.yaml").write_text("- not a mapping\n")
+    monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path))
+    answer = run_hook(payload("rm -rf ~/Documents", world.home))
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert "settings unreadable" in answer["systemMessage"]
+
+
 def _limit_file_size() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))

@@ -110,3 +110,26 @@ def test_a_dropped_table_comes_back_whole(db: Path, store: Store) -> None:
     result = preimage.undo(pre, store=store)
     assert result.ok
     assert len(rows(db)) == 10 and ("later",) in rows(db, "log")
+
+
+def test_rows_of_a_table_whose_name_looks_like_a_row_key_do_not_fire_its_trigger(
+    tmp_path: Path, store: Store
+) -> None:
+    """Each row step names its table: a table called ``odd|row=1`` (what a row key's text
+    holds) still has its trigger dropped while its rows go back, and made again after."""
+    path = tmp_path / "odd.db"
+    sql(path, """
+        CREATE TABLE "odd|row=1" (id INTEGER PRIMARY KEY, name TEXT);
+        CREATE TABLE audit (what TEXT);
+        CREATE TRIGGER odd_audit AFTER INSERT ON "odd|row=1"
+            BEGIN INSERT INTO audit VALUES ('new ' || NEW.id); END;
+        INSERT INTO "odd|row=1" VALUES (1, 'a'), (2, 'b'), (3, 'c');
+        DELETE FROM audit;
+    """)
+    pre = protected(store, path, 'DELETE FROM "odd|row=1" WHERE id = 2')
+    result = preimage.undo(pre, store=store)
+    assert result.ok, result.to_dict()
+    assert rows(path, '"odd|row=1"') == [(1, "a"), (2, "b"), (3, "c")]
+    assert rows(path, "audit") == []  # putting row 2 back did not fire the trigger
+    sql(path, "INSERT INTO \"odd|row=1\" VALUES (4, 'd')")
+    assert rows(path, "audit") == [("new 4",)]

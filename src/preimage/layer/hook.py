@@ -37,6 +37,7 @@ from preimage.layer.decision import Action, Decision
 
 if TYPE_CHECKING:
     from preimage.layer.completion import Completion, ToolResult
+    from preimage.layer.harnesses._base import Harness, HookEvent
 
 
 def log_path() -> Path:
@@ -121,8 +122,11 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         log({"event": "unknown-harness", "harness": harness})
         return HookOutcome("{}", f"preimage: {exc}\n", 0)
     cfg: LayerConfig | None = None
+    unread: str | None = None   # why the settings could not be read
+    on_failure = None
     try:
         opts = _hook_options(args)
+        on_failure = opts.on_failure
         cfg = LayerConfig.load(
             mode=opts.mode, policy=opts.policy, approve=opts.approve,
             on_failure=opts.on_failure, timeout=opts.timeout,
@@ -131,7 +135,7 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         )
     except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
         log({"event": "config-error", "error": str(exc)})
-        return adapter.answer_unread(f"settings unreadable, nothing backed up — {exc}", cfg)
+        unread = f"settings unreadable, nothing backed up — {exc}"
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
         event = adapter.event(payload)
@@ -140,6 +144,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
              "input": stdin_text[:500]})
         return adapter.answer_unread(
             f"could not read the hook payload ({exc}); nothing was backed up", cfg)
+    if cfg is None:
+        return _unread_settings(adapter, event, unread or "settings unreadable", on_failure)
     if event.phase == "other" or event.call is None:
         log({"event": "ignored", "harness": harness, "hook_event_name": event.name})
         return HookOutcome("{}")
@@ -167,6 +173,17 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
+def _unread_settings(adapter: Harness, event: HookEvent, message: str,
+                     on_failure: str | None) -> HookOutcome:
+    """The answer when the settings could not be read: before a call, as for a failed
+    backup — ``on_failure`` from the command line, else the default ``ask`` (a harness
+    that cannot ask refuses); after a call or for any other event, a visible message."""
+    if event.phase != "pre" or event.call is None:
+        return adapter.answer_unread(message, None)
+    fallback = LayerConfig(on_failure=on_failure or "ask")
+    return adapter.answer(Decision(action=Action.PASS, tier=None, error=message), fallback)
+
+
 def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
              harness: str = "claude-code", env: Mapping[str, str] | None = None,
              cwd: str | None = None) -> dict[str, Any]:
@@ -181,10 +198,15 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     try:
         payload = json.loads(stdin_text) if stdin_text.strip() else None
         event = adapter.event(payload)
-        cfg = config or LayerConfig.load()
     except Exception as exc:
         return {"systemMessage": f"preimage: could not read the hook call ({exc}); "
                                  "nothing was backed up"}
+    try:
+        cfg = config or LayerConfig.load()
+    except Exception as exc:
+        answer = _unread_settings(adapter, event,
+                                  f"settings unreadable, nothing backed up — {exc}", None)
+        return json.loads(answer.stdout)  # type: ignore[no-any-return]
     if event.phase != "pre" or event.call is None:
         return {}
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
