@@ -45,18 +45,29 @@ SERVER_MARKERS = {
 #: Areas whose tests share session servers: under pytest-xdist (``-n auto``) all the tests
 #: of one run on one worker, so each server starts once.  Every other module is a unit of
 #: its own (a benchmark module shares one bench run, the real-harness module one run per
-#: harness, the layer audit one audited sample), so its module fixtures run once.
-GROUPED_AREAS = ("browser", "email", "k8s", "sql", "remote")
+#: harness, the layer audit one audited sample), so its module fixtures run once.  The
+#: browser and remote areas take minutes and their servers seconds: their modules are
+#: units of their own, and a worker starts those servers the first time it needs them.
+GROUPED_AREAS = ("email", "k8s", "sql")
 
 #: Benchmark modules that run against an area's session server, and so in its unit (the
 #: undo suite's full run uses the session's Kubernetes control plane).
 JOINS_AREA = {"tests/bench/test_bench_undo.py": "k8s"}
 
+#: Modules of a grouped area that make a unit of their own with each other: the MariaDB
+#: tests (and the contract kit, which runs on both servers) share the MariaDB server, and
+#: run beside the PostgreSQL tests instead of after them.
+SPLIT_UNITS = {"tests/sql/test_mariadb.py": "sql-mariadb",
+               "tests/sql/test_sql_contract.py": "sql-mariadb"}
+
 #: Units that take minutes, handed out first and longest first, so that no worker is left
 #: waiting on one at the end; the rest follow by number of tests, as xdist orders them.
 LONG_UNITS = (
-    "tests/layer/test_layer_audit.py", "browser", "sql", "tests/harness/test_real_harnesses.py",
-    "remote", "k8s", "tests/bench/test_bench_browser.py",
+    "tests/layer/test_layer_audit_sql.py", "tests/layer/test_layer_audit.py", "sql",
+    "tests/harness/test_real_harnesses.py", "sql-mariadb", "k8s",
+    "tests/bench/test_bench_browser.py", "tests/browser/test_web_contract.py",
+    "tests/browser/test_browser_scenarios.py", "tests/remote/test_remote_lifecycle.py",
+    "tests/remote/test_remote_documents.py",
 )
 
 
@@ -66,6 +77,8 @@ def _unit(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     if path in JOINS_AREA:
         return JOINS_AREA[path]
+    if path in SPLIT_UNITS:
+        return SPLIT_UNITS[path]
     parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in GROUPED_AREAS:
         return parts[1]
@@ -353,3 +366,40 @@ def control_plane() -> Iterator[Any]:
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="session")
+def isso_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real isso comment server (admin interface on, moderation off), shared by the
+    browser tests and the benchmark runs that need one (``PREIMAGE_BENCH_ISSO``)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from fixtures.isso import IssoServer
+
+    srv = IssoServer(tmp_path_factory.mktemp("isso")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def trac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Trac (tracd) with milestones and tickets that have authored, dated changes,
+    shared by the browser tests and the benchmark runs that need one
+    (``PREIMAGE_BENCH_TRAC``)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from fixtures.trac import TracServer
+
+    srv = TracServer(tmp_path_factory.mktemp("trac")).start()
+    srv.seed()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def bench_web_servers(isso_server: Any, trac_server: Any) -> dict[str, str]:
+    """The settings that point `preimage bench` at the session's isso and Trac."""
+    return {"PREIMAGE_BENCH_ISSO": isso_server.url, "PREIMAGE_BENCH_TRAC": trac_server.url,
+            "PREIMAGE_BENCH_TRAC_ENV": str(trac_server.env)}

@@ -173,21 +173,22 @@ class PgRestorer:
         if mode is ConflictMode.REFUSE and steps:
             raise RestoreConflictError(self.snap.target, sorted({s.key for s in steps}))
         touched: dict[str, list[str]] = {}
+        batch = _Batch(self, cur)
         for step in steps:
             if step.bracket:  # switched off and back on: no change to report
-                for sql in [] if self.policy.dry_run else step.sql:
-                    self.statement = sql
-                    cur.execute(sql.encode())
+                batch.extend([] if self.policy.dry_run else step.sql)
                 continue
             if self.policy.dry_run:
                 touched.setdefault(step.key, []).append(step.action)
                 continue
-            for sql in step.sql:
-                self.statement = sql
-                cur.execute(sql.encode())
-            self.statement = f"{step.action} of {step.key}"
-            detail = step.run(cur) if step.run else ""
+            batch.extend(step.sql)
+            detail = ""
+            if step.run:
+                batch.flush()
+                self.statement = f"{step.action} of {step.key}"
+                detail = step.run(cur)
             touched.setdefault(step.key, []).append(step.action + (f" ({detail})" if detail else ""))
+        batch.flush()
         removed = {s.key for s in steps if s.removes}
         for key, actions in touched.items():
             outcome = Outcome.PLANNED if self.policy.dry_run else (
@@ -351,13 +352,54 @@ class PgRestorer:
 
     def _remaps(self, cur: Cursor, recreated: set[str]) -> None:
         """Report the new OIDs of re-created tables (server-assigned, so they changed)."""
-        for t in self.snap.tables():
-            if t.natural_key() in recreated and t.oid is not None:
-                cur.execute("SELECT to_regclass(%s)::oid AS oid", (qn(t.namespace, t.name),))
-                row = cur.fetchone()
-                if row and row["oid"] and row["oid"] != t.oid:
-                    self.report.remaps.append(
-                        IdRemap(key=t.natural_key(), field="oid", old=t.oid, new=row["oid"]))
+        tables = [t for t in self.snap.tables()
+                  if t.natural_key() in recreated and t.oid is not None]
+        if not tables:
+            return
+        # one round trip for all of them
+        cur.execute("SELECT to_regclass(n)::oid AS oid FROM unnest(%s::text[]) "
+                    "WITH ORDINALITY AS x(n, i) ORDER BY i",
+                    ([qn(t.namespace, t.name) for t in tables],))
+        for t, row in zip(tables, cur.fetchall(), strict=True):
+            if row["oid"] and row["oid"] != t.oid:
+                self.report.remaps.append(
+                    IdRemap(key=t.natural_key(), field="oid", old=t.oid, new=row["oid"]))
+
+
+class _Batch:
+    """Statements sent to the server together, in one round trip per run of them.
+
+    A whole-database restore runs hundreds of short statements; one round trip
+    each costs more than running them.  They are joined and sent as one simple
+    query (all inside the restore's transaction, so an error still rolls all of
+    it back); a step that runs code (a ``COPY``) sends what is held first.
+    """
+
+    LIMIT = 1 << 20  # bytes of SQL held before they are sent anyway
+
+    def __init__(self, restorer: PgRestorer, cur: Cursor) -> None:
+        self.restorer = restorer
+        self.cur = cur
+        self.held: list[str] = []
+        self.size = 0
+
+    def extend(self, statements: list[str]) -> None:
+        for sql in statements:
+            self.held.append(sql)
+            self.size += len(sql)
+        if self.size >= self.LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.held:
+            return
+        if len(self.held) == 1:
+            self.restorer.statement = self.held[0]
+        else:  # which one failed the server does not say: name the run of them
+            self.restorer.statement = "one of: " + "; ".join(self.held)
+        # a line break before each ';': a statement may end in a -- comment
+        self.cur.execute("\n;\n".join(self.held).encode())
+        self.held, self.size = [], 0
 
 
 def _pg_message(exc: Exception) -> str:

@@ -15,7 +15,10 @@ The order (every step in one transaction, so a failure anywhere undoes all):
 6. create schemas, extensions, types, functions, aggregates, operators, casts,
    sequences, tables, views, materialized views (empty) and every other
    object in **dependency order** — the order of the captured items, which
-   capture sorted from ``pg_depend`` (:mod:`.order`);
+   capture sorted from ``pg_depend`` (:mod:`.order`); then the (validated)
+   ``CHECK`` constraints of tables this restore creates, so ``COPY`` checks
+   each row as it loads instead of a second scan of the table after it —
+   as ``pg_dump`` writes them into ``CREATE TABLE``;
 7. rows: ``COPY`` into re-created tables in their captured (storage) order; a
    kept table whose rows differ is rewritten in that order (``TRUNCATE`` +
    ``COPY``), or — when another table's foreign key forbids the truncate —
@@ -91,8 +94,8 @@ class Plan:
 
 PHASES = [
     "defaults-off", "database", "drop-late", "drop-views", "drop-attached", "drop-tables", "drop-other",
-    "create", "rows", "constraints", "partition-keys", "foreign-keys", "triggers", "policies",
-    "sequence-state", "views", "objects-late", "finish",
+    "create", "checks", "rows", "constraints", "partition-keys", "foreign-keys", "triggers",
+    "policies", "sequence-state", "views", "objects-late", "finish",
 ]
 
 
@@ -471,6 +474,7 @@ class Planner:
         have_idx = have_idx or {}
         have_trg = have_trg or {}
         have_pol = have_pol or {}
+        checks: list[str] = []
         cons: list[str] = []
         fks: list[str] = []
         trg: list[str] = []
@@ -483,7 +487,10 @@ class Planner:
                                                      c.comment))
                 continue
             stmt = f"ALTER TABLE {name} ADD CONSTRAINT {q(c.name)} {c.definition}"
-            (fks if c.type == "f" else cons).append(stmt)
+            if c.type == "c" and have is None and not c.definition.endswith("NOT VALID"):
+                checks.append(stmt)  # a new, empty table: checked row by row by COPY
+            else:
+                (fks if c.type == "f" else cons).append(stmt)
             if c.comment is not None:
                 fin.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON {name}", c.comment))
         for i in t.indexes:
@@ -551,6 +558,7 @@ class Planner:
         fin += owner_comment_acl(t, have)
         fin += ddl.column_acl_statements(t, live_cols if have else None)
         for phase, sql, action in (
+            ("checks", checks, "check constraints"),
             ("constraints", cons, "constraints and indexes"),
             ("foreign-keys", fks, "foreign keys"),
             ("triggers", trg, "triggers"),

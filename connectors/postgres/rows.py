@@ -5,9 +5,10 @@ Rows are read in storage order — one plain scan from the first page, as
 workers off) — and written back in that order, so a re-created table holds
 its rows in the same physical order and ``pg_dump`` prints them the same.  A
 row scope reads its rows in ``ctid`` order.  The bytes go from the server to
-the blob store in COPY's chunks; nothing parses a row in Python.  Each row's
-``ctid`` and ``xmin`` (server-class) are read by a second ``COPY`` of the same
-scan in the same snapshot, into a second blob, line for line with the rows.
+the blob store in COPY's chunks.  Each row's ``ctid`` and ``xmin``
+(server-class) come as two more columns of the same ``COPY`` (a second scan
+would cost the server as much again); the reader cuts them off each row into a
+second blob, line for line with the rows.
 Generated columns are left out (the server computes them again); identity
 values are written as they were (``COPY`` and ``OVERRIDING SYSTEM VALUE``
 accept them).
@@ -16,9 +17,10 @@ accept them).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
@@ -28,10 +30,13 @@ from preimage.snapshot_schemas.postgres import PgTable
 Cursor = Any
 
 _TEMP = q("_preimage_rows")
+_SPOOL = 4 << 20  # the ctid/xmin record is held in memory up to this size, then in a temp file
 
 
 def _select(table: PgTable, where: str | None, *, system: bool = False) -> str:
-    cols = "ctid, xmin" if system else ", ".join(q(c) for c in table.copy_columns)
+    cols = ", ".join(q(c) for c in table.copy_columns)
+    if system:  # last, so each row's own columns are what is left of it
+        cols += ", ctid, xmin"
     if where:
         return (f"SELECT {cols} FROM ONLY {qn(table.namespace, table.name)} WHERE ({where}) "
                 "ORDER BY ctid")
@@ -87,6 +92,49 @@ def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[byte
                 raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
 
 
+def copy_out_split(cur: Cursor, sql: str, system: IO[bytes], size: int = 1 << 20
+                   ) -> Iterator[bytes]:
+    """:func:`copy_out_chunks` of a ``COPY`` whose last two columns are ``ctid, xmin``:
+    the rows without them, in chunks; the two columns of each row (a line of COPY
+    text, like the rows) are written to ``system`` as they come."""
+    import select
+
+    import psycopg
+
+    with cur.copy(sql):
+        pgconn = cur.connection.pgconn
+        parts: list[bytes] = []
+        phys: list[bytes] = []
+        held = 0
+        while True:
+            nbytes, data = pgconn.get_copy_data(1)
+            if nbytes > 0:
+                row = bytes(data)
+                # ctid and xmin hold no tab; a tab inside a value is escaped by COPY
+                cut = row.rindex(b"\t", 0, row.rindex(b"\t"))
+                parts.append(row[:cut])
+                phys.append(row[cut + 1:])
+                held += nbytes
+                if held < size:
+                    continue
+            elif nbytes == 0:
+                if not parts:
+                    select.select([pgconn.socket], [], [])
+                    pgconn.consume_input()
+                    continue
+            elif not parts:
+                break
+            parts.append(b"")
+            system.write(b"".join(phys))
+            yield b"\n".join(parts)
+            parts, phys, held = [], [], 0
+            if nbytes < 0:
+                break
+        while (result := pgconn.get_result()) is not None:
+            if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
+
+
 @dataclass
 class _Counter:
     rows: int = 0
@@ -106,10 +154,11 @@ def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -
     if where:
         _user_search_path(cur)
     counter = _Counter()
-    digest = put_while_reading(blobs, counter.through(
-        copy_out_chunks(cur, f"COPY ({_select(table, where)}) TO STDOUT")))
-    system_digest = put_while_reading(blobs, copy_out_chunks(
-        cur, f"COPY ({_select(table, where, system=True)}) TO STDOUT"))
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as system:
+        digest = put_while_reading(blobs, counter.through(copy_out_split(
+            cur, f"COPY ({_select(table, where, system=True)}) TO STDOUT", system)))
+        system.seek(0)
+        system_digest = blobs.put_chunks(iter(lambda: system.read(1 << 20), b""))
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
     return table.model_copy(update={

@@ -22,7 +22,9 @@ Writing goes through Trac's admin channel (:mod:`.trac_channel`): Trac's own
 model API on the environment directory, the access ``trac-admin`` has — so
 the target needs ``env=/path/to/trac/env`` (else ``$PREIMAGE_TRAC_ENV``; and
 ``trac_python=`` if Trac runs under another Python than ``trac-admin``'s on
-``PATH``).  A deleted ticket is
+``PATH``).  The channel is one process per environment, started on first
+use (it imports Trac, which takes seconds) and kept until the process ends,
+so a capture, a restore and an undo in one process share it.  A deleted ticket is
 re-created by replaying its history, so every change comes back with its
 author and time; a ticket that was changed after the capture gets those
 changes removed again (Trac puts each field back to its old value).
@@ -44,6 +46,7 @@ comment is), custom ticket fields beyond what ``old_values`` shows.
 
 from __future__ import annotations
 
+import atexit
 import csv
 import io
 import json
@@ -143,6 +146,26 @@ class TracChannel:
             if stream is not None:
                 stream.close()
         self.proc.wait(30)
+
+
+#: Admin channels by (environment, Python), kept for the process: starting one imports
+#: Trac (seconds), and a capture, a restore and an undo in one process use the same one.
+_CHANNELS: dict[tuple[str, str], TracChannel] = {}
+
+
+def _channel(env_dir: str, python: str) -> TracChannel:
+    """The process's admin channel to ``env_dir``; a new one when the last one ended."""
+    key = (os.path.abspath(env_dir), python)
+    channel = _CHANNELS.get(key)
+    if channel is None or channel.proc.poll() is not None:
+        channel = _CHANNELS[key] = TracChannel(env_dir, python)
+    return channel
+
+
+@atexit.register
+def _close_channels() -> None:
+    while _CHANNELS:
+        _CHANNELS.popitem()[1].close()
 
 
 def _trac_python(site: Site) -> str:
@@ -337,7 +360,7 @@ class TracAdapter(SiteAdapter):
                     "?env=/path/to/trac/env (the environment directory trac-admin uses) "
                     "or set PREIMAGE_TRAC_ENV",
                 )
-            self._channel = TracChannel(env, _trac_python(site))
+            self._channel = _channel(env, _trac_python(site))
         return self._channel
 
     def _call(self, site: Site, ref: str, **cmd: Any) -> dict[str, Any]:
@@ -455,10 +478,9 @@ class TracAdapter(SiteAdapter):
             self._call(site, live.ref, op="delete_ticket", id=live.server["id"])
 
     def close(self) -> None:
-        """End the admin-channel process."""
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
+        """Let go of the admin channel (the process keeps it for its next operation and
+        ends it at exit)."""
+        self._channel = None
 
 
 def _utimestamp(iso: str) -> int:

@@ -100,12 +100,15 @@ def run(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     """Serve commands from stdin for the environment named by ``argv[1]``."""
+    from trac.cache import CacheManager
     from trac.env import Environment
 
     env = Environment(sys.argv[1])
     for line in sys.stdin:
         if not line.strip():
             continue
+        # each command sees what others wrote since (tracd does this per request)
+        CacheManager(env).reset_metadata()
         try:
             out = {"ok": True, "result": run(env, json.loads(line))}
         except Exception as exc:  # every failure goes back to the caller as text

@@ -15,20 +15,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
 
 @pytest.fixture(scope="module")
-def browser_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One `preimage bench --suite browser` run shared by the tests of this module."""
+def browser_suite(tmp_path_factory: pytest.TempPathFactory,
+                  bench_web_servers: dict[str, str]) -> dict[str, Any]:
+    """One `preimage bench --suite browser` run shared by the tests of this module, against
+    the session's isso and Trac (as a user points it at theirs)."""
     import json
     import os
     import subprocess
     import sys
 
     home = tmp_path_factory.mktemp("home")
+    env = {**os.environ, "PREIMAGE_HOME": str(home), **bench_web_servers}
     proc = subprocess.run(
         # the protectors these tests read (a workspace checkpoint holds no browser state)
         [sys.executable, "-m", "preimage", "bench", "--suite", "browser", "--json",
          "--protectors", "none,content,preimage"],
-        capture_output=True, text=True, env={**os.environ, "PREIMAGE_HOME": str(home)},
-        timeout=1200,
+        capture_output=True, text=True, env=env, timeout=1200,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)  # type: ignore[no-any-return]

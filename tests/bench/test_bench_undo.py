@@ -101,17 +101,20 @@ def test_undo_keeps_later_work_where_overwrite_and_a_checkpoint_lose_it(
 @pytest.mark.imap
 @pytest.mark.browser
 @pytest.mark.webapp
-def test_undo_suite_on_every_system(bench: Callable[..., Any], control_plane: Any) -> None:
+def test_undo_suite_on_every_system(bench: Callable[..., Any], control_plane: Any,
+                                    bench_web_servers: dict[str, str]) -> None:
     """The whole suite against the real servers (PostgreSQL, kube-apiserver, Dovecot,
     Chromium, isso, Trac): undo loses nothing a person did after the call on any of them,
-    reverts all of the call outside conflicts, and reports every conflict.  The cluster is
-    the session's (the run's own namespaces), as a user points the benchmark at theirs."""
-    cluster = {
+    reverts all of the call outside conflicts, and reports every conflict.  The cluster,
+    isso and Trac are the session's (the run's own namespaces, threads and milestones), as
+    a user points the benchmark at theirs."""
+    servers = {
+        **bench_web_servers,
         "PREIMAGE_BENCH_KUBECONFIG": str(control_plane.kubeconfig_path),
         "PREIMAGE_BENCH_KUBE_CONTEXT": "preimage-test",
         "PATH": f"{control_plane.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-    report = bench("--suite", "undo", "--protectors", "undo", timeout=1800, env=cluster)
+    report = bench("--suite", "undo", "--protectors", "undo", timeout=1800, env=servers)
     assert not report["not_run"], report["not_run"]
     runs = [r for r in report["runs"] if r["protector"] == "undo"]
     assert {r["system"] for r in runs} >= {"files", "sqlite", "postgres", "kubernetes", "imap",

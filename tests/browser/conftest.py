@@ -8,10 +8,12 @@ tickets) and never share records.
 
 The CLI tests run ``python -m preimage`` as subprocesses.  A profile directory
 can be open in one Chromium at a time, so they read and write through a second
-profile (``cli_profile``), signed in once at the start and then closed, while the
+profile (``cli_profile``), signed in once at the start and kept open with remote
+debugging on, so that every CLI process attaches to that one browser, while the
 agent's destructive actions go through ``profile`` as before.
 
-Servers listen on free loopback ports in temp dirs and are torn down at the end.
+Servers listen on free loopback ports in temp dirs and are torn down at the end;
+isso and Trac are defined in tests/conftest.py, as the benchmark tests use them too.
 """
 
 from __future__ import annotations
@@ -117,23 +119,6 @@ def shop_site() -> Iterator[_Site]:
     server.server_close()
 
 
-@pytest.fixture(scope="session")
-def isso_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IssoServer]:
-    """A real isso comment server (admin interface on, moderation off)."""
-    srv = IssoServer(tmp_path_factory.mktemp("isso")).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="session")
-def trac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TracServer]:
-    """A real Trac (tracd) with milestones and tickets that have authored, dated changes."""
-    srv = TracServer(tmp_path_factory.mktemp("trac")).start()
-    srv.seed()
-    yield srv
-    srv.stop()
-
-
 def sign_in(ctx: Any, isso: IssoServer, trac: TracServer) -> None:
     """Sign the profile of ``ctx`` in to isso's admin page and to Trac."""
     page = ctx.new_page()
@@ -149,13 +134,16 @@ def sign_in(ctx: Any, isso: IssoServer, trac: TracServer) -> None:
 @pytest.fixture(scope="session")
 def cli_profile(
     tmp_path_factory: pytest.TempPathFactory, isso_server: IssoServer, trac_server: TracServer
-) -> Path:
-    """A profile signed in to isso's admin page and to Trac, closed for the CLI to open."""
+) -> Iterator[Path]:
+    """A profile signed in to isso's admin page and to Trac, open in a Chromium with remote
+    debugging on: the CLI processes attach to that browser (as they would to a user's)
+    instead of each starting one."""
     prof = tmp_path_factory.mktemp("cli-profile")
-    ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD})
+    ctx = browser_context(prof, http_credentials={"username": TRAC_USER, "password": TRAC_PASSWORD},
+                          args=["--remote-debugging-port=0"])
     sign_in(ctx, isso_server, trac_server)
+    yield prof
     close_profile(prof)
-    return prof
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,11 @@ every command a separate process with PREIMAGE_HOME set.  Restorable fields must
 come back at 1.0; every field that did not is ``server`` class, with the reason
 in the restore report.
 
-Each CLI process opens its own Chromium, so sessionStorage (which lives in one
-tab of one browser) cannot travel from a capture to a restore here; that part of
-B-clear-storage is covered through the Python API in test_browser_storage.py.
+The isso and Trac scenarios' CLI processes attach to the one Chromium that holds
+their profile open.  B-clear-storage's profile is closed, so each CLI process opens
+its own Chromium and sessionStorage (which lives in one tab of one browser) cannot
+travel from a capture to a restore; that part is covered through the Python API in
+test_browser_storage.py.
 """
 
 from __future__ import annotations

@@ -139,3 +139,53 @@ def test_idb_records_are_scored_one_by_one(profile: Path, shop_site: Any, store:
     report, _ = preimage.score(backup.id, store=store)
     assert report.restorable.score == 1.0
     page.close()
+
+
+def test_the_cli_goes_through_the_browser_that_holds_the_profile(
+    tmp_path: Path, shop_site: Any, preimage_cli: Any
+) -> None:
+    """The agent's Chromium keeps its profile open, with remote debugging on: `preimage
+    capture` and `restore` in other processes go through that browser — a cookie that lives
+    only in it (no expiry: never written to the profile) comes back after the browser's
+    cookies were cleared — and leave its tabs as they were."""
+    prof = tmp_path / "agent-profile"
+    ctx = browser_context(prof, args=["--remote-debugging-port=0"])
+    try:
+        visit(ctx.new_page(), shop_site)
+        ctx.add_cookies([{"name": "in_memory", "value": "only-here", "domain": SHOP_HOST,
+                          "path": "/"}])
+        tabs = [p.url for p in ctx.pages]
+        backup = preimage_cli("capture", _uri(prof, shop_site))
+        ctx.clear_cookies()
+        assert preimage_cli("restore", backup["id"])["ok"]
+        ctx.pages[-1].evaluate("1")  # a round trip: every tab event sent before it has arrived
+        assert [p.url for p in ctx.pages] == tabs
+        cookies = {c["name"]: c for c in ctx.cookies()}
+        assert cookies["in_memory"]["value"] == "only-here"
+        assert cookies["in_memory"]["expires"] == -1
+        assert cookies["sid"]["httpOnly"]
+    finally:
+        close_profile(prof)
+
+
+def test_a_debugging_port_is_used_only_while_its_browser_holds_the_profile(tmp_path: Path) -> None:
+    """The port a browser named in the profile is attached to only while that browser
+    (the profile lock's process) lives, and only by the browser's own id."""
+    import os
+    import subprocess
+
+    from preimage.connectors.browser.chromium import _debugging_endpoint
+
+    prof = tmp_path / "profile"
+    prof.mkdir()
+    assert _debugging_endpoint(prof) is None   # no browser ever had it open
+    (prof / "DevToolsActivePort").write_text("40123\n/devtools/browser/1b2c\n")
+    os.symlink(f"host-{os.getpid()}", prof / "SingletonLock")
+    assert _debugging_endpoint(prof) == "ws://127.0.0.1:40123/devtools/browser/1b2c"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (prof / "SingletonLock").unlink()
+    os.symlink(f"host-{dead.pid}", prof / "SingletonLock")
+    assert _debugging_endpoint(prof) is None
+    (prof / "SingletonLock").unlink()
+    assert _debugging_endpoint(prof) is None   # a file a crashed browser left, no lock

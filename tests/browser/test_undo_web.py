@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,31 +18,21 @@ from fixtures.isso import IssoServer, seed_thread
 from fixtures.trac import TracServer
 from preimage import Store
 from preimage._undo import capture_after
-from preimage.connectors.browser import browser_context, close_profile
 
 from .conftest import (
-    TRAC_PASSWORD,
-    TRAC_USER,
     CliRunner,
     moderator_deletes,
-    sign_in,
     trac_agent_confirms_delete,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
 
-@pytest.fixture(scope="module")
-def own_profile(tmp_path_factory: pytest.TempPathFactory, isso_server: IssoServer,
-                trac_server: TracServer) -> Iterator[Path]:
-    """preimage's own signed-in profile in this process, as a hook's would be: the agent's
-    browser (``profile``) and preimage's reads do not share connections."""
-    prof = tmp_path_factory.mktemp("undo-profile")
-    ctx = browser_context(prof, http_credentials={"username": TRAC_USER,
-                                                  "password": TRAC_PASSWORD})
-    sign_in(ctx, isso_server, trac_server)
-    yield prof
-    close_profile(prof)
+@pytest.fixture
+def own_profile(cli_profile: Path) -> Path:
+    """preimage's own signed-in profile (the session's ``cli_profile``), as a hook's would
+    be: the agent's browser (``profile``) and preimage's reads do not share connections."""
+    return cli_profile
 
 
 def _isso(server: IssoServer, thread: str, profile: Path) -> str:

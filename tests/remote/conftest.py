@@ -4,7 +4,6 @@ a fresh bucket, database and key per test, and machines (homes) that run the CLI
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "fixtures"))
-from fleet_world import Fleet  # noqa: E402 - after the path is set
-
-_counter = itertools.count(1)
+from fleet_world import Fleet, new_fleet  # noqa: E402 - after the path is set
 
 
 def _load_fixture(name: str) -> ModuleType:
@@ -63,14 +60,5 @@ def catalog_server() -> Iterator[Any]:
 @pytest.fixture
 def fleet(seaweed: Any, catalog_server: Any, tmp_path: Path) -> Iterator[Fleet]:
     """A new shared store: bucket, catalog database and key, initialised with `store init`."""
-    n = next(_counter)
-    bucket, database = f"fleet{n}", f"fleet{n}"
-    seaweed.create_bucket(bucket)
-    catalog_server.psql(f"CREATE DATABASE {database}")
-    key_file = tmp_path / "store.key"
-    f = Fleet(seaweed, catalog_server, bucket, database, key_file, tmp_path)
-    admin = f.machine("admin")
-    f.cli(admin, "store", "key", str(key_file), check=True)
-    f.cli(admin, "store", "init", check=True)
-    yield f
-    catalog_server.psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    with new_fleet(seaweed, catalog_server, tmp_path) as f:
+        yield f

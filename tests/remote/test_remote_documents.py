@@ -13,6 +13,12 @@ from fleet_world import Fleet, make_tree, tree_digest
 pytestmark = [pytest.mark.s3, pytest.mark.postgres]
 
 
+#: Files in the big trees: enough for a document of several chunks (an item in 128 ends
+#: one, and items past 64 KiB leave the head) and for links far outnumbering the
+#: chunks, so that what is stored and referenced shows it scales with chunks, not files.
+FILES = 640
+
+
 def _tree(root: Path, n: int) -> Path:
     for i in range(n):
         d = root / f"d{i // 100:02}"
@@ -27,19 +33,19 @@ def _capture(fleet: Fleet, home: Path, root: Path) -> dict[str, object]:
 
 
 def test_a_chunked_document_on_the_shared_store(fleet: Fleet, tmp_path: Path) -> None:
-    """An unchanged re-capture of 2,500 files stores a head of under a kilobyte per
-    thousand entries and references its chunks, not every file; after the first backup is
-    forgotten and pruned, the second checks clean and restores on a fresh machine."""
-    root = _tree(tmp_path / "t", 2500)
+    """An unchanged re-capture of many files (:data:`FILES`) stores only a small head and
+    references its chunks, not every file; after the first backup is forgotten and pruned,
+    the second checks clean and restores on a fresh machine."""
+    root = _tree(tmp_path / "t", FILES)
     home = fleet.machine("writer")
     first = _capture(fleet, home, root)
     again = _capture(fleet, home, root)
-    assert int(str(again["stored_bytes"])) < 2530   # < 1 KB per thousand entries
+    assert int(str(again["stored_bytes"])) < FILES + 30   # < 1 KB per thousand entries
     db = fleet.database
     rows = fleet.pg.psql(f"SELECT count(*) FROM refs WHERE backup_id='{again['id']}'", db)
     assert int(rows.strip()) < 60   # the head and its chunks
-    assert int(fleet.pg.psql("SELECT count(*) FROM links", db).strip()) >= 2500
-    for i in range(0, 2500, 250):
+    assert int(fleet.pg.psql("SELECT count(*) FROM links", db).strip()) >= FILES
+    for i in range(0, FILES, FILES // 10):
         (root / f"d{i // 100:02}" / f"f{i:05}").write_bytes(b"second version\n")
     second = _capture(fleet, home, root)
     expected = tree_digest(root)
@@ -73,10 +79,10 @@ def test_a_format_two_catalog_is_upgraded_on_open(fleet: Fleet, tmp_path: Path) 
     # A capture through an old catalog upgraded by merely opening it (no `store migrate`).
     fleet.pg.psql("DROP TABLE links; UPDATE meta SET value='2' WHERE key='format'",
                   fleet.database)
-    big = _tree(tmp_path / "big", 2500)
+    big = _tree(tmp_path / "big", FILES)
     expected_big = tree_digest(big)
     new = _capture(fleet, fleet.machine(), big)
-    assert int(fleet.pg.psql("SELECT count(*) FROM links", fleet.database).strip()) >= 2500
+    assert int(fleet.pg.psql("SELECT count(*) FROM links", fleet.database).strip()) >= FILES
     shutil.rmtree(big)
     fleet.cli(fleet.machine(), "restore", str(new["id"]), check=True)
     assert tree_digest(big) == expected_big

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fleet_world import Fleet, make_tree, tree_digest
+from fleet_world import Fleet, make_tree, new_fleet, tree_digest
 
 pytestmark = [pytest.mark.s3, pytest.mark.postgres]
 
@@ -19,6 +21,15 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.fixture(scope="module")
+def one_fleet(seaweed: Any, catalog_server: Any,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """One shared store for every broken setting: each case checks that it added nothing
+    to it, so the next case starts from a store no failure changed."""
+    with new_fleet(seaweed, catalog_server, tmp_path_factory.mktemp("fleet")) as fleet:
+        yield fleet
+
+
 @pytest.mark.parametrize(("case", "expect"), [
     ("object store down", "cannot reach the object store"),
     ("catalog down", "cannot reach the catalog"),
@@ -29,9 +40,10 @@ def _closed_port() -> int:
     ("catalog password wrong", "refused the login"),
 ])
 def test_each_failure_is_one_clear_line_and_writes_nothing(
-        fleet: Fleet, tmp_path: Path, case: str, expect: str) -> None:
+        one_fleet: Fleet, tmp_path: Path, case: str, expect: str) -> None:
     """capture and restore under a broken setting: exit 2, one line naming the cause, no
     traceback, the target untouched and no object or catalog row added."""
+    fleet = one_fleet
     root = tmp_path / "work"
     make_tree(root, 1)
     home = fleet.machine()

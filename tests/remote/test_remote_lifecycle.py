@@ -21,7 +21,7 @@ def test_kill_9_mid_upload_then_prune_reclaims_the_orphans(fleet: Fleet, tmp_pat
     its backup never counts as complete, `last` does not name it, and the next prune marks
     it abandoned and deletes the orphan pack."""
     root = tmp_path / "work"
-    make_tree(root, 5, big=40 << 20)
+    make_tree(root, 5, big=20 << 20)   # random bytes: a full 16 MiB pack, and more after it
     home = fleet.machine()
     proc = fleet.cli(home, "capture", f"file://{root}",
                      env=fleet.env(PREIMAGE_CRASH_AT="pack:1"))

@@ -206,6 +206,21 @@ class Checks:
 
 
 @pytest.fixture
+def damage_rows(store: Store) -> Callable[[Any, str], None]:
+    """Flip one byte half-way through the rows blob of table ``name`` in a backup, as a
+    disk or a copy would damage it."""
+
+    def damage(backup: Any, name: str) -> None:
+        (table,) = [t for t in backup.snapshots[0].items if getattr(t, "name", "") == name]
+        path = store.blobs.path(table.rows_digest)
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+
+    return damage
+
+
+@pytest.fixture
 def check() -> type[Checks]:
     """Shared assertions (dump identity, full fidelity, sequence positions)."""
     return Checks

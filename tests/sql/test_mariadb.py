@@ -343,17 +343,15 @@ def test_rows_load_back_when_the_server_refuses_load_data_local(
     same_dump(mydb.dump(), before)
 
 
-def test_a_damaged_rows_blob_keeps_none_of_its_rows(mydb: Any, store: Any) -> None:
+def test_a_damaged_rows_blob_keeps_none_of_its_rows(
+    mydb: Any, store: Any, damage_rows: Any
+) -> None:
     """A rows blob damaged half-way fails the restore: the error names the blob's table,
     no rows of it are kept (not the first half either), and it never claims a rollback of
     the steps MySQL committed."""
     mydb.sql(AWKWARD)
     backup = preimage.capture([mydb.uri("tables=awkward")], store=store)
-    (table,) = [t for t in backup.snapshots[0].items if getattr(t, "name", "") == "awkward"]
-    path = store.blobs.path(table.rows_digest)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
+    damage_rows(backup, "awkward")
     mydb.sql("DELETE FROM awkward WHERE id > 100")
     with pytest.raises(preimage.PreimageError) as info:
         preimage.restore(backup.id, store=store)

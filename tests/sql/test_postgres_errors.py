@@ -183,7 +183,9 @@ def test_restore_onto_a_dropped_database_from_a_table_backup_says_what_to_do(
         preimage.restore(backup.id, store=store)
 
 
-def test_a_damaged_rows_blob_rolls_the_whole_restore_back(db: Any, store: Any) -> None:
+def test_a_damaged_rows_blob_rolls_the_whole_restore_back(
+    db: Any, store: Any, damage_rows: Any
+) -> None:
     """The restore reads the rows blob once, inside its transaction: a damaged one is
     found there and rolls everything back — the dropped table stays dropped, the other
     table keeps its rows, and the error names the blob's table."""
@@ -194,11 +196,7 @@ def test_a_damaged_rows_blob_rolls_the_whole_restore_back(db: Any, store: Any) -
         INSERT INTO lost SELECT g, repeat('x', g % 40) FROM generate_series(1, 5000) g;
     """)
     backup = preimage.capture([db.uri("tables=public.kept,public.lost")], store=store)
-    (lost,) = [t for t in backup.snapshots[0].items if getattr(t, "name", "") == "lost"]
-    path = store.blobs.path(lost.rows_digest)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
+    damage_rows(backup, "lost")
     db.sql("DROP TABLE lost; DELETE FROM kept WHERE id > 10")
     with pytest.raises(preimage.BlobCorruptError, match="lost"):
         preimage.restore(backup.id, store=store)

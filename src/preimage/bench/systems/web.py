@@ -13,6 +13,14 @@ form).
 The backup layer is configured as a user of the Playwright MCP server would
 configure it: the server's profile directory, and each app's origin mapped to
 its site adapter (``sites``).
+
+isso and Trac are the test launchers' servers (``fixtures/isso.py``,
+``fixtures/trac.py``), started once per benchmark run — or servers those
+launchers started in another process (a test run's), attached to when
+``PREIMAGE_BENCH_ISSO`` holds isso's URL and ``PREIMAGE_BENCH_TRAC`` and
+``PREIMAGE_BENCH_TRAC_ENV`` tracd's URL and the environment it serves.  Every
+run seeds records of its own (named after the run), so a shared server is
+fine.
 """
 
 from __future__ import annotations
@@ -129,6 +137,15 @@ class WebSystem(System):
         return {}
 
 
+def _attach(attach: Any, *args: Any) -> Any:
+    """A launcher's ``attach`` (a server of the launcher's, running in another process);
+    its refusal as a one-line :class:`UsageError`."""
+    try:
+        return attach(*args)
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from exc
+
+
 # ---------------------------------------------------------------- plain storage
 class _Shop(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # a page that sets cookies the way sites do
@@ -242,10 +259,13 @@ class IssoSystem(WebSystem):
         self.fixture: Any = None
 
     def start(self, workdir: Path) -> None:
-        """Start the launcher's isso in its own directory."""
+        """Attach to the launcher's isso at ``$PREIMAGE_BENCH_ISSO`` or start one in its own
+        directory."""
         self.fixture = load_fixture("isso.py")
         workdir.mkdir(parents=True, exist_ok=True)
-        self.server = self.fixture.IssoServer(workdir / "isso").start()
+        given = os.environ.get("PREIMAGE_BENCH_ISSO")
+        self.server = (_attach(self.fixture.IssoServer.attach, given, workdir / "isso")
+                       if given else self.fixture.IssoServer(workdir / "isso").start())
 
     def stop(self) -> None:
         """Stop isso."""
@@ -317,10 +337,19 @@ class TracSystem(WebSystem):
         self.fixture: Any = None
 
     def start(self, workdir: Path) -> None:
-        """Create the environment and start tracd."""
+        """Attach to the launcher's tracd at ``$PREIMAGE_BENCH_TRAC`` (its environment:
+        ``$PREIMAGE_BENCH_TRAC_ENV``) or create an environment and start tracd."""
         self.fixture = load_fixture("trac.py")
         workdir.mkdir(parents=True, exist_ok=True)
-        self.server = self.fixture.TracServer(workdir / "trac").start()
+        given = os.environ.get("PREIMAGE_BENCH_TRAC")
+        if not given:
+            self.server = self.fixture.TracServer(workdir / "trac").start()
+            return
+        env = os.environ.get("PREIMAGE_BENCH_TRAC_ENV")
+        if not env:
+            raise UsageError("PREIMAGE_BENCH_TRAC names a running tracd: set "
+                             "PREIMAGE_BENCH_TRAC_ENV to the environment it serves too")
+        self.server = _attach(self.fixture.TracServer.attach, given, Path(env), workdir / "trac")
 
     def stop(self) -> None:
         """Stop tracd."""
