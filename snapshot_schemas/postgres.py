@@ -179,6 +179,7 @@ class PgTable(PgOwned):
         None,
         description="the partition's copies of its parent's primary key, unique and exclusion "
         "constraints, each attached to the parent's index; None: not recorded (older captures)",
+        keyed_by=("name",),
     )
     policies: list[PgPolicy] = metadata(default_factory=list, keyed_by=("name",))
     rls_enabled: bool = metadata(False)
@@ -238,6 +239,7 @@ class PgFunction(PgOwned):
         default_factory=list,
         description="temporary objects of a session it uses (a temp table's row type): it "
         "cannot be made again from outside that session, so it is recorded as uncaptured",
+        unordered=True,
     )
 
 
