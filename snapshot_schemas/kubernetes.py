@@ -20,7 +20,7 @@ which class:
   (``ownerReferences[].uid``, a PV's ``claimRef.uid``/``resourceVersion``,
   the ``kubernetes.io/service-account.uid`` annotation, a Job's
   ``controller-uid`` selector labels), ``managedFields[].time``,
-  ``status.observedGeneration`` and the clock stamps controllers put in
+  ``status.observedGeneration``, a Deployment's ``status.collisionCount``, the clock stamps controllers put in
   status conditions, and a Pod's whole ``status`` (its kubelet reports it).
 
 The meter reads an object as one document (:meth:`KubeObject.leaves`), each
@@ -98,7 +98,7 @@ def _status_rule(kind: str, path: Path) -> str | None:
         return None
     if kind == "Pod":  # the kubelet reports it; a restore cannot make a pod run
         return SERVER
-    if path[-1] == "observedGeneration" or path[-1] in STATUS_CLOCK_KEYS:
+    if path[-1] in ("observedGeneration", "collisionCount") or path[-1] in STATUS_CLOCK_KEYS:
         return SERVER
     return METADATA
 
@@ -163,6 +163,8 @@ _SERVER_NOTES = {
     "selfLink": "set by the API server",
     "time": "the API server stamps the time of each manager's last write",
     "observedGeneration": "the controller copies the generation it last acted on",
+    "collisionCount": "the Deployment controller counts template-hash collisions with the "
+    "ReplicaSets it finds (the deleted object's, until they are collected)",
 }
 
 
