@@ -20,8 +20,9 @@ which class:
   (``ownerReferences[].uid``, a PV's ``claimRef.uid``/``resourceVersion``,
   the ``kubernetes.io/service-account.uid`` annotation, a Job's
   ``controller-uid`` selector labels), ``managedFields[].time``,
-  ``status.observedGeneration``, a Deployment's ``status.collisionCount``, the clock stamps controllers put in
-  status conditions, and a Pod's whole ``status`` (its kubelet reports it).
+  ``status.observedGeneration``, a Deployment's ``status.collisionCount``, the
+  clock stamps controllers put in status conditions, and a Pod's whole
+  ``status`` (its kubelet reports it).
 
 The meter reads an object as one document (:meth:`KubeObject.leaves`), each
 leaf in the class :data:`FIELD_CLASSES` gives it.  Lists whose order no client
