@@ -51,52 +51,19 @@ def _user_search_path(cur: Cursor) -> None:
                 "'\"$user\", public')), true)")
 
 
-def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20) -> Iterator[bytes]:
+def copy_out_chunks(cur: Cursor, sql: str, size: int = 1 << 20,
+                    system: IO[bytes] | None = None) -> Iterator[bytes]:
     """The bytes of ``COPY (…) TO STDOUT``, in chunks of about ``size`` bytes.
 
     libpq hands COPY data over one row per call; psycopg's iteration pays a
     Python round trip (and a readiness wait) per row.  Here every row libpq has
     already received is taken in one tight loop and joined, and the socket is
-    waited on only when nothing is buffered — so a million rows cost a few
-    hundred Python iterations, not a million.
+    waited on only when nothing is buffered.
+
+    With ``system``, the ``COPY``'s last two columns are ``ctid, xmin``: each row is
+    yielded without them, and they (a line of COPY text per row, like the rows) are
+    written to ``system`` as they come.
     """
-    import select
-
-    import psycopg
-
-    with cur.copy(sql):
-        pgconn = cur.connection.pgconn
-        parts: list[bytes] = []
-        held = 0
-        while True:
-            nbytes, data = pgconn.get_copy_data(1)
-            if nbytes > 0:
-                parts.append(bytes(data))
-                held += nbytes
-                if held >= size:
-                    yield b"".join(parts)
-                    parts, held = [], 0
-            elif nbytes == 0:  # nothing buffered: hand over what we have, then wait
-                if parts:
-                    yield b"".join(parts)
-                    parts, held = [], 0
-                select.select([pgconn.socket], [], [])
-                pgconn.consume_input()
-            else:
-                break
-        if parts:
-            yield b"".join(parts)
-        # The COPY's own result ends it (or carries its error).
-        while (result := pgconn.get_result()) is not None:
-            if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
-                raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
-
-
-def copy_out_split(cur: Cursor, sql: str, system: IO[bytes], size: int = 1 << 20
-                   ) -> Iterator[bytes]:
-    """:func:`copy_out_chunks` of a ``COPY`` whose last two columns are ``ctid, xmin``:
-    the rows without them, in chunks; the two columns of each row (a line of COPY
-    text, like the rows) are written to ``system`` as they come."""
     import select
 
     import psycopg
@@ -110,26 +77,32 @@ def copy_out_split(cur: Cursor, sql: str, system: IO[bytes], size: int = 1 << 20
             nbytes, data = pgconn.get_copy_data(1)
             if nbytes > 0:
                 row = bytes(data)
-                # ctid and xmin hold no tab; a tab inside a value is escaped by COPY
-                cut = row.rindex(b"\t", 0, row.rindex(b"\t"))
-                parts.append(row[:cut])
-                phys.append(row[cut + 1:])
+                if system is not None:
+                    # ctid and xmin hold no tab; a tab inside a value is escaped by COPY
+                    cut = row.rindex(b"\t", 0, row.rindex(b"\t"))
+                    phys.append(row[cut + 1:])
+                    row = row[:cut]
+                parts.append(row)
                 held += nbytes
                 if held < size:
                     continue
-            elif nbytes == 0:
-                if not parts:
-                    select.select([pgconn.socket], [], [])
-                    pgconn.consume_input()
-                    continue
             elif not parts:
-                break
-            parts.append(b"")
-            system.write(b"".join(phys))
-            yield b"\n".join(parts)
+                if nbytes < 0:
+                    break
+                select.select([pgconn.socket], [], [])  # nothing buffered: wait
+                pgconn.consume_input()
+                continue
+            # a chunk is full, nothing more is buffered, or the COPY ended: hand it over
+            if system is None:
+                yield b"".join(parts)
+            else:
+                parts.append(b"")  # the rows lost their line ends with the cut
+                system.write(b"".join(phys))
+                yield b"\n".join(parts)
             parts, phys, held = [], [], 0
             if nbytes < 0:
                 break
+        # The COPY's own result ends it (or carries its error).
         while (result := pgconn.get_result()) is not None:
             if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
                 raise psycopg.errors.error_from_result(result, encoding=cur.connection.info.encoding)
@@ -155,8 +128,8 @@ def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -
         _user_search_path(cur)
     counter = _Counter()
     with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as system:
-        digest = put_while_reading(blobs, counter.through(copy_out_split(
-            cur, f"COPY ({_select(table, where, system=True)}) TO STDOUT", system)))
+        digest = put_while_reading(blobs, counter.through(copy_out_chunks(
+            cur, f"COPY ({_select(table, where, system=True)}) TO STDOUT", system=system)))
         system.seek(0)
         system_digest = blobs.put_chunks(iter(lambda: system.read(1 << 20), b""))
     if where:
