@@ -106,9 +106,9 @@ class SQLAlchemyConnector(ConnectorBase):
         from sqlalchemy.pool import NullPool
 
         url = mysql.pick_driver(url)
+        dialect, _, driver = url.split("://", 1)[0].partition("+")
         args: dict[str, Any] = {}
-        driver = url.split("://", 1)[0].partition("+")[2]
-        if load and url.split("+", 1)[0].split(":", 1)[0] in mysql.MYSQL_DIALECTS:
+        if load and dialect in mysql.MYSQL_DIALECTS:
             args = mysql_rows.connect_args(driver)
         try:
             engine = create_engine(url, poolclass=NullPool, connect_args=args)

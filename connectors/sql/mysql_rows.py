@@ -48,14 +48,16 @@ _NO_NEWLINE = frozenset({
 Column = tuple[str, str, str]  # name, DATA_TYPE, EXTRA
 
 
-def table_columns(conn: Any) -> dict[str, list[Column]]:
-    """The columns of every table of the database, in one query (name → columns in order)."""
+def table_columns(conn: Any, table: str | None = None) -> dict[str, list[Column]]:
+    """The columns of every table of the database (or of ``table`` only), in one query:
+    name → columns in order."""
+    sql = ("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
+           "WHERE TABLE_SCHEMA = DATABASE()" + (" AND TABLE_NAME = %s" if table else "")
+           + " ORDER BY TABLE_NAME, ORDINAL_POSITION")
     out: dict[str, list[Column]] = {}
-    for table, name, typ, extra in conn.exec_driver_sql(
-        "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
-        "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION"
-    ):
-        out.setdefault(str(table), []).append((str(name), str(typ), str(extra or "")))
+    for name, column, typ, extra in (conn.exec_driver_sql(sql, (table,)) if table
+                                     else conn.exec_driver_sql(sql)):
+        out.setdefault(str(name), []).append((str(column), str(typ), str(extra or "")))
     return out
 
 
@@ -78,11 +80,8 @@ def plain_columns(known: list[Column]) -> frozenset[str]:
 
 
 def columns_of(conn: Any, table: str) -> list[Column]:
-    return [(str(n), str(t), str(e or "")) for n, t, e in conn.exec_driver_sql(
-        "SELECT COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
-        "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
-        (table,),
-    )]
+    """The columns of ``table``, in order (:func:`table_columns` of it alone)."""
+    return next(iter(table_columns(conn, table).values()), [])
 
 
 def _driver(conn: Any) -> str:
