@@ -657,9 +657,10 @@ class Planner:
                                      [ddl.drop_statement(have)], destructive=True))
                 self.plan.add("create", Step(item.natural_key(), "create type",
                                             [item.definition, *owner_comment_acl(item, None)]))
-                if _not_valid_checks(item):  # after the rows, which they check
+                late = _not_valid_checks(item)
+                if late:  # after the rows, which they check
                     self.plan.add("constraints", Step(item.natural_key(), "domain constraints",
-                                                      _not_valid_checks(item)))
+                                                      late))
             elif isinstance(item, PgFunction):
                 if item.temporary:
                     continue  # its temporary objects are another session's (uncaptured)
@@ -697,10 +698,10 @@ class Planner:
         name = qn(item.namespace, item.name)
         early: list[str] = []
         late: list[str] = []
+        wanted = {c.name: c for c in want.constraints}
         live_checks = {c.name: c for c in live.constraints}
         for c in live.constraints:
-            if c.name not in {w.name for w in want.constraints} or next(
-                    w for w in want.constraints if w.name == c.name).definition != c.definition:
+            if c.name not in wanted or wanted[c.name].definition != c.definition:
                 early.append(f"ALTER DOMAIN {name} DROP CONSTRAINT {q(c.name)}")
                 live_checks.pop(c.name)
         for c in want.constraints:
