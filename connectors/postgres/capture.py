@@ -9,6 +9,7 @@ from preimage.connectors.postgres import catalog, lowlevel, objects
 from preimage.connectors.postgres.audit import audit
 from preimage.connectors.postgres.largeobjects import read_large_objects
 from preimage.connectors.postgres.order import addresses, dependencies
+from preimage.connectors.postgres.psql_copy import big_tables, open_session
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
 from preimage.snapshot_schemas import Uncaptured
@@ -59,7 +60,11 @@ def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any
     tables = catalog.read_tables(cur, table_oids)
     if blobs is not None:
         where = scope.where if scope.scope == "rows" else None
-        tables = [copy_out(cur, t, blobs, where) for t in tables]
+        # a big whole table is read by psql sessions in this transaction's snapshot
+        big = big_tables(cur, [t.oid for t in tables if t.oid]) if where is None else set()
+        psql = open_session(cur) if big else None
+        tables = [copy_out(cur, t, blobs, where, psql if t.oid in big else None)
+                  for t in tables]
         if where is not None:
             tables = [t.model_copy(update={"row_filter": where}) for t in tables]
     items += tables

@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
+from preimage.connectors.postgres.psql_copy import PsqlCopyError, PsqlSession
 from preimage.connectors.sql.rows import put_while_reading
 from preimage.snapshot_schemas.postgres import PgTable
 
@@ -119,11 +120,20 @@ class _Counter:
             yield data
 
 
-def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -> PgTable:
+def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None,
+             psql: PsqlSession | None = None) -> PgTable:
     """Stream the table's rows (those matching ``where``) into a blob; return the item with
-    ``rows_digest``, ``row_count`` and (for ordinary tables) ``row_system_digest`` set."""
+    ``rows_digest``, ``row_count`` and (for ordinary tables) ``row_system_digest`` set.
+
+    With ``psql`` (a whole table only), the rows are read by ``psql`` sessions in the
+    capture's snapshot (:mod:`.psql_copy`); should one fail, they are read in process."""
     if not table.copy_columns or table.relkind == "p":
         return table  # a partitioned table holds no rows of its own
+    if psql is not None and not where:
+        try:
+            return copy_out_psql(cur, table, blobs, psql)
+        except PsqlCopyError:
+            pass  # read in process below: the same bytes
     if where:
         _user_search_path(cur)
     counter = _Counter()
@@ -134,6 +144,29 @@ def copy_out(cur: Cursor, table: PgTable, blobs: BlobStore, where: str | None) -
         system_digest = blobs.put_chunks(iter(lambda: system.read(1 << 20), b""))
     if where:
         cur.execute("SELECT pg_catalog.set_config('search_path', '', true)")
+    return table.model_copy(update={
+        "rows_digest": digest, "row_count": counter.rows, "row_system_digest": system_digest,
+    })
+
+
+def copy_out_psql(cur: Cursor, table: PgTable, blobs: BlobStore, psql: PsqlSession) -> PgTable:
+    """:func:`copy_out` of the whole table by two ``psql`` sessions in the capture's snapshot
+    (:mod:`.psql_copy`); raises :class:`PsqlCopyError` when one failed or their line counts
+    differ (what was stored by then is left to ``prune``)."""
+    name = qn(table.namespace, table.name)
+    # The capture's own session takes the lock the in-process COPY would take here.
+    cur.execute(f"LOCK TABLE ONLY {name} IN ACCESS SHARE MODE")
+    counter = _Counter()
+    with tempfile.TemporaryFile() as system:
+        with psql.copy(name, f"COPY ({_select(table, None)}) TO STDOUT",
+                       f"COPY (SELECT ctid, xmin FROM ONLY {name}) TO STDOUT", system) as chunks:
+            digest = put_while_reading(blobs, counter.through(chunks))
+        system.seek(0)
+        lines = sum(block.count(b"\n") for block in iter(lambda: system.read(1 << 20), b""))
+        if lines != counter.rows:  # two scans that should have matched did not: read again
+            raise PsqlCopyError(f"{lines} ctid/xmin lines for {counter.rows} rows")
+        system.seek(0)
+        system_digest = blobs.put_chunks(iter(lambda: system.read(1 << 20), b""))
     return table.model_copy(update={
         "rows_digest": digest, "row_count": counter.rows, "row_system_digest": system_digest,
     })
