@@ -66,7 +66,8 @@ class PsqlSession:
     setup: list[str]  # statements run first in each session's transaction
 
     def _args(self, sql: list[str]) -> list[str]:
-        args = [self.program, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.conninfo]
+        # -w: never prompt for a password (on the terminal, where nobody may answer)
+        args = [self.program, "-X", "-q", "-w", "-v", "ON_ERROR_STOP=1", "-d", self.conninfo]
         for statement in [*self.setup, *sql]:
             args += ["-c", statement]
         return args

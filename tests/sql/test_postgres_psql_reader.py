@@ -3,6 +3,7 @@ in-process reader, even for awkward values, session settings and changes made me
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from preimage._target import Target
 from preimage.connectors.postgres import catalog
 from preimage.connectors.postgres.capture import prepare_session
 from preimage.connectors.postgres.connection import connect
-from preimage.connectors.postgres.psql_copy import MIN_BYTES, open_session
+from preimage.connectors.postgres.psql_copy import MIN_BYTES, PsqlCopyError, open_session
 from preimage.connectors.postgres.rows import copy_out, copy_out_psql
 
 pytestmark = pytest.mark.postgres
@@ -99,3 +100,49 @@ def test_big_table_round_trips_through_cli(db: Any, cli: Any, pg_dump: Any, chec
     cli.restore(backup)
     check.same_dump(pg_dump(db), before)
     check.full_fidelity(cli, backup)
+
+
+def test_a_queued_lock_sends_the_read_back_in_process(db: Any, tmp_path: Path) -> None:
+    """An ALTER waiting for the capture's lock makes psql's NOWAIT lock fail (no deadlock:
+    psql would queue behind the ALTER, which waits for the capture, which waits for psql);
+    the rows are then read in process, the same bytes."""
+    db.sql(AWKWARD)
+    target = Target.parse(db.uri("tables=public.mixed"))
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    conn = connect(target, db.name)
+    other = connect(target, db.name)
+
+    def alter() -> None:  # waits for the capture's lock, then lets go at once
+        other.execute("LOCK TABLE public.mixed IN ACCESS EXCLUSIVE MODE")
+        other.rollback()
+
+    waiter = threading.Thread(target=alter)
+    try:
+        with conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
+            cur = conn.cursor(row_factory=dict_row)
+            prepare_session(cur)
+            oids, _ = catalog.named_tables(cur, ["public.mixed"])
+            (table,) = catalog.read_tables(cur, oids)
+            session = open_session(cur)
+            assert session is not None
+            cur.execute("LOCK TABLE ONLY public.mixed IN ACCESS SHARE MODE")
+            waiter.start()
+            for _ in range(100_000):  # until the lock request is queued behind the capture's
+                cur.execute("SELECT count(*) AS n FROM pg_catalog.pg_locks "
+                            "WHERE relation = %s AND NOT granted", (table.oid,))
+                if cur.fetchone()["n"]:
+                    break
+            else:
+                pytest.fail("the ACCESS EXCLUSIVE lock request never queued")
+            with pytest.raises(PsqlCopyError, match="lock"):
+                copy_out_psql(cur, table, blobs, session)
+            fallback = copy_out(cur, table, blobs, None, session)
+            internal = copy_out(cur, table, blobs, None)
+    finally:
+        waiter.join()
+        other.close()
+    assert fallback.row_count == internal.row_count == 60000 - 60000 // 11
+    assert (fallback.rows_digest, fallback.row_system_digest) == (
+        internal.rows_digest, internal.row_system_digest)
