@@ -78,20 +78,24 @@ class PsqlSession:
         """Run ``data_sql`` and ``system_sql`` (two ``COPY … TO STDOUT``) at once: yield an
         iterator over the first's bytes, in chunks; the second's go to ``system``.
 
-        Raises :class:`PsqlCopyError` (when the iterator is exhausted or the block ends)
-        when either session failed."""
+        Raises :class:`PsqlCopyError` when ``psql`` cannot be run, or (when the iterator is
+        exhausted) when either session failed."""
         locking = f"LOCK TABLE ONLY {lock} IN ACCESS SHARE MODE NOWAIT"
         with tempfile.TemporaryFile() as err_data, tempfile.TemporaryFile() as err_system:
-            side = subprocess.Popen(self._args([locking, system_sql]), env=self.env,
-                                    stdin=subprocess.DEVNULL, stdout=system, stderr=err_system)
+            try:
+                side = subprocess.Popen(self._args([locking, system_sql]), env=self.env,
+                                        stdin=subprocess.DEVNULL, stdout=system,
+                                        stderr=err_system)
+            except OSError as exc:
+                raise PsqlCopyError(f"cannot run {self.program}: {exc.strerror}") from exc
             try:
                 main = subprocess.Popen(self._args([locking, data_sql]), env=self.env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=err_data)
-            except OSError:
+            except OSError as exc:
                 side.kill()
                 side.wait()
-                raise
+                raise PsqlCopyError(f"cannot run {self.program}: {exc.strerror}") from exc
             try:
                 yield self._read(main, side, err_data, err_system)
             finally:

@@ -3,6 +3,7 @@ in-process reader, even for awkward values, session settings and changes made me
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -145,4 +146,27 @@ def test_a_queued_lock_sends_the_read_back_in_process(db: Any, tmp_path: Path) -
         other.close()
     assert fallback.row_count == internal.row_count == 60000 - 60000 // 11
     assert (fallback.rows_digest, fallback.row_system_digest) == (
+        internal.rows_digest, internal.row_system_digest)
+
+
+def test_a_psql_that_cannot_run_leaves_the_read_in_process(db: Any, tmp_path: Path) -> None:
+    """A psql program that cannot be started does not fail the capture: the rows are read
+    in process."""
+    db.sql(AWKWARD)
+    conn = connect(Target.parse(db.uri("tables=public.mixed")), db.name)
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    with conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        cur = conn.cursor(row_factory=dict_row)
+        prepare_session(cur)
+        oids, _ = catalog.named_tables(cur, ["public.mixed"])
+        (table,) = catalog.read_tables(cur, oids)
+        session = open_session(cur)
+        assert session is not None
+        broken = dataclasses.replace(session, program=str(tmp_path / "no-such-psql"))
+        read = copy_out(cur, table, blobs, None, broken)
+        internal = copy_out(cur, table, blobs, None)
+    assert read.row_count == 60000 - 60000 // 11
+    assert (read.rows_digest, read.row_system_digest) == (
         internal.rows_digest, internal.row_system_digest)
