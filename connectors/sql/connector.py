@@ -44,7 +44,7 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
-from preimage.connectors.sql import mysql, mysql_rows
+from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.revert import SqlReverter
@@ -152,7 +152,9 @@ class SQLAlchemyConnector(ConnectorBase):
     def capture(self, target: Target, blobs: BlobStore) -> SqlSnapshot:
         """Read tables, rows and every schema object in one transaction, then audit what
         the database holds that was not read."""
-        url, redacted = engine_url(target)
+        # MySQL/MariaDB through the driver alone where it can (no SQLAlchemy start-up).
+        direct = mysql_direct.connect_params(target)
+        url, redacted = ("", target.redacted) if direct is not None else engine_url(target)
         names = scope_tables(target)
         where = row_scope(target)
         dialect = target.scheme.split("+", 1)[0]
@@ -169,6 +171,12 @@ class SQLAlchemyConnector(ConnectorBase):
         if path is not None and not os.path.exists(path):
             return SqlSnapshot(target=redacted, dialect="sqlite", database_exists=False,
                                scope=scope, notes=[f"{path} did not exist at capture time"])
+        if direct is not None:
+            snap = self._capture_direct(direct, target, redacted, names, where, scope, notes,
+                                        blobs)
+            if snap is not None:
+                return snap
+            url, redacted = engine_url(target)
         engine = self._engine(url)
         try:
             try:
@@ -206,13 +214,66 @@ class SQLAlchemyConnector(ConnectorBase):
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
                            uncaptured=uncaptured, notes=notes)
 
+    def _capture_direct(self, direct: tuple[str, str, dict[str, Any]], target: Target,
+                        redacted: str, names: list[str], where: str | None, scope: str,
+                        notes: list[str], blobs: BlobStore) -> SqlSnapshot | None:
+        """MySQL/MariaDB through the driver alone (:mod:`.mysql_direct`): the same snapshot
+        as through SQLAlchemy, without its start-up; ``None`` when a table needs SQLAlchemy
+        (checked before any row is read)."""
+        dialect, module, kw = direct
+        try:
+            dbapi = mysql_direct.connect(module, kw)
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+                raise
+            code = exc.args[0] if exc.args else None
+            msg = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+            if code == 1049:  # unknown database
+                return SqlSnapshot(target=redacted, dialect=dialect, database_exists=False,
+                                   scope=scope,
+                                   notes=[*notes, "the database did not exist at capture time"])
+            if "denied" in msg.lower() or "password" in msg.lower():
+                raise TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
+                                             target=redacted) from exc
+            raise TransientConnectorError(f"cannot reach {redacted}: {msg}",
+                                          target=redacted) from exc
+        conn = mysql_direct.Connection(dbapi, dialect)
+        try:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
+            insp = conn.inspector
+            try:
+                insp.check_server()
+                present = insp.get_table_names()
+                known = mysql_rows.table_columns(conn)
+                for name in (names or present):
+                    if name in present:
+                        insp.get_columns(name)
+                        insp.get_foreign_keys(name)
+                        insp.get_indexes(name)
+                        if mysql_rows.tuple_columns(conn, name, known.get(name)) is None:
+                            raise mysql_direct.Unsupported(f"{name}: rows as JSON lines")
+            except mysql_direct.Unsupported:
+                return None
+            if where is not None:
+                rows = self._capture_rows(conn, target, redacted, names[0], where, blobs)
+                if rows is not None:
+                    dbapi.commit()
+                    return rows
+                return None  # widened to the table: SQLAlchemy's way, with its note
+            items = list(self._read(conn, blobs, names))
+            uncaptured = mysql.audit(conn, items, names or None)
+            dbapi.commit()
+        finally:
+            conn.close()
+        return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
+                           uncaptured=uncaptured, notes=notes)
+
     def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
                       blobs: BlobStore) -> SqlSnapshot | None:
         """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB);
         ``None`` when the table has no primary key or a column the tuples cannot carry."""
-        from sqlalchemy import inspect
-
-        insp = inspect(conn)
+        insp = _inspect(conn)
         if name not in insp.get_table_names():
             raise TerminalConnectorError(
                 f"table {name} does not exist in {redacted} — a row-scope capture needs the "
@@ -220,26 +281,20 @@ class SQLAlchemyConnector(ConnectorBase):
         pk = insp.get_pk_constraint(name).get("constrained_columns")
         if not pk or mysql_rows.tuple_columns(conn, name) is None:
             return None
-        from sqlalchemy import exc as sa_exc
-
         try:
             item = self._table(conn, insp, name, blobs, {}, where=where)
-        except sa_exc.DBAPIError as exc:
-            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc.orig}") \
-                from exc
-        except Exception as exc:  # the rows are read by the driver's own cursor
-            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+        except Exception as exc:  # the driver's error, or SQLAlchemy's around it (.orig)
+            cause = getattr(exc, "orig", None) or exc
+            if type(cause).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
                 raise
-            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc}") \
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {cause}") \
                 from exc
         # Its triggers too: they are dropped while the rows go back, and made again.
         return SqlSnapshot(target=redacted, dialect=conn.dialect.name, scope="rows",
                            items=[item, *mysql.read_objects(conn, [name])])
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
-        from sqlalchemy import inspect, text
-
-        insp = inspect(conn)
+        insp = _inspect(conn)
         present = [t for t in insp.get_table_names() if t != "sqlite_sequence"]
         wanted = names or present
         sqlite = conn.dialect.name == "sqlite"
@@ -275,6 +330,8 @@ class SQLAlchemyConnector(ConnectorBase):
                     if name in wanted:
                         yield SqlCounter(kind="counter", name=name, value=int(seq))
             if not names:
+                from sqlalchemy import text
+
                 for pragma in _PRAGMAS:
                     value = conn.execute(text(f"PRAGMA {pragma}")).scalar()
                     yield SqlCounter(kind="pragma", name=pragma, value=int(value or 0))
@@ -283,9 +340,6 @@ class SQLAlchemyConnector(ConnectorBase):
                master: dict[tuple[str, str], tuple[str, str]],
                where: str | None = None,
                known: list[mysql_rows.Column] | None = None) -> SqlTable:
-        from sqlalchemy import MetaData, Table, select
-        from sqlalchemy.schema import CreateTable
-
         cols = insp.get_columns(name)
         pk = list(insp.get_pk_constraint(name).get("constrained_columns") or [])
         fks = [f"({', '.join(f['constrained_columns'])}) -> {f['referred_table']}"
@@ -303,6 +357,9 @@ class SQLAlchemyConnector(ConnectorBase):
         elif mysql.is_mysql(conn):
             ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE {mysql.quote(name)}").one()[1]
         else:
+            from sqlalchemy import MetaData, Table
+            from sqlalchemy.schema import CreateTable
+
             table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
             ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
         columns = [SqlColumn(
@@ -328,6 +385,8 @@ class SQLAlchemyConnector(ConnectorBase):
             return item.model_copy(update={
                 "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
                 "copy_columns": tuples, "row_filter": where})
+        from sqlalchemy import MetaData, Table, select
+
         if table is None:
             table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         stmt = select(*table.c)
@@ -533,6 +592,17 @@ def row_scope(target: Target) -> str | None:
         raise InvalidTargetError(target.redacted, "give only one of tables, table")
     dialect = "mysql" if target.scheme.split("+", 1)[0] in mysql.MYSQL_DIALECTS else "sqlite"
     return check_predicate(where, target.redacted, dialect=dialect)
+
+
+def _inspect(conn: Any) -> Any:
+    """The connection's inspector: the driver-only one of :mod:`.mysql_direct`, else
+    SQLAlchemy's."""
+    direct = getattr(conn, "inspector", None)
+    if isinstance(direct, mysql_direct.Inspector):
+        return direct
+    from sqlalchemy import inspect
+
+    return inspect(conn)
 
 
 def _unknown_database(exc: BaseException) -> bool:
