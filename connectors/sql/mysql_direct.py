@@ -57,16 +57,12 @@ def connect_params(target: Target) -> tuple[str, str, dict[str, Any]] | None:
 
 
 def connect(module: str, kw: dict[str, Any]) -> Any:
-    """A DB-API connection (the driver's own errors are raised)."""
-    driver = __import__(module)
-    if module == "MySQLdb":
-        from MySQLdb.constants import CLIENT
+    """A DB-API connection (the driver's own errors are raised); as SQLAlchemy's MySQL
+    dialects connect, with ``CLIENT_FOUND_ROWS`` (matched rows, not changed rows)."""
+    return __import__(module).connect(**kw, client_flag=_CLIENT_FOUND_ROWS)
 
-        # As SQLAlchemy's mysqlclient dialect: matched rows, not changed rows.
-        return driver.connect(**kw, client_flag=CLIENT.FOUND_ROWS)
-    from pymysql.constants import CLIENT as PYCLIENT
 
-    return driver.connect(**kw, client_flag=PYCLIENT.FOUND_ROWS)
+_CLIENT_FOUND_ROWS = 2
 
 
 class _Dialect:
