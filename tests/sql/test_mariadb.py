@@ -436,3 +436,32 @@ def test_driver_only_capture_matches_sqlalchemys(mydb: Any, store: Any,
     proc = subprocess.run([sys.executable, "-c", code, mydb.uri(driver="mariadb+mysqldb")],
                           capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_row_lines_are_the_bytes_quote_gives(mydb: Any) -> None:
+    """The lines a capture stores are byte for byte what ``QUOTE`` of every column gives
+    (the format of earlier backups), with numbers and dates quoted without ``QUOTE``."""
+    from preimage.connectors.sql import mysql_direct, mysql_rows
+    from preimage.connectors.sql.mysql import quote
+
+    mydb.sql("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES + WIDE)
+    conn = mysql_direct.Connection(mysql_direct.connect(
+        "pymysql", {"host": mydb.server.host, "port": mydb.server.port,
+                    "user": mydb.server.user, "password": mydb.server.password,
+                    "database": mydb.name, "charset": "utf8mb4"}), "mariadb")
+    try:
+        known = mysql_rows.table_columns(conn)
+        for table in ("kinds", "wide"):
+            columns = mysql_rows.tuple_columns(conn, table, known[table])
+            assert columns is not None
+            plain = mysql_rows.plain_columns(known[table])
+            assert plain
+            quoted = ", ".join(f"REPLACE(QUOTE(CAST({quote(c)} AS BINARY)), 0x0A, 0x5C6E)"
+                               for c in columns)
+            reference = f"SELECT CONCAT('(', CONCAT_WS(',', {quoted}), ')') FROM {table}"
+            ours = b"".join(mysql_rows.read_lines(
+                conn, mysql_rows.select_sql(table, columns, plain=plain)))
+            assert ours == b"".join(mysql_rows.read_lines(conn, reference))
+            assert ours.count(b"\n") == int(mydb.sql(f"SELECT count(*) FROM {table}"))
+    finally:
+        conn.close()
