@@ -241,19 +241,7 @@ class SQLAlchemyConnector(ConnectorBase):
         try:
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
-            insp = conn.inspector
-            try:
-                insp.check_server()
-                present = insp.get_table_names()
-                known = mysql_rows.table_columns(conn)
-                for name in (names or present):
-                    if name in present:
-                        insp.get_columns(name)
-                        insp.get_foreign_keys(name)
-                        insp.get_indexes(name)
-                        if mysql_rows.tuple_columns(conn, name, known.get(name)) is None:
-                            raise mysql_direct.Unsupported(f"{name}: rows as JSON lines")
-            except mysql_direct.Unsupported:
+            if not _direct_ready(conn, names):
                 return None
             if where is not None:
                 rows = self._capture_rows(conn, target, redacted, names[0], where, blobs)
@@ -412,7 +400,11 @@ class SQLAlchemyConnector(ConnectorBase):
         assert isinstance(snapshot, SqlSnapshot)
         report = RestoreReport(target=snapshot.target, connector="sqlalchemy",
                                dry_run=policy.dry_run)
-        url, _ = engine_url(Target.parse(snapshot.target))
+        target = Target.parse(snapshot.target)
+        direct = mysql_direct.connect_params(target) if snapshot.database_exists and all(
+            t.rows_format == "tuples" or not t.rows_digest
+            for t in snapshot.items if isinstance(t, SqlTable)) else None
+        url = "" if direct is not None else engine_url(target)[0]
         path = _sqlite_path(url)
         for t in snapshot.items:
             if isinstance(t, SqlTable) and t.rows_digest and not blobs.exists(t.rows_digest):
@@ -438,6 +430,10 @@ class SQLAlchemyConnector(ConnectorBase):
                 return report
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             report.notes.append(f"{path} re-created")
+        if direct is not None and self._restore_direct(direct, snapshot, blobs, policy, report):
+            return report
+        if not url:
+            url = engine_url(target)[0]
         engine = self._engine(url, load=snapshot.dialect in mysql.MYSQL_DIALECTS)
         try:
             if snapshot.dialect in mysql.MYSQL_DIALECTS:
@@ -468,12 +464,37 @@ class SQLAlchemyConnector(ConnectorBase):
             engine.dispose()
         return report
 
+    def _restore_direct(self, direct: tuple[str, str, dict[str, Any]], snapshot: SqlSnapshot,
+                        blobs: BlobStore, policy: RestorePolicy, report: RestoreReport) -> bool:
+        """MySQL/MariaDB through the driver alone (:mod:`.mysql_direct`), as
+        :meth:`_restore_mysql`; ``False`` (nothing read or written) where SQLAlchemy is
+        needed: a live table this way does not read, a database to create, a failed
+        connection (SQLAlchemy's way reports it)."""
+        dialect, module, kw = direct
+        if policy.keys is not None or policy.conflict is ConflictMode.MERGE:
+            return False  # rows put back one by one: SQLAlchemy's statements
+        try:
+            dbapi = mysql_direct.connect(module, kw | mysql_rows.connect_args(
+                "pymysql" if module == "pymysql" else module))
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+                raise
+            return False
+        if module == "pymysql":
+            dbapi._local_infile = False  # switched on for our own LOAD only
+        conn = mysql_direct.Connection(dbapi, dialect)
+        names = [t.name for t in snapshot.items if isinstance(t, SqlTable)] \
+            if snapshot.scope in ("tables", "rows") else []
+        if not _direct_ready(conn, names):
+            conn.close()
+            return False
+        self._restore_mysql_on(conn, snapshot, blobs, policy, report)
+        return True
+
     def _restore_mysql(self, engine: Any, url: str, snapshot: SqlSnapshot, blobs: BlobStore,
                        policy: RestorePolicy, report: RestoreReport) -> None:
         """MySQL/MariaDB: every step commits on its own (DDL does anyway); the steps done
         are journalled in the report and in any error, and a re-run finishes the rest."""
-        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
-
         try:
             conn = self._connect(engine, snapshot.target)
         except TransientConnectorError as exc:
@@ -482,6 +503,12 @@ class SQLAlchemyConnector(ConnectorBase):
             conn = self._create_mysql_database(url, snapshot, policy, report)
             if conn is None:
                 return
+        self._restore_mysql_on(conn, snapshot, blobs, policy, report)
+
+    def _restore_mysql_on(self, conn: Any, snapshot: SqlSnapshot, blobs: BlobStore,
+                          policy: RestorePolicy, report: RestoreReport) -> None:
+        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
+
         with conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             conn.exec_driver_sql("SET SESSION FOREIGN_KEY_CHECKS = 0")
@@ -544,8 +571,6 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
     """Insert the captured rows of ``table`` (MySQL/MariaDB: with LOAD DATA LOCAL where the
     server takes it, in one transaction, its own unless ``in_transaction``; else in
     batches); return how many."""
-    from sqlalchemy import MetaData, Table
-
     if table.rows_digest is None:
         return 0
     if table.rows_format == "tuples":
@@ -556,6 +581,8 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
             return loaded
         return mysql_rows.write_lines(conn, table.name, table.copy_columns,
                                       blobs.chunks(table.rows_digest, path=table.name))
+    from sqlalchemy import MetaData, Table
+
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
     count = 0
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
@@ -592,6 +619,18 @@ def row_scope(target: Target) -> str | None:
         raise InvalidTargetError(target.redacted, "give only one of tables, table")
     dialect = "mysql" if target.scheme.split("+", 1)[0] in mysql.MYSQL_DIALECTS else "sqlite"
     return check_predicate(where, target.redacted, dialect=dialect)
+
+
+def _direct_ready(conn: Any, names: list[str]) -> bool:
+    """Whether every table of ``names`` (empty: all) is read by :mod:`.mysql_direct` as
+    SQLAlchemy reads it, its rows as lines — checked before anything is read or written."""
+    try:
+        mysql_direct.check_tables(conn, names)
+        known = mysql_rows.table_columns(conn)
+        return all(mysql_rows.tuple_columns(conn, name, known[name]) is not None
+                   for name in (names or known) if name in known)
+    except mysql_direct.Unsupported:
+        return False
 
 
 def _inspect(conn: Any) -> Any:

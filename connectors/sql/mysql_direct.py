@@ -65,7 +65,13 @@ def connect(module: str, kw: dict[str, Any]) -> Any:
 _CLIENT_FOUND_ROWS = 2
 
 
+class _Preparer:
+    quote = staticmethod(quote)
+
+
 class _Dialect:
+    identifier_preparer = _Preparer()
+
     def __init__(self, name: str) -> None:
         self.name = name
 
@@ -116,8 +122,20 @@ class Connection:
         finally:
             cur.close()
 
+    def execution_options(self, *, isolation_level: str) -> Connection:
+        """``AUTOCOMMIT``: every statement commits on its own (what a MySQL restore runs
+        under)."""
+        self.connection.dbapi_connection.autocommit(isolation_level == "AUTOCOMMIT")
+        return self
+
     def close(self) -> None:
         self.connection.dbapi_connection.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # ``str()`` of the type SQLAlchemy reflects, by the name SHOW CREATE TABLE prints:
@@ -193,6 +211,19 @@ def type_string(coltype: str, arg: str | None, collate: str | None) -> str:
     if shape == "c" and collate:
         name = f"{name} COLLATE {collate}"
     return name
+
+
+def check_tables(conn: Connection, names: list[str]) -> None:
+    """Read every table of ``names`` (empty: all) now; raise :class:`Unsupported` for one
+    this module does not read as SQLAlchemy does — before anything is read or written."""
+    insp = conn.inspector
+    insp.check_server()
+    present = insp.get_table_names()
+    for name in names or present:
+        if name in present:
+            insp.get_columns(name)
+            insp.get_foreign_keys(name)
+            insp.get_indexes(name)
 
 
 class Inspector:
