@@ -403,7 +403,7 @@ def test_driver_only_capture_matches_sqlalchemys(mydb: Any, store: Any,
     """A MySQL capture made through the driver alone (no SQLAlchemy start-up) holds the very
     snapshot the SQLAlchemy way gives: every column type, default, key, index, constraint,
     object and row blob — for the whole database, a table set and a row scope, through
-    either driver; and a capture command on that path does not import SQLAlchemy."""
+    either driver; and a capture and a restore on that path do not import SQLAlchemy."""
     import subprocess
     import sys
 
@@ -431,11 +431,21 @@ def test_driver_only_capture_matches_sqlalchemys(mydb: Any, store: Any,
             assert ours[key] == theirs[key], key
     assert direct[0]["uncaptured"] == [] and len(direct[0]["items"]) > 10
     monkeypatch.setattr(mysql_direct, "connect_params", driver_only)
-    code = ("import sys, preimage; preimage.capture([sys.argv[1]]); "
-            "print('sqlalchemy' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code, mydb.uri(driver="mariadb+mysqldb")],
-                          capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "False", proc.stderr
+    before = mydb.dump()
+
+    def light(code: str, arg: str) -> str:
+        """``code`` in a new process; what it prints, then whether SQLAlchemy was imported."""
+        proc = subprocess.run([sys.executable, "-c", f"import sys, preimage; {code}; "
+                               "print('sqlalchemy' in sys.modules)", arg],
+                              capture_output=True, text=True, check=True)
+        return proc.stdout
+
+    backup, imported = light("print(preimage.capture([sys.argv[1]]).id)",
+                             mydb.uri(driver="mariadb+mysqldb")).split()
+    assert imported == "False"
+    mydb.sql("DROP TABLE wide; DELETE FROM orders; DROP VIEW aa_biggest")
+    assert light("preimage.restore(sys.argv[1])", backup).split() == ["False"]
+    same_dump(mydb.dump(), before)
 
 
 def test_row_lines_are_the_bytes_quote_gives(mydb: Any) -> None:
