@@ -27,9 +27,10 @@ def browser_suite(tmp_path_factory: pytest.TempPathFactory,
     home = tmp_path_factory.mktemp("home")
     env = {**os.environ, "PREIMAGE_HOME": str(home), **bench_web_servers}
     proc = subprocess.run(
-        # the protectors these tests read (a workspace checkpoint holds no browser state)
+        # the protectors these tests read (a workspace checkpoint holds no browser state;
+        # what no backup leaves is every run's damage, scored before its restore)
         [sys.executable, "-m", "preimage", "bench", "--suite", "browser", "--json",
-         "--protectors", "none,content,preimage"],
+         "--protectors", "content,preimage"],
         capture_output=True, text=True, env=env, timeout=1200,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -66,14 +67,15 @@ def test_layer_targets_name_the_records_not_the_page(browser_suite: dict[str, An
 
 
 def test_baselines_are_measured_on_web_state(browser_suite: dict[str, Any]) -> None:
-    """No backup leaves the damage; the content-only export is taken and written back, and
-    loses what an export cannot carry (authors, e-mails, cookie flags, histories)."""
-    none, content = _runs(browser_suite, "none"), _runs(browser_suite, "content")
-    for sid, run in none.items():
-        assert not run["backed_up"]
-        assert run["restorable"] < 1.0, sid
+    """No backup leaves the damage (each run scores the state after the call, before its
+    restore); the content-only export is taken and written back, and loses what an export
+    cannot carry (authors, e-mails, cookie flags, histories)."""
+    layer, content = _runs(browser_suite, "preimage"), _runs(browser_suite, "content")
+    for sid, run in layer.items():
+        assert run["damage"] < 1.0, sid
     for sid, run in content.items():
         assert run["status"] == "ok", (sid, run["reason"])
         assert run["backed_up"], sid
         assert run["restorable"] < 1.0, sid
-    assert content["B-purge-user"]["content"] > none["B-purge-user"]["content"]
+        assert run["damage"] < 1.0, sid
+    assert content["B-purge-user"]["restorable"] > content["B-purge-user"]["damage"]

@@ -176,10 +176,23 @@ spec:
     # ------------------------------------------------------------ comparing
     @staticmethod
     def comparable(obj: dict[str, Any]) -> tuple[Any, Any]:
-        """An object's content and metadata leaves (server-class leaves dropped)."""
-        from preimage.snapshot_schemas.kubernetes import split_object
+        """An object's content and metadata leaves (server-class leaves dropped), with the
+        lists whose order the server sets in key order, as the meter compares them (the
+        API server orders ``managedFields`` by time)."""
+        import copy
 
-        body, meta, _ = split_object(obj)
+        from preimage.snapshot_schemas.kubernetes import KEYED_LISTS, split_object
+
+        body, meta, _ = copy.deepcopy(split_object(obj))
+        for doc in (body, meta):
+            for path, key in KEYED_LISTS.items():
+                parent: Any = doc
+                for part in path[:-1]:
+                    parent = parent.get(part) if isinstance(parent, dict) else None
+                entries = parent.get(path[-1]) if isinstance(parent, dict) else None
+                if isinstance(entries, list):
+                    parent[path[-1]] = sorted(
+                        entries, key=lambda e: [str(e.get(k)) for k in key])
         return body, meta
 
     def objects(self, kinds: str, namespace: str | None = None) -> dict[str, dict[str, Any]]:

@@ -8,8 +8,9 @@ built from local wheels (``fixtures/wheels.py``) and never touch the network.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,13 +70,35 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture
-def venv(tmp_path: Path, wheelhouse: Path) -> Path:
-    """A virtualenv without pip holding app 1.0 and liba 5.9.0 (installed by preimage's pip)."""
-    path = tmp_path / "venv"
-    python = wheels.make_venv(path, with_pip=False)
-    wheels.pip_install(python, wheelhouse, "app", "liba==5.9.0")
+@pytest.fixture(scope="session")
+def _venvs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("venvs")
+
+
+def _fresh(home: Path, name: str, build: Callable[[Path], None]) -> Path:
+    """A fresh copy of an environment ``build`` makes once per session, at the same path
+    each time: its console scripts name their interpreter by absolute path, so a copy
+    anywhere else would not be the environment pip made.  (pip installs take seconds.)"""
+    path, pristine = home / name, home / f"{name}.pristine"
+    if pristine.exists():
+        if path.exists():
+            subprocess.run(["chmod", "-R", "u+rwX", str(path)], check=False)
+            shutil.rmtree(path)
+        shutil.copytree(pristine, path, symlinks=True)
+    else:
+        build(path)
+        shutil.copytree(path, pristine, symlinks=True)
     return path
+
+
+@pytest.fixture
+def venv(_venvs: Path, wheelhouse: Path) -> Path:
+    """A virtualenv without pip holding app 1.0 and liba 5.9.0 (installed by preimage's pip)."""
+    def build(path: Path) -> None:
+        python = wheels.make_venv(path, with_pip=False)
+        wheels.pip_install(python, wheelhouse, "app", "liba==5.9.0")
+
+    return _fresh(_venvs, "venv", build)
 
 
 def ensurepip_wheel() -> Path:
@@ -90,10 +113,11 @@ def ensurepip_wheel() -> Path:
 
 
 @pytest.fixture
-def venv_with_pip(tmp_path: Path, wheelhouse: Path) -> Path:
+def venv_with_pip(_venvs: Path, wheelhouse: Path) -> Path:
     """A virtualenv with its own pip (from the bundled wheel), app 1.0 and liba 5.9.0."""
-    path = tmp_path / "venv"
-    python = wheels.make_venv(path, with_pip=False)
-    wheels.pip_install(python, ensurepip_wheel().parent, str(ensurepip_wheel()))
-    wheels.pip_install(python, wheelhouse, "app", "liba==5.9.0")
-    return path
+    def build(path: Path) -> None:
+        python = wheels.make_venv(path, with_pip=False)
+        wheels.pip_install(python, ensurepip_wheel().parent, str(ensurepip_wheel()))
+        wheels.pip_install(python, wheelhouse, "app", "liba==5.9.0")
+
+    return _fresh(_venvs, "venv-with-pip", build)
