@@ -10,7 +10,8 @@ Capture runs in one transaction and reflects tables, columns, keys,
 constraints and indexes; rows stream into a blob in storage order (a plain
 scan) for SQLite and MySQL/MariaDB, in key order elsewhere — as the server's
 own value tuples for MySQL/MariaDB (:mod:`.mysql_rows`), as JSON lines
-otherwise.
+otherwise.  MySQL/MariaDB captures and restores go through the driver alone where
+they can, without SQLAlchemy's start-up (:mod:`.mysql_direct`).
 SQLite also keeps the exact DDL of every table, index, view and trigger from
 ``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
 ``application_id``; MySQL/MariaDB keep ``SHOW CREATE`` of every table, view,
@@ -474,8 +475,7 @@ class SQLAlchemyConnector(ConnectorBase):
         if policy.keys is not None or policy.conflict is ConflictMode.MERGE:
             return False  # rows put back one by one: SQLAlchemy's statements
         try:
-            dbapi = mysql_direct.connect(module, kw | mysql_rows.connect_args(
-                "pymysql" if module == "pymysql" else module))
+            dbapi = mysql_direct.connect(module, kw | mysql_rows.connect_args(module))
         except Exception as exc:
             if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
                 raise

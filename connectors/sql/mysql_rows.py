@@ -3,7 +3,9 @@
 The server renders each row as one line, ``(v1,v2,…)``, every value
 ``QUOTE(CAST(col AS BINARY))`` (``NULL`` for null, else a quoted string of
 the column's exact bytes — character set untouched, binary kept, ``''`` and
-``NULL`` distinct) with newlines written ``\\n``; the client only reads one
+``NULL`` distinct) with newlines written ``\\n`` (numbers, dates and times, which
+hold none of what ``QUOTE`` escapes, are put between quotes by ``CONCAT``: the same
+bytes, less work for the server); the client only reads one
 binary column per row and writes the lines to the blob as they come, so no
 value is converted or parsed in Python.  A restore of a whole table hands the
 same lines to ``LOAD DATA LOCAL INFILE`` (:func:`load_lines`: the escapes
