@@ -87,6 +87,8 @@ class SqlRestorer:
         self._insp: Any = None
 
     def _exec(self, sql: str, params: dict[str, Any] | None = None) -> Callable[[], None]:
+        if not params and hasattr(self.conn, "inspector"):  # the driver alone (.mysql_direct)
+            return lambda: self.conn.exec_driver_sql(sql) and None
         from sqlalchemy import text
 
         return lambda: self.conn.execute(text(sql), params or {}) and None
@@ -541,6 +543,6 @@ def _decoded(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _inspect(conn: Any) -> Any:
-    from sqlalchemy import inspect
+    from preimage.connectors.sql.connector import _inspect as inspect
 
     return inspect(conn)

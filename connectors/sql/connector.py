@@ -10,7 +10,8 @@ Capture runs in one transaction and reflects tables, columns, keys,
 constraints and indexes; rows stream into a blob in storage order (a plain
 scan) for SQLite and MySQL/MariaDB, in key order elsewhere — as the server's
 own value tuples for MySQL/MariaDB (:mod:`.mysql_rows`), as JSON lines
-otherwise.
+otherwise.  MySQL/MariaDB captures and restores go through the driver alone where
+they can, without SQLAlchemy's start-up (:mod:`.mysql_direct`).
 SQLite also keeps the exact DDL of every table, index, view and trigger from
 ``sqlite_master``, the ``sqlite_sequence`` counters and ``user_version`` /
 ``application_id``; MySQL/MariaDB keep ``SHOW CREATE`` of every table, view,
@@ -44,7 +45,7 @@ from preimage._errors import (
     TransientConnectorError,
 )
 from preimage._target import Target
-from preimage.connectors.sql import mysql, mysql_rows
+from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.revert import SqlReverter
@@ -152,7 +153,9 @@ class SQLAlchemyConnector(ConnectorBase):
     def capture(self, target: Target, blobs: BlobStore) -> SqlSnapshot:
         """Read tables, rows and every schema object in one transaction, then audit what
         the database holds that was not read."""
-        url, redacted = engine_url(target)
+        # MySQL/MariaDB through the driver alone where it can (no SQLAlchemy start-up).
+        direct = mysql_direct.connect_params(target)
+        url, redacted = ("", target.redacted) if direct is not None else engine_url(target)
         names = scope_tables(target)
         where = row_scope(target)
         dialect = target.scheme.split("+", 1)[0]
@@ -169,6 +172,12 @@ class SQLAlchemyConnector(ConnectorBase):
         if path is not None and not os.path.exists(path):
             return SqlSnapshot(target=redacted, dialect="sqlite", database_exists=False,
                                scope=scope, notes=[f"{path} did not exist at capture time"])
+        if direct is not None:
+            snap = self._capture_direct(direct, target, redacted, names, where, scope, notes,
+                                        blobs)
+            if snap is not None:
+                return snap
+            url, redacted = engine_url(target)
         engine = self._engine(url)
         try:
             try:
@@ -206,13 +215,54 @@ class SQLAlchemyConnector(ConnectorBase):
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
                            uncaptured=uncaptured, notes=notes)
 
+    def _capture_direct(self, direct: tuple[str, str, dict[str, Any]], target: Target,
+                        redacted: str, names: list[str], where: str | None, scope: str,
+                        notes: list[str], blobs: BlobStore) -> SqlSnapshot | None:
+        """MySQL/MariaDB through the driver alone (:mod:`.mysql_direct`): the same snapshot
+        as through SQLAlchemy, without its start-up; ``None`` when a table needs SQLAlchemy
+        (checked before any row is read)."""
+        dialect, module, kw = direct
+        try:
+            dbapi = mysql_direct.connect(module, kw)
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+                raise
+            code = exc.args[0] if exc.args else None
+            msg = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+            if code == 1049:  # unknown database
+                return SqlSnapshot(target=redacted, dialect=dialect, database_exists=False,
+                                   scope=scope,
+                                   notes=[*notes, "the database did not exist at capture time"])
+            if "denied" in msg.lower() or "password" in msg.lower():
+                raise TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
+                                             target=redacted) from exc
+            raise TransientConnectorError(f"cannot reach {redacted}: {msg}",
+                                          target=redacted) from exc
+        conn = mysql_direct.Connection(dbapi, dialect)
+        try:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
+            if not _direct_ready(conn, names):
+                return None
+            if where is not None:
+                rows = self._capture_rows(conn, target, redacted, names[0], where, blobs)
+                if rows is not None:
+                    dbapi.commit()
+                    return rows
+                return None  # widened to the table: SQLAlchemy's way, with its note
+            items = list(self._read(conn, blobs, names))
+            uncaptured = mysql.audit(conn, items, names or None)
+            dbapi.commit()
+        finally:
+            conn.close()
+        return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
+                           uncaptured=uncaptured, notes=notes)
+
     def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
                       blobs: BlobStore) -> SqlSnapshot | None:
         """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB);
         ``None`` when the table has no primary key or a column the tuples cannot carry."""
-        from sqlalchemy import inspect
-
-        insp = inspect(conn)
+        insp = _inspect(conn)
         if name not in insp.get_table_names():
             raise TerminalConnectorError(
                 f"table {name} does not exist in {redacted} — a row-scope capture needs the "
@@ -220,26 +270,20 @@ class SQLAlchemyConnector(ConnectorBase):
         pk = insp.get_pk_constraint(name).get("constrained_columns")
         if not pk or mysql_rows.tuple_columns(conn, name) is None:
             return None
-        from sqlalchemy import exc as sa_exc
-
         try:
             item = self._table(conn, insp, name, blobs, {}, where=where)
-        except sa_exc.DBAPIError as exc:
-            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc.orig}") \
-                from exc
-        except Exception as exc:  # the rows are read by the driver's own cursor
-            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+        except Exception as exc:  # the driver's error, or SQLAlchemy's around it (.orig)
+            cause = getattr(exc, "orig", None) or exc
+            if type(cause).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
                 raise
-            raise InvalidTargetError(target.redacted, f"the row predicate failed: {exc}") \
+            raise InvalidTargetError(target.redacted, f"the row predicate failed: {cause}") \
                 from exc
         # Its triggers too: they are dropped while the rows go back, and made again.
         return SqlSnapshot(target=redacted, dialect=conn.dialect.name, scope="rows",
                            items=[item, *mysql.read_objects(conn, [name])])
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
-        from sqlalchemy import inspect, text
-
-        insp = inspect(conn)
+        insp = _inspect(conn)
         present = [t for t in insp.get_table_names() if t != "sqlite_sequence"]
         wanted = names or present
         sqlite = conn.dialect.name == "sqlite"
@@ -275,6 +319,8 @@ class SQLAlchemyConnector(ConnectorBase):
                     if name in wanted:
                         yield SqlCounter(kind="counter", name=name, value=int(seq))
             if not names:
+                from sqlalchemy import text
+
                 for pragma in _PRAGMAS:
                     value = conn.execute(text(f"PRAGMA {pragma}")).scalar()
                     yield SqlCounter(kind="pragma", name=pragma, value=int(value or 0))
@@ -283,9 +329,6 @@ class SQLAlchemyConnector(ConnectorBase):
                master: dict[tuple[str, str], tuple[str, str]],
                where: str | None = None,
                known: list[mysql_rows.Column] | None = None) -> SqlTable:
-        from sqlalchemy import MetaData, Table, select
-        from sqlalchemy.schema import CreateTable
-
         cols = insp.get_columns(name)
         pk = list(insp.get_pk_constraint(name).get("constrained_columns") or [])
         fks = [f"({', '.join(f['constrained_columns'])}) -> {f['referred_table']}"
@@ -303,6 +346,9 @@ class SQLAlchemyConnector(ConnectorBase):
         elif mysql.is_mysql(conn):
             ddl = conn.exec_driver_sql(f"SHOW CREATE TABLE {mysql.quote(name)}").one()[1]
         else:
+            from sqlalchemy import MetaData, Table
+            from sqlalchemy.schema import CreateTable
+
             table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
             ddl = str(CreateTable(table).compile(dialect=conn.dialect)).strip()
         columns = [SqlColumn(
@@ -328,6 +374,8 @@ class SQLAlchemyConnector(ConnectorBase):
             return item.model_copy(update={
                 "rows_digest": digest, "row_count": lines.rows, "rows_format": "tuples",
                 "copy_columns": tuples, "row_filter": where})
+        from sqlalchemy import MetaData, Table, select
+
         if table is None:
             table = Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
         stmt = select(*table.c)
@@ -353,7 +401,11 @@ class SQLAlchemyConnector(ConnectorBase):
         assert isinstance(snapshot, SqlSnapshot)
         report = RestoreReport(target=snapshot.target, connector="sqlalchemy",
                                dry_run=policy.dry_run)
-        url, _ = engine_url(Target.parse(snapshot.target))
+        target = Target.parse(snapshot.target)
+        direct = mysql_direct.connect_params(target) if snapshot.database_exists and all(
+            t.rows_format == "tuples" or not t.rows_digest
+            for t in snapshot.items if isinstance(t, SqlTable)) else None
+        url = "" if direct is not None else engine_url(target)[0]
         path = _sqlite_path(url)
         for t in snapshot.items:
             if isinstance(t, SqlTable) and t.rows_digest and not blobs.exists(t.rows_digest):
@@ -379,6 +431,10 @@ class SQLAlchemyConnector(ConnectorBase):
                 return report
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             report.notes.append(f"{path} re-created")
+        if direct is not None and self._restore_direct(direct, snapshot, blobs, policy, report):
+            return report
+        if not url:
+            url = engine_url(target)[0]
         engine = self._engine(url, load=snapshot.dialect in mysql.MYSQL_DIALECTS)
         try:
             if snapshot.dialect in mysql.MYSQL_DIALECTS:
@@ -409,12 +465,36 @@ class SQLAlchemyConnector(ConnectorBase):
             engine.dispose()
         return report
 
+    def _restore_direct(self, direct: tuple[str, str, dict[str, Any]], snapshot: SqlSnapshot,
+                        blobs: BlobStore, policy: RestorePolicy, report: RestoreReport) -> bool:
+        """MySQL/MariaDB through the driver alone (:mod:`.mysql_direct`), as
+        :meth:`_restore_mysql`; ``False`` (nothing read or written) where SQLAlchemy is
+        needed: a live table this way does not read, a database to create, a failed
+        connection (SQLAlchemy's way reports it)."""
+        dialect, module, kw = direct
+        if policy.keys is not None or policy.conflict is ConflictMode.MERGE:
+            return False  # rows put back one by one: SQLAlchemy's statements
+        try:
+            dbapi = mysql_direct.connect(module, kw | mysql_rows.connect_args(module))
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] not in ("pymysql", "MySQLdb"):
+                raise
+            return False
+        if module == "pymysql":
+            dbapi._local_infile = False  # switched on for our own LOAD only
+        conn = mysql_direct.Connection(dbapi, dialect)
+        names = [t.name for t in snapshot.items if isinstance(t, SqlTable)] \
+            if snapshot.scope in ("tables", "rows") else []
+        if not _direct_ready(conn, names):
+            conn.close()
+            return False
+        self._restore_mysql_on(conn, snapshot, blobs, policy, report)
+        return True
+
     def _restore_mysql(self, engine: Any, url: str, snapshot: SqlSnapshot, blobs: BlobStore,
                        policy: RestorePolicy, report: RestoreReport) -> None:
         """MySQL/MariaDB: every step commits on its own (DDL does anyway); the steps done
         are journalled in the report and in any error, and a re-run finishes the rest."""
-        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
-
         try:
             conn = self._connect(engine, snapshot.target)
         except TransientConnectorError as exc:
@@ -423,6 +503,12 @@ class SQLAlchemyConnector(ConnectorBase):
             conn = self._create_mysql_database(url, snapshot, policy, report)
             if conn is None:
                 return
+        self._restore_mysql_on(conn, snapshot, blobs, policy, report)
+
+    def _restore_mysql_on(self, conn: Any, snapshot: SqlSnapshot, blobs: BlobStore,
+                          policy: RestorePolicy, report: RestoreReport) -> None:
+        from preimage.connectors.sql.apply import SqlRestorer, StepsFailedError, restore_rows
+
         with conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             conn.exec_driver_sql("SET SESSION FOREIGN_KEY_CHECKS = 0")
@@ -485,8 +571,6 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
     """Insert the captured rows of ``table`` (MySQL/MariaDB: with LOAD DATA LOCAL where the
     server takes it, in one transaction, its own unless ``in_transaction``; else in
     batches); return how many."""
-    from sqlalchemy import MetaData, Table
-
     if table.rows_digest is None:
         return 0
     if table.rows_format == "tuples":
@@ -497,6 +581,8 @@ def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
             return loaded
         return mysql_rows.write_lines(conn, table.name, table.copy_columns,
                                       blobs.chunks(table.rows_digest, path=table.name))
+    from sqlalchemy import MetaData, Table
+
     live = Table(table.name, MetaData(), autoload_with=conn, resolve_fks=False)
     count = 0
     for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
@@ -533,6 +619,29 @@ def row_scope(target: Target) -> str | None:
         raise InvalidTargetError(target.redacted, "give only one of tables, table")
     dialect = "mysql" if target.scheme.split("+", 1)[0] in mysql.MYSQL_DIALECTS else "sqlite"
     return check_predicate(where, target.redacted, dialect=dialect)
+
+
+def _direct_ready(conn: Any, names: list[str]) -> bool:
+    """Whether every table of ``names`` (empty: all) is read by :mod:`.mysql_direct` as
+    SQLAlchemy reads it, its rows as lines — checked before anything is read or written."""
+    try:
+        mysql_direct.check_tables(conn, names)
+        known = mysql_rows.table_columns(conn)
+        return all(mysql_rows.tuple_columns(conn, name, known[name]) is not None
+                   for name in (names or known) if name in known)
+    except mysql_direct.Unsupported:
+        return False
+
+
+def _inspect(conn: Any) -> Any:
+    """The connection's inspector: the driver-only one of :mod:`.mysql_direct`, else
+    SQLAlchemy's."""
+    direct = getattr(conn, "inspector", None)
+    if isinstance(direct, mysql_direct.Inspector):
+        return direct
+    from sqlalchemy import inspect
+
+    return inspect(conn)
 
 
 def _unknown_database(exc: BaseException) -> bool:

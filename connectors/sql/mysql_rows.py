@@ -3,7 +3,9 @@
 The server renders each row as one line, ``(v1,v2,…)``, every value
 ``QUOTE(CAST(col AS BINARY))`` (``NULL`` for null, else a quoted string of
 the column's exact bytes — character set untouched, binary kept, ``''`` and
-``NULL`` distinct) with newlines written ``\\n``; the client only reads one
+``NULL`` distinct) with newlines written ``\\n`` (numbers, dates and times, which
+hold none of what ``QUOTE`` escapes, are put between quotes by ``CONCAT``: the same
+bytes, less work for the server); the client only reads one
 binary column per row and writes the lines to the blob as they come, so no
 value is converted or parsed in Python.  A restore of a whole table hands the
 same lines to ``LOAD DATA LOCAL INFILE`` (:func:`load_lines`: the escapes
@@ -90,12 +92,14 @@ def _driver(conn: Any) -> str:
 
 def select_sql(table: str, columns: list[str], where: str | None = None,
                plain: frozenset[str] = frozenset()) -> str:
-    """The query whose one binary column is each row as a ``(v1,v2,…)`` line; the
-    ``plain`` columns hold no newline, so theirs is not replaced (the line is the same)."""
-    values = ", ".join(f"QUOTE(CAST({_q(c)} AS BINARY))" if c in plain
-                       else f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)"
-                       for c in columns)
-    sql = f"SELECT CONCAT('(', CONCAT_WS(',', {values}), ')') FROM {_q(table)}"
+    """The query whose one binary column is each row as a ``(v1,v2,…)`` line.  The
+    ``plain`` columns (numbers, dates, times) hold no newline, quote or backslash, so
+    theirs is put between quotes as it is (the bytes ``QUOTE`` would give, with less work
+    for the server); one flat ``CONCAT``, since no part is ever NULL."""
+    values = ", ',', ".join(
+        f"IFNULL(CONCAT('''', {_q(c)}, ''''), 'NULL')" if c in plain
+        else f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)" for c in columns)
+    sql = f"SELECT CONCAT(_binary'(', {values}, ')') FROM {_q(table)}"
     return sql + (f" WHERE ({where})" if where else "")
 
 
@@ -103,15 +107,47 @@ def read_lines(conn: Any, sql: str) -> Iterator[bytes]:
     """The rows of ``sql`` (one line each), in chunks, from an unbuffered cursor on the
     connection's own transaction."""
     dbapi = conn.connection.dbapi_connection
-    cursors = __import__(f"{_driver(conn)}.cursors", fromlist=["SSCursor"])
+    driver = _driver(conn)
     conn.exec_driver_sql("SET SESSION time_zone = '+00:00'")
+    if driver == "MySQLdb":
+        yield from _read_mysqldb(dbapi, sql)
+        return
+    cursors = __import__(f"{driver}.cursors", fromlist=["SSCursor"])
     cur = dbapi.cursor(cursors.SSCursor)
     try:
         cur.execute(sql)
         while rows := cur.fetchmany(FETCH):
-            yield b"\n".join(bytes(r[0]) for r in rows) + b"\n"
+            yield _joined([r[0] for r in rows])
     finally:
         cur.close()
+
+
+def _read_mysqldb(dbapi: Any, sql: str) -> Iterator[bytes]:
+    """mysqlclient: the rows straight from its result object (``mysql_use_result``), one
+    ``bytes`` per row and no cursor in between: a third less CPU per row than
+    ``SSCursor.fetchmany``."""
+    dbapi.query(sql.encode())
+    result = dbapi.use_result()
+    try:
+        while rows := result.fetch_row(FETCH):
+            yield _joined([line for (line,) in rows])
+    finally:
+        result.discard()  # what is left unread (an error, or a generator closed early)
+
+
+def _joined(lines: list[Any]) -> bytes:
+    try:
+        return b"\n".join(lines) + b"\n"
+    except TypeError:  # a NULL line: QUOTE gives NULL for more than max_allowed_packet
+        raise RowTooLongError() from None
+
+
+class RowTooLongError(Exception):
+    """The server rendered a row as NULL: its line is longer than it may send."""
+
+    def __init__(self) -> None:
+        super().__init__("a row's quoted text is longer than the server's max_allowed_packet "
+                         "— raise max_allowed_packet (SET GLOBAL) and capture again")
 
 
 def write_lines(conn: Any, table: str, columns: list[str], chunks: Iterable[bytes], *,

@@ -375,3 +375,103 @@ def test_a_url_without_a_driver_round_trips(mydb: Any, cli: Any) -> None:
     mydb.server.sql(f"DROP DATABASE {mydb.name}")
     cli.restore(backup)
     same_dump(mydb.dump(), before)
+
+
+WIDE = r"""
+CREATE TABLE wide (
+  a tinyint, b smallint unsigned, c mediumint NOT NULL DEFAULT -3, d int(5) zerofill,
+  e bigint unsigned NOT NULL DEFAULT 7, f decimal(10,2) DEFAULT 1.50, g float, h double,
+  i float(7,3), k date DEFAULT '2020-02-02',
+  l datetime(6) DEFAULT current_timestamp(6) ON UPDATE current_timestamp(6),
+  m timestamp NULL, n time(3), o year, p char(3) CHARACTER SET latin1 COMMENT 'it''s',
+  q varchar(20) COLLATE utf8mb4_bin DEFAULT 'x,y', r tinytext, s text, t mediumtext,
+  v binary(4), w varbinary(9), x tinyblob, z mediumblob, aa longblob,
+  bb enum('a','b''c',')') DEFAULT 'a', cc set('x','y'), dd json, gg uuid,
+  ff int GENERATED ALWAYS AS (a + 1) VIRTUAL,
+  id int AUTO_INCREMENT PRIMARY KEY, parent int,
+  UNIQUE KEY wide_ca (c, a), KEY (g), KEY wide_q (q(4) DESC), FULLTEXT KEY wide_s (s),
+  CONSTRAINT wide_chk CHECK (a > 0 OR a IS NULL),
+  CONSTRAINT wide_parent FOREIGN KEY (parent) REFERENCES wide (id) ON DELETE SET NULL
+) COMMENT 'many kinds';
+INSERT INTO wide (a, c, p, q, dd, gg) VALUES (1, 2, 'abc', 'q', '{"k": [1]}', uuid()),
+  (NULL, 5, NULL, NULL, NULL, NULL);
+"""
+
+
+def test_driver_only_capture_matches_sqlalchemys(mydb: Any, store: Any,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MySQL capture made through the driver alone (no SQLAlchemy start-up) holds the very
+    snapshot the SQLAlchemy way gives: every column type, default, key, index, constraint,
+    object and row blob — for the whole database, a table set and a row scope, through
+    either driver; and a capture and a restore on that path do not import SQLAlchemy."""
+    import subprocess
+    import sys
+
+    from preimage.connectors.sql import mysql_direct
+
+    mydb.sql(SCHEMA + "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES + WIDE)
+    uris = [mydb.uri(driver=d) for d in DRIVERS] + [
+        mydb.uri("tables=wide,kinds,missing", driver="mariadb+mysqldb"),
+        rows_uri(mydb, "orders", "total > 1", driver="mariadb+mysqldb"),
+        rows_uri(mydb, "wide", "id = 1")]
+
+    def snapshots() -> list[Any]:
+        return [preimage.capture([u], store=store).snapshots[0].model_dump(exclude={"captured_at"})
+                for u in uris]
+
+    direct = snapshots()
+    driver_only = mysql_direct.connect_params
+    monkeypatch.setattr(mysql_direct, "connect_params", lambda target: None)
+    for ours, theirs in zip(direct, snapshots(), strict=True):
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            if key == "items":
+                for a, b in zip(ours[key], theirs[key], strict=True):
+                    assert a == b
+            assert ours[key] == theirs[key], key
+    assert direct[0]["uncaptured"] == [] and len(direct[0]["items"]) > 10
+    monkeypatch.setattr(mysql_direct, "connect_params", driver_only)
+    before = mydb.dump()
+
+    def light(code: str, arg: str) -> str:
+        """``code`` in a new process; what it prints, then whether SQLAlchemy was imported."""
+        proc = subprocess.run([sys.executable, "-c", f"import sys, preimage; {code}; "
+                               "print('sqlalchemy' in sys.modules)", arg],
+                              capture_output=True, text=True, check=True)
+        return proc.stdout
+
+    backup, imported = light("print(preimage.capture([sys.argv[1]]).id)",
+                             mydb.uri(driver="mariadb+mysqldb")).split()
+    assert imported == "False"
+    mydb.sql("DROP TABLE wide; DELETE FROM orders; DROP VIEW aa_biggest")
+    assert light("preimage.restore(sys.argv[1])", backup).split() == ["False"]
+    same_dump(mydb.dump(), before)
+
+
+def test_row_lines_are_the_bytes_quote_gives(mydb: Any) -> None:
+    """The lines a capture stores are byte for byte what ``QUOTE`` of every column gives
+    (the format of earlier backups), with numbers and dates quoted without ``QUOTE``."""
+    from preimage.connectors.sql import mysql_direct, mysql_rows
+    from preimage.connectors.sql.mysql import quote
+
+    mydb.sql("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES + WIDE)
+    conn = mysql_direct.Connection(mysql_direct.connect(
+        "pymysql", {"host": mydb.server.host, "port": mydb.server.port,
+                    "user": mydb.server.user, "password": mydb.server.password,
+                    "database": mydb.name, "charset": "utf8mb4"}), "mariadb")
+    try:
+        known = mysql_rows.table_columns(conn)
+        for table in ("kinds", "wide"):
+            columns = mysql_rows.tuple_columns(conn, table, known[table])
+            assert columns is not None
+            plain = mysql_rows.plain_columns(known[table])
+            assert plain
+            quoted = ", ".join(f"REPLACE(QUOTE(CAST({quote(c)} AS BINARY)), 0x0A, 0x5C6E)"
+                               for c in columns)
+            reference = f"SELECT CONCAT('(', CONCAT_WS(',', {quoted}), ')') FROM {table}"
+            ours = b"".join(mysql_rows.read_lines(
+                conn, mysql_rows.select_sql(table, columns, plain=plain)))
+            assert ours == b"".join(mysql_rows.read_lines(conn, reference))
+            assert ours.count(b"\n") == int(mydb.sql(f"SELECT count(*) FROM {table}"))
+    finally:
+        conn.close()
