@@ -7,12 +7,12 @@ PIP    := $(VENV)/bin/pip
 EDITABLE := --config-settings editable_mode=strict
 # setuptools announces every strict editable install with a warning; it is information only.
 QUIET  := PYTHONWARNINGS="ignore:Editable installation"
-# Four workers on two cores: much of the suite waits on servers (Chromium, the
-# Kubernetes controllers, SeaweedFS), and more workers fill those waits (8 min 4 s with
-# two, 7 min 27 s with three, measured alone on this kind of machine).  Tests that
+# Three workers on two cores: much of the suite waits on servers (Chromium, the
+# Kubernetes controllers, SeaweedFS), and a third worker fills those waits (8 min 4 s
+# with two, 7 min 27 s with three, measured alone on this kind of machine).  Tests that
 # share a session server run on one worker (tests/conftest.py schedules them), so every
 # server still starts once.
-PYTEST_FLAGS ?= -n 4
+PYTEST_FLAGS ?= -n 3
 
 .PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
 

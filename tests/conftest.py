@@ -42,7 +42,7 @@ SERVER_MARKERS = {
 }
 
 
-#: Areas whose tests share session servers: under pytest-xdist (``-n 4``) all the tests
+#: Areas whose tests share session servers: under pytest-xdist (``-n 3``) all the tests
 #: of one run on one worker, so each server starts once.  Every other module is a unit of
 #: its own (a benchmark module shares one bench run, the real-harness module one run per
 #: harness, the layer audit one audited sample), so its module fixtures run once.  The
