@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,22 @@ def test_big_table_round_trips_through_cli(db: Any, cli: Any, pg_dump: Any, chec
     check.full_fidelity(cli, backup)
 
 
+@contextmanager
+def _capturing_mixed(conn: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """A capture's own transaction over ``public.mixed``, as the connector opens it:
+    (cursor, table, psql session)."""
+    with conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        cur = conn.cursor(row_factory=dict_row)
+        prepare_session(cur)
+        oids, _ = catalog.named_tables(cur, ["public.mixed"])
+        (table,) = catalog.read_tables(cur, oids)
+        session = open_session(cur)
+        assert session is not None
+        yield cur, table, session
+
+
 def test_a_queued_lock_sends_the_read_back_in_process(db: Any, tmp_path: Path) -> None:
     """An ALTER waiting for the capture's lock makes psql's NOWAIT lock fail (no deadlock:
     psql would queue behind the ALTER, which waits for the capture, which waits for psql);
@@ -119,15 +137,7 @@ def test_a_queued_lock_sends_the_read_back_in_process(db: Any, tmp_path: Path) -
 
     waiter = threading.Thread(target=alter)
     try:
-        with conn:
-            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            conn.read_only = True
-            cur = conn.cursor(row_factory=dict_row)
-            prepare_session(cur)
-            oids, _ = catalog.named_tables(cur, ["public.mixed"])
-            (table,) = catalog.read_tables(cur, oids)
-            session = open_session(cur)
-            assert session is not None
+        with _capturing_mixed(conn) as (cur, table, session):
             cur.execute("LOCK TABLE ONLY public.mixed IN ACCESS SHARE MODE")
             waiter.start()
             for _ in range(100_000):  # until the lock request is queued behind the capture's
@@ -155,15 +165,7 @@ def test_a_psql_that_cannot_run_leaves_the_read_in_process(db: Any, tmp_path: Pa
     db.sql(AWKWARD)
     conn = connect(Target.parse(db.uri("tables=public.mixed")), db.name)
     blobs = LocalBlobStore(tmp_path / "blobs")
-    with conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        cur = conn.cursor(row_factory=dict_row)
-        prepare_session(cur)
-        oids, _ = catalog.named_tables(cur, ["public.mixed"])
-        (table,) = catalog.read_tables(cur, oids)
-        session = open_session(cur)
-        assert session is not None
+    with _capturing_mixed(conn) as (cur, table, session):
         broken = dataclasses.replace(session, program=str(tmp_path / "no-such-psql"))
         read = copy_out(cur, table, blobs, None, broken)
         internal = copy_out(cur, table, blobs, None)
