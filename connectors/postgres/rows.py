@@ -162,11 +162,10 @@ def copy_out_psql(cur: Cursor, table: PgTable, blobs: BlobStore, psql: PsqlSessi
                        f"COPY (SELECT ctid, xmin FROM ONLY {name}) TO STDOUT", system) as chunks:
             digest = put_while_reading(blobs, counter.through(chunks))
         system.seek(0)
-        lines = sum(block.count(b"\n") for block in iter(lambda: system.read(1 << 20), b""))
-        if lines != counter.rows:  # two scans that should have matched did not: read again
-            raise PsqlCopyError(f"{lines} ctid/xmin lines for {counter.rows} rows")
-        system.seek(0)
-        system_digest = blobs.put_chunks(iter(lambda: system.read(1 << 20), b""))
+        lines = _Counter()
+        system_digest = blobs.put_chunks(lines.through(iter(lambda: system.read(1 << 20), b"")))
+        if lines.rows != counter.rows:  # two scans that should have matched did not: read again
+            raise PsqlCopyError(f"{lines.rows} ctid/xmin lines for {counter.rows} rows")
     return table.model_copy(update={
         "rows_digest": digest, "row_count": counter.rows, "row_system_digest": system_digest,
     })
