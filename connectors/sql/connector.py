@@ -142,12 +142,7 @@ class SQLAlchemyConnector(ConnectorBase):
         try:
             return engine.connect()
         except sa_exc.OperationalError as exc:
-            msg = str(exc.orig)
-            if "denied" in msg.lower() or "password" in msg.lower():
-                raise TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
-                                             target=redacted) from exc
-            raise TransientConnectorError(f"cannot reach {redacted}: {msg}",
-                                          target=redacted) from exc
+            raise _connection_failed(redacted, str(exc.orig)) from exc
 
     # ------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> SqlSnapshot:
@@ -233,11 +228,7 @@ class SQLAlchemyConnector(ConnectorBase):
                 return SqlSnapshot(target=redacted, dialect=dialect, database_exists=False,
                                    scope=scope,
                                    notes=[*notes, "the database did not exist at capture time"])
-            if "denied" in msg.lower() or "password" in msg.lower():
-                raise TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
-                                             target=redacted) from exc
-            raise TransientConnectorError(f"cannot reach {redacted}: {msg}",
-                                          target=redacted) from exc
+            raise _connection_failed(redacted, msg) from exc
         conn = mysql_direct.Connection(dbapi, dialect)
         try:
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -642,6 +633,15 @@ def _inspect(conn: Any) -> Any:
     from sqlalchemy import inspect
 
     return inspect(conn)
+
+
+def _connection_failed(redacted: str, msg: str) -> Exception:
+    """The error for a connection the server did not open: refused credentials are
+    terminal, anything else (unreachable, overloaded) transient."""
+    if "denied" in msg.lower() or "password" in msg.lower():
+        return TerminalConnectorError(f"{redacted} refused the credentials: {msg}",
+                                      target=redacted)
+    return TransientConnectorError(f"cannot reach {redacted}: {msg}", target=redacted)
 
 
 def _unknown_database(exc: BaseException) -> bool:
