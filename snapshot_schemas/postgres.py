@@ -38,6 +38,8 @@ templates, base types, languages, transforms).
 
 from __future__ import annotations
 
+import itertools
+import struct
 from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal
@@ -399,7 +401,7 @@ class PostgresSnapshot(Snapshot):
             rows = iter_copy_rows(blobs.chunks(table.rows_digest), table.copy_columns)
             system: Iterator[dict[str, Any]] = iter(())
             if table.row_system_digest is not None:
-                system = iter_copy_rows(blobs.chunks(table.row_system_digest), ["ctid", "xmin"])
+                system = iter_row_positions(blobs.chunks(table.row_system_digest))
             for values in rows:
                 phys = next(system, {})
                 yield PgRow(
@@ -422,6 +424,56 @@ def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
     """v3 adds per-column settings (privileges, options, statistics target, storage,
     compression) and more object kinds, all with defaults."""
     return {**document, "schema_version": 3}
+
+
+# A binary COPY stream's signature, and one ``(ctid, xmin)`` row of it: a field count of 2,
+# then each field's length and value (a tid is a block number and a line pointer).
+BINARY_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_POSITION = struct.Struct(">hiIHiI")
+_POSITION_SHAPE = (2, 6, 4)
+
+
+def iter_row_positions(chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    """Each row's ``{"ctid": "(block,line)", "xmin": "…"}`` from a ctid/xmin record, in
+    either form it is stored in: ``COPY`` text (two columns), or ``COPY (FORMAT binary)``
+    (what the ``psql`` reader stores: the server writes it in half the time)."""
+    chunks = iter(chunks)
+    first = b""
+    for chunk in chunks:
+        first += bytes(chunk)
+        if len(first) >= len(BINARY_COPY_SIGNATURE):
+            break
+    if not first.startswith(BINARY_COPY_SIGNATURE):
+        yield from iter_copy_rows(itertools.chain([first], chunks), ["ctid", "xmin"])
+        return
+    buffer, at = first, -1
+    for chunk in itertools.chain([b""], chunks):
+        buffer += bytes(chunk)
+        if at < 0:
+            if len(buffer) < 19:
+                continue
+            at = 19 + int.from_bytes(buffer[15:19], "big")  # past the header and its extension
+            if len(buffer) < at:
+                at = -1
+                continue
+            buffer = buffer[at:]
+        whole = len(buffer) - len(buffer) % _POSITION.size
+        for count, tlen, block, line, xlen, xmin in _POSITION.iter_unpack(buffer[:whole]):
+            if (count, tlen, xlen) != _POSITION_SHAPE:
+                raise ValueError("a ctid/xmin record that is not (tid, xid) rows")
+            yield {"ctid": f"({block},{line})", "xmin": str(xmin)}
+        buffer = buffer[whole:]
+
+
+def binary_positions_count(size: int, head: bytes, tail: bytes) -> int | None:
+    """How many rows a binary ctid/xmin record of ``size`` bytes holds, from its first 19
+    and last 2 bytes; ``None`` when it is not one whole record."""
+    if len(head) < 19 or not head.startswith(BINARY_COPY_SIGNATURE) or tail != b"\xff\xff":
+        return None
+    body = size - 19 - int.from_bytes(head[15:19], "big") - 2
+    if body < 0 or body % _POSITION.size:
+        return None
+    return body // _POSITION.size
 
 
 def iter_copy_rows(chunks: Iterator[bytes], columns: list[str]) -> Iterator[dict[str, Any]]:

@@ -8,7 +8,8 @@ session that imports the capture transaction's snapshot
 (``pg_export_snapshot()``, then ``SET TRANSACTION SNAPSHOT`` in a ``REPEATABLE
 READ`` transaction) — here ``psql``, whose output is read in big chunks.  Its
 ``ctid, xmin`` record comes at the same time from a second ``psql`` in the same
-snapshot, written straight to a file: the same plain scan from the first page
+snapshot, written straight to a file in ``COPY``'s binary form (text takes the
+server twice as long to write): the same plain scan from the first page
 of the same table under the same snapshot yields the same row versions in the
 same order, so the two stay line for line (the counts are checked).  Both
 sessions get the capture session's settings that shape ``COPY`` text (encoding,
