@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,36 @@ def installed_env(env: dict[str, str]) -> dict[str, str]:
                     "compileall.compile_dir(pathlib.Path(preimage.__file__).parent, quiet=1)"],
                    env=env, check=True)
     return env
+
+
+@contextlib.contextmanager
+def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
+    """``env`` for ``preimage`` commands served by a warm process (docs/layer.md), as a
+    user's second and later commands are: it is started (on a runtime directory of its
+    own under ``work``) and waited for before anything is timed, and stopped after."""
+    from preimage import _warm
+
+    runtime = work / "run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    warm = {k: v for k, v in env.items() if k != "PREIMAGE_SERVICE"}
+    warm["PREIMAGE_RUNTIME_DIR"] = str(runtime)
+    cli = [sys.executable, "-m", "preimage"]
+    subprocess.run([*cli, "list"], env=warm, check=True, stdout=subprocess.DEVNULL)
+    address = _warm.Address.from_env(warm)
+    end = time.monotonic() + 300
+    while _warm.ask(address, "status") is None:
+        if time.monotonic() > end:
+            raise SystemExit("the warm process did not start")
+        time.sleep(0.1)
+    try:
+        yield warm
+    finally:
+        subprocess.run([*cli, "serve", "--stop"], env=warm, stdout=subprocess.DEVNULL)
+
+
+def own_process(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a ``preimage`` command run in its own process (a session's first)."""
+    return {**env, "PREIMAGE_SERVICE": "off"}
 
 
 def timed_restore(backup_id: str, store: Any) -> tuple[float, Any, Any]:

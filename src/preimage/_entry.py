@@ -3,11 +3,13 @@
 ``preimage hook …`` runs before every tool call an agent makes, so it takes
 a path that imports only the standard library (:mod:`preimage.layer.hook_client`);
 ``preimage trash …`` (what a rewritten ``rm`` runs) is kept light too.  Every
-other command goes to the full command line in :mod:`preimage.cli`.
+other command goes to the full command line in :mod:`preimage.cli` — in the warm
+process (:mod:`preimage._warm`) when it serves the command, else in this one.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -24,16 +26,33 @@ def main() -> None:
 
         trash_main(sys.argv[2:])
         return
+    from preimage._warm import run_served
+
+    served = run_served(sys.argv[1:])
+    if served is not None:
+        os._exit(served)
+    _exit(run_cli())
+
+
+def run_cli() -> object:
+    """Run the full command line on ``sys.argv``; return the code it exits with."""
     from preimage.cli import main as cli_main
 
     try:
         cli_main()
     except SystemExit as done:
-        _exit(done.code)
+        return done.code
+    return None
 
 
 def _exit(code: object) -> None:
-    """End the process as ``sys.exit(code)`` would, without tearing the interpreter down.
+    """End the process as ``sys.exit(code)`` would (see :func:`finish`)."""
+    os._exit(finish(code))
+
+
+def finish(code: object) -> int:
+    """Do what ending the process as ``sys.exit(code)`` would, without tearing the
+    interpreter down; return the exit status for ``os._exit``.
 
     Everything a normal exit does that anyone can see still happens — other threads
     are waited for, ``atexit`` handlers run, stdout and stderr are flushed — but the
@@ -43,7 +62,6 @@ def _exit(code: object) -> None:
     command opened is closed by the command itself.
     """
     import atexit
-    import os
     import threading
 
     if code is None:
@@ -63,7 +81,7 @@ def _exit(code: object) -> None:
             stream.flush()
         except (OSError, ValueError):  # a reader that went away: as Python's own exit does
             status = status or 120
-    os._exit(status)
+    return status
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
 
     One service runs per user and set of PREIMAGE_* (and tool) settings; it
     listens on a Unix socket in the runtime directory and exits when idle.
+    --status and --stop also cover the warm process that runs commands such as
+    capture and restore without a Python start-up each (PREIMAGE_SERVICE=off: neither).
     """
+    from preimage import _warm as warm
     from preimage.layer import service as svc
     from preimage.layer import service_wire as wire
 
@@ -31,10 +34,12 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
     except OSError as exc:
         click.echo(f"preimage: no runtime directory for the service: {exc}", err=True)
         sys.exit(2)
+    warm_address = warm.Address(address.key, address.folder)
     if show_status:
         doc = svc.status(address)
-        if as_json:
-            click.echo(json.dumps(doc, indent=2))
+        warm_doc = warm.ask(warm_address, "status")
+        if as_json:  # null without a decision service, as before the warm process existed
+            click.echo(json.dumps(doc if doc is None else {**doc, "warm": warm_doc}, indent=2))
         elif doc is None:
             click.echo(f"no decision service is running for these settings "
                        f"(socket {address.socket}); the next hook call starts one")
@@ -48,11 +53,22 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
                        f"{doc['in_flight']} in flight")
             click.echo(f"  log:       {doc['log']}")
             click.echo(f"  settings:  {', '.join(doc['settings']) or '(none)'}")
+        if as_json:
+            pass
+        elif warm_doc is None:
+            click.echo("no warm process is running for these settings; the next command "
+                       "starts one")
+        else:
+            click.echo(f"warm process pid {warm_doc['pid']}: {warm_doc['served']} commands "
+                       f"served, {warm_doc['running']} running (socket {warm_doc['socket']})")
         sys.exit(0 if doc else 1)
     if do_stop:
         pid = svc.stop(address)
         click.echo(f"stopped the decision service (pid {pid})" if pid
                    else "no decision service was running for these settings")
+        warm_doc = warm.ask(warm_address, "stop")
+        click.echo(f"stopped the warm process (pid {warm_doc['pid']}; commands running in it "
+                   "finish)" if warm_doc else "no warm process was running for these settings")
         return
     service = svc.DecisionService(address, idle=idle if idle is not None else svc.idle_seconds())
     try:

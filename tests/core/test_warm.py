@@ -1,0 +1,151 @@
+"""The warm process: commands after the first run in a child forked from a process that has
+already imported preimage, with the caller's directory, environment, streams and exit
+status — and the same outcome as in their own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preimage import _warm
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    base = {k: v for k, v in os.environ.items() if k != "PREIMAGE_SERVICE"}
+    return {**base, "PREIMAGE_RUNTIME_DIR": str(runtime), "PREIMAGE_HOME": str(tmp_path / "home")}
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "preimage", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def _status(env: dict[str, str]) -> dict[str, Any] | None:
+    return _warm.ask(_warm.Address.from_env(env), "status")
+
+
+def _wait_warm(env: dict[str, str], limit: float = 300.0) -> dict[str, Any]:
+    """The warm process's status once it listens (the limit only stops a hung test)."""
+    end = time.monotonic() + limit
+    while (doc := _status(env)) is None:
+        assert time.monotonic() < end, "no warm process listened"
+        time.sleep(0.1)
+    return doc
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / "notes.txt").write_text("keep me\n")
+    return root
+
+
+def test_commands_after_the_first_run_warm_with_the_same_outcome(
+    env: dict[str, str], tree: Path, tmp_path: Path
+) -> None:
+    """The first command starts the warm process and runs in its own; the next ones are
+    served by it — output, errors and exit status as in their own process, in the caller's
+    working directory — and a restore it serves brings the files back."""
+    first = _cli(env, "capture", f"file://{tree}")
+    assert first.returncode == 0, first.stderr
+    assert _wait_warm(env)["served"] == 0
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    captured = _cli(env, "capture", "--json", f"file://{tree}", cwd=elsewhere)
+    assert captured.returncode == 0, captured.stderr
+    backup = json.loads(captured.stdout)["id"]
+
+    missing = _cli(env, "restore", "no-such-backup")
+    own = _cli({**env, "PREIMAGE_SERVICE": "off"}, "restore", "no-such-backup")
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        own.returncode, own.stdout, own.stderr)
+    assert missing.returncode != 0 and len(missing.stderr.strip().splitlines()) == 1
+
+    (tree / "notes.txt").unlink()
+    (tree / "src" / "app.py").write_text("broken\n")
+    restored = _cli(env, "restore", backup)
+    assert restored.returncode == 0, restored.stderr
+    assert (tree / "notes.txt").read_text() == "keep me\n"
+    assert (tree / "src" / "app.py").read_text() == "print('hi')\n"
+
+    listed = _cli(env, "list", "--json")
+    assert backup in listed.stdout
+    assert _status(env)["served"] == 4  # type: ignore[index]
+    assert _cli(env, "serve", "--stop").returncode == 0
+    assert _status(env) is None
+
+
+def test_other_settings_get_their_own_warm_process(
+    env: dict[str, str], tree: Path, tmp_path: Path
+) -> None:
+    """A warm process holds only its own settings' commands: another store's commands are
+    not sent to it, and see only that store."""
+    assert _cli(env, "capture", f"file://{tree}").returncode == 0
+    _wait_warm(env)
+    other = {**env, "PREIMAGE_HOME": str(tmp_path / "other-home")}
+    listed = _cli(other, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    assert _status(env)["served"] == 0  # type: ignore[index]
+    _wait_warm(other)
+    for settings in (env, other):
+        assert _cli(settings, "serve", "--stop").returncode == 0
+        assert _status(settings) is None
+
+
+def test_service_off_keeps_every_command_in_its_own_process(
+    env: dict[str, str], tree: Path
+) -> None:
+    """PREIMAGE_SERVICE=off: no warm process is started or used."""
+    off = {**env, "PREIMAGE_SERVICE": "off"}
+    for _ in range(2):
+        assert _cli(off, "capture", f"file://{tree}").returncode == 0
+    assert not list(Path(env["PREIMAGE_RUNTIME_DIR"]).glob("cli-*"))
+    assert _status(env) is None
+
+
+def test_a_signal_to_the_caller_reaches_the_command_it_runs(
+    env: dict[str, str], tree: Path
+) -> None:
+    """SIGTERM to a command served warm ends the command itself (the caller exits as if
+    it had run it: 143); the warm process goes on serving, and the store stays sound."""
+    assert _cli(env, "capture", f"file://{tree}").returncode == 0
+    _wait_warm(env)
+    catalog = sqlite3.connect(Path(env["PREIMAGE_HOME"]) / "catalog.sqlite",
+                              isolation_level=None)
+    catalog.execute("BEGIN EXCLUSIVE")  # the capture cannot record itself until we let go
+    try:
+        caller = subprocess.Popen([sys.executable, "-m", "preimage", "capture",
+                                   f"file://{tree}"], env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        end = time.monotonic() + 300
+        while _status(env)["running"] != 1:  # type: ignore[index]
+            assert time.monotonic() < end and caller.poll() is None
+            time.sleep(0.05)
+        caller.send_signal(signal.SIGTERM)
+        assert caller.wait(timeout=300) == 128 + signal.SIGTERM
+        while _status(env)["running"] != 0:  # type: ignore[index]
+            assert time.monotonic() < end
+            time.sleep(0.05)
+    finally:
+        catalog.execute("ROLLBACK")
+        catalog.close()
+    listed = json.loads(_cli(env, "list", "--json").stdout)
+    assert len(listed) == 1
+    assert _cli(env, "check").returncode == 0
+    assert _cli(env, "serve", "--stop").returncode == 0
