@@ -63,6 +63,14 @@ def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
         subprocess.run([*cli, "serve", "--stop"], env=warm, stdout=subprocess.DEVNULL)
 
 
+def median(runs: list[tuple[float, int, str]]) -> tuple[float, int, str]:
+    """Runs of one command as one: the median seconds, the highest peak, the last output."""
+    seconds = sorted(r[0] for r in runs)
+    mid = len(seconds) // 2
+    middle = seconds[mid] if len(seconds) % 2 else (seconds[mid - 1] + seconds[mid]) / 2
+    return middle, max(r[1] for r in runs), runs[-1][2]
+
+
 def own_process(env: dict[str, str]) -> dict[str, str]:
     """``env`` for a ``preimage`` command run in its own process (a session's first)."""
     return {**env, "PREIMAGE_SERVICE": "off"}

@@ -1,10 +1,13 @@
 """Capture and restore on MariaDB side by side with mysqldump and the mariadb client, in one run.
 
 Usage: python benchmarks/bench_mysql.py [--rows N] [--type-rows N] [--types a,b]
-       [--driver mysqldb|pymysql] [--json]
+       [--driver mysqldb|pymysql] [--repeat N] [--json]
 
-Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures, each command as
-its own process (peak RSS read with ``wait4``):
+Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures each command as a
+process of its own, ``--repeat`` times (default 3; the medians are compared).  ``preimage``
+commands are served by a warm process (docs/layer.md), as a session's second and later
+commands are; the 1M-row table is also measured with each command in its own process
+(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with ``wait4``:
 
 * ``table``: ``events`` with N rows (default 1,000,000; AUTO_INCREMENT key, an index,
   varchar, decimal, JSON text, datetime): ``preimage capture …?tables=events`` vs
@@ -32,6 +35,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +86,32 @@ def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
                   "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
 
 
+def round_trip(res: dict[str, Any], key: str, label: str, *, repeat: int, env: dict[str, str],
+               cmd_env: dict[str, str], capture: str, dump: list[str],
+               drop: Callable[[], object], replay: list[str],
+               check: Callable[[], bool]) -> None:
+    """``repeat`` times: capture vs the dump, then (after ``drop``) restore vs replaying the
+    dump, each restore checked; the medians go into ``res``."""
+    cli = [sys.executable, "-m", "preimage"]
+    times: dict[str, list[Any]] = {"cap": [], "dump": [], "rest": [], "replay": []}
+    ok = True
+    for _ in range(repeat):
+        times["cap"].append(cap := run([*cli, "capture", "--json", capture], cmd_env))
+        times["dump"].append(dumped := run(dump, env))
+        drop()
+        times["rest"].append(run([*cli, "restore", "--json", json.loads(cap[2])["id"]],
+                                 cmd_env))
+        ok = ok and check()
+        drop()
+        times["replay"].append(run(replay, env, stdin=dumped[2].encode()))
+        ok = ok and check()
+    _pair(res, f"{key} capture{label}", _common.median(times["cap"]),
+          _common.median(times["dump"]))
+    _pair(res, f"{key} restore{label}", _common.median(times["rest"]),
+          _common.median(times["replay"]))
+    res[f"{key} restore{label}"]["exact"] = ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -90,6 +120,8 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(TYPES)}")
     parser.add_argument("--driver", choices=("mysqldb", "pymysql"), default=(
         "mysqldb" if importlib.util.find_spec("MySQLdb") else "pymysql"))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each command; the medians are compared (default 3)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     driver = f"mariadb+{args.driver}"
@@ -103,34 +135,18 @@ def main() -> None:
         stack.callback(my.stop)
         env = stack.enter_context(_common.warm_process(_common.installed_env(
             my.env() | {"PREIMAGE_HOME": str(work / "home")}), work))
-        cli = [sys.executable, "-m", "preimage"]
         client = [fixture._binary("mariadb"), *my._conn_args()]
         dumper = [fixture._binary("mariadb-dump"), *my._conn_args(), "--skip-dump-date"]
         my.sql("CREATE DATABASE bench")
         my.sql(SEED.format(rows=args.rows), "bench")
         expected = my.sql(CHECK, "bench")
-        alone = _common.own_process(env)  # the table once more with a session's first command
-        cap = run([*cli, "capture", "--json", my.uri("bench", driver=driver, query="tables=events")],
-                  alone)
-        dump = run([*dumper, "bench", "events"], env)
-        _pair(res, "table capture, own process", cap, dump)
-        my.sql("DROP TABLE events", "bench")
-        rest = run([*cli, "restore", "--json", json.loads(cap[2])["id"]], alone)
-        my.sql("DROP TABLE events", "bench")
-        replay = run([*client, "bench"], env, stdin=dump[2].encode())
-        _pair(res, "table restore, own process", rest, replay)
-        res["table restore, own process"]["exact"] = my.sql(CHECK, "bench") == expected
-        cap = run([*cli, "capture", "--json", my.uri("bench", driver=driver, query="tables=events")], env)
-        backup = json.loads(cap[2])
-        dump = run([*dumper, "bench", "events"], env)
-        _pair(res, "table capture", cap, dump)
-        my.sql("DROP TABLE events", "bench")
-        rest = run([*cli, "restore", "--json", backup["id"]], env)
-        ok = my.sql(CHECK, "bench") == expected
-        my.sql("DROP TABLE events", "bench")
-        replay = run([*client, "bench"], env, stdin=dump[2].encode())
-        _pair(res, "table restore", rest, replay)
-        res["table restore"]["exact"] = ok and my.sql(CHECK, "bench") == expected
+        table_uri = my.uri("bench", driver=driver, query="tables=events")
+        for label, cmd_env in ((", own process", _common.own_process(env)), ("", env)):
+            round_trip(res, "table", label, repeat=args.repeat, env=env, cmd_env=cmd_env,
+                       capture=table_uri, dump=[*dumper, "bench", "events"],
+                       drop=lambda: my.sql("DROP TABLE events", "bench"),
+                       replay=[*client, "bench"],
+                       check=lambda: my.sql(CHECK, "bench") == expected)
 
         for typ in [t for t in args.types.split(",") if t] if args.type_rows else []:
             sql_type, expr = TYPES[typ]
@@ -140,40 +156,28 @@ def main() -> None:
             check = (f"SELECT count(*), sum(CRC32(CONCAT(id, ':', HEX(v)))), "
                      f"sum(CRC32(CONCAT(v, ''))) FROM {table}")
             expected = my.sql(check, "bench")
-            cap = run([*cli, "capture", "--json",
-                       my.uri("bench", driver=driver, query=f"tables={table}")], env)
-            backup = json.loads(cap[2])
             # --hex-blob: the dump goes through text (the blob case's bytes are not UTF-8).
-            dump = run([*dumper, "--hex-blob", "bench", table], env)
-            _pair(res, f"{typ} capture", cap, dump)
-            my.sql(f"DROP TABLE {table}", "bench")
-            rest = run([*cli, "restore", "--json", backup["id"]], env)
-            ok = my.sql(check, "bench") == expected
-            my.sql(f"DROP TABLE {table}", "bench")
-            replay = run([*client, "bench"], env, stdin=dump[2].encode())
-            _pair(res, f"{typ} restore", rest, replay)
-            res[f"{typ} restore"]["exact"] = ok and my.sql(check, "bench") == expected
+            round_trip(res, typ, "", repeat=args.repeat, env=env, cmd_env=env,
+                       capture=my.uri("bench", driver=driver, query=f"tables={table}"),
+                       dump=[*dumper, "--hex-blob", "bench", table],
+                       drop=lambda: my.sql(f"DROP TABLE {table}", "bench"),  # noqa: B023
+                       replay=[*client, "bench"],
+                       check=lambda: my.sql(check, "bench") == expected)  # noqa: B023
             my.sql(f"DROP TABLE {table}", "bench")
 
         name = samples.load_mariadb(my, "chinook")
         before = my.dump(name)
-        cap = run([*cli, "capture", "--json", my.uri(name, driver=driver)], env)
-        backup = json.loads(cap[2])
-        dump = run([*dumper, "--routines", "--events", "--triggers", "--databases", name], env)
-        _pair(res, "chinook capture", cap, dump)
-        my.sql(f"DROP DATABASE {name}")
-        rest = run([*cli, "restore", "--json", backup["id"]], env)
-        same = my.dump(name) == before
-        my.sql(f"DROP DATABASE {name}")
-        replay = run(client, env, stdin=dump[2].encode())
-        _pair(res, "chinook restore", rest, replay)
-        res["chinook restore"]["exact"] = same
+        round_trip(res, "chinook", "", repeat=args.repeat, env=env, cmd_env=env,
+                   capture=my.uri(name, driver=driver),
+                   dump=[*dumper, "--routines", "--events", "--triggers", "--databases", name],
+                   drop=lambda: my.sql(f"DROP DATABASE {name}"), replay=client,
+                   check=lambda: my.dump(name) == before)
     res["load"] = os.getloadavg()
     if args.json:
         print(json.dumps(res, indent=2))
         return
     print(f"MariaDB ({args.driver}): table {args.rows:,} rows, {args.type_rows:,} per type; "
-          f"load average {res['load'][0]:.1f} on "
+          f"medians of {args.repeat} runs; load average {res['load'][0]:.1f} on "
           f"{os.cpu_count()} cores")
     print("preimage commands run warm (a session's second and later), except 'own process' "
           "rows (a session's first); peak MiB: the command's own process only")

@@ -1,9 +1,13 @@
 """Capture and restore side by side with pg_dump -Fc / pg_restore, with ratios, in one run.
 
-Usage: python benchmarks/bench_postgres.py [--rows N] [--type-rows N] [--score] [--json]
+Usage: python benchmarks/bench_postgres.py [--rows N] [--type-rows N] [--repeat N] [--score]
+                                          [--json]
 
-Starts a throw-away server (fixtures/postgres.py) and measures, each command as its own
-process (peak RSS read with ``wait4``):
+Starts a throw-away server (fixtures/postgres.py) and measures each command as a process
+of its own, ``--repeat`` times (default 3; the medians are compared).  ``preimage``
+commands are served by a warm process (docs/layer.md), as a session's second and later
+commands are; the 1M-row table is also measured with each command in its own process
+(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with ``wait4``:
 
 * ``table``: ``public.events`` with N rows (default 1,000,000; identity key, an index, a
   check constraint, text, numeric, jsonb, timestamptz): ``preimage capture
@@ -78,60 +82,62 @@ def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
 
 
 def bench_table(pg: Any, env: dict[str, str], work: Path, name: str, check: str,
-                res: dict[str, Any], key: str, *, own: bool = False) -> None:
-    """capture vs pg_dump -Fc -t, then (after DROP TABLE) restore vs pg_restore; with
-    ``own``, first each command in its own process too (a session's first command)."""
+                res: dict[str, Any], key: str, repeat: int, *, own: bool = False) -> None:
+    """capture vs pg_dump -Fc -t, then (after DROP TABLE) restore vs pg_restore, ``repeat``
+    times (medians); with ``own``, also with each command in its own process (a session's
+    first command)."""
     cli = [sys.executable, "-m", "preimage"]
     uri = pg.uri("bench", query=f"tables={name}")
     expected = pg.psql(check, "bench").strip()
-    if own:
-        alone = _common.own_process(env)
-        cap = run([*cli, "capture", "--json", uri], alone)
-        dump = work / f"{key}-own.dump"
-        pgd = run([pg.tool("pg_dump"), "-Fc", "-t", name, "-f", str(dump), "bench"], env)
-        _pair(res, f"{key} capture, own process", cap, pgd)
-        pg.psql(f"DROP TABLE {name}", "bench")
-        rest = run([*cli, "restore", "--json", json.loads(cap[2])["id"]], alone)
-        pg.psql(f"DROP TABLE {name}", "bench")
-        pgr = run([pg.tool("pg_restore"), "--single-transaction", "-d", "bench", str(dump)], env)
-        _pair(res, f"{key} restore, own process", rest, pgr)
-        res[f"{key} restore, own process"]["exact"] = pg.psql(check, "bench").strip() == expected
-    cap = run([*cli, "capture", "--json", uri], env)
-    backup = json.loads(cap[2])
     dump = work / f"{key}.dump"
-    pgd = run([pg.tool("pg_dump"), "-Fc", "-t", name, "-f", str(dump), "bench"], env)
-    _pair(res, f"{key} capture", cap, pgd)
-    pg.psql(f"DROP TABLE {name}", "bench")
-    rest = run([*cli, "restore", "--json", backup["id"]], env)
-    ok = pg.psql(check, "bench").strip() == expected
-    pg.psql(f"DROP TABLE {name}", "bench")
-    pgr = run([pg.tool("pg_restore"), "--single-transaction", "-d", "bench", str(dump)], env)
-    ok = ok and pg.psql(check, "bench").strip() == expected
-    _pair(res, f"{key} restore", rest, pgr)
-    res[f"{key} restore"]["exact"] = ok
+    for label, cmd_env in ([(", own process", _common.own_process(env))] if own else []) + [
+            ("", env)]:
+        times: dict[str, list[Any]] = {"cap": [], "pgd": [], "rest": [], "pgr": []}
+        ok = True
+        for _ in range(repeat):
+            times["cap"].append(cap := run([*cli, "capture", "--json", uri], cmd_env))
+            backup = json.loads(cap[2])
+            times["pgd"].append(run([pg.tool("pg_dump"), "-Fc", "-t", name, "-f", str(dump),
+                                     "bench"], env))
+            pg.psql(f"DROP TABLE {name}", "bench")
+            times["rest"].append(run([*cli, "restore", "--json", backup["id"]], cmd_env))
+            ok = ok and pg.psql(check, "bench").strip() == expected
+            pg.psql(f"DROP TABLE {name}", "bench")
+            times["pgr"].append(run([pg.tool("pg_restore"), "--single-transaction", "-d",
+                                     "bench", str(dump)], env))
+            ok = ok and pg.psql(check, "bench").strip() == expected
+        _pair(res, f"{key} capture{label}", _common.median(times["cap"]),
+              _common.median(times["pgd"]))
+        _pair(res, f"{key} restore{label}", _common.median(times["rest"]),
+              _common.median(times["pgr"]))
+        res[f"{key} restore{label}"]["exact"] = ok
     res[f"{key} capture"]["stored_mib"] = round(backup["stored_bytes"] / 2**20, 1)
     res[f"{key} capture"]["dump_mib"] = round(dump.stat().st_size / 2**20, 1)
 
 
-def bench_sample(pg: Any, env: dict[str, str], work: Path, res: dict[str, Any]) -> None:
-    """Whole pagila: capture vs pg_dump -Fc, restore vs pg_restore --create."""
+def bench_sample(pg: Any, env: dict[str, str], work: Path, res: dict[str, Any],
+                 repeat: int) -> None:
+    """Whole pagila: capture vs pg_dump -Fc, restore vs pg_restore --create (medians)."""
     samples = _common.load_fixture("sql_samples.py")
     template = samples.load_postgres(pg, "pagila")
     pg.psql(f"CREATE DATABASE pagila TEMPLATE {template}")
     plain = [pg.tool("pg_dump"), "--no-sync", "pagila"]
-    before = run(plain, env)[2]
+    before = _strip(run(plain, env)[2])
     cli = [sys.executable, "-m", "preimage"]
-    cap = run([*cli, "capture", "--json", pg.uri("pagila")], env)
-    backup = json.loads(cap[2])
     dump = work / "pagila.dump"
-    pgd = run([pg.tool("pg_dump"), "-Fc", "-f", str(dump), "pagila"], env)
-    _pair(res, "pagila capture", cap, pgd)
-    pg.psql("DROP DATABASE pagila")
-    rest = run([*cli, "restore", "--json", backup["id"]], env)
-    same = _strip(run(plain, env)[2]) == _strip(before)
-    pg.psql("DROP DATABASE pagila")
-    pgr = run([pg.tool("pg_restore"), "--create", "-d", "postgres", str(dump)], env)
-    _pair(res, "pagila restore", rest, pgr)
+    times: dict[str, list[Any]] = {"cap": [], "pgd": [], "rest": [], "pgr": []}
+    same = True
+    for _ in range(repeat):
+        times["cap"].append(cap := run([*cli, "capture", "--json", pg.uri("pagila")], env))
+        times["pgd"].append(run([pg.tool("pg_dump"), "-Fc", "-f", str(dump), "pagila"], env))
+        pg.psql("DROP DATABASE pagila")
+        times["rest"].append(run([*cli, "restore", "--json", json.loads(cap[2])["id"]], env))
+        same = same and _strip(run(plain, env)[2]) == before
+        pg.psql("DROP DATABASE pagila")
+        times["pgr"].append(run([pg.tool("pg_restore"), "--create", "-d", "postgres",
+                                 str(dump)], env))
+    _pair(res, "pagila capture", _common.median(times["cap"]), _common.median(times["pgd"]))
+    _pair(res, "pagila restore", _common.median(times["rest"]), _common.median(times["pgr"]))
     res["pagila restore"]["exact"] = same
 
 
@@ -144,6 +150,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--type-rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each command; the medians are compared (default 3)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--score", action="store_true",
                         help="also time `preimage score` of the big table (per-row scoring)")
@@ -161,7 +169,7 @@ def main() -> None:
         t0 = time.perf_counter()
         pg.psql(SEED.format(rows=args.rows), "bench")
         res["seed_seconds"] = round(time.perf_counter() - t0, 1)
-        bench_table(pg, env, work, "public.events", CHECK, res, "table", own=True)
+        bench_table(pg, env, work, "public.events", CHECK, res, "table", args.repeat, own=True)
         if args.score:
             backup = json.loads(run([sys.executable, "-m", "preimage", "capture", "--json",
                                      pg.uri("bench", query="tables=public.events")], env)[2])
@@ -174,14 +182,14 @@ def main() -> None:
             pg.psql(f"CREATE TABLE {name} (id int PRIMARY KEY, v {typ}); INSERT INTO {name} "
                     f"SELECT g, {expr} FROM generate_series(1, {args.type_rows}) g", "bench")
             check = f"SELECT count(*), md5(string_agg(v::text, ',' ORDER BY id)) FROM {name}"
-            bench_table(pg, env, work, name, check, res, typ)
-        bench_sample(pg, env, work, res)
+            bench_table(pg, env, work, name, check, res, typ, args.repeat)
+        bench_sample(pg, env, work, res, args.repeat)
     res["load"] = os.getloadavg()
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per type; load average "
-          f"{res['load'][0]:.1f} on {os.cpu_count()} cores")
+    print(f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per type; medians of "
+          f"{args.repeat} runs; load average {res['load'][0]:.1f} on {os.cpu_count()} cores")
     print("preimage commands run warm (a session's second and later), except 'own process' "
           "rows (a session's first); peak MiB: the command's own process only")
     print(f"{'':30}{'preimage s':>11}{'pg_* s':>9}{'ratio':>7}{'peak MiB':>10}  check")

@@ -104,7 +104,11 @@ def run_served(argv: list[str]) -> int | None:
         except OSError:
             start(address)
             return None
-        request = json.dumps({"op": "run", "argv": argv, "cwd": os.getcwd(),
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            return None  # a directory that is gone: the command says so itself
+        request = json.dumps({"op": "run", "argv": argv, "cwd": cwd,
                               "env": dict(os.environ)}).encode("utf-8", "surrogateescape")
         frame = _LENGTH.pack(len(request)) + request
         relay = _Relay()  # from here a signal is for the command, wherever it runs
@@ -303,7 +307,7 @@ def serve(idle: float) -> int:
                 conn.close()
                 continue
             outcome = _take(conn, address, {"running": len(children), "served": served},
-                            threading.active_count())
+                            threading.active_count(), inherited=(listener.fileno(), lock))
             if outcome == "stop":
                 return 0
             if isinstance(outcome, int):
@@ -331,8 +335,8 @@ def _peer_uid(conn: socket.socket) -> int:
     return int(struct.unpack("3i", creds)[1])
 
 
-def _take(conn: socket.socket, address: Address, counts: dict[str, int],
-          threads: int) -> int | str | None:
+def _take(conn: socket.socket, address: Address, counts: dict[str, int], threads: int,
+          inherited: tuple[int, ...] = ()) -> int | str | None:
     """Read one request: fork its command (the child's pid), answer ``status``, or
     ``"stop"``.  A request it cannot take is closed unanswered: the caller runs it."""
     fds: list[int] = []
@@ -358,6 +362,8 @@ def _take(conn: socket.socket, address: Address, counts: dict[str, int],
                 return None  # forking beside another thread could inherit a held lock
             pid = os.fork()
             if pid == 0:
+                for fd in inherited:  # the listener and the lock stay the warm process's
+                    os.close(fd)
                 _child(conn, fds, request)  # never returns
             return pid
     except (OSError, ValueError, KeyError, TypeError):

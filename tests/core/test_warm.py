@@ -4,6 +4,7 @@ status — and the same outcome as in their own process."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -123,7 +124,9 @@ def test_a_signal_to_the_caller_reaches_the_command_it_runs(
     env: dict[str, str], tree: Path
 ) -> None:
     """SIGTERM to a command served warm ends the command itself (the caller exits as if
-    it had run it: 143); the warm process goes on serving, and the store stays sound."""
+    it had run it: 143); the warm process goes on serving, and the store stays sound.  A
+    warm process stopped meanwhile is gone at once: its running command does not hold its
+    lock (a new one could start)."""
     assert _cli(env, "capture", f"file://{tree}").returncode == 0
     _wait_warm(env)
     catalog = sqlite3.connect(Path(env["PREIMAGE_HOME"]) / "catalog.sqlite",
@@ -142,10 +145,35 @@ def test_a_signal_to_the_caller_reaches_the_command_it_runs(
         while _status(env)["running"] != 0:  # type: ignore[index]
             assert time.monotonic() < end
             time.sleep(0.05)
+
+        blocked = subprocess.Popen([sys.executable, "-m", "preimage", "capture",
+                                    f"file://{tree}"], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while _status(env)["running"] != 1:  # type: ignore[index]
+            assert time.monotonic() < end and blocked.poll() is None
+            time.sleep(0.05)
+        assert _cli(env, "serve", "--stop").returncode == 0
+        lock = next(Path(env["PREIMAGE_RUNTIME_DIR"]).glob("cli-*.lock"))
+        while _held(lock):
+            assert time.monotonic() < end
+            time.sleep(0.05)
+        assert blocked.poll() is None  # still waiting for the catalog, in its own child
+        blocked.send_signal(signal.SIGTERM)
+        assert blocked.wait(timeout=300) == 128 + signal.SIGTERM
     finally:
         catalog.execute("ROLLBACK")
         catalog.close()
     listed = json.loads(_cli(env, "list", "--json").stdout)
     assert len(listed) == 1
     assert _cli(env, "check").returncode == 0
-    assert _cli(env, "serve", "--stop").returncode == 0
+
+
+def _held(lock: Path) -> bool:
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
