@@ -36,12 +36,16 @@ class _Console:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(**self._options)
+            # Decided on first use, not at import: a warm process's child gets its
+            # stdout after preimage was imported.
+            options = dict(self._options)
+            if options.pop("wide_unless_terminal", False):
+                options["width"] = None if sys.stdout.isatty() else 160
+            self._console = Console(**options)
         return getattr(self._console, name)
 
 
-out: Any = _Console(highlight=False, soft_wrap=True,
-                    width=None if sys.stdout.isatty() else 160)
+out: Any = _Console(highlight=False, soft_wrap=True, wide_unless_terminal=True)
 err: Any = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 

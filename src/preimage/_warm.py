@@ -35,6 +35,7 @@ import socket
 import struct
 import sys
 import time
+import types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,8 +109,11 @@ def run_served(argv: list[str]) -> int | None:
             cwd = os.getcwd()
         except OSError:
             return None  # a directory that is gone: the command says so itself
-        request = json.dumps({"op": "run", "argv": argv, "cwd": cwd,
-                              "env": dict(os.environ)}).encode("utf-8", "surrogateescape")
+        main = sys.modules["__main__"]
+        request = json.dumps({  # the last two: how click names the program in its messages
+            "op": "run", "argv": argv, "cwd": cwd, "env": dict(os.environ),
+            "argv0": sys.argv[0], "main_package": getattr(main, "__package__", None),
+        }).encode("utf-8", "surrogateescape")
         frame = _LENGTH.pack(len(request)) + request
         relay = _Relay()  # from here a signal is for the command, wherever it runs
         try:
@@ -252,7 +256,10 @@ def _warm_up() -> None:
     from preimage._registry import BUILTINS
 
     modules = sorted({b.path for b in BUILTINS.values()})
-    for path in [*modules, "psycopg", "MySQLdb", "pymysql", "sqlalchemy"]:
+    # the drivers, and what commands import when they first print or read a setting
+    extras = ["psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
+              "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage._trash"]
+    for path in [*modules, *extras]:
         module, _, name = path.partition(":")
         try:
             loaded = importlib.import_module(module)
@@ -260,6 +267,14 @@ def _warm_up() -> None:
                 getattr(loaded, name)  # a lazy package imports the connector's modules here
         except Exception:  # an extra that is not installed: a command needing it says so
             pass
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("backup", "when")  # rich loads its emoji and width tables on first print
+    table.add_row(":white_check_mark: é", "now")
+    Console(file=io.StringIO(), width=80).print(table)
 
 
 def serve(idle: float) -> int:
@@ -391,7 +406,10 @@ def _child(conn: socket.socket, fds: list[int], request: dict[str, Any]) -> None
         os.environ.clear()
         os.environ.update(request["env"])
         _streams()
-        sys.argv = ["preimage", *request["argv"]]
+        sys.argv = [request.get("argv0") or "preimage", *request["argv"]]
+        main = types.ModuleType("__main__")  # the caller's, not this process's -m module
+        main.__package__ = request.get("main_package")
+        sys.modules["__main__"] = main
         from preimage._entry import finish, run_cli
 
         status = finish(run_cli())

@@ -177,3 +177,17 @@ def _held(lock: Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def test_help_and_a_table_read_the_same_served_or_not(env: dict[str, str], tree: Path) -> None:
+    """What the user reads does not depend on where the command ran: the program's name in
+    usage lines and a listing's layout are those of the command's own process."""
+    assert _cli(env, "capture", f"file://{tree}").returncode == 0
+    _wait_warm(env)
+    off = {**env, "PREIMAGE_SERVICE": "off"}
+    for args in (("capture", "--help"), ("list",), ("restore",)):
+        served, own = _cli(env, *args), _cli(off, *args)
+        assert (served.returncode, served.stdout, served.stderr) == (
+            own.returncode, own.stdout, own.stderr), args
+    assert _status(env)["served"] == 3  # type: ignore[index]
+    assert _cli(env, "serve", "--stop").returncode == 0
