@@ -207,24 +207,9 @@ class _Relay:
 
 def start(address: Address) -> bool:
     """Start the warm process detached, unless a command did so moments ago."""
-    try:
-        if time.time() - os.stat(address.started).st_mtime < 10.0:
-            return False
-    except OSError:
-        pass
-    try:
-        with open(address.started, "w"):
-            pass
-        import subprocess
+    from preimage.layer import service_wire as wire
 
-        subprocess.Popen(
-            [sys.executable, "-m", "preimage._warm"], cwd="/", env=dict(os.environ),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        )
-    except OSError:
-        return False
-    return True
+    return wire.start_detached(address.started, ["-m", "preimage._warm"], 10.0)
 
 
 def ask(address: Address, op: str) -> dict[str, Any] | None:

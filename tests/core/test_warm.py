@@ -4,7 +4,6 @@ status — and the same outcome as in their own process."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from services import lock_held
 
 from preimage import _warm
 
@@ -154,7 +154,7 @@ def test_a_signal_to_the_caller_reaches_the_command_it_runs(
             time.sleep(0.05)
         assert _cli(env, "serve", "--stop").returncode == 0
         lock = next(Path(env["PREIMAGE_RUNTIME_DIR"]).glob("cli-*.lock"))
-        while _held(lock):
+        while lock_held(lock):
             assert time.monotonic() < end
             time.sleep(0.05)
         assert blocked.poll() is None  # still waiting for the catalog, in its own child
@@ -167,16 +167,6 @@ def test_a_signal_to_the_caller_reaches_the_command_it_runs(
     assert len(listed) == 1
     assert _cli(env, "check").returncode == 0
 
-
-def _held(lock: Path) -> bool:
-    fd = os.open(lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def test_help_and_a_table_read_the_same_served_or_not(env: dict[str, str], tree: Path) -> None:

@@ -101,25 +101,7 @@ def ask_service(address: wire.Address, harness: str, args: list[str],
 
 def start_service(address: wire.Address) -> bool:
     """Start ``preimage serve`` detached, unless a client did so moments ago."""
-    try:
-        age = time.time() - os.stat(address.started).st_mtime
-        if age < RESTART_BACKOFF:
-            return False
-    except OSError:
-        pass
-    try:
-        with open(address.started, "w"):
-            pass
-        import subprocess
-
-        subprocess.Popen(
-            [sys.executable, "-m", "preimage", "serve"], cwd="/", env=dict(os.environ),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-        )
-    except OSError:
-        return False
-    return True
+    return wire.start_detached(address.started, ["-m", "preimage", "serve"], RESTART_BACKOFF)
 
 
 def decide_in_process(harness: str, args: list[str], text: str, why: str) -> tuple[str, str, int]:

@@ -157,6 +157,32 @@ def log_dir(env: dict[str, str] | os._Environ[str] | None = None) -> str:
     return os.path.join(state, "preimage", "log")
 
 
+def start_detached(marker: str, args: list[str], backoff: float) -> bool:
+    """Run ``python ARGS`` detached from this process (its own session, no terminal, the
+    current environment), unless ``marker`` was touched less than ``backoff`` seconds
+    ago — by a client that started it moments before; True when started."""
+    import time
+
+    try:
+        if time.time() - os.stat(marker).st_mtime < backoff:
+            return False
+    except OSError:
+        pass
+    try:
+        with open(marker, "w"):
+            pass
+        import subprocess
+
+        subprocess.Popen(
+            [sys.executable, *args], cwd="/", env=dict(os.environ),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+        )
+    except OSError:
+        return False
+    return True
+
+
 # ------------------------------------------------------------------ frames
 def send(sock: socket.socket, header: dict[str, Any], body: bytes = b"") -> None:
     """One frame: the header as a JSON line, then ``body`` raw."""
