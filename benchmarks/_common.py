@@ -51,7 +51,7 @@ def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
     warm["PREIMAGE_RUNTIME_DIR"] = str(runtime)
     cli = [sys.executable, "-m", "preimage"]
     subprocess.run([*cli, "list"], env=warm, check=True, stdout=subprocess.DEVNULL)
-    address = _warm.Address.from_env(warm)
+    address = _warm.address(warm)
     end = time.monotonic() + 300
     while _warm.ask(address, "status") is None:
         if time.monotonic() > end:

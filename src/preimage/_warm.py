@@ -41,6 +41,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from preimage.layer.service_wire import Address
+
 #: The commands a warm process runs: none of them prompts or keeps the terminal.
 SERVED = frozenset({
     "capture", "restore", "undo", "diff", "score", "list", "show", "check", "stats",
@@ -52,38 +54,11 @@ _LENGTH = struct.Struct(">I")
 MAX_REQUEST = 16 << 20
 
 
-def _off(env: dict[str, str] | os._Environ[str]) -> bool:
-    return env.get("PREIMAGE_SERVICE", "").lower() in ("0", "off", "no", "false")
+def address(env: dict[str, str] | os._Environ[str] | None = None) -> Address:
+    """The warm process's socket, lock and start marker for ``env``'s settings."""
+    from preimage.layer import service_wire as wire
 
-
-class Address:
-    """The warm process's socket, lock and start marker, beside the decision service's."""
-
-    __slots__ = ("folder", "key")
-
-    def __init__(self, key: str, folder: str) -> None:
-        self.key, self.folder = key, folder
-
-    @classmethod
-    def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None) -> Address:
-        from preimage.layer import service_wire as wire
-
-        return cls(wire.service_key(env), wire.runtime_dir(env))
-
-    def _file(self, suffix: str) -> str:
-        return os.path.join(self.folder, f"cli-{self.key}.{suffix}")
-
-    @property
-    def socket(self) -> str:
-        return self._file("sock")
-
-    @property
-    def lock(self) -> str:
-        return self._file("lock")
-
-    @property
-    def started(self) -> str:
-        return self._file("start")
+    return wire.Address.from_env(env, kind="cli")
 
 
 # ------------------------------------------------------------------ client
@@ -91,19 +66,21 @@ def run_served(argv: list[str]) -> int | None:
     """Run ``preimage ARGV`` in the warm process: its exit status, or ``None`` when this
     process must run it itself (not a served command, no warm process yet — one is
     started for the next command — or the warm process closed the request untaken)."""
-    if not argv or argv[0] not in SERVED or _off(os.environ):
+    from preimage.layer import service_wire as wire
+
+    if not argv or argv[0] not in SERVED or wire.service_off(os.environ):
         return None
     try:
-        address = Address.from_env()
+        where = address()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
     with sock:
         sock.settimeout(CONNECT_SECONDS)
         try:
-            sock.connect(address.socket)
+            sock.connect(where.socket)
         except OSError:
-            start(address)
+            start(where)
             return None
         try:
             cwd = os.getcwd()
@@ -205,19 +182,19 @@ class _Relay:
             os.kill(os.getpid(), signum)
 
 
-def start(address: Address) -> bool:
+def start(where: Address) -> bool:
     """Start the warm process detached, unless a command did so moments ago."""
     from preimage.layer import service_wire as wire
 
-    return wire.start_detached(address.started, ["-m", "preimage._warm"], 10.0)
+    return wire.start_detached(where.started, ["-m", "preimage._warm"], 10.0)
 
 
-def ask(address: Address, op: str) -> dict[str, Any] | None:
+def ask(where: Address, op: str) -> dict[str, Any] | None:
     """``status`` or ``stop``: the warm process's answer, or ``None`` when none runs."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(5.0)
-            sock.connect(address.socket)
+            sock.connect(where.socket)
             body = json.dumps({"op": op}).encode()
             sock.sendall(_LENGTH.pack(len(body)) + body)
             line = sock.makefile("rb").readline()
@@ -269,8 +246,8 @@ def serve(idle: float) -> int:
     import select
     import threading
 
-    address = Address.from_env()
-    lock = os.open(address.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    here = address()
+    lock = os.open(here.lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -281,11 +258,11 @@ def serve(idle: float) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave by the finally below
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(address.socket)
+        os.unlink(here.socket)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        listener.bind(address.socket)
+        listener.bind(here.socket)
     finally:
         os.umask(old)
     listener.listen(64)
@@ -306,7 +283,7 @@ def serve(idle: float) -> int:
             if _peer_uid(conn) != os.getuid():
                 conn.close()
                 continue
-            outcome = _take(conn, address, {"running": len(children), "served": served},
+            outcome = _take(conn, here, {"running": len(children), "served": served},
                             threading.active_count(), inherited=(listener.fileno(), lock))
             if outcome == "stop":
                 return 0
@@ -316,7 +293,7 @@ def serve(idle: float) -> int:
     finally:
         listener.close()
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(address.socket)
+            os.unlink(here.socket)
         os.close(lock)
 
 
@@ -335,7 +312,7 @@ def _peer_uid(conn: socket.socket) -> int:
     return int(struct.unpack("3i", creds)[1])
 
 
-def _take(conn: socket.socket, address: Address, counts: dict[str, int], threads: int,
+def _take(conn: socket.socket, where: Address, counts: dict[str, int], threads: int,
           inherited: tuple[int, ...] = ()) -> int | str | None:
     """Read one request: fork its command (the child's pid), answer ``status``, or
     ``"stop"``.  A request it cannot take is closed unanswered: the caller runs it."""
@@ -356,7 +333,7 @@ def _take(conn: socket.socket, address: Address, counts: dict[str, int], threads
             op = request.get("op")
             if op in ("status", "stop"):
                 conn.sendall(json.dumps({"event": op, "pid": os.getpid(), **counts,
-                                         "socket": address.socket}).encode() + b"\n")
+                                         "socket": where.socket}).encode() + b"\n")
                 return "stop" if op == "stop" else None
             if op != "run" or len(fds) != 3 or threads != 1:
                 return None  # forking beside another thread could inherit a held lock

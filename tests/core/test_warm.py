@@ -34,7 +34,7 @@ def _cli(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess
 
 
 def _status(env: dict[str, str]) -> dict[str, Any] | None:
-    return _warm.ask(_warm.Address.from_env(env), "status")
+    return _warm.ask(_warm.address(env), "status")
 
 
 def _wait_warm(env: dict[str, str], limit: float = 300.0) -> dict[str, Any]:

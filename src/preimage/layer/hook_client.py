@@ -140,7 +140,7 @@ def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
     harness, args = _harness_and_options(argv)
     text = stdin.decode("utf-8", "replace")
-    if os.environ.get("PREIMAGE_SERVICE", "").lower() in ("0", "off", "no", "false"):
+    if wire.service_off(os.environ):
         _log({"event": "path", "path": "in-process", "why": "PREIMAGE_SERVICE is off"})
         return decide_in_process(harness, args, text, "PREIMAGE_SERVICE is off")
     try:

@@ -34,7 +34,7 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
     except OSError as exc:
         click.echo(f"preimage: no runtime directory for the service: {exc}", err=True)
         sys.exit(2)
-    warm_address = warm.Address(address.key, address.folder)
+    warm_address = wire.Address(address.key, address.folder, kind="cli")
     if show_status:
         doc = svc.status(address)
         warm_doc = warm.ask(warm_address, "status")

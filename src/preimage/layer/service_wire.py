@@ -116,34 +116,46 @@ def runtime_dir(env: dict[str, str] | os._Environ[str] | None = None, *, create:
 
 
 class Address:
-    """The files of one service: its socket, its lock and the start marker."""
+    """The files of one resident process: its socket, its lock and the start marker.
+    ``kind`` names it: ``serve`` (the decision service) or ``cli`` (the warm process
+    that runs commands, :mod:`preimage._warm`)."""
 
-    __slots__ = ("folder", "key")
+    __slots__ = ("folder", "key", "kind")
 
-    def __init__(self, key: str, folder: str) -> None:
+    def __init__(self, key: str, folder: str, kind: str = "serve") -> None:
         self.key = key
         self.folder = folder
+        self.kind = kind
 
     def __repr__(self) -> str:
-        return f"Address({self.key!r}, {self.folder!r})"
+        return f"Address({self.key!r}, {self.folder!r}, {self.kind!r})"
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None) -> Address:
+    def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None,
+                 kind: str = "serve") -> Address:
         """The address for ``env`` (default: this process's environment)."""
-        return cls(service_key(env), runtime_dir(env))
+        return cls(service_key(env), runtime_dir(env), kind)
+
+    def _file(self, suffix: str) -> str:
+        return os.path.join(self.folder, f"{self.kind}-{self.key}.{suffix}")
 
     @property
     def socket(self) -> str:
-        return os.path.join(self.folder, f"serve-{self.key}.sock")
+        return self._file("sock")
 
     @property
     def lock(self) -> str:
-        return os.path.join(self.folder, f"serve-{self.key}.lock")
+        return self._file("lock")
 
     @property
     def started(self) -> str:
         """Touched by a client that started a service (so the next one does not start another)."""
-        return os.path.join(self.folder, f"serve-{self.key}.start")
+        return self._file("start")
+
+
+def service_off(env: dict[str, str] | os._Environ[str]) -> bool:
+    """``PREIMAGE_SERVICE=off`` (or 0, no, false): no resident process is asked or started."""
+    return env.get("PREIMAGE_SERVICE", "").lower() in ("0", "off", "no", "false")
 
 
 def log_dir(env: dict[str, str] | os._Environ[str] | None = None) -> str:
