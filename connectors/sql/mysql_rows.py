@@ -27,8 +27,8 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal, NamedTuple
 
 from preimage.connectors.sql.mysql import quote as _q
 
@@ -47,19 +47,26 @@ _NO_NEWLINE = frozenset({
     "date", "datetime", "timestamp", "time", "year",
 })
 
-Column = tuple[str, str, str]  # name, DATA_TYPE, EXTRA
+class Column(NamedTuple):
+    """A column as ``information_schema.COLUMNS`` describes it."""
+
+    name: str
+    type: str  # DATA_TYPE
+    extra: str  # EXTRA (``VIRTUAL GENERATED``, …)
+    nullable: bool = True
 
 
 def table_columns(conn: Any, table: str | None = None) -> dict[str, list[Column]]:
     """The columns of every table of the database (or of ``table`` only), in one query:
     name → columns in order."""
-    sql = ("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, EXTRA FROM information_schema.COLUMNS "
-           "WHERE TABLE_SCHEMA = DATABASE()" + (" AND TABLE_NAME = %s" if table else "")
-           + " ORDER BY TABLE_NAME, ORDINAL_POSITION")
+    sql = ("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, EXTRA, IS_NULLABLE "
+           "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+           + (" AND TABLE_NAME = %s" if table else "") + " ORDER BY TABLE_NAME, ORDINAL_POSITION")
     out: dict[str, list[Column]] = {}
-    for name, column, typ, extra in (conn.exec_driver_sql(sql, (table,)) if table
-                                     else conn.exec_driver_sql(sql)):
-        out.setdefault(str(name), []).append((str(column), str(typ), str(extra or "")))
+    for name, column, typ, extra, nullable in (conn.exec_driver_sql(sql, (table,)) if table
+                                               else conn.exec_driver_sql(sql)):
+        out.setdefault(str(name), []).append(
+            Column(str(column), str(typ), str(extra or ""), str(nullable) != "NO"))
     return out
 
 
@@ -71,14 +78,15 @@ def tuple_columns(conn: Any, table: str, known: list[Column] | None = None) -> l
     if _driver(conn) not in ("pymysql", "MySQLdb"):
         return None
     rows = known if known is not None else columns_of(conn, table)
-    if not rows or any(t.lower() in _SLOW_TYPES for _, t, _ in rows):
+    if not rows or any(c.type.lower() in _SLOW_TYPES for c in rows):
         return None
-    return [n for n, _, extra in rows if "GENERATED" not in extra.upper()]
+    return [c.name for c in rows if "GENERATED" not in c.extra.upper()]
 
 
-def plain_columns(known: list[Column]) -> frozenset[str]:
-    """The columns of ``known`` whose values hold no newline (read without ``REPLACE``)."""
-    return frozenset(n for n, t, _ in known if t.lower() in _NO_NEWLINE)
+def plain_columns(known: list[Column]) -> dict[str, bool]:
+    """The columns of ``known`` whose values hold no newline (read without ``REPLACE``),
+    each with whether it may be NULL."""
+    return {c.name: c.nullable for c in known if c.type.lower() in _NO_NEWLINE}
 
 
 def columns_of(conn: Any, table: str) -> list[Column]:
@@ -91,16 +99,31 @@ def _driver(conn: Any) -> str:
 
 
 def select_sql(table: str, columns: list[str], where: str | None = None,
-               plain: frozenset[str] = frozenset()) -> str:
+               plain: Mapping[str, bool] | None = None) -> str:
     """The query whose one binary column is each row as a ``(v1,v2,…)`` line.  The
-    ``plain`` columns (numbers, dates, times) hold no newline, quote or backslash, so
-    theirs is put between quotes as it is (the bytes ``QUOTE`` would give, with less work
-    for the server); one flat ``CONCAT``, since no part is ever NULL."""
-    values = ", ',', ".join(
-        f"IFNULL(CONCAT('''', {_q(c)}, ''''), 'NULL')" if c in plain
-        else f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)" for c in columns)
-    sql = f"SELECT CONCAT(_binary'(', {values}, ')') FROM {_q(table)}"
+    ``plain`` columns (numbers, dates, times; name → whether it may be NULL) hold no
+    newline, quote or backslash, so theirs is put between quotes as it is (the bytes
+    ``QUOTE`` would give, with less work for the server).  A ``NOT NULL`` one is a bare
+    part of the row's one flat ``CONCAT``, its quotes joined to the literals around it."""
+    plain = plain or {}
+    parts: list[str] = ["("]  # literal text (even positions) between column expressions
+    for i, c in enumerate(columns):
+        parts[-1] += "," if i else ""
+        if c in plain and not plain[c]:
+            parts[-1] += "'"
+            parts += [_q(c), "'"]
+        elif c in plain:
+            parts += [f"IFNULL(CONCAT('''', {_q(c)}, ''''), 'NULL')", ""]
+        else:
+            parts += [f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)", ""]
+    parts[-1] += ")"
+    rest = [p if i % 2 else _literal(p) for i, p in enumerate(parts[1:], 1) if i % 2 or p]
+    sql = f"SELECT CONCAT({', '.join(['_binary' + _literal(parts[0]), *rest])}) FROM {_q(table)}"
     return sql + (f" WHERE ({where})" if where else "")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def read_lines(conn: Any, sql: str) -> Iterator[bytes]:
