@@ -350,10 +350,10 @@ class SqlRestorer:
         return steps
 
     def _row(self, t: SqlTable, key: str, values: dict[str, Any] | None) -> Callable[[], None]:
-        from sqlalchemy import MetaData, Table, and_, func, select
+        from sqlalchemy import and_, func, select
 
         def run() -> None:
-            live = Table(t.name, MetaData(), autoload_with=self.conn, resolve_fks=False)
+            live = reflect(self.conn, t.name)
             if t.primary_key:
                 ident = _decoded(dict(zip(t.primary_key, json.loads(key), strict=True)))
                 where = and_(*[live.c[c] == v for c, v in ident.items()])
@@ -546,3 +546,9 @@ def _inspect(conn: Any) -> Any:
     from preimage.connectors.sql.connector import _inspect as inspect
 
     return inspect(conn)
+
+
+def reflect(conn: Any, name: str) -> Any:
+    from preimage.connectors.sql.connector import reflect as reflect_table
+
+    return reflect_table(conn, name)

@@ -181,7 +181,8 @@ _KEY = re.compile(
 _KEYEXPRS = re.compile(r"(?:(?:`((?:``|[^`])+)`)(?:\((\d+)\))?(?: +(ASC|DESC))?(?=\,|$))+", re.I)
 _FK = re.compile(
     r"  CONSTRAINT +" + _NAME + r" +FOREIGN KEY +\((?P<local>[^\)]+?)\) REFERENCES +"
-    r"(?P<table>`[^`]+`(?:\.`[^`]+`)?) +\((?P<foreign>(?:`[^`]+`(?: *, *)?)+)\)"
+    r"(?P<table>`(?:``|[^`])+`(?:\.`(?:``|[^`])+`)?) +"
+    r"\((?P<foreign>(?:`(?:``|[^`])+`(?: *, *)?)+)\)"
     r"(?: +(?P<match>MATCH \w+))?(?: +ON DELETE (?P<ondelete>RESTRICT|CASCADE|SET NULL|NO "
     r"ACTION|SET DEFAULT))?(?: +ON UPDATE (?P<onupdate>RESTRICT|CASCADE|SET NULL|NO ACTION|"
     r"SET DEFAULT))?", re.I)

@@ -402,14 +402,15 @@ def test_driver_only_capture_matches_sqlalchemys(mydb: Any, store: Any,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A MySQL capture made through the driver alone (no SQLAlchemy start-up) holds the very
     snapshot the SQLAlchemy way gives: every column type, default, key, index, constraint,
-    object and row blob — for the whole database, a table set and a row scope, through
+    name with a backtick, object and row blob — for the whole database, a table set and a row scope, through
     either driver; and a capture and a restore on that path do not import SQLAlchemy."""
     import subprocess
     import sys
 
     from preimage.connectors.sql import mysql_direct
 
-    mydb.sql(SCHEMA + "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES + WIDE)
+    mydb.sql(SCHEMA + "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION';" + TYPES + WIDE
+             + QUOTED_NAMES.format(flag="tinyint"))
     uris = [mydb.uri(driver=d) for d in DRIVERS] + [
         mydb.uri("tables=wide,kinds,missing", driver="mariadb+mysqldb"),
         rows_uri(mydb, "orders", "total > 1", driver="mariadb+mysqldb"),
@@ -476,3 +477,33 @@ def test_row_lines_are_the_bytes_quote_gives(mydb: Any) -> None:
             assert ours.count(b"\n") == int(mydb.sql(f"SELECT count(*) FROM {table}"))
     finally:
         conn.close()
+
+
+QUOTED_NAMES = r"""
+CREATE TABLE `pa``rent` (`i``d` int PRIMARY KEY, `sp ace` varchar(10), `fl``ag` {flag},
+  UNIQUE KEY `u``k` (`sp ace`));
+CREATE TABLE `ch``ild` (id int AUTO_INCREMENT PRIMARY KEY, `pa``rent` int, `a,b` int DEFAULT 5,
+  KEY `k``p` (`pa``rent`),
+  CONSTRAINT `f``k` FOREIGN KEY (`pa``rent`) REFERENCES `pa``rent` (`i``d`) ON DELETE CASCADE);
+INSERT INTO `pa``rent` VALUES (1, 'one', 5), (2, NULL, NULL), (3, 'th`ree', 0);
+INSERT INTO `ch``ild` (`pa``rent`, `a,b`) VALUES (1, 10), (1, NULL), (3, 30);
+CREATE VIEW `v``w` AS SELECT `i``d` FROM `pa``rent`;
+"""
+
+
+@pytest.mark.parametrize("flag", ["tinyint", "bit(3)"])
+def test_names_with_backticks_and_spaces_round_trip(mydb: Any, cli: Any, flag: str) -> None:
+    """Tables, columns, keys and constraints whose names hold a backtick, a space or a
+    comma come back under their own names after DROP DATABASE — read by the driver alone
+    (rows as the server's tuples) and, with a BIT column, the SQLAlchemy way (whose
+    MySQL reflection leaves a name's doubled backticks doubled): mysqldump identical."""
+    mydb.sql(QUOTED_NAMES.format(flag=flag))
+    before = mydb.dump()
+    backup = cli.capture(mydb.uri())
+    mydb.sql("DELETE FROM `pa``rent` WHERE `i``d` = 3")
+    assert "pa`rent" in cli.run("diff", backup, check=False).stdout
+    mydb.server.sql(f"DROP DATABASE {mydb.name}")
+    cli.restore(backup)
+    same_dump(mydb.dump(), before)
+    score = cli.score(backup)
+    assert score["content"] == 1.0 and score["metadata"] == 1.0, score["differences"]
