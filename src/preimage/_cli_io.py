@@ -45,8 +45,10 @@ class _Console:
         return getattr(self._console, name)
 
 
-out: Any = _Console(highlight=False, soft_wrap=True, wide_unless_terminal=True)
-err: Any = _Console(stderr=True, highlight=False, soft_wrap=True)
+# No markup: what is printed quotes names from the user's systems (files, tables, folders),
+# and ``a[bold]b`` or ``t[/]x`` must come out as they are, not styled away or raise.
+out: Any = _Console(highlight=False, soft_wrap=True, markup=False, wide_unless_terminal=True)
+err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def one_line(text: str) -> str:

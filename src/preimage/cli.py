@@ -404,7 +404,7 @@ def demo(workdir: str | None, as_json: bool) -> None:
     """Protect a scratch project, destroy it as an agent would, restore it, score it."""
     from preimage._demo import run_demo
 
-    result = run_demo(workdir, say=None if as_json else out.print)
+    result = run_demo(workdir, say=None if as_json else lambda t: out.print(t, markup=True))
     if as_json:
         emit_json(result)
     if result["restorable"] < 1.0:

@@ -196,3 +196,33 @@ def test_an_edited_document_is_refused_by_restore(tree: Path, store: Store) -> N
         db.execute("UPDATE snapshots SET digest=? WHERE backup_id=?", (digest, backup.id))
     with pytest.raises(preimage.StoreError, match="names file:///etc"):
         preimage.restore(backup.id, store=store)
+
+
+def test_names_that_look_like_markup_are_printed_as_they_are(tmp_path: Path,
+                                                            run: Callable[..., Run]) -> None:
+    """A file named ``a[bold]b`` and a table named ``t[/]x`` (legal names, and rich's markup
+    syntax) come out of restore, score, diff and list as they are: not styled away, and
+    not an error after the restore has already been done."""
+    import sqlite3
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a[bold]b").write_text("x\n")
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute('CREATE TABLE "t[/]x" (id integer PRIMARY KEY, v text)')
+        conn.execute("""INSERT INTO "t[/]x" VALUES (1, '[red]one[/]')""")
+    backup = run("capture", f"file://{tree}", f"sqlite:///{db}").out.strip()
+    (tree / "a[bold]b").unlink()
+    with sqlite3.connect(db) as conn:
+        conn.execute('DROP TABLE "t[/]x"')
+    changed = run("diff", backup)
+    assert changed.code == 1 and "a[bold]b" in changed.out, changed
+    restored = run("restore", backup)
+    assert restored.code == 0, restored
+    assert "a[bold]b" in restored.out and "t[/]x" in restored.out, restored.out
+    scored = run("score", "--show", "20", backup)
+    assert scored.code == 0 and "Traceback" not in scored.err, scored
+    assert run("list").code == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute('SELECT v FROM "t[/]x"').fetchall() == [("[red]one[/]",)]
