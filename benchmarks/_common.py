@@ -71,6 +71,30 @@ def median(runs: list[tuple[float, int, str]]) -> tuple[float, int, str]:
     return middle, max(r[1] for r in runs), runs[-1][2]
 
 
+def pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
+         theirs: tuple[float, int, str]) -> None:
+    """``res[label]``: preimage's and the tool's medians (seconds, peak MiB) and their ratio."""
+    res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
+                  "ratio": round(ours[0] / theirs[0], 2) if theirs[0] else None,
+                  "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
+
+
+def print_ratios(res: dict[str, Any], headline: str, tool: str) -> None:
+    """The table of ``res``'s :func:`pair` entries under ``headline`` (``tool``: the tool
+    column's name); a restore's check, and the peak MiB of own-process rows."""
+    print(headline)
+    print("preimage commands run warm (a session's second and later), except 'own process' "
+          "rows (a session's first); peak MiB: the command's own process only")
+    print(f"{'':30}{'preimage s':>11}{tool:>9}{'ratio':>7}{'peak MiB':>10}  check")
+    for label, r in res.items():
+        if not isinstance(r, dict) or "ratio" not in r:
+            continue
+        extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
+        peak = f"{r['preimage_peak_mib']:10d}" if "own process" in label else f"{'-':>10}"
+        print(f"{label:30}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
+              f"{peak}  {extra}")
+
+
 def own_process(env: dict[str, str]) -> dict[str, str]:
     """``env`` for a ``preimage`` command run in its own process (a session's first)."""
     return {**env, "PREIMAGE_SERVICE": "off"}

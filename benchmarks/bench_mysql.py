@@ -79,13 +79,6 @@ TYPES = {
 }
 
 
-def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
-          theirs: tuple[float, int, str]) -> None:
-    res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
-                  "ratio": round(ours[0] / theirs[0], 2) if theirs[0] else None,
-                  "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
-
-
 def round_trip(res: dict[str, Any], key: str, label: str, *, repeat: int, env: dict[str, str],
                cmd_env: dict[str, str], capture: str, dump: list[str],
                drop: Callable[[], object], replay: list[str],
@@ -105,10 +98,10 @@ def round_trip(res: dict[str, Any], key: str, label: str, *, repeat: int, env: d
         drop()
         times["replay"].append(run(replay, env, stdin=dumped[2].encode()))
         ok = ok and check()
-    _pair(res, f"{key} capture{label}", _common.median(times["cap"]),
-          _common.median(times["dump"]))
-    _pair(res, f"{key} restore{label}", _common.median(times["rest"]),
-          _common.median(times["replay"]))
+    _common.pair(res, f"{key} capture{label}", _common.median(times["cap"]),
+                 _common.median(times["dump"]))
+    _common.pair(res, f"{key} restore{label}", _common.median(times["rest"]),
+                 _common.median(times["replay"]))
     res[f"{key} restore{label}"]["exact"] = ok
 
 
@@ -176,20 +169,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"MariaDB ({args.driver}): table {args.rows:,} rows, {args.type_rows:,} per type; "
-          f"medians of {args.repeat} runs; load average {res['load'][0]:.1f} on "
-          f"{os.cpu_count()} cores")
-    print("preimage commands run warm (a session's second and later), except 'own process' "
-          "rows (a session's first); peak MiB: the command's own process only")
-    print(f"{'':30}{'preimage s':>11}{'tool s':>9}{'ratio':>7}{'peak MiB':>10}  check")
-    for label, r in res.items():
-        if not isinstance(r, dict):
-            continue
-        extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
-        peak = f"{r['preimage_peak_mib']:10d}" if "own process" in label else f"{'-':>10}"
-        print(f"{label:30}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
-              f"{peak}  {extra}")
-
+    _common.print_ratios(res, f"MariaDB ({args.driver}): table {args.rows:,} rows, "
+                         f"{args.type_rows:,} per type; medians of {args.repeat} runs; load "
+                         f"average {res['load'][0]:.1f} on {os.cpu_count()} cores", "tool s")
 
 if __name__ == "__main__":
     main()

@@ -74,13 +74,6 @@ TYPES = {
 }
 
 
-def _pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
-          theirs: tuple[float, int, str]) -> None:
-    res[label] = {"preimage_s": round(ours[0], 2), "tool_s": round(theirs[0], 2),
-                  "ratio": round(ours[0] / theirs[0], 2) if theirs[0] else None,
-                  "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
-
-
 def bench_table(pg: Any, env: dict[str, str], work: Path, name: str, check: str,
                 res: dict[str, Any], key: str, repeat: int, *, own: bool = False) -> None:
     """capture vs pg_dump -Fc -t, then (after DROP TABLE) restore vs pg_restore, ``repeat``
@@ -106,10 +99,10 @@ def bench_table(pg: Any, env: dict[str, str], work: Path, name: str, check: str,
             times["pgr"].append(run([pg.tool("pg_restore"), "--single-transaction", "-d",
                                      "bench", str(dump)], env))
             ok = ok and pg.psql(check, "bench").strip() == expected
-        _pair(res, f"{key} capture{label}", _common.median(times["cap"]),
-              _common.median(times["pgd"]))
-        _pair(res, f"{key} restore{label}", _common.median(times["rest"]),
-              _common.median(times["pgr"]))
+        _common.pair(res, f"{key} capture{label}", _common.median(times["cap"]),
+                     _common.median(times["pgd"]))
+        _common.pair(res, f"{key} restore{label}", _common.median(times["rest"]),
+                     _common.median(times["pgr"]))
         res[f"{key} restore{label}"]["exact"] = ok
     res[f"{key} capture"]["stored_mib"] = round(backup["stored_bytes"] / 2**20, 1)
     res[f"{key} capture"]["dump_mib"] = round(dump.stat().st_size / 2**20, 1)
@@ -136,8 +129,10 @@ def bench_sample(pg: Any, env: dict[str, str], work: Path, res: dict[str, Any],
         pg.psql("DROP DATABASE pagila")
         times["pgr"].append(run([pg.tool("pg_restore"), "--create", "-d", "postgres",
                                  str(dump)], env))
-    _pair(res, "pagila capture", _common.median(times["cap"]), _common.median(times["pgd"]))
-    _pair(res, "pagila restore", _common.median(times["rest"]), _common.median(times["pgr"]))
+    _common.pair(res, "pagila capture", _common.median(times["cap"]),
+                 _common.median(times["pgd"]))
+    _common.pair(res, "pagila restore", _common.median(times["rest"]),
+                 _common.median(times["pgr"]))
     res["pagila restore"]["exact"] = same
 
 
@@ -188,18 +183,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per type; medians of "
-          f"{args.repeat} runs; load average {res['load'][0]:.1f} on {os.cpu_count()} cores")
-    print("preimage commands run warm (a session's second and later), except 'own process' "
-          "rows (a session's first); peak MiB: the command's own process only")
-    print(f"{'':30}{'preimage s':>11}{'pg_* s':>9}{'ratio':>7}{'peak MiB':>10}  check")
-    for label, r in res.items():
-        if not isinstance(r, dict) or "ratio" not in r:
-            continue
-        extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
-        peak = f"{r['preimage_peak_mib']:10d}" if "own process" in label else f"{'-':>10}"
-        print(f"{label:30}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
-              f"{peak}  {extra}")
+    _common.print_ratios(res, f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per "
+                         f"type; medians of {args.repeat} runs; load average "
+                         f"{res['load'][0]:.1f} on {os.cpu_count()} cores", "pg_* s")
     if "score" in res:
         print(f"preimage score of the table: {res['score']['seconds']:.2f}s")
 
