@@ -106,19 +106,21 @@ def select_sql(table: str, columns: list[str], where: str | None = None,
     ``QUOTE`` would give, with less work for the server).  A ``NOT NULL`` one is a bare
     part of the row's one flat ``CONCAT``, its quotes joined to the literals around it."""
     plain = plain or {}
-    parts: list[str] = ["("]  # literal text (even positions) between column expressions
+    args: list[str] = []
+    text = "("  # literal text since the last column expression
     for i, c in enumerate(columns):
-        parts[-1] += "," if i else ""
+        text += "," if i else ""
         if c in plain and not plain[c]:
-            parts[-1] += "'"
-            parts += [_q(c), "'"]
-        elif c in plain:
-            parts += [f"IFNULL(CONCAT('''', {_q(c)}, ''''), 'NULL')", ""]
-        else:
-            parts += [f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)", ""]
-    parts[-1] += ")"
-    rest = [p if i % 2 else _literal(p) for i, p in enumerate(parts[1:], 1) if i % 2 or p]
-    sql = f"SELECT CONCAT({', '.join(['_binary' + _literal(parts[0]), *rest])}) FROM {_q(table)}"
+            args += [_literal(text + "'"), _q(c)]
+            text = "'"
+            continue
+        if text:
+            args.append(_literal(text))
+        text = ""
+        args.append(f"IFNULL(CONCAT('''', {_q(c)}, ''''), 'NULL')" if c in plain
+                    else f"REPLACE(QUOTE(CAST({_q(c)} AS BINARY)), 0x0A, 0x5C6E)")
+    args.append(_literal(text + ")"))
+    sql = f"SELECT CONCAT(_binary{', '.join(args)}) FROM {_q(table)}"
     return sql + (f" WHERE ({where})" if where else "")
 
 
