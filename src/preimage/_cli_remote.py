@@ -71,7 +71,7 @@ def key(path: Path) -> None:
     with os.fdopen(fd, "w") as fh:
         fh.write(new_key_text() + "\n")
     err.print(f"wrote a new key to {path} — keep a copy somewhere safe: without it the store "
-              f"cannot be read. Use it with PREIMAGE_STORE_KEY_FILE={path}", markup=False)
+              f"cannot be read. Use it with PREIMAGE_STORE_KEY_FILE={path}")
 
 
 @store.command()
@@ -92,7 +92,7 @@ def init(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
         return
     verb = "initialised" if created else "already initialised"
     out.print(f"{verb} {settings.store_where} (repository {repo_id[:12]}), catalog "
-              f"{settings.catalog_where}", markup=False)
+              f"{settings.catalog_where}")
 
 
 @store.command()
@@ -108,8 +108,7 @@ def migrate(store_url: str | None, catalog_url: str | None) -> None:
     with _home_store(settings) as st:   # opening upgrades an older store format
         before = st.catalog.schema_found
         st.catalog.migrate()
-    out.print(f"catalog schema {before} → {SCHEMA_VERSION}; store format {FORMAT} is current",
-              markup=False)
+    out.print(f"catalog schema {before} → {SCHEMA_VERSION}; store format {FORMAT} is current")
 
 
 @contextlib.contextmanager
@@ -161,7 +160,7 @@ def status(store_url: str | None, catalog_url: str | None, as_json: bool) -> Non
         return
     for k, v in doc.items():
         shown = human_bytes(int(v)) if k == "pack_bytes" else v
-        out.print(f"{k:>15}: {shown}", markup=False)
+        out.print(f"{k:>15}: {shown}")
 
 
 def _open_named(spec: str | None, catalog_url: str | None) -> Any:
@@ -209,7 +208,6 @@ def copy(ref: str, to: str, from_: str | None, catalog_url: str | None, as_json:
         return
     if result["copied"]:
         out.print(f"copied {result['id']}: {result['blobs_copied']} blob(s), "
-                  f"{result['bytes_copied']} bytes sent ({result['blobs_present']} already there)",
-                  markup=False)
+                  f"{result['bytes_copied']} bytes sent ({result['blobs_present']} already there)")
     else:
-        out.print(f"{result['id']} is already in the destination", markup=False)
+        out.print(f"{result['id']} is already in the destination")

@@ -87,9 +87,9 @@ def forget(refs: tuple[str, ...], keep_last: int | None, keep_within: str | None
     verb = "would forget" if dry_run else "forgot"
     for r in report.forgotten:
         out.print(f"{verb} {r.id}  {when(r.created_at)}  {r.kind:11} {r.status:9} "
-                  f"{', '.join(s.target for s in r.snapshots)}", markup=False)
+                  f"{', '.join(s.target for s in r.snapshots)}")
     out.print(f"{verb} {len(report.forgotten)} backup(s), kept {report.kept}"
-              + (f" ({report.policy})" if report.policy else ""), markup=False)
+              + (f" ({report.policy})" if report.policy else ""))
     if pruned:
         _print_prune(pruned)
     elif report.forgotten and not dry_run:
@@ -138,7 +138,7 @@ def prune(dry_run: bool, no_wait: bool, timeout: float | None, as_json: bool) ->
 
     with _store() as store, working("pruning…", not as_json):
         report = do_prune(store, wait=not no_wait, timeout=timeout, dry_run=dry_run,
-                          say=lambda t: err.print(t, markup=False))
+                          say=lambda t: err.print(t))  # noqa: PLW0108 — rich only if it prints
     if as_json:
         emit_json(_prune_doc(report))
     else:
@@ -163,12 +163,12 @@ def check(read_data: bool, repair: bool, as_json: bool) -> None:
     else:
         for p in report.problems:
             fixed = " [repaired]" if p.repaired else (f" (--repair: {p.repair})" if p.repair else "")
-            out.print(f"problem: {p.message}{fixed}", markup=False)
+            out.print(f"problem: {p.message}{fixed}")
         for note in report.notes:
-            out.print(f"note: {note}", markup=False)
+            out.print(f"note: {note}")
         data = "read and hashed" if read_data else "present (use --read-data to hash them)"
         out.print(f"checked {report.backups} backup(s) and {report.blobs_checked} blob(s), "
-                  f"{data}: {len(report.problems)} problem(s)", markup=False)
+                  f"{data}: {len(report.problems)} problem(s)")
     if not report.ok:
         sys.exit(1)
 
@@ -186,10 +186,10 @@ def stats(as_json: bool) -> None:
         emit_json(doc)
         return
     out.print(f"store {doc['home']} (format {doc['format']}): {doc['backups']} backup(s) "
-              f"{doc['by_status']}, {doc['blobs']} blob(s)", markup=False)
+              f"{doc['by_status']}, {doc['blobs']} blob(s)")
     out.print(f"stored {human_bytes(doc['stored_bytes'])}; restore size "
               f"{human_bytes(doc['restore_size'])}; dedup x{doc['dedup_ratio']}, compression "
-              f"x{doc['compression_ratio']}, together x{doc['total_ratio']}", markup=False)
+              f"x{doc['compression_ratio']}, together x{doc['total_ratio']}")
     if doc["unreferenced_bytes"]:
         out.print(f"unreferenced: {human_bytes(doc['unreferenced_bytes'])} "
                   "(`preimage prune` reclaims it)")
@@ -274,7 +274,7 @@ def export_cmd(ref: str, output: Path | None) -> None:
             tmp.replace(output)
     n = len({d for s in manifest["snapshots"] for d in s["refs"]})
     err.print(f"exported backup {manifest['backup']['id']}: {len(manifest['snapshots'])} "
-              f"target(s), {n} blob(s)", markup=False)
+              f"target(s), {n} blob(s)")
 
 
 @click.command(name="import")
@@ -305,7 +305,7 @@ def import_cmd(archive: Path, as_json: bool) -> None:
         err.print(f"backup {result.backup_id} is already in this store; nothing to do")
     else:
         err.print(f"imported backup {result.backup_id}: {result.blobs} blob(s), "
-                  f"{human_bytes(result.new_bytes)} new in the store", markup=False)
+                  f"{human_bytes(result.new_bytes)} new in the store")
     click.echo(result.backup_id)
 
 

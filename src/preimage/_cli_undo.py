@@ -71,7 +71,7 @@ def undo(calls: tuple[str, ...], dry_run: bool, take_backup: bool, keep_live: bo
 def _print(result: Any) -> None:
     verb = "plan to undo" if result.dry_run else "undid"
     head = f"{verb} the call of backup {result.backup_id}"
-    out.print(head + (f" (after: {result.post_id})" if result.post_id else ""), markup=False)
+    out.print(head + (f" (after: {result.post_id})" if result.post_id else ""))
     for plan, rep in zip(result.plans, result.reports, strict=False):
         from rich.table import Table
 
@@ -88,15 +88,15 @@ def _print(result: Any) -> None:
         for p in plan.conflicts:
             for c in p.conflicts[:10]:
                 out.print(f"  conflict {p.label} {c.path}: before the call {c.base!r}, the call "
-                          f"wrote {c.theirs!r}, now {c.live!r}", markup=False)
+                          f"wrote {c.theirs!r}, now {c.live!r}")
         for note in plan.notes:
-            out.print(f"  note: {note}", markup=False)
+            out.print(f"  note: {note}")
         failed = [i for i in rep.items if i.outcome.value == "failed"]
         for i in failed:
-            err.print(f"  failed: {i.key}: {i.reason}", markup=False)
+            err.print(f"  failed: {i.key}: {i.reason}")
         for note in rep.notes:
             if note != plan.summary():
-                out.print(f"  note: {note}", markup=False)
+                out.print(f"  note: {note}")
     if result.conflicts:
         out.print(f"{result.conflicts} conflict(s) left alone — run again with --take-backup "
                   "or --keep-live to decide them")

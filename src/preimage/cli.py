@@ -94,11 +94,11 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
     )
     for snap in backup.snapshots:
         for note in snap.notes:  # what was not captured, and why
-            err.print(f"  note: {snap.target}: {note}", markup=False)
+            err.print(f"  note: {snap.target}: {note}")
         for u in snap.uncaptured:
-            err.print(f"  not captured: {snap.target}: {u.label()} — {u.reason}", markup=False)
+            err.print(f"  not captured: {snap.target}: {u.label()} — {u.reason}")
     for note in backup.notes:
-        err.print(f"  store: {note}", markup=False)
+        err.print(f"  store: {note}")
     click.echo(backup.id)
 
 
@@ -180,7 +180,7 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 
         for d in diffs:
             for line in diff_lines(d):
-                out.print(line, markup=False)
+                out.print(line)
     if not all(d.empty for d in diffs):
         sys.exit(1)
 
@@ -232,7 +232,7 @@ def score(
     else:
         print_score_table(total, per_target)
         for line in report_lines(total, show_n):
-            out.print(f"  {line}", markup=False)
+            out.print(f"  {line}")
     if minimum is not None and value is not None and value < minimum:
         err.print(f"score {on} {value:.4f} is below --min {minimum}")
         sys.exit(1)
@@ -360,19 +360,19 @@ def show(ref: str, as_json: bool) -> None:
     for k, v in doc.items():
         if k == "problems":
             for p in v:
-                out.print(f"problem: {p} (`preimage check --repair` drops it)", markup=False)
+                out.print(f"problem: {p} (`preimage check --repair` drops it)")
         elif k == "snapshots":
             for s in v:
                 line = f"  {s['connector']:10} {s['target']}  ({s['items']} items)"
-                out.print(line, markup=False)
+                out.print(line)
         elif k == "targets":
             continue   # each is on a snapshot or trash line
         elif k == "trash":
             for t in v:
                 where = "in the trash" if t["in_trash"] else "renamed back"
-                out.print(f"  {'trash':10} {t['target']}  ({where})", markup=False)
+                out.print(f"  {'trash':10} {t['target']}  ({where})")
         elif v not in (None, ""):
-            out.print(f"{k}: {v}", markup=False)
+            out.print(f"{k}: {v}")
 
 
 @main.command()

@@ -168,7 +168,6 @@ def test_a_signal_to_the_caller_reaches_the_command_it_runs(
     assert _cli(env, "check").returncode == 0
 
 
-
 def test_help_and_a_table_read_the_same_served_or_not(env: dict[str, str], tree: Path) -> None:
     """What the user reads does not depend on where the command ran: the program's name in
     usage lines and a listing's layout are those of the command's own process."""

@@ -76,7 +76,7 @@ def bench(
             _fail("no scenario matches the selection", 1)
         if list_only:
             for sc in scenarios:
-                out.print(f"{sc.id:28} {sc.category:10} {sc.system:10} {sc.title}", markup=False)
+                out.print(f"{sc.id:28} {sc.category:10} {sc.system:10} {sc.title}")
             return
         default = UNDO_PROTECTORS if chosen_suite == "undo" else DEFAULT_PROTECTORS
         chosen = resolve_protectors(protectors or default)
@@ -111,7 +111,7 @@ def bench(
         else:
             render_terminal(report, out)
             if report_dir is not None:
-                out.print(f"report: {report_dir / 'index.html'}", markup=False)
+                out.print(f"report: {report_dir / 'index.html'}")
         if any(r.status == "error" for r in report.runs):
             sys.exit(1)
 
