@@ -15,6 +15,7 @@ reported in seconds, not after minutes of back-off.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -176,8 +177,13 @@ class S3Storage:
 
 
 def _first_cause(text: str) -> str:
-    """The innermost reason of a chained obstore message, e.g. ``Connection refused``."""
-    lower = text.lower()
+    """The innermost reason of a chained obstore message, e.g. ``Connection refused``, or
+    the status a server answered (``503 Service Unavailable``).  A retried request's
+    message carries ``retry_timeout: 15s`` whatever went wrong: that is not a timeout."""
+    status = re.search(r"status code: (\d{3}[^:\n]*)", text)
+    if status:
+        return f"the server answered {status.group(1).strip()}"
+    lower = re.sub(r"retry_timeout:\s*\S+", "", text.lower())
     for needle, reason in (("connection refused", "connection refused"),
                            ("timed out", "timed out"), ("timeout", "timed out"),
                            ("dns error", "unknown host"),

@@ -1,0 +1,71 @@
+"""What a failed object-store request is reported as, from obstore's own messages."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import socketserver
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from preimage.packstore._s3 import _first_cause
+
+
+class _Busy(http.server.BaseHTTPRequestHandler):
+    """Answers every request 503, as a loaded S3 server does."""
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _put_error(port: int) -> str:
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(
+        "bucket",
+        config={"endpoint": f"http://127.0.0.1:{port}", "region": "us-east-1",
+                "access_key_id": "a", "secret_access_key": "b",
+                "virtual_hosted_style_request": False},
+        client_options={"allow_http": True, "connect_timeout": "5s", "timeout": "60s"},
+        retry_config={"max_retries": 2, "retry_timeout": timedelta(seconds=15),
+                      "backoff": {"init_backoff": timedelta(milliseconds=10),
+                                  "max_backoff": timedelta(milliseconds=50), "base": 2}})
+    with pytest.raises(Exception) as caught:
+        obstore.put(store, "x", b"data")
+    return str(caught.value)
+
+
+def test_a_server_that_answers_503_is_not_called_a_timeout(busy_port: int) -> None:
+    """obstore's message after its retries names its ``retry_timeout`` whatever failed; a
+    server that answered 503 each time is reported as that answer."""
+    text = _put_error(busy_port)
+    assert "retry_timeout" in text
+    assert _first_cause(text) == "the server answered 503 Service Unavailable"
+
+
+def test_a_closed_port_is_still_connection_refused() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert _first_cause(_put_error(port)) == "connection refused"
