@@ -43,7 +43,7 @@ def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
     """``env`` for ``preimage`` commands served by a warm process (docs/layer.md), as a
     user's second and later commands are: it is started (on a runtime directory of its
     own under ``work``) and waited for before anything is timed, and stopped after."""
-    from preimage import _warm
+    from preimage.services import warm as _warm
 
     runtime = work / "run"
     runtime.mkdir(mode=0o700, exist_ok=True)

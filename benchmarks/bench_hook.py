@@ -278,7 +278,7 @@ def trash_benchmark(args: argparse.Namespace, base: Path) -> None:
               "-r", "-f", "--", str(tree)], env, b"", base)
     seconds_trash = time.perf_counter() - start
     assert not tree.exists()
-    from preimage._trash import move_to_trash
+    from preimage.engine.trash import move_to_trash
 
     seconds_restore, _ = run_once([*PREIMAGE, "restore", "0bench0trash1"], env, b"", base)
     start = time.perf_counter()

@@ -268,7 +268,7 @@ class Snapshot(BaseModel):
 
     def _with_item_list(self) -> Snapshot:
         # A captured snapshot's items may be read back from the store as they are
-        # used (preimage._documents.StoredItems); dumping needs them as a list.
+        # used (preimage.store.documents.StoredItems); dumping needs them as a list.
         items = self.__dict__.get("items")
         if items is None or isinstance(items, list):
             return self

@@ -33,7 +33,7 @@ from preimage.snapshot_schemas._base import Item, Snapshot, content, key, regist
 from preimage.snapshot_schemas.files import FileEntry
 
 if TYPE_CHECKING:
-    from preimage._blobs import BlobStore
+    from preimage.interface.blobs import BlobStore
 
 
 class GitHead(Item):

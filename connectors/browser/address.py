@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
-from preimage._uri import query, quote_path
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
+from preimage.interface.uri import query, quote_path
 
 
 def parse_origin(raw: str, uri: str) -> str:

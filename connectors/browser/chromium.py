@@ -30,7 +30,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from preimage._errors import TerminalConnectorError, TransientConnectorError
+from preimage.interface.errors import TerminalConnectorError, TransientConnectorError
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright

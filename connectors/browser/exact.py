@@ -26,10 +26,10 @@ import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from preimage._blobs import BlobStore
-from preimage._target import Target
 from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.browser.scripts import RESTORE_KEYS_JS
+from preimage.interface.blobs import BlobStore
+from preimage.interface.target import Target
 from preimage.restoration import Outcome, RestorePolicy, RestoreReport
 from preimage.restoration.merge import same
 from preimage.snapshot_schemas import Item
@@ -62,7 +62,7 @@ def restore_keys(
 ) -> RestoreReport:
     """Write exactly ``policy.keys`` of ``snapshot`` into the live profile (module doc)."""
     from preimage.connectors.browser.address import parse_target
-    from preimage.connectors.browser.connector import _OriginPage, cookie_dict, db_specs
+    from preimage.connectors.browser.pages import OriginPage, cookie_dict, db_specs
 
     assert policy.keys is not None
     report = RestoreReport(target=snapshot.target, connector=conn.scheme, dry_run=policy.dry_run)
@@ -143,7 +143,7 @@ def restore_keys(
         if not (rebuild or drop or writes or st):
             continue
         session = st["sessionStorage"] if st else None
-        with _OriginPage(ctx, origin) as tab:
+        with OriginPage(ctx, origin) as tab:
             assert tab.page is not None
             tab.page.evaluate(RESTORE_KEYS_JS, {
                 "local": st["localStorage"] if st else None,

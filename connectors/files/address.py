@@ -11,7 +11,7 @@ The host is empty (or ``localhost``): file targets are local.
 
 from __future__ import annotations
 
-from preimage._uri import quote_path
+from preimage.interface.uri import quote_path
 
 
 def file_uri(path: str) -> str:

@@ -34,11 +34,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from preimage import _crash
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError, UnsafePathError
 from preimage.connectors.files.dirfd import TreeHandle, shown
 from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
+from preimage.interface import crash as _crash
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import RestoreConflictError, RestoreError, UnsafePathError
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 

@@ -6,18 +6,18 @@ import os
 from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._documents import ItemStream
-from preimage._errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
-from preimage._target import Target
 from preimage.connectors.files.address import scope_query
 from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
+from preimage.interface.target import Target
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
+from preimage.store.documents import ItemStream
 
 
 def file_uri(root: os.PathLike[str] | str) -> str:
@@ -64,7 +64,7 @@ class FileConnector(ConnectorBase):
 
     def capture_stream(self, target: Target, blobs: BlobStore) -> FileSnapshot:
         """:meth:`capture` with the entries yielded as the walk reaches them
-        (:class:`~preimage._documents.ItemStream`): the tree is walked, and its
+        (:class:`~preimage.store.documents.ItemStream`): the tree is walked, and its
         files stored, while the caller consumes them; ``uncaptured`` is complete
         once they are all read."""
         if target.host not in (None, "", "localhost"):

@@ -23,9 +23,9 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from preimage._backend import FICLONE, NO_CLONE
-from preimage._errors import RestoreError, UnsafePathError
 from preimage.connectors.files.walk import TMP_PREFIX, at_path
+from preimage.interface.blobs import FICLONE, NO_CLONE
+from preimage.interface.errors import RestoreError, UnsafePathError
 
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_CACHED = 256

@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from preimage._errors import InvalidTargetError, PreimageError, TerminalConnectorError
-from preimage._sizes import human_bytes
+from preimage.interface.errors import InvalidTargetError, PreimageError, TerminalConnectorError
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.files import FileEntry, FileType
+from preimage.store.sizes import human_bytes
 
 if TYPE_CHECKING:
-    from preimage._blobs import BlobStore
+    from preimage.interface.blobs import BlobStore
 
 _NOATIME = getattr(os, "O_NOATIME", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from preimage._uri import quote_path
+from preimage.interface.uri import quote_path
 
 
 def git_uri(repo: str) -> str:

@@ -28,8 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreError
 from preimage.connectors.files.apply import Plan, TreeRestorer
 from preimage.connectors.files.walk import Exclude
 from preimage.connectors.git.layout import (
@@ -39,6 +37,8 @@ from preimage.connectors.git.layout import (
     private_git_dir_exclude,
     worktree_exclude,
 )
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import RestoreError
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 from preimage.snapshot_schemas.git import GitSnapshot

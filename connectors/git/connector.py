@@ -7,10 +7,6 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
 from preimage.connectors.files.walk import Walker
 from preimage.connectors.git import state
 from preimage.connectors.git.apply import GitRestorer
@@ -23,6 +19,10 @@ from preimage.connectors.git.layout import (
     worktree_exclude,
 )
 from preimage.connectors.git.repo import Repository, locate
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry

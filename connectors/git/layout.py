@@ -25,8 +25,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from preimage._blobs import BlobStore
 from preimage.connectors.files.walk import Exclude
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.files import FileEntry
 
 GIT_DIR_LEFT_OUT = ("objects", "worktrees", "modules", "lfs/objects", "lfs/tmp")

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 
 # Variables that would point git at another repository, index or config.
 _DROPPED_ENV = (

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from preimage._blobs import BlobStore
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.plan import Plan, Transfer
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import NewMessage, batches
+from preimage.interface.blobs import BlobStore
 from preimage.restoration import IdRemap, Outcome, RestoreReport
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 

@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from imapclient.imap_utf7 import decode as utf7_decode
 from imapclient.response_parser import parse_response
 
-from preimage._blobs import BlobStore
-from preimage._target import Target
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.selection import Selection, stored_target
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import FolderInfo, FolderStatus, LiveMessage
+from preimage.interface.blobs import BlobStore
+from preimage.interface.target import Target
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._errors import RestoreConflictError
-from preimage._target import Target
 from preimage.connectors.imap.apply import Applier
 from preimage.connectors.imap.capture import MailboxCapture
 from preimage.connectors.imap.plan import Planner
 from preimage.connectors.imap.revert import ImapReverter
 from preimage.connectors.imap.selection import Selection
 from preimage.connectors.imap.session import ImapSession
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import RestoreConflictError
+from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.imap import ImapSnapshot

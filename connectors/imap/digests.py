@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 
-from preimage._blobs import BlobStore
+from preimage.interface.blobs import BlobStore
 
 
 class DigestCache:

@@ -27,11 +27,11 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from preimage._blobs import BlobStore
 from preimage.connectors.imap.capture import in_tree, server_name
 from preimage.connectors.imap.digests import DigestCache
 from preimage.connectors.imap.session import ImapSession
 from preimage.connectors.imap.wire import FolderInfo, FolderStatus, LiveMessage
+from preimage.interface.blobs import BlobStore
 from preimage.restoration import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.imap import ImapFolder, ImapMessage, ImapSnapshot
 

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
-from preimage._uri import query
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
+from preimage.interface.uri import query
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -33,12 +33,6 @@ from imapclient import exceptions as imap_errors
 from imapclient.datetime_util import datetime_to_INTERNALDATE
 from imapclient.response_parser import parse_fetch_response
 
-from preimage._errors import (
-    InvalidTargetError,
-    TerminalConnectorError,
-    TransientConnectorError,
-)
-from preimage._target import Target
 from preimage.connectors.imap.selection import flag
 from preimage.connectors.imap.wire import (
     HEADER_ITEM,
@@ -55,6 +49,12 @@ from preimage.connectors.imap.wire import (
     text,
     utc_iso,
 )
+from preimage.interface.errors import (
+    InvalidTargetError,
+    TerminalConnectorError,
+    TransientConnectorError,
+)
+from preimage.interface.target import Target
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
-from preimage._uri import query
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
+from preimage.interface.uri import query
 
 CLUSTER = "_"
 ALL_NAMESPACES = "_all"

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.client import ApiError, KubeClient
 from preimage.connectors.kubernetes.derived import SKIPPED_TYPES, derived_reason
 from preimage.connectors.kubernetes.discovery import Discovery, ResourceType
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot
 
 _PAGE = "500"

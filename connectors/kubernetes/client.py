@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from preimage._errors import (
+from preimage.interface.errors import (
     InvalidTargetError,
     TerminalConnectorError,
     TransientConnectorError,

@@ -6,10 +6,6 @@ import os
 from typing import ClassVar
 from urllib.parse import quote
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._errors import InvalidTargetError, PreimageError
-from preimage._target import Target
 from preimage.connectors.kubernetes.address import Address
 from preimage.connectors.kubernetes.apply import Writer
 from preimage.connectors.kubernetes.capture import Capturer
@@ -17,6 +13,10 @@ from preimage.connectors.kubernetes.client import KubeClient
 from preimage.connectors.kubernetes.discovery import Discovery
 from preimage.connectors.kubernetes.plan import Planner
 from preimage.connectors.kubernetes.revert import KubeReverter
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import InvalidTargetError, PreimageError
+from preimage.interface.target import Target
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot

@@ -25,11 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from preimage._errors import RestoreConflictError
 from preimage.connectors.kubernetes.capture import get_object, list_objects
 from preimage.connectors.kubernetes.client import ApiError, KubeClient
 from preimage.connectors.kubernetes.derived import derived_reason
 from preimage.connectors.kubernetes.discovery import Discovery, ResourceType
+from preimage.interface.errors import RestoreConflictError
 from preimage.restoration import ConflictMode, RestorePolicy
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot, split_object
 

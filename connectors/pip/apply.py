@@ -32,12 +32,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
-from preimage.connectors.pip.connector import describe, open_environment
 from preimage.connectors.pip.environment import Environment, is_bytecode, read_record
 from preimage.connectors.pip.installer import install, pip_command, uninstall
+from preimage.connectors.pip.inventory import describe, open_environment
 from preimage.connectors.pip.wheel import (
     INSTALLER_FILES,
     after_install_files,
@@ -46,6 +43,9 @@ from preimage.connectors.pip.wheel import (
     installed_path,
     record_hash,
 )
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import RestoreConflictError, RestoreError
+from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.pip import PipDistribution, PipInterpreter, PipSnapshot
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 
 _PROBE = """
 import json, sys, sysconfig

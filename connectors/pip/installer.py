@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from preimage._errors import RestoreError, TerminalConnectorError
+from preimage.interface.errors import RestoreError, TerminalConnectorError
 
 _COMMON = ("--isolated", "--disable-pip-version-check", "--no-input")
 

@@ -27,8 +27,8 @@ import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from preimage._blobs import BlobStore
 from preimage.connectors.pip.environment import Environment, entry_point_scripts
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.pip import PipDistribution
 
 INSTALLER_FILES = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")

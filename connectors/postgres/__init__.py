@@ -6,7 +6,7 @@ does not import the connector.
 
 from typing import TYPE_CHECKING
 
-from preimage._lazy import lazy_exports
+from preimage.interface.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from preimage.connectors.postgres.connector import PostgresConnector

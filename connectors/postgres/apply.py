@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
-from preimage._target import Target
 from preimage.connectors.postgres.capture import prepare_session, read_state
 from preimage.connectors.postgres.catalog import read_same_names
 from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMissingError, connect
@@ -29,6 +26,9 @@ from preimage.connectors.postgres.rows import (
     sync_rows,
 )
 from preimage.connectors.postgres.scope import PgScope
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import RestoreConflictError, RestoreError
+from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.postgres import PgDatabase, PgTable, PostgresSnapshot
 
@@ -56,7 +56,7 @@ class PgRestorer:
         for t in self.snap.tables():
             # Only present: each blob is verified as it is read, inside the transaction.
             if t.rows_digest and not self.blobs.present(t.rows_digest):
-                from preimage._errors import BlobMissingError
+                from preimage.interface.errors import BlobMissingError
 
                 raise BlobMissingError(t.rows_digest, path=t.qualified)
         created = False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage._blobs import BlobStore
 from preimage.connectors.postgres import catalog, lowlevel, objects
 from preimage.connectors.postgres.audit import audit
 from preimage.connectors.postgres.largeobjects import read_large_objects
@@ -12,6 +11,7 @@ from preimage.connectors.postgres.order import addresses, dependencies
 from preimage.connectors.postgres.psql_copy import big_tables, open_session
 from preimage.connectors.postgres.rows import copy_out
 from preimage.connectors.postgres.scope import PgScope
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.postgres import PgFunction, PgObject, PgSchema, PgTable, PgView
 

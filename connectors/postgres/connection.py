@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError, TransientConnectorError
-from preimage._target import Target
+from preimage.interface.errors import (
+    InvalidTargetError,
+    TerminalConnectorError,
+    TransientConnectorError,
+)
+from preimage.interface.target import Target
 
 if TYPE_CHECKING:
     import psycopg

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._errors import InvalidTargetError, TerminalConnectorError
-from preimage._target import Target
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
 from preimage.connectors.postgres.scope import PgScope, parse_scope
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
+from preimage.interface.target import Target
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot

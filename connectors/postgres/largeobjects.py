@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from preimage._blobs import BlobStore
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.postgres import PgLargeObject
 
 Cursor = Any

@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn, trigger_enable_statement
 from preimage.connectors.sql.revert import RowsReverter
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.postgres import PgTable, iter_copy_rows
 from preimage.snapshot_schemas.sql import TableRow, row_key
 

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from preimage._blobs import BlobStore
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.connectors.postgres.psql_copy import PsqlCopyError, PsqlSession
 from preimage.connectors.sql.rows import put_while_reading
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.postgres import PgTable, binary_positions_count
 
 Cursor = Any

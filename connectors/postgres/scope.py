@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
-from preimage._uri import netloc, query
 from preimage.connectors.sql.address import table_scope
 from preimage.connectors.sql.predicate import check_predicate
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
+from preimage.interface.uri import netloc, query
 
 if TYPE_CHECKING:  # the schema is not needed to read or build a URI
     from preimage.snapshot_schemas.postgres import Scope

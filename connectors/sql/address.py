@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from preimage._errors import InvalidTargetError
-from preimage._target import Target
-from preimage._uri import netloc, query, quote_path
+from preimage.interface.errors import InvalidTargetError
+from preimage.interface.target import Target
+from preimage.interface.uri import netloc, query, quote_path
 
 #: Query parameters that are this grammar's, never the driver's.
 SCOPE_PARAMS = frozenset({"tables", "table", "where"})

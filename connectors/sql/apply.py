@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from preimage._blobs import BlobStore
-from preimage._errors import RestoreConflictError, RestoreError
 from preimage.connectors.sql import mysql
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import RestoreConflictError, RestoreError
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
@@ -384,7 +384,7 @@ class SqlRestorer:
         return run
 
     def _insert(self, t: SqlTable) -> Callable[[], None]:
-        from preimage.connectors.sql.connector import insert_rows
+        from preimage.connectors.sql.tables import insert_rows
 
         def run() -> None:
             insert_rows(self.conn, t, self.blobs)
@@ -392,7 +392,7 @@ class SqlRestorer:
         return run
 
     def _replace_rows(self, t: SqlTable, quoted: str) -> Callable[[], None]:
-        from preimage.connectors.sql.connector import insert_rows
+        from preimage.connectors.sql.tables import insert_rows
 
         def run() -> None:
             if not mysql.is_mysql(self.conn):
@@ -543,12 +543,12 @@ def _decoded(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _inspect(conn: Any) -> Any:
-    from preimage.connectors.sql.connector import _inspect as inspect
+    from preimage.connectors.sql.tables import inspector as inspect
 
     return inspect(conn)
 
 
 def reflect(conn: Any, name: str) -> Any:
-    from preimage.connectors.sql.connector import reflect as reflect_table
+    from preimage.connectors.sql.tables import reflect as reflect_table
 
     return reflect_table(conn, name)

@@ -30,27 +30,27 @@ that was deleted is created again, and so is a dropped MySQL database.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._errors import (
+from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
+from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
+from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.revert import SqlReverter
+from preimage.connectors.sql.rows import encode_rows, put_while_reading
+from preimage.connectors.sql.tables import inspector, reflect
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import (
     InvalidTargetError,
     RestoreConflictError,
     RestoreError,
     TerminalConnectorError,
     TransientConnectorError,
 )
-from preimage._target import Target
-from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
-from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
-from preimage.connectors.sql.audit import sqlite_audit
-from preimage.connectors.sql.revert import SqlReverter
-from preimage.connectors.sql.rows import batches, decode_rows, encode_rows, put_while_reading
+from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
@@ -254,7 +254,7 @@ class SQLAlchemyConnector(ConnectorBase):
                       blobs: BlobStore) -> SqlSnapshot | None:
         """Row scope: a before-image of the rows ``where`` selects (MySQL/MariaDB);
         ``None`` when the table has no primary key or a column the tuples cannot carry."""
-        insp = _inspect(conn)
+        insp = inspector(conn)
         if name not in insp.get_table_names():
             raise TerminalConnectorError(
                 f"table {name} does not exist in {redacted} — a row-scope capture needs the "
@@ -275,7 +275,7 @@ class SQLAlchemyConnector(ConnectorBase):
                            items=[item, *mysql.read_objects(conn, [name])])
 
     def _read(self, conn: Any, blobs: BlobStore | None, names: list[str]) -> Iterator[Any]:
-        insp = _inspect(conn)
+        insp = inspector(conn)
         present = [t for t in insp.get_table_names() if t != "sqlite_sequence"]
         wanted = names or present
         sqlite = conn.dialect.name == "sqlite"
@@ -401,7 +401,7 @@ class SQLAlchemyConnector(ConnectorBase):
         path = _sqlite_path(url)
         for t in snapshot.items:
             if isinstance(t, SqlTable) and t.rows_digest and not blobs.exists(t.rows_digest):
-                from preimage._errors import BlobMissingError
+                from preimage.interface.errors import BlobMissingError
 
                 raise BlobMissingError(t.rows_digest, path=t.name)
         if not snapshot.database_exists:
@@ -557,31 +557,6 @@ class SQLAlchemyConnector(ConnectorBase):
         return list(self._read(conn, None, names))
 
 
-
-def insert_rows(conn: Any, table: SqlTable, blobs: BlobStore, *,
-                in_transaction: bool = False) -> int:
-    """Insert the captured rows of ``table`` (MySQL/MariaDB: with LOAD DATA LOCAL where the
-    server takes it, in one transaction, its own unless ``in_transaction``; else in
-    batches); return how many."""
-    if table.rows_digest is None:
-        return 0
-    if table.rows_format == "tuples":
-        loaded = mysql_rows.load_lines(conn, table.name, table.copy_columns,
-                                       blobs.chunks(table.rows_digest, path=table.name),
-                                       table.row_count, in_transaction=in_transaction)
-        if loaded is not None:
-            return loaded
-        return mysql_rows.write_lines(conn, table.name, table.copy_columns,
-                                      blobs.chunks(table.rows_digest, path=table.name))
-
-    live = reflect(conn, table.name)
-    count = 0
-    for batch in batches(decode_rows(blobs.chunks(table.rows_digest, path=table.name))):
-        conn.execute(live.insert(), batch)
-        count += len(batch)
-    return count
-
-
 class _LineCounter:
     """Counts the lines of the chunks passing through."""
 
@@ -622,110 +597,6 @@ def _direct_ready(conn: Any, names: list[str]) -> bool:
                    for name in (names or known) if name in known)
     except mysql_direct.Unsupported:
         return False
-
-
-def _inspect(conn: Any) -> Any:
-    """The connection's inspector: the driver-only one of :mod:`.mysql_direct`, else
-    SQLAlchemy's (for MySQL/MariaDB with the names it reads corrected: :class:`_Unescaped`)."""
-    direct = getattr(conn, "inspector", None)
-    if isinstance(direct, mysql_direct.Inspector):
-        return direct
-    from sqlalchemy import inspect
-
-    return _Unescaped(conn, inspect(conn)) if mysql.is_mysql(conn) else inspect(conn)
-
-
-def reflect(conn: Any, name: str) -> Any:
-    """SQLAlchemy's ``Table`` for the live table ``name`` (MySQL/MariaDB: its columns under
-    their own names, see :class:`_Unescaped`)."""
-    from sqlalchemy import MetaData, Table
-
-    if not mysql.is_mysql(conn):
-        return Table(name, MetaData(), autoload_with=conn, resolve_fks=False)
-    with _quiet_parser():
-        return Table(name, MetaData(), autoload_with=conn, resolve_fks=False,
-                     listeners=[("column_reflect", _unescape_column)])
-
-
-@contextlib.contextmanager
-def _quiet_parser() -> Iterator[None]:
-    """SQLAlchemy's MySQL parser warns of a ``SHOW CREATE TABLE`` line it cannot read (a
-    foreign key whose names hold a backtick): the table's DDL is kept whole as the server
-    prints it, and :class:`_Unescaped` reads foreign keys from ``information_schema``."""
-    import warnings
-
-    from sqlalchemy.exc import SAWarning
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Unknown schema content", SAWarning)
-        yield
-
-
-def _unescape_column(_inspector: Any, _table: Any, column: dict[str, Any]) -> None:
-    column["name"] = _unescaped(column["name"])
-
-
-def _unescaped(name: Any) -> Any:
-    return name.replace("``", "`") if isinstance(name, str) else name
-
-
-# A table's foreign keys, one row per column, in order.
-_FOREIGN_KEYS = (
-    "SELECT CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME "
-    "FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() "
-    "AND TABLE_NAME = %s AND REFERENCED_TABLE_NAME IS NOT NULL "
-    "ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION")
-
-
-class _Unescaped:
-    """SQLAlchemy's MySQL inspector with names as the server spells them.  Its parser of
-    ``SHOW CREATE TABLE`` keeps a name's doubled backticks doubled (a column `` `a``b` ``
-    comes back as ``a``b``, and a query by that name finds no column), and skips a
-    foreign key whose names hold one; :mod:`.mysql_direct` reads both right.  So names
-    are corrected here, and foreign keys read from ``information_schema``."""
-
-    _NAMES = ("name", "constrained_columns", "column_names")
-
-    def __init__(self, conn: Any, inspector: Any) -> None:
-        self._conn = conn
-        self._inspector = inspector
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._inspector, attr)
-
-    def _fixed(self, found: dict[str, Any]) -> dict[str, Any]:
-        return {k: ([_unescaped(n) for n in v] if isinstance(v, list) else _unescaped(v))
-                if k in self._NAMES else v for k, v in found.items()}
-
-    def _read(self, method: str, table: str) -> Any:
-        with _quiet_parser():
-            return getattr(self._inspector, method)(table)
-
-    def get_columns(self, table: str) -> list[dict[str, Any]]:
-        return [self._fixed(c) for c in self._read("get_columns", table)]
-
-    def get_pk_constraint(self, table: str) -> dict[str, Any]:
-        return self._fixed(self._read("get_pk_constraint", table))
-
-    def get_unique_constraints(self, table: str) -> list[dict[str, Any]]:
-        return [self._fixed(u) for u in self._read("get_unique_constraints", table)]
-
-    def get_indexes(self, table: str) -> list[dict[str, Any]]:
-        return [self._fixed(i) for i in self._read("get_indexes", table)]
-
-    def get_check_constraints(self, table: str) -> list[dict[str, Any]]:
-        return list(self._read("get_check_constraints", table))
-
-    def get_foreign_keys(self, table: str) -> list[dict[str, Any]]:
-        keys: dict[str, dict[str, Any]] = {}
-        for name, column, referred, referred_column in self._conn.exec_driver_sql(
-                _FOREIGN_KEYS, (table,)):
-            key = keys.setdefault(str(name), {
-                "name": str(name), "constrained_columns": [], "referred_table": str(referred),
-                "referred_columns": []})
-            key["constrained_columns"].append(str(column))
-            key["referred_columns"].append(str(referred_column))
-        return list(keys.values())
 
 
 def _connection_failed(redacted: str, msg: str) -> Exception:

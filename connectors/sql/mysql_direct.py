@@ -20,9 +20,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from preimage._target import Target
 from preimage.connectors.sql.address import SCOPE_PARAMS
 from preimage.connectors.sql.mysql import MYSQL_DIALECTS, quote
+from preimage.interface.target import Target
 
 
 class Unsupported(Exception):

@@ -11,7 +11,7 @@ read-only transaction.
 
 from __future__ import annotations
 
-from preimage._errors import InvalidTargetError
+from preimage.interface.errors import InvalidTargetError
 
 # Functions that change server state or reach outside the database; refused in predicates.
 _FORBIDDEN: dict[str, tuple[str, ...]] = {

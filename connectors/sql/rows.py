@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from preimage._blobs import BlobStore
+    from preimage.interface.blobs import BlobStore
 
 BATCH = 1000
 _HEAD = 1 << 20  # bytes read before a reader thread is worth starting

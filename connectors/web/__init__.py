@@ -10,7 +10,7 @@ does not import the connector or the adapters.
 
 from typing import TYPE_CHECKING
 
-from preimage._lazy import lazy_exports
+from preimage.interface.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from preimage.connectors.web.adapter import (

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from preimage._errors import TerminalConnectorError, TransientConnectorError
+from preimage.interface.errors import TerminalConnectorError, TransientConnectorError
 from preimage.snapshot_schemas.web import WebRecord
 
 if TYPE_CHECKING:

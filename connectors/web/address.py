@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import parse_qs, parse_qsl, quote, urlsplit
 
-from preimage._errors import InvalidTargetError, NoSuchConnectorError
-from preimage._target import Target
-from preimage._uri import query
+from preimage.interface.errors import InvalidTargetError, NoSuchConnectorError
+from preimage.interface.target import Target
+from preimage.interface.uri import query
 
 
 def adapter_name(target: Target) -> str:

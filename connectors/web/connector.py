@@ -31,14 +31,14 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._blobs import BlobStore
-from preimage._connector import Capabilities, ConnectorBase, Granularity
-from preimage._errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
-from preimage._target import Target
 from preimage.connectors.web.adapter import RecordRefusedError, Refs, Site, SiteAdapter
 from preimage.connectors.web.address import adapter_name
 from preimage.connectors.web.registry import get_site_adapter
 from preimage.connectors.web.revert import WebReverter
+from preimage.interface.blobs import BlobStore
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
+from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot

@@ -1,4 +1,4 @@
-"""Site-adapter registry: the same :class:`~preimage._registry.PluginLoader` as connectors.
+"""Site-adapter registry: the same :class:`~preimage.interface.registry.PluginLoader` as connectors.
 
 Lookup order for ``web+<name>``: adapters registered at run time with
 :func:`register_site_adapter`, then the built-in table, then the entry-point
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage._errors import NoSuchConnectorError
-from preimage._registry import BuiltIn, PluginLoader
 from preimage.connectors.web.adapter import SiteAdapter
+from preimage.interface.errors import NoSuchConnectorError
+from preimage.interface.registry import BuiltIn, PluginLoader
 
 GROUP = "preimage.site_adapters"
 BUILTIN_ADAPTERS: dict[str, BuiltIn] = {

@@ -61,7 +61,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
-from preimage._errors import InvalidTargetError, TerminalConnectorError
 from preimage.connectors.web.adapter import (
     LoginRequiredError,
     RecordRefusedError,
@@ -70,6 +69,7 @@ from preimage.connectors.web.adapter import (
     Site,
     SiteAdapter,
 )
+from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.restoration.merge import Merger
 from preimage.snapshot_schemas.web import WebRecord
 

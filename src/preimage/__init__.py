@@ -3,7 +3,7 @@ backup ID, and score how faithfully it came back.
 
 Importing this package imports no heavy client (psycopg, kubernetes,
 imapclient, playwright, litellm); connectors load them when first used.
-Names are imported on first use (PEP 562), so ``import preimage.layer.hook_client``
+Names are imported on first use (PEP 562), so ``import preimage.services.hook_client``
 — the hook's path — costs nothing beyond the standard library.
 """
 
@@ -13,10 +13,14 @@ import importlib
 
 TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
-    from preimage._blobs import BlobStore
-    from preimage._connector import Capabilities, Connector, ConnectorBase, Granularity
-    from preimage._engine import Backup, RestoreResult, capture, diff, restore, score, show
-    from preimage._errors import (
+    from preimage.engine.backups import Backup, RestoreResult, show
+    from preimage.engine.capture import capture
+    from preimage.engine.compare import diff, score
+    from preimage.engine.restore import restore
+    from preimage.engine.undo import CallEntry, UndoResult, timeline, undo
+    from preimage.interface.blobs import BlobStore
+    from preimage.interface.connector import Capabilities, Connector, ConnectorBase, Granularity
+    from preimage.interface.errors import (
         BackupNotFoundError,
         BlobCorruptError,
         BlobMissingError,
@@ -38,31 +42,33 @@ if TYPE_CHECKING:
         UsageError,
         WrongKeyError,
     )
-    from preimage._registry import get_connector, known_schemes, register_connector
-    from preimage._store import Store
-    from preimage._target import Target
-    from preimage._undo import CallEntry, UndoResult, timeline, undo
+    from preimage.interface.registry import get_connector, known_schemes, register_connector
+    from preimage.interface.target import Target
     from preimage.layer.call import ToolCall
-    from preimage.layer.protect import Guard, UnprotectedCallError, protect, protected
+    from preimage.layer.harnesses.protect import Guard, UnprotectedCallError, protect, protected
+    from preimage.store.store import Store
 
 _EXPORTS = {
-    "BlobStore": "_blobs",
+    "BlobStore": "interface.blobs",
     **dict.fromkeys(("Capabilities", "Connector", "ConnectorBase", "Granularity"),
-                    "_connector"),
-    **dict.fromkeys(("Backup", "RestoreResult", "capture", "diff", "restore", "score", "show"),
-                    "_engine"),
+                    "interface.connector"),
+    **dict.fromkeys(("Backup", "RestoreResult", "show"), "engine.backups"),
+    "capture": "engine.capture", "restore": "engine.restore",
+    **dict.fromkeys(("diff", "score"), "engine.compare"),
     **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
                      "ConnectorError", "InvalidTargetError", "NoSuchConnectorError",
                      "PreimageError", "RemoteUnavailableError", "RestoreConflictError",
                      "RestoreError", "StoreBusyError", "StoreConfigError", "StoreError",
                      "StoreFormatError", "StoreUnavailableError", "TerminalConnectorError",
                      "TransientConnectorError", "UnsafePathError", "UsageError",
-                     "WrongKeyError"), "_errors"),
-    **dict.fromkeys(("get_connector", "known_schemes", "register_connector"), "_registry"),
-    "Store": "_store", "Target": "_target",
-    **dict.fromkeys(("CallEntry", "UndoResult", "timeline", "undo"), "_undo"),
-    # The in-process agent API lives with the backup layer.
-    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"), "layer.protect"),
+                     "WrongKeyError"), "interface.errors"),
+    **dict.fromkeys(("get_connector", "known_schemes", "register_connector"),
+                    "interface.registry"),
+    "Store": "store.store", "Target": "interface.target",
+    **dict.fromkeys(("CallEntry", "UndoResult", "timeline", "undo"), "engine.undo"),
+    # The in-process agent API lives with the backup layer's harness fitting.
+    **dict.fromkeys(("protect", "protected", "Guard", "UnprotectedCallError"),
+                    "layer.harnesses.protect"),
     "ToolCall": "layer.call",
 }
 

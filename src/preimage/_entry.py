@@ -1,10 +1,10 @@
 """The ``preimage`` console entry point.
 
 ``preimage hook …`` runs before every tool call an agent makes, so it takes
-a path that imports only the standard library (:mod:`preimage.layer.hook_client`);
+a path that imports only the standard library (:mod:`preimage.services.hook_client`);
 ``preimage trash …`` (what a rewritten ``rm`` runs) is kept light too.  Every
-other command goes to the full command line in :mod:`preimage.cli` — in the warm
-process (:mod:`preimage._warm`) when it serves the command, else in this one.
+other command goes to the full command line in :mod:`preimage.cli.main` — in the warm
+process (:mod:`preimage.services.warm`) when it serves the command, else in this one.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ def main() -> None:
     """Dispatch on the first argument before anything heavy is imported."""
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "hook":
-        from preimage.layer.hook_client import main as hook_main
+        from preimage.services.hook_client import main as hook_main
 
         hook_main(sys.argv[2:])
         return
     if command == "trash":
-        from preimage._trash import main as trash_main
+        from preimage.engine.trash import main as trash_main
 
         trash_main(sys.argv[2:])
         return
-    from preimage._warm import run_served
+    from preimage.services.warm import run_served
 
     served = run_served(sys.argv[1:])
     if served is not None:
@@ -34,9 +34,25 @@ def main() -> None:
     _exit(run_cli())
 
 
+def serve_warm() -> None:
+    """The warm process's program (started detached by the first command it could serve):
+    it imports the command line and the drivers once, then forks a child per command."""
+    from preimage.interface.registry import BUILTINS
+    from preimage.services.decision_service import idle_seconds
+    from preimage.services.warm import serve
+
+    preload = ["preimage.cli.main", "preimage.engine.capture", "preimage.engine.restore",
+               "preimage.engine.compare", "preimage.engine.undo",
+               *sorted({b.path for b in BUILTINS.values()}),
+               # the drivers, and what commands import when they first print or read a setting
+               "psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
+               "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage.engine.trash"]
+    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload))
+
+
 def run_cli() -> object:
     """Run the full command line on ``sys.argv``; return the code it exits with."""
-    from preimage.cli import main as cli_main
+    from preimage.cli.main import main as cli_main
 
     try:
         cli_main()

@@ -70,15 +70,15 @@ from typing import Any, ClassVar
 import pytest
 
 import preimage
-from preimage._connector import Capabilities, Connector, Granularity, capabilities_of
-from preimage._registry import get_connector
-from preimage._store import Store
+from preimage.interface.connector import Capabilities, Connector, Granularity, capabilities_of
+from preimage.interface.registry import get_connector
 from preimage.restoration import Outcome
 from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.similarity import diff_snapshots, flatten
 from preimage.similarity import score as score_snapshots
 from preimage.similarity.scoring import SERVER_REASON
 from preimage.snapshot_schemas import Record, Snapshot, load_snapshot
+from preimage.store.store import Store
 
 __all__ = ["ConnectorContract", "known_failure"]
 
@@ -483,7 +483,7 @@ class ConnectorContract:
         call), the mutation is undone item by item: every item is back on the leaves an
         undo compares, with no conflict; a connector without item writes is refused
         before anything is written."""
-        from preimage._undo import capture_after
+        from preimage.engine.undo import capture_after
 
         conn = get_connector(preimage.Target.parse(target_uri).scheme)
         pre = preimage.capture([target_uri], store=store, kind="layer", session="contract")

@@ -13,8 +13,8 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._undo import capture_after
 from preimage.connectors.browser import browser_context
+from preimage.engine.undo import capture_after
 
 from .conftest import SHOP_HOST, seeded_tab
 

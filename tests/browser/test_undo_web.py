@@ -17,7 +17,7 @@ import preimage
 from fixtures.isso import IssoServer, seed_thread
 from fixtures.trac import TracServer
 from preimage import Store
-from preimage._undo import capture_after
+from preimage.engine.undo import capture_after
 
 from .conftest import (
     CliRunner,

@@ -2,7 +2,7 @@
 
 **Crashes.** One trial kills one operation — capture, restore, forget or
 prune — at a crash point chosen by a seeded generator (see
-:mod:`preimage._crash`: the process SIGKILLs itself the N-th time it passes
+:mod:`preimage.interface.crash`: the process SIGKILLs itself the N-th time it passes
 the point; no timing is involved), in a forked child, then checks what a user
 relies on:
 
@@ -36,9 +36,9 @@ import zstandard
 
 import preimage
 from preimage import Store, _crash
-from preimage._check import check
-from preimage._prune import forget, prune
-from preimage._retention import RetentionPolicy
+from preimage.store.check import check
+from preimage.store.prune import forget, prune
+from preimage.store.retention import RetentionPolicy
 
 POINTS = {
     "capture": ("blob", "catalog"),
@@ -199,7 +199,7 @@ def crash_trial(seed: int, work_dir: Path) -> Trial:
 
 
 def _snapshot_files(st: Store, backup_id: str) -> dict[str, bytes]:
-    from preimage._engine import load_snapshot_row
+    from preimage.store.snapshots import load_snapshot_row
 
     snap = load_snapshot_row(st, st.catalog.get(backup_id).snapshots[0])
     return {e.path: st.blobs.get_bytes(e.digest) for e in snap.items

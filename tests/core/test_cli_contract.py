@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 import preimage
 from preimage import Store
-from preimage._engine import snapshot_bytes
-from preimage.cli import main
+from preimage.cli.main import main
+from preimage.store.snapshots import snapshot_bytes
 
 CliResult = subprocess.CompletedProcess[str]
 

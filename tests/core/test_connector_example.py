@@ -43,7 +43,7 @@ def _registered() -> Iterator[None]:
     """The example registered for the test, as an installed package's entry point would be."""
     preimage.register_connector("jsonfile", example.JsonFileConnector)
     yield
-    preimage._registry.unregister_connector("jsonfile")
+    preimage.interface.registry.unregister_connector("jsonfile")
 
 
 class TestJsonFileConnector(ConnectorContract):

@@ -13,10 +13,10 @@ import zstandard
 
 import preimage
 from preimage import Store
-from preimage._check import check
-from preimage._documents import StoredItems
-from preimage._engine import load_snapshot_row
-from preimage._prune import forget, prune
+from preimage.store.check import check
+from preimage.store.documents import StoredItems
+from preimage.store.prune import forget, prune
+from preimage.store.snapshots import load_snapshot_row
 
 
 def _tree(root: Path, n: int) -> Path:

@@ -11,9 +11,9 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._engine import snapshot_bytes
 from preimage.connectors.files import FileConnector
 from preimage.restoration import ConflictMode, RestorePolicy
+from preimage.store.snapshots import snapshot_bytes
 
 
 def _tree(root: Path) -> Path:
@@ -251,7 +251,7 @@ def test_a_file_growing_during_capture_is_detected(
 
 def test_a_file_over_the_size_cap_is_recorded_as_not_captured(tmp_path: Path, store: Store) -> None:
     """Over the per-file cap: not read, named in uncaptured, left alone by a restore."""
-    from preimage import _quota
+    from preimage.store import quota as _quota
 
     _quota.save(store, _quota.Quota(max_file_size=1000))
     root = tmp_path / "t"

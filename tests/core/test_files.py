@@ -355,7 +355,7 @@ class TestFileConnectorContract(ConnectorContract):
     def add_uncapturable(self, store: Store) -> Callable[[str], str]:
         """A file over the store's per-file cap: in scope, deliberately not read."""
         def over_the_cap(uri: str) -> str:
-            from preimage import _quota
+            from preimage.store import quota as _quota
 
             _quota.save(store, _quota.Quota(max_file_size=1024))
             (Path(uri.removeprefix("file://")) / "big.bin").write_bytes(b"x" * 4096)

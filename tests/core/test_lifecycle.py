@@ -14,12 +14,12 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._archive import export_backup, import_backup
-from preimage._check import check
-from preimage._format import FORMAT
-from preimage._prune import forget, prune
-from preimage._retention import RetentionPolicy
-from preimage._stats import stats
+from preimage.store.archive import export_backup, import_backup
+from preimage.store.check import check
+from preimage.store.format import FORMAT
+from preimage.store.prune import forget, prune
+from preimage.store.retention import RetentionPolicy
+from preimage.store.stats import stats
 
 
 def _files(root: Path, tag: str, n: int = 4) -> Path:
@@ -92,7 +92,7 @@ def test_prune_keeps_a_blob_a_running_capture_reused(tmp_path: Path, store: Stor
         assert report.pending, "the sweep must wait for the running capture"
         assert not store.blobs.path(digest).exists()   # hidden, not deleted
         store.catalog.add_snapshot(
-            preimage._backend.SnapshotRow("0000000000run", 0, "file", "file:///x", digest, 1),
+            preimage.store.backend.SnapshotRow("0000000000run", 0, "file", "file:///x", digest, 1),
             [digest],
         )
         store.catalog.finish_backup("0000000000run", status="complete", stored_bytes=0,
@@ -244,7 +244,7 @@ def test_quota_over_the_cap_applies_the_retention_policy_and_says_so(
     tmp_path: Path, store: Store
 ) -> None:
     """The capture that crosses the size cap forgets by the policy and reports it."""
-    from preimage import _quota
+    from preimage.store import quota as _quota
 
     _quota.save(store, _quota.Quota(max_size=30_000, policy=RetentionPolicy(keep_last=1)))
     notes: list[str] = []
@@ -277,7 +277,7 @@ def test_a_killed_capture_leaves_nothing_prune_cannot_reclaim(tmp_path: Path, ho
 
 def test_a_killed_capture_does_not_look_like_a_running_one(store: Store) -> None:
     """An open backup nobody holds is listed and shown as abandoned; a running one as open."""
-    from preimage._engine import list_backups
+    from preimage.engine.backups import list_backups
 
     store.catalog.add_backup("0000000000dead")
     with store.catalog.lease("0000000000live"):

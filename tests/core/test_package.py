@@ -13,7 +13,7 @@ HEAVY = ("psycopg", "kubernetes", "imapclient", "playwright", "litellm", "sqlalc
 def test_import_preimage_loads_no_heavy_client() -> None:
     """`import preimage` imports none of the heavy clients."""
     code = (
-        "import sys, preimage, preimage.cli; "
+        "import sys, preimage, preimage.cli.main; "
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

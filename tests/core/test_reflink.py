@@ -18,8 +18,8 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._check import check
-from preimage._prune import forget, prune
+from preimage.store.check import check
+from preimage.store.prune import forget, prune
 
 BIG = 48 << 20
 

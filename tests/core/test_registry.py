@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import preimage
-from preimage._errors import NoSuchConnectorError
-from preimage._registry import BuiltIn, PluginLoader, connector_problem, connectors
+from preimage.interface.errors import NoSuchConnectorError
+from preimage.interface.registry import BuiltIn, PluginLoader, connector_problem, connectors
 
 
 class Thing:
@@ -31,7 +31,7 @@ def test_registered_connector_is_found_and_forgotten() -> None:
         assert "myfiles" in preimage.known_schemes()
         assert connector_problem("myfiles") is None
     finally:
-        preimage._registry.unregister_connector("myfiles")
+        preimage.interface.registry.unregister_connector("myfiles")
     with pytest.raises(NoSuchConnectorError, match=r"known schemes: .*file"):
         preimage.get_connector("myfiles")
 
@@ -116,7 +116,7 @@ def test_a_connector_without_the_protocol_is_refused() -> None:
         with pytest.raises(TypeError, match="has no 'scheme'"):
             preimage.get_connector("broken")
     finally:
-        preimage._registry.unregister_connector("broken")
+        preimage.interface.registry.unregister_connector("broken")
 
 
 def test_benchmark_systems_and_copiers_use_the_same_mechanism() -> None:

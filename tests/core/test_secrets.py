@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 import preimage
 from preimage import Store
-from preimage._redact import redact, redact_value
-from preimage.cli import main
+from preimage.cli.main import main
+from preimage.interface.redact import redact, redact_value
 from preimage.layer.call import ToolCall
 
 CliResult = subprocess.CompletedProcess[str]

@@ -11,9 +11,9 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._check import check
-from preimage._prune import forget, prune
-from preimage._retention import RetentionPolicy
+from preimage.store.check import check
+from preimage.store.prune import forget, prune
+from preimage.store.retention import RetentionPolicy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import store_faults

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from preimage import InvalidTargetError, Target
-from preimage._target import redact
+from preimage.interface.target import redact
 
 
 def test_password_is_never_in_the_stored_uri() -> None:

@@ -15,9 +15,9 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._undo import capture_after
 from preimage.connectors.files.apply import entry_key
 from preimage.connectors.files.revert import merge_lines
+from preimage.engine.undo import capture_after
 from preimage.snapshot_schemas.files import FileEntry
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
@@ -283,8 +283,8 @@ def test_forget_keeps_and_forgets_a_call_s_two_backups_together(
     """A retention policy counts a call once: keep-last 1 keeps the newest call's pre- and
     post-call backups and forgets the older call's pair; forgetting a pre-call backup by
     its ID takes its post-call backup along, so undo never finds half a pair."""
-    from preimage._prune import forget
-    from preimage._retention import RetentionPolicy
+    from preimage.store.prune import forget
+    from preimage.store.retention import RetentionPolicy
 
     first = call(store, uri(tree), "rm util", (tree / "src" / "util.py").unlink)
     second = call(store, uri(tree), "edit notes",

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from services import lock_held
 
-from preimage import _warm
+from preimage.services import warm as _warm
 
 
 @pytest.fixture

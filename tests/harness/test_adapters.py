@@ -14,7 +14,7 @@ from harnesses import BIN
 import preimage
 from preimage.layer.config import LayerConfig
 from preimage.layer.harnesses import get_harness
-from preimage.layer.hook import handle
+from preimage.layer.harnesses.hook import handle
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

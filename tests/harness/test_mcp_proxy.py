@@ -18,7 +18,7 @@ from harnesses import BIN, backups, preimage
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from preimage.layer.mcp_proxy import http_client
+from preimage.layer.harnesses.mcp_proxy import http_client
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import pytest
 
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig
-from preimage.layer.harnesses.mcp_servers import discover
-from preimage.layer.layer import BackupLayer
+from preimage.layer.deciding.backup_layer import BackupLayer
+from preimage.layer.mcp_servers import discover
 
 
 def write(path: Path, text: str) -> Path:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import preimage
-from preimage._engine import load_snapshot_row
+from preimage.store.snapshots import load_snapshot_row
 
 if TYPE_CHECKING:
     from tests.k8s.conftest import Kube

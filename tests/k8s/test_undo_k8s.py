@@ -12,7 +12,7 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._undo import capture_after
+from preimage.engine.undo import capture_after
 
 pytestmark = pytest.mark.kubernetes
 

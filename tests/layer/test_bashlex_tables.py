@@ -30,7 +30,7 @@ COMMANDS = [
 SCRIPT = """
 import json, sys
 if sys.argv[1] == "cached":
-    from preimage.layer.bashlex_tables import install
+    from preimage.layer.reading.bashlex_tables import install
     install()
 import bashlex
 out = []

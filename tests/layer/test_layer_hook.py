@@ -34,7 +34,7 @@ def payload(command: str, cwd: Path, **extra: Any) -> str:
 def test_malformed_or_unknown_payload_is_allowed(stdin: str, home: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Anything the hook cannot read is let through with a JSON answer that decides nothing."""
-    from preimage.layer.hook import run_hook
+    from preimage.layer.harnesses.hook import run_hook
 
     monkeypatch.chdir(tmp_path)
     answer = run_hook(stdin)
@@ -151,7 +151,7 @@ def test_unreadable_settings_are_a_failed_backup(cli: Cli, world: World, tmp_pat
 def test_run_hook_answers_unreadable_settings_alike(world: World, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The embedding entry point answers unreadable settings as the hook does: it asks."""
-    from preimage.layer.hook import run_hook
+    from preimage.layer.harnesses.hook import run_hook
 
     (tmp_path / "config.yaml").write_text("- not a mapping\n")
     monkeypatch.setenv("PREIMAGE_CONFIG_DIR", str(tmp_path))

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from preimage.layer.hook import handle
-from preimage.layer.mounts import fs_type, kernel_path
+from preimage.layer.harnesses.hook import handle
+from preimage.layer.reading.mounts import fs_type, kernel_path
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 SHM = Path("/dev/shm")

@@ -162,8 +162,8 @@ def test_scenario_call_is_routed_to_its_connector(case: Case, layer: BackupLayer
 
 def test_mail_targets_are_read_by_the_imap_connector(layer: BackupLayer, world: World) -> None:
     """Every imap:// target the layer produces is a selection the IMAP connector accepts."""
-    from preimage._target import Target
     from preimage.connectors.imap.selection import Selection
+    from preimage.interface.target import Target
 
     calls = [c.call(world) for c in CASES if c.scenario.startswith("E-")]
     calls.append(ToolCall.mcp("email", "delete_emails", {"folder": "INBOX",

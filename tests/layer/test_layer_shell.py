@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from preimage.layer.shell import parse
+from preimage.layer.reading.shell import parse
 
 ENV = {"HOME": "/home/a", "X": "xx", "PATH": "/usr/bin"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from preimage.layer.sql_text import analyze_sql
+from preimage.layer.reading.sql_text import analyze_sql
 
 
 @pytest.mark.parametrize(("sql", "kind", "detail"), [

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from preimage.layer.hook import handle
+from preimage.layer.harnesses.hook import handle
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from preimage.layer import rules as rules_mod
-from preimage.layer.rules import load_rules
+from preimage.layer.deciding import rules as rules_mod
+from preimage.layer.deciding.rules import load_rules
 
 RULE = ("rules:\n  - name: {name}\n    tier: pair\n    impact: high\n"
         "    match: {{command: [deploy], subcommand: [wipe]}}\n"

@@ -283,8 +283,8 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
         return {line.rsplit("|", 1)[1].strip() for line in text.splitlines()
                 if line.startswith("import time:") and "|" in line} - {"imported package"}
 
-    own = {"preimage", "preimage._entry", "preimage.layer", "preimage.layer.hook_client",
-           "preimage.layer.service_wire"}
+    own = {"preimage", "preimage._entry", "preimage.layer", "preimage.services.hook_client",
+           "preimage.services.wire"}
     extra = modules(proc.stderr) - modules(baseline) - own
     foreign = sorted(m for m in extra if m.split(".")[0] not in sys.stdlib_module_names)
     assert foreign == []
@@ -376,7 +376,7 @@ def test_a_hook_that_fails_inside_keeps_the_on_failure_rule(home: Path, tmp_path
     payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
                           "tool_input": {"command": "rm -rf build"}, "cwd": str(tmp_path),
                           "session_id": "s1"})
-    script = ("import preimage.layer.hook_client as h\n"
+    script = ("import preimage.services.hook_client as h\n"
               "def broken(*a):\n    raise RuntimeError('a bug in the hook')\n"
               "h.run = broken\n"
               "h.main(['claude-code', '--on-failure', 'deny'])\n")

@@ -11,7 +11,7 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage.layer.hook import handle
+from preimage.layer.harnesses.hook import handle
 
 
 @pytest.fixture

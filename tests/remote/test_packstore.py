@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from preimage import BlobCorruptError, BlobMissingError, StoreConfigError, WrongKeyError
-from preimage.packstore import (
+from preimage.store.packs import (
     DirectoryStorage,
     Keys,
     PackBlobStore,
@@ -18,7 +18,7 @@ from preimage.packstore import (
     init_repository,
     new_key_text,
 )
-from preimage.packstore._blobstore import MemoryCoordinator
+from preimage.store.packs._blobstore import MemoryCoordinator
 
 
 def _open(root: Path, key: str | None, coord: MemoryCoordinator | None = None,

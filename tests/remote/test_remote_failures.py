@@ -102,8 +102,8 @@ def test_a_dropped_catalog_connection_fails_the_capture_and_nothing_else(
     failed, nothing indexes its packs, and the same process goes on working — reads run
     again on a new connection, the next capture completes and restores elsewhere."""
     import preimage
-    from preimage import _crash
-    from preimage._errors import StoreError
+    from preimage.interface import crash as _crash
+    from preimage.interface.errors import StoreError
 
     root = tmp_path / "work"
     make_tree(root, 7, big=24 << 20)

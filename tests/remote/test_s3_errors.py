@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from preimage.packstore._s3 import _first_cause
+from preimage.store.packs._s3 import _first_cause
 
 
 class _Busy(http.server.BaseHTTPRequestHandler):

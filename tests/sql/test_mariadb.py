@@ -292,7 +292,7 @@ def test_one_call_undone_row_by_row(mydb: Any, store: Any) -> None:
     and DELETE are reverted by primary key, a row inserted later is kept, and the
     reverted rows hold their exact bytes (latin1 text, binary with NUL).  Putting the
     deleted order back does not fire the table's audit trigger, which is there after."""
-    from preimage._undo import capture_after
+    from preimage.engine.undo import capture_after
 
     mydb.sql(SCHEMA)
     state = ("SELECT id, HEX(name), email, created FROM customers ORDER BY id; "

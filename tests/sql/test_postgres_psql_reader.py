@@ -14,14 +14,14 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from preimage._blobs import LocalBlobStore
-from preimage._target import Target
 from preimage.connectors.postgres import catalog
 from preimage.connectors.postgres.capture import prepare_session
 from preimage.connectors.postgres.connection import connect
 from preimage.connectors.postgres.psql_copy import MIN_BYTES, PsqlCopyError, open_session
 from preimage.connectors.postgres.rows import copy_out, copy_out_psql
+from preimage.interface.target import Target
 from preimage.snapshot_schemas.postgres import iter_row_positions
+from preimage.store.blobs import LocalBlobStore
 
 pytestmark = pytest.mark.postgres
 

@@ -11,7 +11,7 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage._registry import get_connector
+from preimage.interface.registry import get_connector
 from preimage.snapshot_schemas import Snapshot
 from preimage.testing import ConnectorContract
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import preimage
-from preimage._undo import capture_after
+from preimage.engine.undo import capture_after
 
 pytestmark = pytest.mark.postgres
 

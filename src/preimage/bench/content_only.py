@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from preimage._errors import UsageError
-from preimage._registry import BuiltIn, PluginLoader
-from preimage._sizes import tree_bytes
-from preimage._target import Target
 from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
+from preimage.interface.errors import UsageError
+from preimage.interface.registry import BuiltIn, PluginLoader
+from preimage.interface.target import Target
+from preimage.store.sizes import tree_bytes
 
 
 class Copier(Protocol):

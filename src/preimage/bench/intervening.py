@@ -52,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 import preimage
-from preimage._registry import get_connector
-from preimage._target import Target
 from preimage.bench.protector import Protector
 from preimage.bench.results import RunResult
 from preimage.bench.scenario import Scenario
 from preimage.bench.systems.base import System
+from preimage.interface.registry import get_connector
+from preimage.interface.target import Target
 from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.snapshot_schemas import Snapshot
 

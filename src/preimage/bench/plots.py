@@ -6,8 +6,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from preimage._errors import UsageError
 from preimage.bench.results import BenchReport
+from preimage.interface.errors import UsageError
 
 CATEGORIES = ("terminal", "sql", "kubernetes", "email", "browser")
 COLOURS = ("#9aa3b2", "#e0a03a", "#5b8fd6", "#2f9e62", "#8b5cc7", "#c2453d")

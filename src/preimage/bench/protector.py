@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._store import Store
-from preimage._target import Target
 from preimage.bench.scenario import CallSpec, Scenario
 from preimage.bench.systems.base import Sandbox, System
+from preimage.interface.target import Target
 from preimage.snapshot_schemas import Snapshot
+from preimage.store.store import Store
 
 _SCHEME_ALIASES = {"postgres": "postgresql", "imaps": "imap"}
 # Schemes whose state is a local file or tree: a file:// capture of the path holds it.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from preimage._errors import UsageError
 from preimage.bench.content_only import ContentOnly
 from preimage.bench.preimage_protector import DeclaredTargets, layer_available
 from preimage.bench.protector import Protector
 from preimage.bench.workspace import WorkspaceOnly
+from preimage.interface.errors import UsageError
 
 NAMES = ("none", "workspace", "content", "preimage", "declared", "overwrite", "undo")
 #: What the undo suite compares unless --protectors says otherwise.

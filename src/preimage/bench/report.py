@@ -8,8 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from preimage._sizes import human_bytes
+from preimage.bench.page_style import CSS
 from preimage.bench.results import BenchReport, RunResult, Totals
+from preimage.store.sizes import human_bytes
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -160,20 +161,6 @@ def markdown(report: BenchReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1280px;
-color:#1d2433;padding:0 1rem}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-.wide{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
-th,td{border-bottom:1px solid #dde2ea;padding:.35rem .6rem;text-align:right}
-td{white-space:nowrap}th{background:#f4f6fa;vertical-align:bottom;max-width:9rem}
-th:first-child,td:first-child{text-align:left}
-.yes{color:#0b7a3b;font-weight:600}.no{color:#b3261e;font-weight:600}
-.full{color:#0b7a3b}.part{color:#7a5a00}.none{color:#b3261e}.na{color:#8a93a3}
-img{max-width:100%;border:1px solid #dde2ea;margin:.5rem 0}
-.muted{color:#5b6577}ul{font-size:.9rem}code{background:#f4f6fa;padding:0 .2rem}
-"""
 
 
 def _level(value: float | None) -> str:
@@ -201,7 +188,7 @@ def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>preimage regret benchmark — {e(report.suite)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{CSS}</style></head><body>",
         "<h1>preimage regret benchmark</h1>",
         f"<p class='muted'>suite <b>{e(report.suite)}</b> · {e(report.started_at)} · "
         f"preimage {e(report.version)} · {len(report.runs)} runs in {report.seconds:.1f} s</p>",

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from preimage._errors import UsageError
+from preimage.interface.errors import UsageError
 
 Category = Literal["terminal", "sql", "kubernetes", "email", "browser"]
 

@@ -35,7 +35,7 @@ class UndoProtector(LayerProtector):
 
     def after_call(self, ctx: RunContext, protection: Protection, exit_code: int) -> None:
         """The post-tool event: the layer captures the call's targets again."""
-        from preimage.layer.completion import ToolResult
+        from preimage.layer.deciding.completion import ToolResult
 
         if protection.handle is None:
             return

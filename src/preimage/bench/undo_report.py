@@ -135,7 +135,7 @@ def undo_html(report: BenchReport, out: Path) -> Path:
     for each run what it lost, what of the call it did not revert and its conflicts."""
     import html
 
-    from preimage.bench.report import _CSS
+    from preimage.bench.page_style import CSS
 
     e = html.escape
 
@@ -148,7 +148,7 @@ def undo_html(report: BenchReport, out: Path) -> Path:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>preimage undo benchmark — {e(report.suite)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{CSS}</style></head><body>",
         "<h1>preimage undo benchmark — intervening changes</h1>",
         f"<p class='muted'>{e(report.started_at)} · preimage {e(report.version)} · "
         f"{len(report.runs)} runs in {report.seconds:.1f} s</p>",

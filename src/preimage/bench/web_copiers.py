@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from preimage._target import Target
+from preimage.interface.target import Target
 
 _BLANK = "/__preimage_content_copy__"
 

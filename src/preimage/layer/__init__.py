@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Action": "decision", "Decision": "decision", "Finding": "decision", "Impact": "decision",
     "PlannedTarget": "decision", "Tier": "decision",
-    "BackupLayer": "layer", "Plan": "layer",
+    "BackupLayer": "deciding.backup_layer", "Plan": "deciding.backup_layer",
     "LayerConfig": "config", "McpServer": "config", "Mode": "config",
     "McpTool": "call", "ToolCall": "call",
-    "ModelTier": "model",
-    "Rule": "rules", "RuleSet": "rules", "load_rules": "rules",
+    "ModelTier": "deciding.model",
+    "Rule": "deciding.rules", "RuleSet": "deciding.rules", "load_rules": "deciding.rules",
 }
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from preimage._errors import UsageError
+from preimage.interface.errors import UsageError
 
 
 class Mode(StrEnum):
@@ -123,6 +123,16 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir("preimage", appauthor=False))
 
 
+def log_path() -> Path:
+    """``$PREIMAGE_LOG`` or ``hook.log`` in the user log directory."""
+    env = os.environ.get("PREIMAGE_LOG")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir("preimage", appauthor=False)) / "hook.log"
+
+
 def rules_dir() -> Path:
     """Where user rules live (``rules.d`` in the config directory)."""
     return config_dir() / "rules.d"
@@ -134,8 +144,8 @@ def discover_mcp(workspace: str, home: str, *, harness: str | None = None,
 
     Claude Code's ``.mcp.json`` and ``~/.claude.json``, Codex's ``config.toml``, Gemini
     CLI's ``settings.json`` and OpenCode's ``opencode.json`` (see
-    :mod:`preimage.layer.harnesses.mcp_servers`); the calling ``harness``'s own win.
+    :mod:`preimage.layer.mcp_servers`); the calling ``harness``'s own win.
     """
-    from preimage.layer.harnesses.mcp_servers import discover
+    from preimage.layer.mcp_servers import discover
 
     return discover(workspace, home, harness=harness, env=env)

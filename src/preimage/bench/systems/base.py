@@ -26,10 +26,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from preimage._errors import NoSuchConnectorError, UsageError
-from preimage._registry import BuiltIn, PluginLoader, get_connector
 from preimage.bench.scenario import Scenario, fill
 from preimage.bench.systems.tree import apply_times, build_wheels, make_entries
+from preimage.interface.errors import NoSuchConnectorError, UsageError
+from preimage.interface.registry import BuiltIn, PluginLoader, get_connector
 
 SHELL_TIMEOUT = 180.0
 

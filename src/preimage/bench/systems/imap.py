@@ -33,9 +33,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, load_fixture
 from preimage.bench.systems.tree import mtime_ns
+from preimage.interface.errors import UsageError
 
 _SEARCH_SAFE = re.compile(r"^[A-Za-z0-9 :*,\-\"@._()\\$]*$")
 

@@ -26,8 +26,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, fixtures_dir, load_fixture
+from preimage.interface.errors import UsageError
 
 
 class KubernetesSystem(System):

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
-from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, load_fixture
 from preimage.bench.systems.sqlite import SQL_TOOLS, sql_argument
+from preimage.interface.errors import UsageError
 
 
 class PostgresSystem(System):

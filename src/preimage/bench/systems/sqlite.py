@@ -13,8 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
-from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System
+from preimage.interface.errors import UsageError
 
 SQL_TOOLS = ("write_query", "execute_sql", "query", "execute", "read_query", "run_sql")
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from preimage._errors import UsageError
+from preimage.interface.errors import UsageError
 
 
 class FileSpec(BaseModel):

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
-from preimage._errors import UsageError
 from preimage.bench.systems.base import CallOutcome, Sandbox, System, load_fixture
+from preimage.interface.errors import UsageError
 
 BROWSER_TOOLS = ("browser_navigate", "browser_evaluate", "browser_click")
 

@@ -2,9 +2,9 @@
 
 Each adapter reads the harness's own hook payload into a :class:`HookEvent`
 (a harness-neutral :class:`~preimage.layer.call.ToolCall` before the call, and
-a :class:`~preimage.layer.completion.ToolResult` after it) and writes the
+a :class:`~preimage.layer.deciding.completion.ToolResult` after it) and writes the
 layer's :class:`~preimage.layer.decision.Decision` back in the form, and with
-the exit code, that harness obeys.  ``preimage.layer.hook.handle`` does the
+the exit code, that harness obeys.  ``preimage.layer.harnesses.hook.handle`` does the
 rest, the same for every harness.
 
 ============  ==============================  ===========================  =================
@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from preimage._errors import UsageError
+from preimage.interface.errors import UsageError
 
 if TYPE_CHECKING:
     from preimage.layer.harnesses._base import Harness

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from preimage.layer.call import ToolCall
-from preimage.layer.completion import Completion, ToolResult
 from preimage.layer.config import LayerConfig
+from preimage.layer.deciding.completion import Completion, ToolResult
 from preimage.layer.decision import Action, Decision
-from preimage.layer.hook import HookOutcome
+from preimage.layer.harnesses.hook import HookOutcome
 
 Phase = Literal["pre", "post", "other"]
 Scope = Literal["project", "user", "local"]

@@ -23,7 +23,7 @@ from typing import Any
 from preimage.layer.config import LayerConfig
 from preimage.layer.decision import Action, Decision
 from preimage.layer.harnesses._base import Harness, Scope, home
-from preimage.layer.hook import HookOutcome
+from preimage.layer.harnesses.hook import HookOutcome
 
 
 class ClaudeCode(Harness):

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from preimage.layer.call import ToolCall
-from preimage.layer.completion import Status, ToolResult
 from preimage.layer.config import LayerConfig
+from preimage.layer.deciding.completion import Status, ToolResult
 from preimage.layer.decision import Action, Decision
 from preimage.layer.harnesses._base import Harness, Scope, _shorten, home
-from preimage.layer.hook import HookOutcome
+from preimage.layer.harnesses.hook import HookOutcome
 
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
 

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from preimage.layer.call import ToolCall
-from preimage.layer.completion import Completion, Status, ToolResult
 from preimage.layer.config import LayerConfig
+from preimage.layer.deciding.completion import Completion, Status, ToolResult
 from preimage.layer.decision import Action, Decision
 from preimage.layer.harnesses._base import Harness, Scope, _shorten, home
-from preimage.layer.hook import HookOutcome
+from preimage.layer.harnesses.hook import HookOutcome
 
 # Gemini CLI's tool → the harness-neutral name the rules know.
 TOOLS = {
@@ -115,7 +115,7 @@ def _mcp_server(tool: str, cwd: str) -> str | None:
     """The MCP server (from Gemini CLI's settings) whose name follows ``mcp_`` in ``tool``."""
     if not tool.startswith("mcp_") or tool.startswith("mcp__"):
         return None
-    from preimage.layer.harnesses.mcp_servers import server_names
+    from preimage.layer.mcp_servers import server_names
 
     names = server_names("gemini", cwd, str(home()))
     return next((n for n in sorted(names, key=len, reverse=True)

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from preimage.layer.call import ToolCall
-from preimage.layer.completion import Completion, Status, ToolResult
 from preimage.layer.config import LayerConfig
+from preimage.layer.deciding.completion import Completion, Status, ToolResult
 from preimage.layer.decision import Action, Decision
 from preimage.layer.harnesses._base import Harness, HookEvent, Scope, _shorten, home
-from preimage.layer.hook import HookOutcome
+from preimage.layer.harnesses.hook import HookOutcome
 
 TOOLS = {
     "bash": "Bash", "write": "Write", "edit": "Edit", "multiedit": "MultiEdit",
@@ -127,7 +127,7 @@ def _sanitize(name: str) -> str:
 
 def _mcp_server(tool: str, cwd: str) -> str | None:
     """The configured MCP server whose (sanitised) name prefixes ``tool``, longest first."""
-    from preimage.layer.harnesses.mcp_servers import server_names
+    from preimage.layer.mcp_servers import server_names
 
     names = sorted(server_names("opencode", cwd, str(home())), key=len, reverse=True)
     return next((n for n in names if tool.startswith(_sanitize(n) + "_")), None)

@@ -1,0 +1,146 @@
+"""What every command shares: the two consoles, one-line errors, JSON and times."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from preimage.interface.errors import PreimageError
+from preimage.interface.redact import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+for _stream in (sys.stdout, sys.stderr):
+    # a file name that is not UTF-8 prints as \xNN instead of stopping the command
+    reconfigure = getattr(_stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+class _Console:
+    """A rich ``Console`` made when first used: a ``--json`` command prints without rich,
+    so it does not pay for importing it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            # Decided on first use, not at import: a warm process's child gets its
+            # stdout after preimage was imported.
+            options = dict(self._options)
+            if options.pop("wide_unless_terminal", False):
+                options["width"] = None if sys.stdout.isatty() else 160
+            self._console = Console(**options)
+        return getattr(self._console, name)
+
+
+# No markup: what is printed quotes names from the user's systems (files, tables, folders),
+# and ``a[bold]b`` or ``t[/]x`` must come out as they are, not styled away or raise.
+out: Any = _Console(highlight=False, soft_wrap=True, markup=False, wide_unless_terminal=True)
+err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+
+
+def one_line(text: str) -> str:
+    """The first line of ``text``, secrets redacted."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return redact(first)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    # the message quotes user input (URIs, paths): never read as console markup
+    from rich.markup import escape
+
+    err.print(f"[bold red]preimage:[/] {escape(one_line(message))}", markup=True, highlight=False)
+    sys.exit(code)
+
+
+def _os_reason(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def handle_errors(fn: F) -> F:
+    """Turn every error into a one-line reason and exit code 2 — never a traceback.
+
+    A preimage error says what happened and what to do; an operating-system
+    error (disk full, permission denied) is named with its path; anything else
+    is a bug, reported in one line with the hint to set ``PREIMAGE_DEBUG=1``.
+    """
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PreimageError as exc:
+            _fail(str(exc) or type(exc).__name__)
+        except KeyboardInterrupt:
+            _fail("interrupted — run the same command again to finish", 130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except OSError as exc:
+            _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
+                  "command again")
+        except RecursionError:
+            _fail("the input is nested too deeply to read")
+        except Exception as exc:
+            import os
+
+            if os.environ.get("PREIMAGE_DEBUG"):
+                traceback.print_exc()
+            _fail(f"unexpected error: {type(exc).__name__}: {exc} — run again with "
+                  "PREIMAGE_DEBUG=1 for details and report it")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout (the only thing a ``--json`` command prints there)."""
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+
+
+def iso(ts: float | None) -> str | None:
+    """An ISO 8601 time with its timezone (UTC), as ``--json`` prints times."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def when(ts: float) -> str:
+    """A time for tables: ``2025-01-31 12:00:00``, UTC."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@contextmanager
+def working(text: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while long work runs (only on a terminal)."""
+    if enabled and err.is_terminal:
+        with err.status(text):
+            yield
+    else:
+        yield
+
+
+def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
+    """The similarity table: one row per target plus the total; n/a for an empty class."""
+    from rich.table import Table
+
+    from preimage.similarity.render import SCORE_COLUMNS, score_rows
+
+    table = Table(title="similarity (live state vs backup)")
+    table.add_column("target")
+    for col in SCORE_COLUMNS:
+        table.add_column(col, justify="right")
+    for row in score_rows(total, per_target):
+        table.add_row(*row)
+    out.print(table)

@@ -1,0 +1,139 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import partial
+
+from preimage.engine.backups import (
+    RestoreResult,
+    check_whole,
+    closing_own_store,
+    guarded,
+    open_store,
+    select_snapshots,
+)
+from preimage.engine.capture import capture
+from preimage.engine.resume import resumable
+from preimage.interface.connector import capabilities_of
+from preimage.interface.errors import (
+    BlobCorruptError,
+    BlobMissingError,
+    PreimageError,
+    RestoreError,
+    UsageError,
+)
+from preimage.interface.registry import get_connector
+from preimage.interface.target import Target
+from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
+from preimage.store.snapshots import complete_backup, load_snapshot_row
+from preimage.store.store import Store
+
+
+@closing_own_store
+def restore(
+    ref: str,
+    *,
+    store: Store | None = None,
+    only: Sequence[str] = (),
+    dry_run: bool = False,
+    conflict: ConflictMode | str = ConflictMode.OVERWRITE,
+) -> RestoreResult:
+    """Restore backup ``ref``.
+
+    Nothing is written until every snapshot of the backup has been read and
+    every blob they reference verified, for all targets.  Then the current
+    state of the targets is captured as a new backup (``undo_backup_id``), so
+    the restore itself can be undone.  A restore that was interrupted is
+    resumed by running it again: it keeps the first undo backup as long as
+    that still describes the live state (see :func:`resumable`); otherwise a
+    fresh undo backup is taken first.  A dry run writes nothing and returns
+    the plan.
+
+    ``conflict="revert"`` undoes the call backup ``ref`` was taken for instead —
+    only what the call changed, keeping everything changed since
+    (:func:`preimage.undo`, which this returns the result of).
+    """
+    if ConflictMode(conflict) is ConflictMode.REVERT:
+        from preimage.engine.undo import undo as undo_call
+
+        return undo_call(ref, store=store, only=only, dry_run=dry_run)
+    st = open_store(store)
+    backup = complete_backup(st, ref, "restored")
+    if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
+        from preimage.engine.trash import restore_trash
+
+        return restore_trash(st, backup, only=only, dry_run=dry_run,
+                             conflict=ConflictMode(conflict).value)
+    selected = select_snapshots(backup, only)
+    loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
+    check_whole(st, backup, loaded)
+    mode = ConflictMode(conflict)
+    for row, scope, _snap in loaded:
+        caps = capabilities_of(get_connector(row.connector))
+        if scope and not caps.sub_scopes:
+            raise UsageError(
+                f"--only {', '.join(scope)}: the {row.connector} connector restores "
+                f"{row.target} whole; capture a narrower target instead. Nothing was written"
+            )
+        declared = caps.policies
+        if mode.value not in declared:
+            raise UsageError(
+                f"{row.target}: the {row.connector} connector does not support --policy "
+                f"{mode.value} (it restores with {', '.join(sorted(declared))}); nothing was written"
+            )
+    if dry_run or mode is ConflictMode.REFUSE:
+        plans = [
+            get_connector(row.connector).restore(
+                snap, st.blobs, policy=RestorePolicy(dry_run=True, conflict=mode, only=scope)
+            )
+            for row, scope, snap in loaded
+        ]
+        if dry_run:
+            return RestoreResult(backup.id, None, plans, True)
+    only_key = json.dumps(sorted(only))
+    entry = st.catalog.running_restore(backup.id, only_key)
+    undo: str | None = None
+    restore_id = 0
+    if entry is not None:
+        if entry.undo_backup and resumable(st, entry.undo_backup, loaded):
+            restore_id, undo = entry.id, entry.undo_backup
+        else:
+            st.catalog.finish_restore(entry.id, "superseded")
+    if undo is None:
+        undo_backup = capture(
+            [Target.parse(row.target) for row, _, _ in loaded],
+            store=st,
+            label=f"before restoring {backup.id}",
+            kind="pre-restore",
+            tier="restore",
+            parent_id=backup.id,
+        )
+        undo = undo_backup.id
+        restore_id = st.catalog.start_restore(backup.id, only_key, undo)
+    reports: list[RestoreReport] = []
+    errors: list[str] = []
+    for row, scope, snap in loaded:
+        conn = get_connector(row.connector)
+        policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
+        try:
+            reports.append(guarded(partial(conn.restore, snap, st.blobs, policy=policy),
+                                    "restore", row.target))
+        except (BlobCorruptError, BlobMissingError) as exc:
+            raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
+        except PreimageError as exc:
+            errors.append(f"{row.target}: {exc}")
+            failed = RestoreReport(target=row.target, connector=row.connector)
+            failed.notes.append(str(exc))
+            reports.append(failed)
+            if len(loaded) == 1:
+                raise
+    result = RestoreResult(backup.id, undo, reports, False)
+    if errors:
+        raise RestoreError(
+            "restore incomplete — " + "; ".join(errors) + f" (undo backup: {undo}); "
+            "fix the cause and run the same restore again"
+        )
+    st.catalog.finish_restore(restore_id, "done" if result.ok else "failed")
+    return result

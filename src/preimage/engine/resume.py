@@ -1,0 +1,73 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import (
+    PreimageError,
+)
+from preimage.interface.registry import get_connector
+from preimage.interface.target import Target
+from preimage.similarity import RESTORABLE
+from preimage.similarity.scoring import flatten
+from preimage.snapshot_schemas import Snapshot
+from preimage.store.backend import SnapshotRow
+from preimage.store.snapshots import load_snapshot_row
+from preimage.store.store import Store
+
+
+def restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, tuple[str, Any]]]:
+    leaves, keys = flatten(snap.scoring_items(blobs))
+    items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
+    for (key, path), leaf in leaves.items():
+        if leaf.fidelity in RESTORABLE:  # not server ids, not access times a read moves
+            items[key][path] = (leaf.fidelity, leaf.value)
+    return items
+
+
+def resumable(st: Store, undo_id: str, loaded: list[tuple[SnapshotRow, Any, Snapshot]]) -> bool:
+    """Whether an unfinished restore's undo backup still describes the live state.
+
+    The live state of every target is captured (into a scratch store) and
+    compared item by item, over the restorable (content and metadata) fields:
+    each item must be as the undo backup has it (not written yet), as the
+    backup being restored has it (written), or hold the backup's content with
+    other metadata (written, metadata not yet set — a restore sets metadata
+    last).  Anything else — an item changed, created or deleted by someone
+    after the interrupted attempt — means work the undo backup does not hold:
+    the entry is superseded and a fresh undo backup is taken.
+    """
+    try:
+        undo = st.catalog.get(undo_id)
+    except PreimageError:
+        return False
+    if undo.status != "complete":
+        return False
+    by_target = {row.target: row for row in undo.snapshots}
+    with st.scratch_area() as scratch:
+        for row, _scope, wanted in loaded:
+            undo_row = by_target.get(row.target)
+            if undo_row is None:
+                return False
+            try:
+                before = load_snapshot_row(st, undo_row)
+                live = get_connector(row.connector).capture(Target.parse(row.target), scratch)
+            except PreimageError:
+                return False
+            u = restorable_items(before, scratch)
+            b = restorable_items(wanted, scratch)
+            now = restorable_items(live, scratch)
+            for key in set(u) | set(now):
+                have, old, new = now.get(key), u.get(key), b.get(key)
+                if have in (old, new):
+                    continue
+                if have is not None and new is not None and content_fields(have) == content_fields(new):
+                    continue
+                return False
+    return True
+
+
+def content_fields(fields: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    return {p: v for p, (fidelity, v) in fields.items() if fidelity == "content"}

@@ -1,0 +1,127 @@
+"""The connector protocol every kind of external state implements, what a connector
+declares it can do, and the defaults a connector author inherits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from preimage.interface.blobs import BlobStore
+    from preimage.interface.target import Target
+    from preimage.restoration import RestorePolicy, RestoreReport
+    from preimage.similarity import StateDiff
+    from preimage.snapshot_schemas import Snapshot
+
+Policy = Literal["overwrite", "merge", "refuse"]
+
+
+@dataclass(frozen=True)
+class Granularity:
+    """How finely a connector's undo reverts a call: its unit of state, its fields,
+    and what it merges inside one field (``Capabilities.undo``)."""
+
+    item: str                    # "file by path", "row by primary key", …
+    fields: str = ""             # "metadata field", "column", "" (whole items only)
+    merges: str = ""             # "text files line by line", "flags as sets", …
+
+    def describe(self) -> str:
+        """One line: ``file by path, metadata field; text files line by line``."""
+        text = self.item + (f", {self.fields}" if self.fields else "")
+        return text + (f"; {self.merges}" if self.merges else "")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a connector supports; the conformance kit runs every test that applies.
+
+    * ``policies`` — the conflict policies its restore honours (``overwrite``
+      brings the target back exactly, ``merge`` only puts back what is missing,
+      ``refuse`` stops before writing if anything changed); any other is
+      refused before anything is written;
+    * ``sub_scopes`` — ``restore --only URI`` narrows a restore to part of a
+      target (a path, a table, a folder, an object);
+    * ``undo`` — how finely ``preimage undo`` reverts one call, as a
+      :class:`Granularity` (its unit of state, its fields, what it merges inside
+      one field), or ``None``: the connector restores whole targets only, and an
+      undo is refused before anything is written.  The one declaration the undo
+      engine, ``preimage connectors`` and the conformance kit read; the work is
+      done by the connector's ``reverter`` (a
+      :class:`~preimage.restoration.revert.Reverter`), or by the default one
+      (items by natural key, fields by the schema's declarations);
+    * ``absent_targets`` — a target that does not exist yet captures as
+      "absent", and restoring that backup removes whatever appeared there;
+    * ``server_identities`` — the system assigns identities a client cannot
+      set (UIDs, OIDs, object ids); the restore reports each one it changed,
+      old → new, and the schema says why each server field cannot come back;
+    * ``remote`` — the state lives behind a server: an unreachable one is a
+      :class:`~preimage.TransientConnectorError` (retry), a refusal a
+      :class:`~preimage.TerminalConnectorError`;
+    * ``audits_completeness`` — state in scope that the capture cannot read
+      is listed in ``Snapshot.uncaptured`` instead of left out;
+    * ``atomic_restore`` — the restore writes inside one transaction and reads
+      every blob it uses inside it, so a damaged blob rolls everything back:
+      the engine then checks that a one-target restore's blobs are present
+      instead of reading each of them once more before it starts.
+    """
+
+    policies: frozenset[Policy] = field(
+        default_factory=lambda: frozenset({"overwrite", "merge", "refuse"})
+    )
+    sub_scopes: bool = True
+    undo: Granularity | None = None
+    absent_targets: bool = True
+    server_identities: bool = False
+    remote: bool = False
+    audits_completeness: bool = False
+    atomic_restore: bool = False
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """Capture, restore and diff one kind of external state.
+
+    * :meth:`capture` reads the target without changing it and returns a
+      snapshot whose large bytes are in ``blobs``;
+    * :meth:`restore` brings the target back to the snapshot as ``policy``
+      allows and reports per item; with ``policy.dry_run`` it only plans;
+    * :meth:`diff` says what differs between two snapshots of one target.
+
+    Connectors raise :class:`~preimage.TransientConnectorError` for failures
+    worth retrying and :class:`~preimage.TerminalConnectorError` otherwise.
+    They declare what they support in ``capabilities`` (see
+    :class:`Capabilities`; :func:`capabilities_of` gives the defaults when a
+    connector declares nothing).  :class:`ConnectorBase` supplies ``diff`` and
+    the default capabilities.
+    """
+
+    scheme: ClassVar[str]
+    snapshot_type: ClassVar[type[Snapshot]]
+
+    def capture(self, target: Target, blobs: BlobStore) -> Snapshot: ...
+
+    def restore(
+        self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
+    ) -> RestoreReport: ...
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff: ...
+
+
+class ConnectorBase:
+    """What a connector inherits: the item-level ``diff`` of the meter and the default
+    :class:`Capabilities`.  Subclass it and write ``capture`` and ``restore``."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
+        """Items added, removed or changed, ``server`` and ``access`` fields ignored
+        (:func:`preimage.similarity.diff_snapshots`)."""
+        from preimage.similarity import diff_snapshots
+
+        return diff_snapshots(before, after)
+
+
+def capabilities_of(connector: Any) -> Capabilities:
+    """The capabilities ``connector`` declares, or the defaults."""
+    caps = getattr(connector, "capabilities", None)
+    return caps if isinstance(caps, Capabilities) else Capabilities()

@@ -1,0 +1,132 @@
+"""Turning a tool call into findings: parse, match rules, run extractors."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlsplit
+
+from preimage.layer.call import ToolCall
+from preimage.layer.context import Context
+from preimage.layer.deciding import (  # noqa: F401  (importing registers the extractors)
+    ex_archive,
+    ex_browser,
+    ex_files,
+    ex_k8s,
+    ex_mail,
+    ex_sql,
+    ex_text,
+    ex_tools,
+    ex_vcs,
+)
+from preimage.layer.deciding.extract import SHELL_EXTRACTORS, TOOL_EXTRACTORS, finding, unknown
+from preimage.layer.deciding.rules import Rule, RuleSet, render, template_fields
+from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
+from preimage.layer.reading.shell import SimpleCommand, parse
+
+_KIND_HINTS = (
+    ("postgres", r"postgres|\bpg\b|supabase|neon|timescale"),
+    ("mysql", r"mysql|maria"),
+    ("sqlite", r"sqlite"),
+    ("kubernetes", r"kube|k8s|kubectl|helm"),
+    ("email", r"mail|imap|inbox|gmail|outlook"),
+    ("browser", r"playwright|browser|puppeteer|chrome"),
+)
+
+
+def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
+    """What an MCP server talks to: configured, else guessed from its and the tool's names,
+    else from how the harness starts it (its command, arguments and URL)."""
+    mcp = call.mcp_tool
+    if mcp is None:
+        return None
+    conf = ctx.config.mcp.get(mcp.server)
+    if conf and conf.kind:
+        return conf.kind
+    if conf and conf.target:
+        scheme = conf.target.split(":", 1)[0]
+        for kind, rx in _KIND_HINTS:
+            if re.search(rx, scheme):
+                return kind
+    for text in (mcp.server, mcp.tool):
+        for kind, rx in _KIND_HINTS:
+            if re.search(rx, text, re.I):
+                return kind
+    from preimage.layer.config import discover_mcp
+
+    spec = discover_mcp(ctx.workspace, ctx.home, harness=call.harness,
+                        env=ctx.env or None).get(mcp.server)
+    if spec:
+        launch = " ".join(str(p) for p in (spec.get("command"), *spec.get("args", []),
+                                           spec.get("url")) if p)
+        for kind, rx in _KIND_HINTS:
+            if re.search(rx, launch, re.I):
+                return kind
+    return None
+
+
+def _templated(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
+    if isinstance(source, SimpleCommand):
+        fields = template_fields(cwd=source.cwd, workspace=ctx.workspace, home=ctx.home,
+                                 env=source.env, cmd=source, rule=rule)
+    else:
+        fields = template_fields(cwd=source.cwd, workspace=ctx.workspace, home=ctx.home,
+                                 env=ctx.env, tool_input=source.input)
+    targets = []
+    for tpl in rule.targets:
+        uri = render(tpl, fields)
+        if uri is None:
+            return unknown(source, rule, f"rule {rule.name}: cannot fill {tpl}")
+        targets.append(PlannedTarget(uri, f"rule {rule.name}",
+                                     external=not uri.startswith(("file:", "git:", "pip:"))))
+    if rule.params.get("creates_missing") and all(
+            t.uri.startswith("file://") and os.path.lexists(unquote(urlsplit(t.uri).path))
+            for t in targets):  # it only creates these when they are missing: nothing to do
+        return finding(source, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    return finding(source, rule, targets=targets)
+
+
+def _run(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
+    try:
+        if rule.extract:
+            table = SHELL_EXTRACTORS if isinstance(source, SimpleCommand) else TOOL_EXTRACTORS
+            fn = table.get(rule.extract)
+            if fn is None:
+                return unknown(source, rule, f"rule {rule.name}: no extractor {rule.extract!r}")
+            return fn(source, rule, ctx)  # type: ignore[arg-type]
+        if rule.tier == "read-only":
+            return finding(source, rule, impact=Impact.NONE)
+        if rule.tier == "workspace" or not rule.targets:
+            return finding(source, rule, tier=Tier.WORKSPACE)
+        return _templated(source, rule, ctx)
+    except Exception as exc:  # an extractor bug must never stop the agent's call
+        return unknown(source, rule, f"rule {rule.name} failed ({type(exc).__name__}: {exc})")
+
+
+def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding], list[str]]:
+    """The findings of a call and notes about how it was read."""
+    from preimage.layer.deciding.ex_files import redirect_finding, wrapper_files_finding
+
+    if call.command is not None and call.mcp_tool is None and (
+            call.is_shell or call.tool.lower() in ("bash", "shell")):
+        parsed = parse(call.command, cwd=call.workdir, env=ctx.env)
+        findings: list[Finding] = []
+        for cmd in parsed.commands:
+            if cmd.words:
+                rule = rules.match_command(cmd)
+                if rule is None:
+                    findings.append(unknown(cmd, None, f"no rule knows `{cmd.name}`"))
+                else:
+                    findings.append(_run(cmd, rule, ctx))
+            redirect = redirect_finding(cmd, ctx)
+            if redirect is not None:
+                findings.append(redirect)
+            if cmd.creates:
+                findings.append(wrapper_files_finding(cmd, ctx))
+        return findings, parsed.notes
+    rule = rules.match_tool(call, mcp_kind(call, ctx))
+    if rule is None:
+        what = f"MCP tool {call.mcp_tool.tool!r} of server {call.mcp_tool.server!r}" \
+            if call.mcp_tool else f"tool {call.tool!r}"
+        return [unknown(call, None, f"no rule knows the {what}")], []
+    return [_run(call, rule, ctx)], []

@@ -1,0 +1,262 @@
+"""The hook transport: one harness payload in, that harness's answer out.
+
+:func:`handle` is the single entry every hook process (and the resident decision
+service) answers through.  It picks the harness's adapter
+(:mod:`preimage.layer.harnesses`), reads the payload into a harness-neutral event,
+and then
+
+* before a tool call: :meth:`BackupLayer.before` decides and backs up, within
+  ``timeout`` seconds; the adapter writes the decision in the harness's terms —
+  nothing to say, the backup ID for the model, a rewritten input (which Claude Code
+  shows the user to approve, unless ``--approve`` or the session bypasses
+  permissions; harnesses that cannot ask apply it), or (when the backup failed) a
+  message saying the call is NOT protected, turned into a refusal by
+  ``on_failure: deny`` (or ``ask`` where the harness can ask);
+* after it: :meth:`BackupLayer.after` records how the call ended against the
+  backup taken before it.
+
+It never raises and never hangs the harness: settings or a payload it cannot read
+are answered with a visible message, and every decision goes to the hook log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from preimage.layer.call import ToolCall
+from preimage.layer.config import LayerConfig, log_path
+from preimage.layer.decision import Action, Decision
+
+if TYPE_CHECKING:
+    from preimage.layer.deciding.completion import Completion, ToolResult
+    from preimage.layer.harnesses._base import Harness, HookEvent
+
+
+def log(event: dict[str, Any]) -> None:
+    """Append one JSON line to the hook log (created 0600, secrets redacted); a log that
+    cannot be written is skipped."""
+    from preimage.interface.redact import redact_value
+
+    try:
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(redact_value({"time": time.time(), **event}), default=str)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(line + "\n")
+    except (OSError, ValueError):
+        pass
+
+
+def answer(decision: Decision, config: LayerConfig, *, permission_mode: str | None = None,
+           harness: str = "claude-code") -> dict[str, Any]:
+    """``harness``'s JSON answer to a pre-call hook for ``decision`` (``permission_mode``
+    from the payload, where the harness sends one)."""
+    from preimage.layer.harnesses import get_harness
+
+    adapter = get_harness(harness)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, config, permission_mode=permission_mode).stdout)
+    return doc
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What a hook process prints and how it exits."""
+
+    stdout: str
+    stderr: str = ""
+    exit_code: int = 0
+
+
+def _hook_options(args: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="preimage hook", add_help=False, exit_on_error=False)
+    parser.add_argument("--mode")
+    parser.add_argument("--policy")
+    parser.add_argument("--workspace")
+    parser.add_argument("--approve", action="store_true", default=None)
+    parser.add_argument("--on-failure", dest="on_failure", choices=["allow", "ask", "deny"])
+    parser.add_argument("--timeout", type=float)
+    return parser.parse_args(list(args))
+
+
+def handle(harness: str, args: Sequence[str], stdin_text: str, *,
+           env: Mapping[str, str] | None = None, cwd: str | None = None,
+           pid: int | None = None) -> HookOutcome:
+    """One hook call, start to finish, as a value: never raises, never exits.
+
+    ``harness`` names the payload format (``claude-code``, ``codex``, ``gemini``,
+    ``opencode``; see :mod:`preimage.layer.harnesses`), ``args`` are the options after
+    ``preimage hook HARNESS`` (``--mode``, ``--policy``, ``--workspace``, ``--approve``,
+    ``--on-failure``, ``--timeout``) and ``stdin_text`` the payload.  Before a tool call
+    the layer decides and backs up; after it, :meth:`BackupLayer.after` records how the
+    call ended against that backup.  Both the in-process hook and a resident decision
+    service answer through this one function; the service passes the calling hook
+    process's ``env`` (what command lines expand in) and ``cwd`` (for a payload without
+    one and a relative ``--workspace``) and ``pid`` (the hook process, whose ancestors
+    are the harness; default: this process).
+    """
+    from preimage.layer.harnesses import get_harness
+
+    try:
+        adapter = get_harness(harness)
+    except Exception as exc:  # an unknown harness name: say so on stderr, decide nothing
+        log({"event": "unknown-harness", "harness": harness})
+        return HookOutcome("{}", f"preimage: {exc}\n", 0)
+    cfg: LayerConfig | None = None
+    unread: str | None = None   # why the settings could not be read
+    on_failure = None
+    try:
+        opts = _hook_options(args)
+        on_failure = opts.on_failure
+        cfg = LayerConfig.load(
+            mode=opts.mode, policy=opts.policy, approve=opts.approve,
+            on_failure=opts.on_failure, timeout=opts.timeout,
+            workspace=os.path.abspath(os.path.join(cwd or os.getcwd(), opts.workspace))
+            if opts.workspace else None,
+        )
+    except (argparse.ArgumentError, Exception) as exc:  # bad settings: answer, never crash
+        log({"event": "config-error", "error": str(exc)})
+        unread = f"settings unreadable, nothing backed up — {exc}"
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else None
+        event = adapter.event(payload)
+    except (ValueError, RecursionError) as exc:   # a payload nested past the parser's depth too
+        log({"event": "malformed", "harness": harness, "error": str(exc),
+             "input": stdin_text[:500]})
+        return adapter.answer_unread(
+            f"could not read the hook payload ({exc}); nothing was backed up", cfg)
+    if cfg is None:
+        return _unread_settings(adapter, event, unread or "settings unreadable", on_failure)
+    if event.phase == "other" or event.call is None:
+        log({"event": "ignored", "harness": harness, "hook_event_name": event.name})
+        return HookOutcome("{}")
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
+    if event.phase == "post":
+        return adapter.answer_after(_after(event.call, event.result, cfg, env, cwd))
+    event.call.runs_rewrites = adapter.runs_rewrites(
+        event.call, env if env is not None else os.environ, pid or os.getpid())
+    decision = _decide_with_deadline(event.call, cfg, env, cwd)
+    log({"event": "decision", "harness": harness, "tool": event.call.tool,
+         "session": event.call.session_id, "tool_use_id": event.call.tool_use_id,
+         **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
+    from preimage.layer.deciding.completion import remember
+
+    remember(event.call, backup_id=decision.backup_id, error=decision.error,
+             targets=decision.targets)
+    if decision.updated_input is not None and not event.call.tool_use_id:
+        # No call id (Gemini CLI): the after-event names the call by its input, which is
+        # then the rewritten one.
+        from dataclasses import replace
+
+        remember(replace(event.call, input=decision.updated_input),
+                 backup_id=decision.backup_id, error=decision.error, targets=decision.targets)
+    return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
+
+
+def _unread_settings(adapter: Harness, event: HookEvent, message: str,
+                     on_failure: str | None) -> HookOutcome:
+    """The answer when the settings could not be read: before a call, as for a failed
+    backup — ``on_failure`` from the command line, else the default ``ask`` (a harness
+    that cannot ask refuses); after a call or for any other event, a visible message."""
+    if event.phase != "pre" or event.call is None:
+        return adapter.answer_unread(message, None)
+    fallback = LayerConfig(on_failure=on_failure or "ask")
+    return adapter.answer(Decision(action=Action.PASS, tier=None, error=message), fallback)
+
+
+def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
+             harness: str = "claude-code", env: Mapping[str, str] | None = None,
+             cwd: str | None = None) -> dict[str, Any]:
+    """A pre-call payload in, ``harness``'s JSON answer out (never raises).
+
+    A convenience over the same steps as :func:`handle` for tests and embedding;
+    ``config`` replaces the settings file and environment.
+    """
+    from preimage.layer.harnesses import get_harness
+
+    adapter = get_harness(harness)
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else None
+        event = adapter.event(payload)
+    except Exception as exc:
+        return {"systemMessage": f"preimage: could not read the hook call ({exc}); "
+                                 "nothing was backed up"}
+    try:
+        cfg = config or LayerConfig.load()
+    except Exception as exc:
+        answer = _unread_settings(adapter, event,
+                                  f"settings unreadable, nothing backed up — {exc}", None)
+        return json.loads(answer.stdout)  # type: ignore[no-any-return]
+    if event.phase != "pre" or event.call is None:
+        return {}
+    if cwd and isinstance(payload, dict) and not payload.get("cwd"):
+        event.call.cwd = cwd
+    decision = _decide_with_deadline(event.call, cfg, env, cwd)
+    doc: dict[str, Any] = json.loads(
+        adapter.answer(decision, cfg, permission_mode=event.permission_mode).stdout)
+    return doc
+
+
+def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> Completion:
+    """Hand a finished call to the layer and log its completion (never raises)."""
+    from preimage.layer.deciding.completion import ToolResult, complete
+
+    done = result or ToolResult()
+    try:
+        from preimage.layer.deciding.backup_layer import BackupLayer
+
+        layer = BackupLayer(config=config, env=dict(env) if env is not None else None,
+                            home=hook_home(env, cwd))
+        completion = layer.after(call, done)
+    except Exception as exc:  # recording must never disturb the agent
+        log({"event": "after-error", "error": str(exc)})
+        completion = complete(call, done)
+    log({"event": "completed", "harness": call.harness, **completion.to_dict()})
+    return completion
+
+
+def hook_home(env: Mapping[str, str] | None, cwd: str | None) -> Path | None:
+    """The store the hook process was given: ``PREIMAGE_HOME`` of its environment ``env``,
+    a relative one taken against the hook's working directory ``cwd``.  ``None`` (this
+    process's own default) when the hook runs in this process or names no home — a
+    decision service shares every setting that picks the default with its clients."""
+    value = env.get("PREIMAGE_HOME") if env is not None else None
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() or not cwd else Path(cwd) / path
+
+
+def _decide_with_deadline(call: ToolCall, config: LayerConfig,
+                          env: Mapping[str, str] | None = None,
+                          cwd: str | None = None) -> Decision:
+    from preimage.layer.deciding.backup_layer import BackupLayer
+
+    box: dict[str, Decision] = {}
+
+    def work() -> None:
+        try:
+            box["d"] = BackupLayer(config=config, env=dict(env) if env is not None else None,
+                                   home=hook_home(env, cwd)).before(call)
+        except Exception as exc:  # never let the harness see a traceback
+            box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(config.timeout)
+    if "d" in box:
+        return box["d"]
+    return Decision(Action.PASS, None, error=f"the backup did not finish within "
+                    f"{config.timeout:.0f} s (the store or a server is slow or locked); the call "
+                    "runs unprotected")

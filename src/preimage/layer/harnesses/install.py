@@ -1,0 +1,362 @@
+"""Writing preimage's hooks into each harness's settings, and taking them out again.
+
+Every edit is planned first as a :class:`Change` (the file's text before and after),
+so ``--dry-run`` can show the diff and the write is one atomic rename.  Edits keep
+every other key, hook and matcher; running ``install`` twice changes nothing the
+second time; ``uninstall`` removes only preimage's own entries.
+
+Which ``preimage`` the harness runs:
+
+* **project scope** (a file teams commit: ``.claude/settings.json``,
+  ``.codex/hooks.json``, ``.gemini/settings.json``, ``.opencode/plugin/``): always the
+  bare name ``preimage``, resolved on each machine's ``PATH`` — never the absolute
+  path of one machine's virtualenv;
+* **user scope** (the user's own ``~/.claude/settings.json`` …): the bare name when
+  ``preimage`` on ``PATH`` is this installation, else this installation's absolute
+  path — harnesses started from a desktop launcher or an IDE often run with a
+  ``PATH`` that lacks the virtualenv, and a hook that cannot be found protects
+  nothing.  The file is the user's own and names their own machine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from preimage.interface.errors import UsageError
+from preimage.layer.harnesses import get_harness
+from preimage.layer.harnesses._base import Harness, Scope
+
+HOOK_TIMEOUT_SECONDS = 60   # above the layer's own 45 s deadline, so preimage answers first
+# Folders install may have created, removed again by uninstall when it leaves them empty.
+_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", "plugin"})
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """How a harness with JSON command hooks lists them."""
+
+    events: tuple[str, ...]
+    matcher: str
+    timeout: int          # in the harness's unit
+    extra: tuple[tuple[str, Any], ...] = ()
+
+
+SPECS = {
+    "claude-code": HookSpec(("PreToolUse", "PostToolUse", "PostToolUseFailure"), "*",
+                            HOOK_TIMEOUT_SECONDS),
+    "codex": HookSpec(("PreToolUse", "PostToolUse"), "*", HOOK_TIMEOUT_SECONDS),
+    "gemini": HookSpec(("BeforeTool", "AfterTool"), ".*", HOOK_TIMEOUT_SECONDS * 1000,
+                       (("name", "preimage"),)),
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file's text before and after an edit (``None`` for a file that is absent)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        """Whether applying the change would alter the file."""
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """A unified diff of the change ("" when there is none)."""
+        a = (self.before or "").splitlines(keepends=True)
+        b = (self.after or "").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(
+            a, b, f"{self.path}" if self.before is not None else "/dev/null",
+            f"{self.path}" if self.after is not None else "/dev/null"))
+
+    def apply(self) -> None:
+        """Write the change atomically (or remove the file, and the harness's settings
+        folder it leaves empty)."""
+        if not self.changed:
+            return
+        if self.after is None:
+            self.path.unlink(missing_ok=True)
+            for folder in (self.path.parent, self.path.parent.parent):
+                if folder.name not in _SETTINGS_FOLDERS:
+                    break
+                try:
+                    folder.rmdir()        # only when empty
+                except OSError:
+                    break
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(self.after)
+        if self.path.exists():
+            os.chmod(tmp, self.path.stat().st_mode & 0o777)
+        os.replace(tmp, self.path)
+
+
+# ------------------------------------------------------------------ the command line
+def preimage_executable(scope: Scope) -> str:
+    """The ``preimage`` the harness should run for ``scope`` (see the module docstring)."""
+    if scope != "user":
+        return "preimage"
+    mine = Path(sys.executable).parent / "preimage"
+    found = shutil.which("preimage")
+    if not mine.exists():
+        return "preimage"
+    if found and Path(found).resolve() == mine.resolve():
+        return "preimage"
+    return str(mine)
+
+
+def hook_command(harness: str, scope: Scope, options: list[str]) -> str:
+    """The shell command line of preimage's hook for ``harness``."""
+    exe = preimage_executable(scope)
+    return shlex.join([exe, "hook", harness, *options])
+
+
+def _is_ours(command: object, harness: str) -> bool:
+    return isinstance(command, str) and re.search(
+        rf"(^|[/\s'\"])preimage['\"]?\s+hook\s+{re.escape(harness)}(\s|$)", command) is not None
+
+
+# ------------------------------------------------------------------ JSON settings
+def _load(path: Path) -> tuple[str | None, dict[str, Any]]:
+    if not path.exists():
+        return None, {}
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}; nothing was changed") from exc
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc}); fix it first — "
+                         "nothing was changed") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object; nothing was changed")
+    return text, data
+
+
+def _event_lists(path: Path, data: dict[str, Any], events: tuple[str, ...],
+                 create: bool) -> dict[str, list[Any]]:
+    hooks = data.get("hooks")
+    if hooks is None and create:
+        hooks = data["hooks"] = {}
+    if hooks is None:
+        return {}
+    if not isinstance(hooks, dict):
+        raise UsageError(f"{path}: 'hooks' is not an object; nothing was changed")
+    lists: dict[str, list[Any]] = {}
+    for event in events:
+        groups = hooks.get(event)
+        if groups is None and create:
+            groups = hooks[event] = []
+        if groups is None:
+            continue
+        if not isinstance(groups, list):
+            raise UsageError(f"{path}: 'hooks.{event}' is not a list; nothing was changed")
+        lists[event] = groups
+    return lists
+
+
+def _strip_ours(groups: list[Any], harness: str) -> None:
+    """Remove preimage's hooks (and groups left empty by that) from one event's list."""
+    for group in list(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            continue
+        kept = [h for h in group["hooks"]
+                if not (isinstance(h, dict) and _is_ours(h.get("command"), harness))]
+        if len(kept) != len(group["hooks"]):
+            if kept:
+                group["hooks"] = kept
+            else:
+                groups.remove(group)
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def plan_json_install(adapter: Harness, path: Path, command: str) -> Change:
+    """Add (or update) preimage's hooks in a JSON settings file, keeping everything else."""
+    spec = SPECS[adapter.name]
+    before, data = _load(path)
+    wanted = {"type": "command", "command": command, "timeout": spec.timeout, **dict(spec.extra)}
+    for groups in _event_lists(path, data, spec.events, create=True).values():
+        ours = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                for h in g["hooks"] if isinstance(h, dict) and _is_ours(h.get("command"),
+                                                                         adapter.name)]
+        if len(ours) == 1 and ours[0] == wanted and any(
+                g.get("matcher") == spec.matcher and ours[0] in g.get("hooks", [])
+                for g in groups if isinstance(g, dict)):
+            continue
+        _strip_ours(groups, adapter.name)
+        groups.append({"matcher": spec.matcher, "hooks": [wanted]})
+    after = _dump(data)
+    if before is not None and json.loads(before or "{}") == data:
+        after = before  # nothing to do: keep the file byte for byte
+    return Change(path, before, after)
+
+
+def plan_json_uninstall(adapter: Harness, path: Path) -> Change:
+    """Remove preimage's hooks from a JSON settings file, keeping everything else."""
+    spec = SPECS[adapter.name]
+    before, data = _load(path)
+    if before is None:
+        return Change(path, None, None)
+    lists = _event_lists(path, data, spec.events, create=False)
+    for event, groups in lists.items():
+        _strip_ours(groups, adapter.name)
+        if not groups:
+            del data["hooks"][event]
+    if isinstance(data.get("hooks"), dict) and not data["hooks"] and lists:
+        del data["hooks"]
+    if json.loads(before or "{}") == data:
+        return Change(path, before, before)
+    if not data:   # nothing but preimage's hooks was there: the file goes, as before install
+        return Change(path, before, None)
+    return Change(path, before, _dump(data))
+
+
+def json_status(adapter: Harness, path: Path) -> str:
+    """``installed``, ``not installed``, ``partly installed`` or why the file is unreadable."""
+    try:
+        before, data = _load(path)
+        lists = _event_lists(path, data, SPECS[adapter.name].events, create=False)
+    except UsageError as exc:
+        return f"unreadable: {exc}"
+    if before is None:
+        return "not installed"
+    found = [event for event, groups in lists.items()
+             if any(isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    and any(isinstance(h, dict) and _is_ours(h.get("command"), adapter.name)
+                            for h in g["hooks"]) for g in groups)]
+    if not found:
+        return "not installed"
+    if len(found) == len(SPECS[adapter.name].events):
+        commands = {h["command"] for groups in lists.values() for g in groups
+                    if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    for h in g["hooks"] if isinstance(h, dict)
+                    and _is_ours(h.get("command"), adapter.name)}
+        return _with_options("installed", sorted(commands)[0], adapter.name)
+    return f"partly installed ({', '.join(found)} only; run install again)"
+
+
+def _with_options(state: str, command: str, harness: str) -> str:
+    """``installed`` plus the options baked into the hook's command line, and a warning
+    when the ``preimage`` it runs cannot be found from here."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return state
+    at = next((i for i in range(len(words) - 1)
+               if words[i] == "hook" and words[i + 1] == harness), None)
+    return _describe(state, words[0] if words else "preimage",
+                     words[at + 2:] if at is not None else [])
+
+
+def _describe(state: str, exe: str, options: list[str]) -> str:
+    text = f"{state} ({' '.join(options)})" if options else state
+    if shutil.which(exe) is None:
+        text += f"; {NOT_FOUND} {exe}"
+    return text
+
+
+NOT_FOUND = "cannot run:"   # a status saying the hook's preimage is not found from here
+
+
+# ------------------------------------------------------------------ OpenCode's plugin file
+def plan_plugin_install(path: Path, source: str) -> Change:
+    """Write preimage's OpenCode plugin (refusing to replace a file that is not ours)."""
+    from preimage.layer.harnesses.opencode import PLUGIN_MARK
+
+    before = path.read_text() if path.exists() else None
+    if before is not None and PLUGIN_MARK not in before:
+        raise UsageError(f"{path} exists and is not preimage's plugin; nothing was changed")
+    return Change(path, before, source)
+
+
+def plan_plugin_uninstall(path: Path) -> Change:
+    """Remove preimage's OpenCode plugin file (and nothing else)."""
+    from preimage.layer.harnesses.opencode import PLUGIN_MARK
+
+    before = path.read_text() if path.exists() else None
+    if before is None or PLUGIN_MARK not in before:
+        return Change(path, before, before)
+    return Change(path, before, None)
+
+
+# ------------------------------------------------------------------ per harness
+def hook_options(mode: str | None = None, on_failure: str | None = None,
+                 approve: bool = False) -> list[str]:
+    """The options baked into the hook's command line."""
+    options: list[str] = []
+    if mode:
+        options += ["--mode", mode]
+    if on_failure:
+        options += ["--on-failure", on_failure]
+    if approve:
+        options.append("--approve")
+    return options
+
+
+def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None = None,
+                 on_failure: str | None = None, approve: bool = False) -> Change:
+    """What ``preimage install HARNESS`` would write for ``scope``."""
+    adapter = get_harness(harness)
+    _check_scope(adapter, scope)
+    path = adapter.settings_path(scope, project)
+    options = hook_options(mode, on_failure, approve)
+    if adapter.name == "opencode":
+        from preimage.layer.harnesses.opencode import plugin_source
+
+        return plan_plugin_install(path, plugin_source(preimage_executable(scope), options,
+                                                       on_failure or "ask"))
+    return plan_json_install(adapter, path, hook_command(adapter.name, scope, options))
+
+
+def plan_uninstall(harness: str, scope: Scope, project: Path) -> Change:
+    """What ``preimage uninstall HARNESS`` would change for ``scope``."""
+    adapter = get_harness(harness)
+    _check_scope(adapter, scope)
+    path = adapter.settings_path(scope, project)
+    if adapter.name == "opencode":
+        return plan_plugin_uninstall(path)
+    return plan_json_uninstall(adapter, path)
+
+
+def status(harness: str, scope: Scope, project: Path) -> str:
+    """Whether preimage's hook is installed for ``harness`` in ``scope``."""
+    adapter = get_harness(harness)
+    path = adapter.settings_path(scope, project)
+    if adapter.name == "opencode":
+        from preimage.layer.harnesses.opencode import PLUGIN_MARK
+
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return "not installed"
+        except OSError as exc:
+            return f"unreadable: {exc.strerror}"
+        if PLUGIN_MARK not in text:
+            return "not installed (another plugin file)"
+        found = re.search(r"^const ARGS = (\[.*\])$", text, re.M)
+        exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
+        return _describe("installed", exe.group(1) if exe else "preimage",
+                         json.loads(found.group(1)) if found else [])
+    return json_status(adapter, path)
+
+
+def _check_scope(adapter: Harness, scope: Scope) -> None:
+    if scope not in adapter.scopes():
+        raise UsageError(f"{adapter.title} has no {scope} scope; use one of "
+                         f"{', '.join(adapter.scopes())}")

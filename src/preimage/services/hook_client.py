@@ -1,0 +1,188 @@
+"""``preimage hook HARNESS …``: the process a harness runs before every tool call.
+
+It imports only the standard library on its way to an answer: it reads the
+payload, hands it to the resident decision service (``preimage serve``) over
+its Unix socket, and prints the service's answer.  Every answer is still
+made by :func:`preimage.layer.harnesses.hook.handle`; the client only carries it.
+
+When no service answers in time the client decides in-process through that
+same function (so protection is never skipped), says so on stderr and in the
+hook log, and starts a service in the background for the next call.  When
+the service accepted the call but died before answering (a crash
+mid-capture), the answer says the call is NOT backed up — the backup it had
+begun stays ``open`` in the catalog — and ``--on-failure ask|deny`` apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from preimage.services import wire
+
+TYPE_CHECKING = False  # typing is not imported: this is the hook's path
+if TYPE_CHECKING:
+    from typing import Any
+
+CONNECT_SECONDS = 0.5     # connecting to a live service is immediate; this only bounds a wedged one
+ACCEPT_SECONDS = 2.0      # the service acknowledges a request as soon as it has read it
+ANSWER_MARGIN = 30.0      # beyond the deadline the service announced for its answer
+RESTART_BACKOFF = 10.0    # seconds before another client may start a service again
+
+
+class ServiceUnavailable(Exception):
+    """No service took the call: it is safe to decide in-process."""
+
+
+class ServiceLost(Exception):
+    """The service took the call and then failed to answer: a backup may be half-made."""
+
+
+def _log(event: dict[str, Any]) -> None:
+    """Append to the hook log (the same file :func:`preimage.layer.harnesses.hook.log` writes)."""
+    try:
+        path = os.environ.get("PREIMAGE_LOG") or os.path.join(wire.log_dir(), "hook.log")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, like hook.log
+        with os.fdopen(fd, "a") as fh:
+            fh.write(json.dumps({"time": time.time(), **event}) + "\n")
+    except OSError:
+        pass
+
+
+def _call_env() -> dict[str, str]:
+    """What varies per call and must reach the service: the whole environment.
+
+    The service uses it as the environment the command line expands in (and
+    for ``CLAUDE_PROJECT_DIR``); its own settings already equal the client's.
+    """
+    return dict(os.environ)
+
+
+def ask_service(address: wire.Address, harness: str, args: list[str],
+                payload: bytes) -> tuple[str, str, int]:
+    """Have the service answer one hook call: ``(stdout, stderr, exit_code)``.
+
+    Raises :class:`ServiceUnavailable` when nobody took the call and
+    :class:`ServiceLost` when the service took it and then went away.
+    """
+    try:
+        sock = wire.connect(address, CONNECT_SECONDS)
+    except OSError as exc:
+        raise ServiceUnavailable(f"no service at {address.socket} ({exc.strerror or exc})") from exc
+    with sock:
+        try:
+            wire.send(sock, {"op": "hook", "harness": harness, "args": args,
+                             "cwd": os.getcwd(), "env": _call_env()}, payload)
+            sock.settimeout(ACCEPT_SECONDS)
+            reader = wire.LineReader(sock)
+            first = reader.line()
+        except (OSError, ValueError) as exc:
+            raise ServiceUnavailable(f"the service did not take the call ({exc})") from exc
+        if first is None or first.get("event") != "accepted":
+            why = (first or {}).get("error") or "it closed the connection"
+            raise ServiceUnavailable(f"the service refused the call: {why}")
+        deadline = float(first.get("deadline") or 45.0) + ANSWER_MARGIN
+        sock.settimeout(deadline)
+        try:
+            doc = reader.line(limit=wire.MAX_BODY)
+        except TimeoutError as exc:
+            raise ServiceLost(f"the decision service did not answer within {deadline:.0f} s") from exc
+        except (OSError, ValueError) as exc:
+            raise ServiceLost(f"the decision service failed mid-call ({exc})") from exc
+        if doc is None:
+            raise ServiceLost("the decision service stopped mid-call (it crashed or was killed)")
+        if doc.get("event") != "answer":
+            raise ServiceLost(f"the decision service failed: {doc.get('error') or doc}")
+        return str(doc.get("stdout", "")), str(doc.get("stderr", "")), int(doc.get("exit_code", 0))
+
+
+def start_service(address: wire.Address) -> bool:
+    """Start ``preimage serve`` detached, unless a client did so moments ago."""
+    return wire.start_detached(address.started, ["-m", "preimage", "serve"], RESTART_BACKOFF)
+
+
+def decide_in_process(harness: str, args: list[str], text: str, why: str) -> tuple[str, str, int]:
+    """The fallback: the same decision, made in this process (imports the whole layer)."""
+    # pydantic looks for plugins by scanning every installed distribution's entry points on
+    # its first model; the hook's models use none, and this process lives for one call.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from preimage.layer.harnesses.hook import handle
+
+    outcome = handle(harness, args, text)
+    note = f"preimage: decided in-process — {why}\n"
+    return outcome.stdout, outcome.stderr + note, outcome.exit_code
+
+
+def lost_answer(harness: str, args: list[str], why: str) -> tuple[str, str, int]:
+    """The answer when the service died holding the call: NOT backed up, with the
+    configured ``--on-failure`` (imports the layer to read the settings)."""
+    try:
+        from preimage.layer.config import LayerConfig
+        from preimage.layer.decision import Action, Decision
+        from preimage.layer.harnesses.hook import _hook_options, answer
+
+        opts = _hook_options(args)
+        cfg = LayerConfig.load(on_failure=opts.on_failure, approve=opts.approve)
+        doc = answer(Decision(Action.PASS, None, error=why), cfg, harness=harness)
+    except Exception as exc:  # settings unreadable too: still say it plainly
+        doc = {"systemMessage": f"preimage: this call is NOT backed up — {why} ({exc})"}
+    return json.dumps(doc), f"preimage: {why}\n", 0
+
+
+def _harness_and_options(argv: list[str]) -> tuple[str, list[str]]:
+    return (argv[0], list(argv[1:])) if argv else ("claude-code", [])
+
+
+def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
+    """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
+    harness, args = _harness_and_options(argv)
+    text = stdin.decode("utf-8", "replace")
+    if wire.service_off(os.environ):
+        _log({"event": "path", "path": "in-process", "why": "PREIMAGE_SERVICE is off"})
+        return decide_in_process(harness, args, text, "PREIMAGE_SERVICE is off")
+    try:
+        address = wire.Address.from_env()
+    except OSError as exc:
+        why = f"no runtime directory for the decision service ({exc})"
+        _log({"event": "path", "path": "in-process", "why": why})
+        return decide_in_process(harness, args, text, why)
+    try:
+        return ask_service(address, harness, args, stdin)
+    except ServiceUnavailable as exc:
+        started = start_service(address)
+        why = f"the decision service was not reachable: {exc}" + (
+            "; starting it for the next call" if started else "")
+        _log({"event": "path", "path": "in-process", "why": why})
+        return decide_in_process(harness, args, text, why)
+    except ServiceLost as exc:
+        why = str(exc)
+        _log({"event": "path", "path": "lost", "why": why})
+        return lost_answer(harness, args, why)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: read stdin, answer, exit without waiting for stray threads."""
+    argv = sys.argv[2:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write("usage: preimage hook HARNESS [--mode M] [--policy P] [--workspace DIR]"
+                         " [--approve] [--on-failure allow|ask|deny] [--timeout S]\n"
+                         "Reads a tool call on stdin and prints the hook's JSON answer.\n")
+        sys.exit(0)
+    try:
+        stdin = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        stdin = b""
+    try:
+        out, err, code = run(argv, stdin)
+    except Exception as exc:  # the harness must always get an answer, and --on-failure holds
+        why = f"the hook failed, nothing backed up — {exc}"
+        out, err, code = lost_answer(*_harness_and_options(argv), why)
+    sys.stdout.write(out + "\n")
+    sys.stderr.write(err)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # a capture thread that overran its deadline must not hold the harness
+

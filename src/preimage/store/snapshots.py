@@ -1,0 +1,92 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from preimage.interface.errors import (
+    StoreError,
+    UsageError,
+)
+from preimage.interface.registry import get_connector
+from preimage.snapshot_schemas import Snapshot, load_snapshot
+from preimage.store.backend import BackupRow, SnapshotRow
+from preimage.store.documents import (
+    expand,
+)
+from preimage.store.store import Store
+
+
+def snapshot_bytes(snap: Snapshot) -> bytes:
+    """``snap`` as one JSON document with its items inline (the format of a small
+    snapshot; large ones are stored in chunks by :func:`_store_snapshot`).
+
+    File names that are not UTF-8 live in memory as surrogate-escaped strings
+    (``os.fsdecode``); JSON carries them as ``\\udcXX`` escapes, which load back
+    to the same string, so every name round-trips to its exact bytes.
+    """
+    if not isinstance(snap.items, list):
+        snap = snap.model_copy(update={"items": list(snap.items)})
+    try:
+        return snap.model_dump_json().encode()
+    except ValueError:
+        text = json.dumps(snap.model_dump(mode="json"), ensure_ascii=False)
+        return text.encode("utf-8", "backslashreplace")
+
+
+def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
+    """Read and validate one stored snapshot (verifying its blob).
+
+    A document that hashes right but does not parse, or that names another
+    target than its catalog row, raises :class:`StoreError` naming the backup.
+    """
+    conn = get_connector(row.connector)
+    raw = store.blobs.get_bytes(row.digest, backup_id=row.backup_id, path=row.target)
+    try:
+        document = expand(json.loads(raw), store.blobs, backup_id=row.backup_id,
+                          path=row.target)
+        snap = load_snapshot(document, conn.snapshot_type)
+    except (ValueError, TypeError, KeyError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StoreError(
+            f"the snapshot document of {row.target} in backup {row.backup_id} is malformed "
+            f"({first}); run `preimage check` — nothing was written"
+        ) from exc
+    if snap.target != row.target:
+        raise StoreError(
+            f"the snapshot document of backup {row.backup_id} names {snap.target}, but the "
+            f"catalog says {row.target}; refusing it — run `preimage check`; nothing was written"
+        )
+    return snap
+
+
+def complete_backup(st: Store, ref: str, verb: str) -> BackupRow:
+    """Backup ``ref``, refused unless its capture finished (a killed or failed capture
+    holds only part of its targets, so it can neither be restored nor vouch for a score)."""
+    backup = st.catalog.get(ref)
+    if backup.status != "complete":
+        raise UsageError(
+            f"backup {backup.id} is {backup.status}, not complete (its capture did not finish); "
+            f"it cannot be {verb} — pick a complete backup from `preimage list`"
+        )
+    return backup
+
+
+def as_seen(st: Store, row: BackupRow) -> BackupRow:
+    """``row`` with an ``open`` status shown as ``abandoned`` when no process holds its
+    lease: a killed capture must not look like a running one."""
+    if row.status == "open" and not st.catalog.lease_held(row.id):
+        return replace(row, status="abandoned")
+    return row
+
+
+def item_naming(snap: Snapshot, digest: str) -> str:
+    """The natural key of the first item whose fields mention ``digest`` (for messages)."""
+    for item in snap.items:
+        try:
+            if digest in json.dumps(item.model_dump(mode="json")):
+                return str(item.natural_key())
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return ""
