@@ -40,8 +40,8 @@ import store_faults
 
 import preimage
 from preimage import Store
+from preimage.interface.sizes import human_bytes, tree_bytes
 from preimage.store.check import check
-from preimage.store.sizes import human_bytes, tree_bytes
 
 
 def crashes(trials: int, work: Path) -> dict[str, Any]:

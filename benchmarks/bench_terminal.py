@@ -32,7 +32,7 @@ from typing import Any
 
 import preimage
 from preimage import Store
-from preimage.store.sizes import human_bytes, tree_bytes
+from preimage.interface.sizes import human_bytes, tree_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))

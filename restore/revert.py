@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from preimage.interface.connector import Granularity
+from preimage.restoration.granularity import Granularity
 from preimage.restoration.merge import MISSING, Conflict, Merger, restorable_leaves, same
 from preimage.snapshot_schemas import Item, Snapshot
 

@@ -11,13 +11,12 @@ from preimage.connectors.files.apply import TreeRestorer
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.interface.blobs import BlobStore
-from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity, ItemStream
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage.interface.target import Target
 from preimage.restoration import RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
-from preimage.store.documents import ItemStream
 
 
 def file_uri(root: os.PathLike[str] | str) -> str:

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from preimage.interface.errors import InvalidTargetError, PreimageError, TerminalConnectorError
+from preimage.interface.sizes import human_bytes
 from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.files import FileEntry, FileType
-from preimage.store.sizes import human_bytes
 
 if TYPE_CHECKING:
     from preimage.interface.blobs import BlobStore

@@ -47,7 +47,19 @@ def serve_warm() -> None:
                # the drivers, and what commands import when they first print or read a setting
                "psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
                "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage.engine.trash"]
-    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload))
+    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, _print_once))
+
+
+def _print_once() -> None:
+    """Print a table nowhere: rich loads its emoji and width tables on first print."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("backup", "when")
+    table.add_row(":white_check_mark: é", "now")
+    Console(file=io.StringIO(), width=80).print(table)
 
 
 def run_cli() -> object:

@@ -35,7 +35,8 @@ from pathlib import Path
 import zstandard
 
 import preimage
-from preimage import Store, _crash
+from preimage import Store
+from preimage.interface import crash as _crash
 from preimage.store.check import check
 from preimage.store.prune import forget, prune
 from preimage.store.retention import RetentionPolicy

@@ -38,8 +38,8 @@ from typing import Any, ClassVar, Protocol
 from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
 from preimage.interface.errors import UsageError
 from preimage.interface.registry import BuiltIn, PluginLoader
+from preimage.interface.sizes import tree_bytes
 from preimage.interface.target import Target
-from preimage.store.sizes import tree_bytes
 
 
 class Copier(Protocol):

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from preimage.bench.page_style import CSS
 from preimage.bench.results import BenchReport, RunResult, Totals
-from preimage.store.sizes import human_bytes
+from preimage.interface.sizes import human_bytes
 
 
 def _f(value: float | None, digits: int = 2) -> str:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from preimage.bench.protector import Protection, Protector, RunContext
+from preimage.interface.sizes import tree_bytes
 from preimage.interface.target import Target
 from preimage.snapshot_schemas.files import FileSnapshot
-from preimage.store.sizes import tree_bytes
 
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",

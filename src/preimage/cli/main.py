@@ -31,8 +31,8 @@ from preimage.cli.output import (
     when,
     working,
 )
+from preimage.interface.sizes import human_bytes
 from preimage.interface.target import redact
-from preimage.store.sizes import human_bytes
 
 __all__ = ["_fail", "err", "handle_errors", "main", "out", "print_score_table", "redact"]
 

@@ -133,8 +133,8 @@ def _home_store(settings: Any) -> Iterator[Any]:
 @handle_errors
 def status(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
     """Where the shared store is, its format, and what it holds."""
+    from preimage.interface.sizes import human_bytes
     from preimage.store.catalog_postgres import SCHEMA_VERSION
-    from preimage.store.sizes import human_bytes
 
     settings = _settings(store_url, catalog_url)
     with _home_store(settings) as st:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from preimage.cli.output import emit_json, err, handle_errors, iso, out, when, working
-from preimage.store.sizes import human_bytes
+from preimage.interface.sizes import human_bytes
 
 
 def _store() -> Any:

@@ -3,8 +3,11 @@ declares it can do, and the defaults a connector author inherits."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from preimage.restoration.granularity import Granularity
 
 if TYPE_CHECKING:
     from preimage.interface.blobs import BlobStore
@@ -13,22 +16,10 @@ if TYPE_CHECKING:
     from preimage.similarity import StateDiff
     from preimage.snapshot_schemas import Snapshot
 
+__all__ = ["Capabilities", "Connector", "ConnectorBase", "Granularity", "ItemStream", "Policy",
+           "capabilities_of"]
+
 Policy = Literal["overwrite", "merge", "refuse"]
-
-
-@dataclass(frozen=True)
-class Granularity:
-    """How finely a connector's undo reverts a call: its unit of state, its fields,
-    and what it merges inside one field (``Capabilities.undo``)."""
-
-    item: str                    # "file by path", "row by primary key", …
-    fields: str = ""             # "metadata field", "column", "" (whole items only)
-    merges: str = ""             # "text files line by line", "flags as sets", …
-
-    def describe(self) -> str:
-        """One line: ``file by path, metadata field; text files line by line``."""
-        text = self.item + (f", {self.fields}" if self.fields else "")
-        return text + (f"; {self.merges}" if self.merges else "")
 
 
 @dataclass(frozen=True)
@@ -125,3 +116,17 @@ def capabilities_of(connector: Any) -> Capabilities:
     """The capabilities ``connector`` declares, or the defaults."""
     caps = getattr(connector, "capabilities", None)
     return caps if isinstance(caps, Capabilities) else Capabilities()
+
+
+class ItemStream:
+    """Items a connector yields while it captures, for the engine to store as they
+    come (``capture_stream``); it can be iterated once."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self._items: Iterator[Any] | None = iter(items)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._items is None:
+            raise RuntimeError("a captured item stream can be read only once")
+        items, self._items = self._items, None
+        return items

@@ -223,17 +223,10 @@ def _warm_up(preload: Sequence[str]) -> None:
                 getattr(loaded, name)  # a lazy package imports the connector's modules here
         except Exception:  # an extra that is not installed: a command needing it says so
             pass
-    import io
-
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("backup", "when")  # rich loads its emoji and width tables on first print
-    table.add_row(":white_check_mark: é", "now")
-    Console(file=io.StringIO(), width=80).print(table)
 
 
-def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = ()) -> int:
+def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
+          warm_up: Callable[[], None] | None = None) -> int:
     """Listen until ``idle`` seconds pass with no command running or arriving; each
     request runs ``command`` (the full command line) in a forked child, after
     ``preload`` was imported once here."""
@@ -251,6 +244,8 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = ()) 
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
     _warm_up(preload)
+    if warm_up is not None:
+        warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave by the finally below
     with contextlib.suppress(FileNotFoundError):

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
+from preimage.interface.connector import ItemStream
+
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
@@ -177,20 +179,6 @@ def store_document(
     head["items"] = {"chunks": [list(c) for c in writer.chunks], "count": writer.count}
     raw = _encode(head)
     return StoredDocument(view.put_bytes(raw), raw, writer.count, writer.chunks, None)
-
-
-class ItemStream:
-    """Items a connector yields while it captures, for the engine to store as they
-    come (``capture_stream``); it can be iterated once."""
-
-    def __init__(self, items: Iterable[Any]) -> None:
-        self._items: Iterator[Any] | None = iter(items)
-
-    def __iter__(self) -> Iterator[Any]:
-        if self._items is None:
-            raise RuntimeError("a captured item stream can be read only once")
-        items, self._items = self._items, None
-        return items
 
 
 def expand(document: dict[str, Any], blobs: BlobStore, *, backup_id: str | None = None,

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 
 from preimage.interface.errors import StoreBusyError, UsageError
+from preimage.interface.sizes import human_bytes
 from preimage.store.retention import RetentionPolicy
-from preimage.store.sizes import human_bytes
 from preimage.store.store import Store
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6,
