@@ -40,6 +40,7 @@ setup:
 
 lint: venv-all
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 types: venv-all
 	$(VENV)/bin/mypy -p preimage
@@ -47,6 +48,7 @@ types: venv-all
 test: setup venv-all
 	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy -p preimage
 	$(PY) -m pytest $(PYTEST_FLAGS)
 

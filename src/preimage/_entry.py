@@ -37,6 +37,7 @@ def main() -> None:
 def serve_warm() -> None:
     """The warm process's program (started detached by the first command it could serve):
     it imports the command line and the drivers once, then forks a child per command."""
+    from preimage.cli.output import warm_console
     from preimage.interface.registry import BUILTINS
     from preimage.services.decision_service import idle_seconds
     from preimage.services.warm import serve
@@ -47,19 +48,8 @@ def serve_warm() -> None:
                # the drivers, and what commands import when they first print or read a setting
                "psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
                "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage.engine.trash"]
-    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, _print_once))
+    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, warm_console))
 
-
-def _print_once() -> None:
-    """Print a table nowhere: rich loads its emoji and width tables on first print."""
-    import io
-
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("backup", "when")
-    table.add_row(":white_check_mark: é", "now")
-    Console(file=io.StringIO(), width=80).print(table)
 
 
 def run_cli() -> object:

@@ -283,7 +283,8 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
         return {line.rsplit("|", 1)[1].strip() for line in text.splitlines()
                 if line.startswith("import time:") and "|" in line} - {"imported package"}
 
-    own = {"preimage", "preimage._entry", "preimage.layer", "preimage.services.hook_client",
+    own = {"preimage", "preimage._entry", "preimage.layer", "preimage.services",
+           "preimage.services.hook_client",
            "preimage.services.wire"}
     extra = modules(proc.stderr) - modules(baseline) - own
     foreign = sorted(m for m in extra if m.split(".")[0] not in sys.stdlib_module_names)

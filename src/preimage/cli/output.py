@@ -144,3 +144,16 @@ def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
     for row in score_rows(total, per_target):
         table.add_row(*row)
     out.print(table)
+
+
+def warm_console() -> None:
+    """Print a table nowhere: rich loads its emoji and width tables on first print (the
+    warm process does this once, so that no command it serves pays for it)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("backup", "when")
+    table.add_row(":white_check_mark: é", "now")
+    Console(file=io.StringIO(), width=80).print(table)

@@ -1,4 +1,6 @@
-"""TODO docstring."""
+"""What the engine's stages share: the result types (:class:`Backup`, :class:`RestoreResult`),
+opening the store a call did not pass, running a connector with its errors made one line,
+selecting a backup's snapshots by ``--only``, and checking a backup whole before a write."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Capture targets into the store as one backup: the connectors read, the store keeps the
+snapshot documents and blobs, the catalog records the backup, the quota is applied after."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Compare a backup with the live state of its targets: ``diff`` (what differs, per target)
+and ``score`` (how faithfully the live state reproduces the backup, per fidelity class)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring."""
+"""Restore a backup by ID: select its snapshots, check every blob before anything is written,
+capture the live state as an undo backup, then let each connector write; the restore
+journal makes a re-run resume its own restore."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring."""
+"""Whether an interrupted restore can resume with the undo backup it took: the live state
+must be, item by item, either as the undo backup has it or as the backup being restored
+has it."""
 
 from __future__ import annotations
 

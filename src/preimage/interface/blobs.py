@@ -1,4 +1,8 @@
-"""TODO docstring."""
+"""The blob store as a connector sees it: content-addressed bytes written, found and read by
+sha256 digest (:class:`BlobStore`), and the shapes its methods return.
+
+The store's implementations (:mod:`preimage.store.blobs`, the packed shared store in
+:mod:`preimage.store.packs`) subclass it; connectors only ever hold one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""TODO docstring."""
+"""The store's catalog side: the rows a catalog keeps (backups, snapshots, restores, trash
+entries), the :class:`Catalog` every catalog implements, and :class:`RecordingBlobs`, the
+view of a blob store that records what one capture references.
+
+A :class:`~preimage.Store` is one blob store (:mod:`preimage.interface.blobs`) plus one
+catalog; the embedded default is :class:`~preimage.store.blobs.LocalBlobStore` with
+:class:`~preimage.store.catalog.SqliteCatalog`, the shared one packed chunks with a
+PostgreSQL catalog.  Deleting is two-phase, so a capture running in parallel never loses
+a blob it reuses (``hide``, then ``purge_hidden`` once every capture running then ended)."""
 
 from __future__ import annotations
 

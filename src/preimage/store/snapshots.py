@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Snapshot documents in the store, read and written: a snapshot as bytes, a catalog row
+read back into its connector's snapshot type, a backup looked up only when complete."""
 
 from __future__ import annotations
 

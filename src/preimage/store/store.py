@@ -48,7 +48,7 @@ class Store:
     """Blobs and catalog under one home directory.
 
     ``blobs`` and ``catalog`` plug in another backend (see
-    :mod:`preimage._backend`); with neither given and ``PREIMAGE_STORE`` set,
+    :mod:`preimage.store.backend`); with neither given and ``PREIMAGE_STORE`` set,
     the shared store it names is opened (:mod:`preimage.store.remote`).  The home
     still holds the local parts (locks, trash, scratch areas, caches).
     Opening a store at an older format upgrades it; a newer one raises

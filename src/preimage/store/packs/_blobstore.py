@@ -140,7 +140,7 @@ class _ChainReader(io.RawIOBase):
 class PackBlobStore(BlobStore):
     """Content-addressed blobs in a :class:`PackRepository`.
 
-    Deleting is two-phase, as :mod:`preimage._backend` asks, with the hidden
+    Deleting is two-phase, as :mod:`preimage.store.backend` asks, with the hidden
     register kept by the ``coordinator`` (the shared catalog) so every machine
     sees it.  A capture loads the register when it starts
     (:meth:`begin_capture`): a hidden blob is "absent" to it, and so is every
