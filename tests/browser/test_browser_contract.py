@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from preimage.connectors.browser import browser_context
-from preimage.connectors.browser.connector import session_tab
+from preimage.connectors.browser.pages import session_tab
 from preimage.testing import ConnectorContract
 
 from .conftest import SHOP_HOST, clear_site_data, seeded_tab
