@@ -1,6 +1,7 @@
 """The backup layer's execution audit over the full corpora: misses, unnecessary captures, bytes.
 
-Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--tools rm,git]
+Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--supervised]
+     [--tools rm,git]
      [--limit N] [--shard I/N] [--ids FILE] [--skip done.jsonl …] [--json results.jsonl]
      [--workdir DIR] [--verify-detector] [--no-restore-check]
      python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
@@ -94,7 +95,7 @@ def write_sample(examples: list[tldr.Example], audit: ShellAudit, n: int) -> Non
 
 def run_tldr(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
     store = Store(workdir / "store")
-    audit = ShellAudit(workdir / "tldr", store)
+    audit = ShellAudit(workdir / "tldr", store, supervised=args.supervised)
     examples = tldr.load()
     if args.write_sample:
         write_sample(examples, audit, args.write_sample)
@@ -159,6 +160,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--corpus", choices=["tldr", "sql", "all"], default="all")
     ap.add_argument("--sample", action="store_true", help="only the fixed CI sample")
+    ap.add_argument("--supervised", action="store_true",
+                    help="tldr: observe each call's syscalls (preimage run) instead of reading it")
     ap.add_argument("--tools", help="only these programs or tldr pages (comma list)")
     ap.add_argument("--files", help="only these regression files (comma list, sql corpus)")
     ap.add_argument("--limit", type=int, default=0)

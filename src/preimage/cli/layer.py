@@ -199,7 +199,9 @@ def uninstall(names: tuple[str, ...], every: bool, project: str | None, user_sco
 def _list(project: Path) -> None:
     from preimage.layer.harnesses import get_harness, harness_names
     from preimage.layer.harnesses.install import NOT_FOUND, status
+    from preimage.observe import status_line
 
+    click.echo(status_line())
     rows = [("harness", "binary", "scope", "status", "settings")]
     for name in harness_names():
         adapter = get_harness(name)
@@ -259,7 +261,7 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     else:
         argv = list(command)
     try:
-        rc = subprocess.call(argv)
+        rc = _run_guarded(argv, call, rewritten=decision.updated_input is not None)
     except OSError as exc:
         _fail(f"cannot run {argv[0]}: {exc.strerror}")
         return
@@ -270,6 +272,36 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
         if done.post_error:
             click.echo(f"preimage: {done.post_error}", err=True)
     sys.exit(rc)
+
+
+def _run_guarded(argv: list[str], call: ToolCall, *, rewritten: bool) -> int:
+    """Run the guarded command: under supervision where the system has it (its file
+    changes observed into a backup of their own), else as it is.  A rewritten call
+    (``rm`` into the trash) is already reversible and runs as it is."""
+    from preimage.observe.kernel import unavailable_reason
+
+    reason = None if rewritten else unavailable_reason()
+    if rewritten or reason is not None:
+        if reason is not None:
+            click.echo(f"preimage: file changes were read from the command line, not observed "
+                       f"(supervision unavailable: {reason})", err=True)
+        return subprocess.call(argv)
+    from preimage.observe.supervisor import SupervisionUnavailable, run_command
+    from preimage.store.store import Store
+
+    try:
+        with Store() as store:
+            outcome = run_command(argv, store=store, label=(call.command or call.tool)[:200],
+                                  tool_call=call.to_record(), session=call.session_id)
+    except SupervisionUnavailable as exc:
+        click.echo(f"preimage: {exc}; running it unobserved", err=True)
+        return subprocess.call(argv)
+    except PreimageError as exc:
+        _fail(str(exc))
+        raise
+    for line in outcome.summary():
+        click.echo(f"preimage: {line}", err=True)
+    return outcome.returncode
 
 
 # ------------------------------------------------------------------ rules

@@ -116,6 +116,10 @@ def restore(
         restore_id = st.catalog.start_restore(backup.id, only_key, undo)
     reports: list[RestoreReport] = []
     errors: list[str] = []
+    if backup.kind == "observed":   # nested paths: parents first, directory times last
+        from preimage.engine.observed_order import restore_order
+
+        loaded = restore_order(loaded)
     for row, scope, snap in loaded:
         conn = get_connector(row.connector)
         policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)

@@ -50,7 +50,7 @@ __all__ = ["CallEntry", "UndoResult", "capture_after", "find_call", "timeline", 
            "undo_many"]
 
 POST_CALL = "post-call"
-CALL_KINDS = ("layer", "trash")
+CALL_KINDS = ("layer", "trash", "observed")
 
 
 @dataclass

@@ -1,0 +1,216 @@
+"""Before-images of what a supervised call is about to change, stored as one backup.
+
+Each path is recorded once per call, before the syscall that changes it runs,
+as a ``file`` snapshot — the same schema, restore, diff, score and undo as any
+file backup:
+
+* a **tree** record (``file:///P``) holds ``P`` and everything below it as it
+  was: a file's bytes, a directory's whole subtree (what a ``rename`` of a
+  directory moves), a symlink itself, or that ``P`` did not exist — so a
+  restore removes what the call created there.  A path at or below a tree
+  record is covered by it and never recorded again.
+* an **entry** record (``file:///D?depth=0``) holds directory ``D``'s own
+  entry: mode, owner, ns times, xattrs.  Every change of a name inside ``D``
+  records it first, so a restore puts back ``D``'s mtime too.
+
+Content is stored the way every file capture stores it (blobs deduplicated,
+cloned where the file system can).
+
+The backup is ``complete`` after every record (its snapshot count updated in
+the same step), so if the supervisor is killed mid-call, everything recorded
+so far restores — and the call, whose listener died with the supervisor, can
+change nothing more without ``ENOSYS``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from contextlib import ExitStack
+from typing import Any
+from urllib.parse import quote
+
+from preimage.connectors.files.connector import file_uri
+from preimage.engine.capture import _store_snapshot
+from preimage.interface.redact import redact, redact_value
+from preimage.interface.registry import get_connector
+from preimage.interface.target import Target
+from preimage.store.backend import RecordingBlobs, SnapshotRow
+from preimage.store.format import digests_in
+from preimage.store.ids import new_backup_id
+from preimage.store.quota import load as load_quota
+from preimage.store.store import Store
+
+KIND = "observed"           # the catalog kind of a supervised call's backup
+_PSEUDO = ("/proc/", "/sys/", "/dev/")
+
+
+class Recorder:
+    """Records before-images into one backup of ``store`` (opened on first use, so a
+    call that changes nothing leaves no backup)."""
+
+    def __init__(self, store: Store, *, label: str, tool_call: dict[str, Any] | None = None,
+                 session: str | None = None) -> None:
+        self.store = store
+        self.label = label
+        self.tool_call = tool_call
+        self.session = session
+        self.backup_id: str | None = None
+        self.trees: set[str] = set()
+        self.entries: set[str] = set()
+        self.count = 0
+        self.stored = 0
+        self.logical = 0
+        self.seconds = 0.0
+        self.uncaptured: list[str] = []
+        self._foreign: set[str] = set()
+        self._leases = ExitStack()
+        self._home = os.path.realpath(store.home)
+        self._quota = load_quota(store)
+        self._connector = get_connector("file")
+
+    # ------------------------------------------------------------ what to record
+    def covered(self, path: str) -> bool:
+        """Whether ``path`` lies at or below a tree already recorded."""
+        probe = path
+        while True:
+            if probe in self.trees:
+                return True
+            if probe == "/":
+                return False
+            probe = os.path.dirname(probe)
+
+    def ignored(self, path: str) -> bool:
+        """Paths that are not the user's files: the store itself, /proc, /sys, /dev."""
+        return (path.startswith(_PSEUDO) or path == self._home
+                or path.startswith(self._home + "/"))
+
+    def name(self, path: str) -> None:
+        """The entry at ``path`` is about to be created, removed or replaced."""
+        if self.ignored(path) or self.covered(path):
+            return
+        self.entry(os.path.dirname(path))
+        self._file(path)
+
+    def foreign(self, path: str, pid: int) -> None:
+        """A change inside a process's own mount namespace (a sandbox's private
+        ``/tmp``) that no path here reaches: reported once as not captured."""
+        if path not in self._foreign and not path.startswith(_PSEUDO):
+            self._foreign.add(path)
+            self.uncaptured.append(f"{path}: in the mount namespace of process {pid}, not "
+                                   "reachable from the supervisor")
+
+    def removed_dir(self, path: str) -> None:
+        """Empty directory ``path`` is about to be removed: its own entry is all it
+        holds (its children, if it had any, were recorded as they went)."""
+        if self.ignored(path) or self.covered(path):
+            return
+        self.entry(os.path.dirname(path))
+        self.entry(path)
+
+    def object(self, path: str, *, content: bool) -> None:
+        """What ``path`` names is about to change: its content (``content``) or only
+        its metadata.  A directory records its own entry; anything else its tree."""
+        if self.ignored(path) or self.covered(path):
+            return
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return   # nothing there: the syscall fails with ENOENT and changes nothing
+        except OSError:   # cannot look: record the path whole, the capture says what it missed
+            self.entry(os.path.dirname(path))
+            self._record(path, tree=True)
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self.entry(path)
+            return
+        if stat.S_ISCHR(st.st_mode) | stat.S_ISBLK(st.st_mode) \
+                | stat.S_ISFIFO(st.st_mode) | stat.S_ISSOCK(st.st_mode):
+            return   # writing into a device, pipe or socket changes no file
+        # a restore rewrites a file by temp file + rename, moving its directory's mtime
+        self.entry(os.path.dirname(path))
+        self._file(path, st)
+
+    def _file(self, path: str, st: os.stat_result | None = None) -> None:
+        """``path``'s tree; a file with other hard links is recorded with its whole
+        directory (one level), so the restore links the group again."""
+        if st is None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+            self._record(path, tree=True)
+            return
+        folder = os.path.dirname(path)
+        mates = 0
+        with os.scandir(folder) as it:
+            children = list(it)
+        for child in children:
+            try:
+                cst = child.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (cst.st_dev, cst.st_ino) == (st.st_dev, st.st_ino):
+                mates += 1
+            (self.entries if child.is_dir(follow_symlinks=False) else self.trees).add(child.path)
+        self.entries.add(folder)
+        self._record(folder, tree=False, depth=1)
+        if mates < st.st_nlink:
+            self.uncaptured.append(
+                f"{path}: {st.st_nlink - mates} of its hard links lie outside {folder}; a "
+                "restore brings its bytes back but not those links")
+
+    def entry(self, path: str) -> None:
+        """Directory ``path``'s own entry (mode, owner, times, xattrs)."""
+        if path in self.entries or self.ignored(path) or self.covered(path):
+            return
+        self.entries.add(path)
+        self._record(path, tree=False)
+
+    # ------------------------------------------------------------ storing
+    def _open(self) -> str:
+        if self.backup_id is None:
+            self.backup_id = new_backup_id()
+            self._leases.enter_context(self.store.catalog.lease(self.backup_id))
+            self.store.catalog.add_backup(
+                self.backup_id, label=redact(self.label), kind=KIND, tier=KIND,
+                tool_call=redact_value(self.tool_call) if self.tool_call is not None else None,
+                session=self.session)
+        return self.backup_id
+
+    def _record(self, path: str, *, tree: bool, depth: int = 0) -> None:
+        backup_id = self._open()
+        if tree:
+            self.trees.add(path)
+        started = time.perf_counter()
+        uri = file_uri(path) + ("" if tree else f"?depth={depth}")
+        if self._home.startswith(path.rstrip("/") + "/"):
+            # the store inside the recorded tree (a call renaming /tmp's parent away…)
+            rel = os.path.relpath(self._home, path)
+            uri += ("&" if "?" in uri else "?") + f"exclude={quote(rel)}"
+        target = Target.parse(uri)
+        view = RecordingBlobs(self.store.blobs)
+        view.max_file_size = self._quota.max_file_size
+        snap, doc = _store_snapshot(self.store, self._connector, target, view, None)
+        view.flush()
+        named = {d for d in digests_in(doc.raw) - view.touched
+                 if self.store.blobs.stored_size(d)}
+        self.store.catalog.add_snapshot(
+            SnapshotRow(backup_id, self.count, "file", snap.target, doc.digest, doc.count),
+            view.touched | named)
+        self.uncaptured += [f"{path}: {u}" for u in snap.uncaptured]
+        self.count += 1
+        self.stored += view.bytes_written
+        self.logical += view.bytes_seen
+        self.store.blobs.flush()
+        self.seconds += time.perf_counter() - started
+        # complete after every record: a killed supervisor leaves a restorable backup
+        self.store.catalog.finish_backup(
+            backup_id, status="complete", stored_bytes=self.stored, logical_bytes=self.logical,
+            seconds=self.seconds, snapshots=self.count)
+
+    def close(self) -> None:
+        """Release the backup's lease (its rows are already final)."""
+        self._leases.close()

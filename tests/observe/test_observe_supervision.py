@@ -1,0 +1,198 @@
+"""The supervisor itself: a killed supervisor, processes left running, the Python API,
+the syscalls it refuses, the command and its fallback when supervision is off."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.observe import run_function, unavailable_reason
+
+pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
+                                reason=f"no supervision here: {unavailable_reason()}")
+
+CliResult = subprocess.CompletedProcess[str]
+
+
+def _wait_for(path: Path, what: str, seconds: float = 120.0) -> None:
+    """Poll until ``path`` exists (a generous bound: this waits, it does not time)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: {path} never appeared")
+        time.sleep(0.02)
+
+
+def _observed(store: Store) -> list[preimage.BackupRow]:
+    return [r for r in store.catalog.list_backups(None) if r.kind == "observed"]
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off"}
+
+
+def test_killed_supervisor_lets_nothing_through_and_what_it_recorded_restores(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """kill -9 of the supervisor: the call's next change fails; its earlier one restores."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a").write_text("first\n")
+    (work / "b").write_text("second\n")
+    script = ("rm a && touch ready; while [ ! -e go ]; do sleep 0.02; done; "
+              "rm b; echo \"rm b: $?\"")
+    sup = subprocess.Popen([sys.executable, "-m", "preimage", "run", "--no-post", "--",
+                            "bash", "-c", script], cwd=work, env=_env(home),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _wait_for(work / "ready", "the call's first change")
+    os.kill(sup.pid, signal.SIGKILL)
+    sup.wait()
+    (work / "go").touch()        # by the test, unsupervised: the call may go on
+    assert sup.stdout is not None
+    with sup.stdout:
+        output = sup.stdout.read()   # EOF once the call's shell has exited
+    assert "rm b: 1" in output and "Function not implemented" in output
+    assert (work / "b").read_text() == "second\n"
+    assert not (work / "a").exists()
+    [row] = _observed(store)
+    preimage.restore(row.id, store=store)
+    assert (work / "a").read_text() == "first\n"
+    assert not (work / "ready").exists()
+
+
+def test_process_left_running_keeps_working_and_is_recorded(tmp_path: Path, home: Path,
+                                                            store: Store) -> None:
+    """A child started with & outlives the call: its later write succeeds and is recorded."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = ("(while [ ! -e go ]; do sleep 0.02; done; echo later > bg) "
+              ">/dev/null 2>&1 & echo now > fg")
+    ran = subprocess.run([sys.executable, "-m", "preimage", "run", "--no-post", "--", "bash",
+                          "-c", script], cwd=work, env=_env(home), capture_output=True,
+                         text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    assert "left running stay watched" in ran.stderr
+    (work / "go").touch()
+    _wait_for(work / "bg", "the background child's write")
+    deadline = time.monotonic() + 120
+    while (work / "bg").read_text() != "later\n" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (work / "bg").read_text() == "later\n"
+    rows = {r.label.split(":", 1)[0]: r for r in _observed(store)}
+    assert "background of" in rows
+    targets = [s.target for s in rows["background of"].snapshots]
+    assert f"file://{work}/bg" in targets
+
+
+def test_python_function_under_supervision(tmp_path: Path, store: Store) -> None:
+    """run_function returns the function's value; its writes restore like any call's."""
+    target = tmp_path / "settings.json"
+    target.write_text('{"a": 1}')
+
+    def tool(path: str) -> int:
+        Path(path).write_text('{"a": 2}')
+        (Path(path).parent / "new.txt").write_text("x")
+        return 42
+
+    outcome = run_function(tool, str(target), store=store, log=None)
+    assert outcome.value == 42
+    assert outcome.backup_id is not None
+    preimage.restore(outcome.backup_id, store=store)
+    assert target.read_text() == '{"a": 1}'
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_python_function_exception_is_raised_here(store: Store) -> None:
+    """An exception the supervised function raises reaches the caller."""
+
+    def tool() -> None:
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        run_function(tool, store=store, log=None)
+
+
+def _syscall(nr: int, *args: int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    result = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return -ctypes.get_errno() if result < 0 else int(result)
+
+
+def _in_child(fn: Callable[[], int], store: Store) -> int:
+    value = run_function(fn, store=store, log=None).value
+    assert isinstance(value, int)
+    return value
+
+
+def test_io_uring_is_refused(store: Store) -> None:
+    """io_uring_setup fails with ENOSYS under supervision (its submissions bypass seccomp)."""
+    params = ctypes.create_string_buffer(120)
+    assert _in_child(lambda: _syscall(425, 4, ctypes.addressof(params)), store) \
+        == -errno.ENOSYS
+
+
+def test_openat2_creation_is_recorded(tmp_path: Path, store: Store) -> None:
+    """A file created through openat2 (flags in memory, not registers) is recorded."""
+    made = tmp_path / "via-openat2"
+    path = ctypes.create_string_buffer(str(made).encode())
+    how = ctypes.create_string_buffer(bytes(24))
+    ctypes.memmove(how, (os.O_CREAT | os.O_WRONLY).to_bytes(8, "little")
+                   + (0o644).to_bytes(8, "little"), 16)
+
+    def create() -> int:
+        fd = _syscall(437, -100, ctypes.addressof(path), ctypes.addressof(how), 24)
+        if fd >= 0:
+            os.close(fd)
+        return fd
+
+    outcome = run_function(create, store=store, log=None)
+    assert outcome.value >= 0 and made.exists()
+    assert outcome.backup_id is not None
+    preimage.restore(outcome.backup_id, store=store)
+    assert not made.exists()
+
+
+def test_run_command_exit_status_and_missing_program(tmp_path: Path,
+                                                     cli: Callable[..., CliResult]) -> None:
+    """`preimage run` exits with the command's status; a missing program is one line."""
+    assert cli("run", "--", "bash", "-c", "exit 7", cwd=tmp_path).returncode == 7
+    missing = cli("run", "--", "no-such-program-here", "arg", cwd=tmp_path)
+    assert missing.returncode == 127
+    assert missing.stderr.strip().count("\n") == 0
+    assert "cannot run no-such-program-here" in missing.stderr
+
+
+def test_run_says_what_it_observed(tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """`preimage run` names the observed backup, and restore brings the file back."""
+    (tmp_path / "f").write_text("keep")
+    ran = cli("run", "--", "rm f", cwd=tmp_path, env={"PREIMAGE_SERVICE": "off"})
+    assert ran.returncode == 0 and "observed: " in ran.stderr
+    backup = ran.stderr.split(" in ", 1)[1].split()[0]
+    cli("restore", backup, check=True, env={"PREIMAGE_SERVICE": "off"})
+    assert (tmp_path / "f").read_text() == "keep"
+
+
+def test_fallback_reads_the_command_line_and_says_so(tmp_path: Path,
+                                                     cli: Callable[..., CliResult]) -> None:
+    """Without supervision `run` goes through guard's reading, saying why, and still backs up."""
+    (tmp_path / "f").write_text("keep")
+    env = {"PREIMAGE_OBSERVE": "off", "PREIMAGE_SERVICE": "off"}
+    ran = cli("run", "--", "rm f", cwd=tmp_path, env=env)
+    assert ran.returncode == 0
+    assert "supervision unavailable (turned off (PREIMAGE_OBSERVE=off))" in ran.stderr
+    assert not (tmp_path / "f").exists()
+    listing = cli("install", "--list", cwd=tmp_path, env=env)
+    assert "read from the command line — supervision unavailable" in listing.stdout
+    observed = cli("install", "--list", cwd=tmp_path, env={"PREIMAGE_SERVICE": "off"})
+    assert "file changes: observed" in observed.stdout
