@@ -196,3 +196,21 @@ def test_fallback_reads_the_command_line_and_says_so(tmp_path: Path,
     assert "read from the command line — supervision unavailable" in listing.stdout
     observed = cli("install", "--list", cwd=tmp_path, env={"PREIMAGE_SERVICE": "off"})
     assert "file changes: observed" in observed.stdout
+
+
+def test_observing_context_keeps_one_backup_per_changing_call(tmp_path: Path,
+                                                              store: Store) -> None:
+    """`observing()` supervises each tool call; calls that change nothing leave no backup."""
+    from preimage.observe import observing
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("v1")
+    with observing(store=store, session="s-1") as watch:
+        assert watch.call(notes.read_text) == "v1"
+        watch.call(notes.write_text, "v2")
+        watch.run(["rm", str(notes)], log=None)
+    assert len(watch.backups) == 2
+    assert {store.catalog.get(b).session for b in watch.backups} == {"s-1"}
+    for backup in reversed(watch.backups):
+        preimage.restore(backup, store=store)
+    assert notes.read_text() == "v1"

@@ -5,6 +5,7 @@ syscall that would change a file, the supervisor records the before-image of
 exactly that path, resolved as the kernel resolves it.  See docs/layer.md.
 """
 
+from preimage.observe.api import Observer, observing
 from preimage.observe.kernel import status_line, unavailable_reason
 from preimage.observe.supervisor import (
     Outcome,
@@ -13,5 +14,5 @@ from preimage.observe.supervisor import (
     run_function,
 )
 
-__all__ = ["Outcome", "SupervisionUnavailable", "run_command", "run_function",
-           "status_line", "unavailable_reason"]
+__all__ = ["Observer", "Outcome", "SupervisionUnavailable", "observing", "run_command",
+           "run_function", "status_line", "unavailable_reason"]

@@ -16,10 +16,11 @@ file backup:
 Content is stored the way every file capture stores it (blobs deduplicated,
 cloned where the file system can).
 
-The backup is ``complete`` after every record (its snapshot count updated in
-the same step), so if the supervisor is killed mid-call, everything recorded
-so far restores — and the call, whose listener died with the supervisor, can
-change nothing more without ``ENOSYS``.
+The backup is ``complete`` from its first record on, with no expected
+snapshot count until :meth:`Recorder.close` seals it with its count and
+sizes; so if the supervisor is killed mid-call, everything recorded so far
+restores — and the call, whose listener died with the supervisor, can change
+nothing more without ``ENOSYS``.
 """
 
 from __future__ import annotations
@@ -206,11 +207,21 @@ class Recorder:
         self.logical += view.bytes_seen
         self.store.blobs.flush()
         self.seconds += time.perf_counter() - started
-        # complete after every record: a killed supervisor leaves a restorable backup
+        if self.count == 1:
+            # complete from the first record on, with no expected count until it is sealed:
+            # a killed supervisor leaves a backup that restores what it recorded
+            self._finish(None)
+
+    def _finish(self, count: int | None) -> None:
+        assert self.backup_id is not None
         self.store.catalog.finish_backup(
-            backup_id, status="complete", stored_bytes=self.stored, logical_bytes=self.logical,
-            seconds=self.seconds, snapshots=self.count)
+            self.backup_id, status="complete", stored_bytes=self.stored,
+            logical_bytes=self.logical, seconds=self.seconds, snapshots=count)
 
     def close(self) -> None:
-        """Release the backup's lease (its rows are already final)."""
-        self._leases.close()
+        """Seal the backup (its sizes and snapshot count) and release its lease."""
+        try:
+            if self.backup_id is not None:
+                self._finish(self.count)
+        finally:
+            self._leases.close()
