@@ -412,7 +412,7 @@ _LAZY_COMMANDS = {
     "uninstall": "preimage.cli.layer", "mcp-proxy": "preimage.cli.layer",
     "guard": "preimage.cli.layer", "rules": "preimage.cli.layer",
     "serve": "preimage.cli.serve",
-    "run": "preimage.cli.observe",
+    "run": "preimage.cli.observe", "session": "preimage.cli.observe",
     "bench": "preimage.cli.bench",
     "store": "preimage.cli.remote", "copy": "preimage.cli.remote",
 }

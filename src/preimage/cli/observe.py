@@ -8,6 +8,7 @@ to decide what to back up — and a line on stderr says so.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -81,3 +82,51 @@ def report(outcome: Outcome, as_json: bool) -> None:
         return
     for line in outcome.summary():
         click.echo(f"preimage: {line}", err=True)
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("--session", "session_id", default=None,
+              help="Session id of the backups (default: the start time).")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def session(session_id: str | None, command: tuple[str, ...]) -> None:
+    """Run a whole agent harness supervised, one backup per tool call: preimage session -- claude.
+
+    The harness's own file tools, its MCP servers and every shell command it
+    runs are watched; preimage's hooks (preimage install) mark where each call
+    begins and ends.  Calls that overlap in time share one backup.  Exits with
+    the harness's status.
+    """
+    from preimage.observe.kernel import unavailable_reason
+    from preimage.observe.session import run_session
+    from preimage.observe.supervisor import SupervisionUnavailable
+    from preimage.store.store import Store
+
+    reason = unavailable_reason()
+    if reason is not None:
+        click.echo(f"preimage: supervision unavailable ({reason}); run the harness as usual — "
+                   "its hooks read each call instead", err=True)
+        sys.exit(2)
+    # the hooks decide in their own process: a decision service they started would live
+    # on under the session's filter after the harness is gone
+    env = {**os.environ, "PREIMAGE_SERVICE": os.environ.get("PREIMAGE_SERVICE", "off")}
+    from preimage.layer.config import log_path
+    from preimage.layer.deciding.completion import pending_dir
+
+    # the hooks' own log, and their notes to the post-call hook
+    hooks_own = (str(log_path()), str(pending_dir()))
+    try:
+        with Store() as store:
+            outcome = run_session(list(command), store=store, session=session_id, env=env,
+                                  ignore=hooks_own)
+    except FileNotFoundError as exc:
+        click.echo(f"preimage: cannot run {command[0]}: {exc.strerror} — check the program "
+                   "name and PATH", err=True)
+        sys.exit(127)
+    except (SupervisionUnavailable, PreimageError) as exc:
+        click.echo(f"preimage: {exc}", err=True)
+        sys.exit(2)
+    click.echo(f"preimage: session observed {outcome.calls} tool call(s) in "
+               f"{len(outcome.backups)} backup(s): {' '.join(outcome.backups) or 'none'} "
+               "(preimage log lists them)", err=True)
+    sys.exit(outcome.returncode)

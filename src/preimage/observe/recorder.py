@@ -52,7 +52,7 @@ class Recorder:
     call that changes nothing leaves no backup)."""
 
     def __init__(self, store: Store, *, label: str, tool_call: dict[str, Any] | None = None,
-                 session: str | None = None) -> None:
+                 session: str | None = None, ignore: tuple[str, ...] = ()) -> None:
         self.store = store
         self.label = label
         self.tool_call = tool_call
@@ -68,6 +68,8 @@ class Recorder:
         self._foreign: set[str] = set()
         self._leases = ExitStack()
         self._home = os.path.realpath(store.home)
+        self._ignore = frozenset(p.rstrip("/") for p in ignore)
+        self._ignore_under = tuple(p.rstrip("/") + "/" for p in ignore)
         self._quota = load_quota(store)
         self._connector = get_connector("file")
 
@@ -83,9 +85,11 @@ class Recorder:
             probe = os.path.dirname(probe)
 
     def ignored(self, path: str) -> bool:
-        """Paths that are not the user's files: the store itself, /proc, /sys, /dev."""
-        return (path.startswith(_PSEUDO) or path == self._home
-                or path.startswith(self._home + "/"))
+        """Paths that are not the user's files: the store itself, /proc, /sys, /dev, and
+        the ``ignore`` prefixes (preimage's own log and runtime directories in session
+        mode)."""
+        return (path == self._home or path in self._ignore
+                or path.startswith((*_PSEUDO, self._home + "/", *self._ignore_under)))
 
     def name(self, path: str) -> None:
         """The entry at ``path`` is about to be created, removed or replaced."""

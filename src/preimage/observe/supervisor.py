@@ -98,7 +98,8 @@ class Loop:
 
     def __init__(self, listener: int, recorder: Recorder, log: TextIO | None) -> None:
         self.listener = listener
-        self.recorder = recorder
+        self.recorder = recorder   # replaced at a call boundary in session mode
+        self.handlers: dict[int, Callable[[], None]] = {}   # more descriptors to serve
         self.log = log
         self.notified = 0
         self.refused: list[str] = []
@@ -145,6 +146,8 @@ class Loop:
         poller.register(self.listener, select.POLLIN)
         if until is not None:
             poller.register(until, select.POLLIN)
+        for fd in self.handlers:
+            poller.register(fd, select.POLLIN)
         while True:
             wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             ready = poller.poll(wait)
@@ -154,6 +157,9 @@ class Loop:
             for fd, events in ready:
                 if fd == until:
                     return True
+                if fd in self.handlers:
+                    self.handlers[fd]()
+                    continue
                 if events & select.POLLIN:
                     n = kernel.receive(self.listener)
                     if n is not None:

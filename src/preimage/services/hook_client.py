@@ -136,10 +136,51 @@ def _harness_and_options(argv: list[str]) -> tuple[str, list[str]]:
     return (argv[0], list(argv[1:])) if argv else ("claude-code", [])
 
 
+_BEGIN_EVENTS = ("PreToolUse", "BeforeTool")
+_END_EVENTS = ("PostToolUse", "PostToolUseFailure", "AfterTool")
+
+
+def mark_boundary(harness: str, text: str) -> None:
+    """Under ``preimage session``: tell the supervisor a tool call begins or ends, and
+    wait until it has moved to the call's backup (see :mod:`preimage.observe.session`).
+    A supervisor that cannot be reached is logged; the call is still decided."""
+    path = os.environ.get("PREIMAGE_SUPERVISOR")
+    if not path:
+        return
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(payload, dict):
+        return
+    event = payload.get("hook_event_name")
+    call = payload.get("tool_use_id") or payload.get("call_id")
+    if event not in (*_BEGIN_EVENTS, *_END_EVENTS) or not call:
+        return
+    tool_input = payload.get("tool_input")
+    record = {"tool": payload.get("tool_name"), "harness": harness, "tool_use_id": call,
+              "input": tool_input if isinstance(tool_input, dict) else {}}
+    if isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
+        record["command"] = tool_input["command"]
+    mark = {"event": "begin" if event in _BEGIN_EVENTS else "end", "call": str(call),
+            "record": record}
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(ANSWER_MARGIN)
+            sock.connect(path)
+            sock.sendall((json.dumps(mark) + "\n").encode())
+            sock.recv(16)
+    except OSError as exc:
+        _log({"event": "boundary", "error": str(exc), "call": call})
+
+
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
     harness, args = _harness_and_options(argv)
     text = stdin.decode("utf-8", "replace")
+    mark_boundary(harness, text)
     if wire.service_off(os.environ):
         _log({"event": "path", "path": "in-process", "why": "PREIMAGE_SERVICE is off"})
         return decide_in_process(harness, args, text, "PREIMAGE_SERVICE is off")
