@@ -214,3 +214,21 @@ def test_observing_context_keeps_one_backup_per_changing_call(tmp_path: Path,
     for backup in reversed(watch.backups):
         preimage.restore(backup, store=store)
     assert notes.read_text() == "v1"
+
+
+def test_paths_through_proc_self_fd_are_the_callers(tmp_path: Path, store: Store) -> None:
+    """/proc/self/fd/N/… names the caller's directory (as Bun's file writes do), not ours."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+
+    def write() -> None:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        os.close(os.open(f"/proc/self/fd/{fd}/b.tmp", os.O_CREAT | os.O_WRONLY, 0o644))
+        os.rename(f"/proc/self/fd/{fd}/b.tmp", f"/proc/thread-self/fd/{fd}/c.txt")
+
+    outcome = run_function(write, store=store, log=None, post_call=False)
+    assert outcome.backup_id is not None
+    targets = {s.target for s in store.catalog.get(outcome.backup_id).snapshots}
+    assert {f"file://{folder}/b.tmp", f"file://{folder}/c.txt"} <= targets
+    preimage.restore(outcome.backup_id, store=store)
+    assert list(folder.iterdir()) == []

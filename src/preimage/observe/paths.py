@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
@@ -175,7 +176,36 @@ def resolve(pid: int, dirfd: int, raw: bytes, *, follow: bool) -> str:
     return seen
 
 
+_MAGIC = re.compile(r"^/proc/(\d+)/(?:task/\d+/)?(fd/\d+|cwd|root)(?=/|$)")
+
+
+def _unproc(pid: int, path: str) -> str:
+    """``/proc/self/…`` as the process means it, and a magic link of ``/proc/<n>/``
+    (``fd/N``, ``cwd``, ``root``) followed to what it names.  Raises
+    :class:`UnreadablePath` (``EACCES``) when that link cannot be read: a path left
+    under ``/proc`` would pass for a kernel file and go unrecorded."""
+    for alias in ("/proc/self", "/proc/thread-self"):
+        if path == alias or path.startswith(alias + "/"):
+            path = f"/proc/{pid}" + path[len(alias):]
+    for _hop in range(40):
+        match = _MAGIC.match(path)
+        if match is None:
+            return path
+        try:
+            target = os.readlink(match.group(0))
+        except OSError as exc:
+            raise UnreadablePath(f"cannot follow {match.group(0)} for process {pid}: "
+                                 f"{exc.strerror}", errno.EACCES) from exc
+        if not target.startswith("/"):
+            raise UnreadablePath(f"{match.group(0)} of process {pid} names {target}, "
+                                 "not a path", errno.ENOTDIR)
+        path = target.removesuffix(" (deleted)") + path[match.end():]
+    raise UnreadablePath(f"too many /proc links in a path of process {pid}", errno.ELOOP)
+
+
 def _resolve_here(pid: int, dirfd: int, text: str, *, follow: bool) -> str:
+    if text.startswith("/proc/"):
+        text = _unproc(pid, text)
     if text.startswith("/"):
         full = text
     else:
@@ -185,9 +215,13 @@ def _resolve_here(pid: int, dirfd: int, text: str, *, follow: bool) -> str:
                                  f"directory ({base})", errno.ENOTDIR)
         full = os.path.join(base, text) if text else base
     if follow:
-        return os.path.realpath(full)
-    stripped = full.rstrip("/") or "/"
-    head, name = os.path.split(stripped)
-    if name in ("", ".", ".."):
-        return os.path.realpath(stripped)
-    return os.path.join(os.path.realpath(head or "/"), name)
+        resolved = os.path.realpath(full)
+    else:
+        stripped = full.rstrip("/") or "/"
+        head, name = os.path.split(stripped)
+        if name in ("", ".", ".."):
+            resolved = os.path.realpath(stripped)
+        else:
+            resolved = os.path.join(os.path.realpath(head or "/"), name)
+    # a symlink into /proc/<n>/fd/… that realpath could not follow: follow it, or refuse
+    return _unproc(pid, resolved) if resolved.startswith("/proc/") else resolved
