@@ -30,10 +30,14 @@ def argv_of(command: tuple[str, ...]) -> list[str]:
               help="Skip the post-call capture (then `undo` cannot revert just this call; "
                    "`restore` still brings everything back).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was recorded as JSON on stderr.")
+@click.option("--tool-use-id", default=None,
+              help="The harness's id of the call (the hook's rewrite passes it; undo finds it).")
+@click.option("--harness", default=None, help="The harness the call came from.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def run(ctx: click.Context, label: str | None, session: str | None, no_post: bool,
-        as_json: bool, command: tuple[str, ...]) -> None:
+        as_json: bool, tool_use_id: str | None, harness: str | None,
+        command: tuple[str, ...]) -> None:
     """Run COMMAND with its file changes observed: preimage run -- make clean.
 
     Every path the command (and every process it starts) is about to change is
@@ -57,9 +61,16 @@ def run(ctx: click.Context, label: str | None, session: str | None, no_post: boo
     argv = argv_of(command)
     try:
         with Store() as store:
-            outcome = run_command(argv, store=store, label=label or " ".join(command),
-                                  session=session, post_call=not no_post,
-                                  tool_call={"tool": "run", "command": " ".join(command)})
+            shown = command[-1] if command[:2] == ("bash", "-c") and len(command) == 3 \
+                else " ".join(command)
+            call: dict[str, object] = {"tool": "Bash" if harness else "run", "command": shown,
+                                       "input": {"command": shown}}
+            if tool_use_id:
+                call["tool_use_id"] = tool_use_id
+            if harness:
+                call["harness"] = harness
+            outcome = run_command(argv, store=store, label=label or shown,
+                                  session=session, post_call=not no_post, tool_call=call)
     except FileNotFoundError as exc:
         click.echo(f"preimage: cannot run {argv[0]}: {exc.strerror} — check the program name "
                    "and PATH", err=True)

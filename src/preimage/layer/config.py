@@ -72,6 +72,9 @@ class LayerConfig(BaseModel):
     learn: bool = Field(True, description="save what the model decides as a learned rule")
     on_failure: Literal["allow", "ask", "deny"] = "ask"
     approve: bool = Field(False, description="answer 'allow' to the harness for backed-up calls")
+    observe: bool = Field(
+        False, description="run each shell call supervised (preimage run) where the harness "
+        "lets it run unasked; see layer.harnesses.observed_rewrite")
     timeout: float = Field(45.0, description="seconds the hook may spend before it lets the call run")
     workspace: str | None = None
     mcp: dict[str, McpServer] = Field(default_factory=dict)

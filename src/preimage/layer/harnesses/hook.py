@@ -146,6 +146,12 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     event.call.runs_rewrites = adapter.runs_rewrites(
         event.call, env if env is not None else os.environ, pid or os.getpid())
     decision = _decide_with_deadline(event.call, cfg, env, cwd)
+    if cfg.observe:
+        from preimage.layer.harnesses.observed_rewrite import supervised_form
+
+        supervised_form(event.call, decision, cfg, harness=harness,
+                        permission_mode=event.permission_mode,
+                        env=env if env is not None else os.environ)
     log({"event": "decision", "harness": harness, "tool": event.call.tool,
          "session": event.call.session_id, "tool_use_id": event.call.tool_use_id,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
@@ -202,6 +208,12 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
     decision = _decide_with_deadline(event.call, cfg, env, cwd)
+    if cfg.observe:
+        from preimage.layer.harnesses.observed_rewrite import supervised_form
+
+        supervised_form(event.call, decision, cfg, harness=harness,
+                        permission_mode=event.permission_mode,
+                        env=env if env is not None else os.environ)
     doc: dict[str, Any] = json.loads(
         adapter.answer(decision, cfg, permission_mode=event.permission_mode).stdout)
     return doc
