@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -232,3 +233,14 @@ def test_paths_through_proc_self_fd_are_the_callers(tmp_path: Path, store: Store
     assert {f"file://{folder}/b.tmp", f"file://{folder}/c.txt"} <= targets
     preimage.restore(outcome.backup_id, store=store)
     assert list(folder.iterdir()) == []
+
+
+def test_nested_supervision_says_the_tree_is_already_watched(
+        tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """`preimage run` inside a supervised tree refuses in one line, naming why."""
+    inner = shlex.join([sys.executable, "-m", "preimage", "run", "--", "touch", "x"])
+    ran = cli("run", "--", "bash", "-c", f"{inner}; echo inner=$?", cwd=tmp_path,
+              env={"PREIMAGE_SERVICE": "off"})
+    assert "inner=2" in ran.stdout
+    assert "this process tree is already supervised" in ran.stderr
+    assert not (tmp_path / "x").exists()

@@ -47,6 +47,7 @@ from preimage.observe.supervisor import (
     _quiet_interrupts,
     _still_watched,
     require,
+    why_not_installed,
 )
 from preimage.store.store import Store
 
@@ -167,7 +168,8 @@ def run_session(
                 proc = subprocess.Popen(list(argv), cwd=cwd, env=child_env,
                                         preexec_fn=lambda: _child_side(child))  # noqa: PLW1509
             except subprocess.SubprocessError as exc:
-                raise SupervisionUnavailable(f"cannot supervise {argv[0]}: {exc}") from exc
+                raise SupervisionUnavailable(
+                    f"cannot supervise {argv[0]}: {why_not_installed(parent, exc)}") from exc
             finally:
                 child.close()
             pidfd = os.pidfd_open(proc.pid)

@@ -180,6 +180,24 @@ def _child_side(sock: socket.socket) -> None:
     os.close(fd)
 
 
+def why_not_installed(sock: socket.socket, exc: Exception) -> str:
+    """What the child said when it could not install the filter (else ``exc``)."""
+    sock.setblocking(False)
+    try:
+        said = sock.recv(512)
+    except OSError:
+        said = b""
+    finally:
+        sock.setblocking(True)
+    if not said.startswith(b"E"):
+        return str(exc)
+    text = said[1:].decode(errors="replace")
+    if f"[Errno {errno.EBUSY}]" in text:
+        return ("this process tree is already supervised (another seccomp listener holds it: "
+                "preimage session, a sandbox)")
+    return text
+
+
 def _listener_from(sock: socket.socket) -> int:
     msg, fds, _flags, _addr = socket.recv_fds(sock, 512, 1)
     if not fds:
@@ -233,7 +251,8 @@ def run_command(
                                     preexec_fn=lambda: _child_side(child),  # noqa: PLW1509
                                     start_new_session=timeout is not None, **popen)
         except subprocess.SubprocessError as exc:
-            raise SupervisionUnavailable(f"cannot supervise {argv[0]}: {exc}") from exc
+            raise SupervisionUnavailable(
+                f"cannot supervise {argv[0]}: {why_not_installed(parent, exc)}") from exc
         finally:
             child.close()
         return proc.pid, proc.wait
