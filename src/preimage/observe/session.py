@@ -41,12 +41,12 @@ from preimage.observe.recorder import Recorder
 from preimage.observe.supervisor import (
     Loop,
     SupervisionUnavailable,
-    _child_side,
-    _continue_detached,
-    _listener_from,
-    _quiet_interrupts,
-    _still_watched,
+    continue_detached,
+    install_in_child,
+    quiet_interrupts,
+    receive_listener,
     require,
+    still_watched,
     why_not_installed,
 )
 from preimage.store.store import Store
@@ -163,10 +163,10 @@ def run_session(
         server.setblocking(False)
         child_env = {**(env if env is not None else os.environ), ENV: path}
         parent, child = socket.socketpair()
-        with server, parent, _quiet_interrupts():
+        with server, parent, quiet_interrupts():
             try:
                 proc = subprocess.Popen(list(argv), cwd=cwd, env=child_env,
-                                        preexec_fn=lambda: _child_side(child))  # noqa: PLW1509
+                                        preexec_fn=lambda: install_in_child(child))  # noqa: PLW1509
             except subprocess.SubprocessError as exc:
                 raise SupervisionUnavailable(
                     f"cannot supervise {argv[0]}: {why_not_installed(parent, exc)}") from exc
@@ -174,7 +174,7 @@ def run_session(
                 child.close()
             pidfd = os.pidfd_open(proc.pid)
             try:
-                listener = _listener_from(parent)
+                listener = receive_listener(parent)
             except SupervisionUnavailable:
                 proc.wait()
                 os.close(pidfd)
@@ -190,9 +190,9 @@ def run_session(
                 os.close(pidfd)
     outcome = SessionOutcome(returncode if returncode >= 0 else 128 - returncode,
                              windows.backups, windows.calls, loop.notified)
-    if _still_watched(listener):
+    if still_watched(listener):
         outcome.background = True
-        _continue_detached(listener, store.home, f"session {session}", session, None)
+        continue_detached(listener, store.home, f"session {session}", session, None)
     os.close(listener)
     with contextlib.suppress(OSError):
         os.unlink(path)

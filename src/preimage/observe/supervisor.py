@@ -168,7 +168,7 @@ class Loop:
                     return False
 
 
-def _child_side(sock: socket.socket) -> None:
+def install_in_child(sock: socket.socket) -> None:
     """In the child, between fork and exec: install the filter, hand over the
     listener, keep no copy of it."""
     try:
@@ -198,7 +198,7 @@ def why_not_installed(sock: socket.socket, exc: Exception) -> str:
     return text
 
 
-def _listener_from(sock: socket.socket) -> int:
+def receive_listener(sock: socket.socket) -> int:
     msg, fds, _flags, _addr = socket.recv_fds(sock, 512, 1)
     if not fds:
         why = msg[1:].decode(errors="replace") if msg.startswith(b"E") else "no listener"
@@ -207,7 +207,7 @@ def _listener_from(sock: socket.socket) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_interrupts() -> Any:
+def quiet_interrupts() -> Any:
     """Ctrl-C reaches the supervised command (same process group); the supervisor
     keeps answering until it exits instead of dying and failing its syscalls."""
     previous = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGQUIT)}
@@ -248,7 +248,7 @@ def run_command(
         try:
             # the supervisor runs no threads, so preexec_fn is safe here
             proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env else None,
-                                    preexec_fn=lambda: _child_side(child),  # noqa: PLW1509
+                                    preexec_fn=lambda: install_in_child(child),  # noqa: PLW1509
                                     start_new_session=timeout is not None, **popen)
         except subprocess.SubprocessError as exc:
             raise SupervisionUnavailable(
@@ -280,7 +280,7 @@ def run_function(
             try:
                 parent.close()
                 os.close(result_r)
-                _child_side(child)
+                install_in_child(child)
                 child.close()
                 try:
                     payload = pickle.dumps((True, fn(*args, **kwargs)))
@@ -306,11 +306,11 @@ def _supervise(
     post_call: bool, result_fd: int | None = None, timeout: float | None = None,
 ) -> Outcome:
     started = time.perf_counter()
-    with sock, _quiet_interrupts():
+    with sock, quiet_interrupts():
         pid, wait = start()
         pidfd = os.pidfd_open(pid)
         try:
-            listener = _listener_from(sock)
+            listener = receive_listener(sock)
         except SupervisionUnavailable:
             wait()
             os.close(pidfd)
@@ -337,10 +337,10 @@ def _supervise(
     if outcome.returncode < 0:
         outcome.returncode = 128 - outcome.returncode
     outcome.value = reader.value()
-    background = _still_watched(listener)
+    background = still_watched(listener)
     if background:
         outcome.background = True
-        _continue_detached(listener, store.home, label, session, tool_call)
+        continue_detached(listener, store.home, label, session, tool_call)
     os.close(listener)
     if post_call and recorder.backup_id is not None:
         from preimage.engine.undo import capture_after
@@ -375,7 +375,7 @@ class _Reader:
         return value
 
 
-def _still_watched(listener: int) -> bool:
+def still_watched(listener: int) -> bool:
     """Whether any process under the filter is still alive (the listener hangs up
     when the last one exits)."""
     ready = select.poll()
@@ -384,7 +384,7 @@ def _still_watched(listener: int) -> bool:
                    for _fd, ev in ready.poll(0))
 
 
-def _continue_detached(listener: int, home: Path, label: str, session: str | None,
+def continue_detached(listener: int, home: Path, label: str, session: str | None,
                        tool_call: dict[str, Any] | None) -> None:
     """Keep answering the processes the call left running, in a detached process."""
     pid = os.fork()
