@@ -244,3 +244,20 @@ def test_nested_supervision_says_the_tree_is_already_watched(
     assert "inner=2" in ran.stdout
     assert "this process tree is already supervised" in ran.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_unix_socket_bound_to_a_path_is_recorded(tmp_path: Path, store: Store) -> None:
+    """bind() of an AF_UNIX socket creates a file: it is recorded, and a restore removes it."""
+    import socket
+
+    where = tmp_path / "server.sock"
+
+    def serve() -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.bind(str(where))
+        return where.exists()
+
+    outcome = run_function(serve, store=store, log=None, post_call=False)
+    assert outcome.value is True and outcome.backup_id is not None
+    preimage.restore(outcome.backup_id, store=store)
+    assert not where.exists()
