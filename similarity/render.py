@@ -67,6 +67,9 @@ def difference_line(d: LeafDifference, *, aligned: bool = True) -> str:
         return f"{head} ({d.leaves} field{'s' if d.leaves != 1 else ''})"
     if d.reason == "not captured":
         return f"{head} — {d.note}" if d.note else head
+    if d.reason == "uncaptured (oracle)":
+        side = "backup" if d.original is not None else "live only"
+        return f"{head}  {side}: {d.original if d.original is not None else d.restored}"
     before = "(absent)" if d.reason == "extra field" else show(d.original, d.display)
     after = "(absent)" if d.reason == "missing field" else show(d.restored, d.display)
     return f"{head}  {d.path}: {before} → {after}"
@@ -116,6 +119,7 @@ def report_lines(report: SimilarityReport, limit: int = 20) -> list[str]:
             f"{report.uncaptured} item(s) in scope were never captured; the score counts each "
             "as lost"
         )
+    lines += report.oracles
     lines += summary_lines(report.differences, Fidelity.ACCESS.value)
     lines += summary_lines(report.differences, Fidelity.SERVER.value)
     return lines

@@ -79,6 +79,11 @@ class SimilarityReport(BaseModel):
     items_original: int = 0
     items_restored: int = 0
     uncaptured: int = 0
+    oracles: list[str] = Field(
+        default_factory=list,
+        description="what each outside oracle (the server's dump tool) found, or why it did "
+        "not run",
+    )
     differences: list[LeafDifference] = Field(default_factory=list)
 
     def union(self, names: Iterable[str]) -> ClassScore:
@@ -124,6 +129,7 @@ def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
         total.items_original += rep.items_original
         total.items_restored += rep.items_restored
         total.uncaptured += rep.uncaptured
+        total.oracles.extend(rep.oracles)
         total.differences.extend(rep.differences)
         for c in CLASSES:
             s = rep.classes.get(c, ClassScore())

@@ -18,7 +18,10 @@ where ``O`` are the original's leaves, ``R`` the restored state's, and ``≡``
 is equality of value *and* type (``1``, ``1.0``, ``True`` and ``"1"`` are four
 different values).  Every entry of the original's ``uncaptured`` list (state
 in scope the capture never read) counts as one original leaf of its class that
-nothing can match, so a snapshot that missed something never scores 1.0.  The
+nothing can match, so a snapshot that missed something never scores 1.0.  When the
+original carries an outside oracle's record (the server's dump of its schema, see
+:mod:`.oracle`), every dump line one side has and the other lacks is an unmatched
+original (or an extra) ``metadata`` leaf, listed as ``uncaptured (oracle)``.  The
 same formula over the union of ``content`` and ``metadata`` gives
 ``restorable`` (what a client can bring back — the number CI gates on), and
 over every class gives ``overall``.  ``access`` (access times, moved by any
@@ -42,6 +45,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from preimage.restoration import IdRemap
+from preimage.similarity.oracle import FIDELITY as ORACLE_CLASS
+from preimage.similarity.oracle import PATH as ORACLE_PATH
+from preimage.similarity.oracle import REASON as ORACLE_REASON
+from preimage.similarity.oracle import compare_oracles, describe_line
 from preimage.similarity.report import (
     CLASSES,
     ClassScore,
@@ -50,6 +57,7 @@ from preimage.similarity.report import (
     merge_reports,
 )
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, Snapshot, iter_leaves
+from preimage.snapshot_schemas.oracle import SchemaOracle
 
 __all__ = [
     "ClassScore", "LeafDifference", "Leaves", "SimilarityReport", "compare", "flatten",
@@ -209,7 +217,8 @@ def score(
     if restored is not None:
         r_leaves, r_items = flatten(restored.scoring_items(blobs), restored.server_note)
     report = compare(o_leaves, o_items, r_leaves, r_items, remaps)
-    if not original.uncaptured:
+    oracle = getattr(original, "oracle", None)
+    if not original.uncaptured and not isinstance(oracle, SchemaOracle):
         return report
     counts = {c: [s.original, s.matched, s.extra] for c, s in report.classes.items()}
     for u in original.uncaptured:
@@ -219,6 +228,26 @@ def score(
             item=u.label(), path=UNCAPTURED_PATH, fidelity=fidelity,
             reason="not captured", note=u.reason,
         ))
+    if isinstance(oracle, SchemaOracle):
+        _count_oracle(report, counts, oracle, getattr(restored, "oracle", None), blobs)
     report.set_counts(counts)
     report.uncaptured = len(original.uncaptured)
     return report
+
+
+def _count_oracle(report: SimilarityReport, counts: dict[str, list[int]],
+                  original: SchemaOracle, live: SchemaOracle | None, blobs: Any) -> None:
+    """Add the schema oracle's differing lines (:mod:`.oracle`) to ``counts``."""
+    outcome = compare_oracles(original, live, blobs)
+    report.oracles.append(outcome.note)
+    for lines, side in ((outcome.missing, 0), (outcome.extra, 2)):
+        for line in lines:
+            counts[ORACLE_CLASS][side] += 1
+            entry, text = describe_line(line)
+            report.differences.append(LeafDifference(
+                item=entry, path=ORACLE_PATH, fidelity=ORACLE_CLASS, reason=ORACLE_REASON,
+                original=text if side == 0 else None, restored=text if side == 2 else None,
+                note="the server's dump tool prints this line "
+                + ("for the backup, not for the live state" if side == 0
+                   else "for the live state, not for the backup"),
+            ))

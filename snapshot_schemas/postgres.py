@@ -30,6 +30,8 @@ Version 3 adds per-column privileges, options, statistics targets, storage and
 compression, a table's access method, large objects, and the object kinds v2
 recorded as uncaptured (operator classes and families, text-search parsers and
 templates, base types, languages, transforms).
+Version 4 adds ``oracle``: ``pg_dump --schema-only`` of the target in the capture's own
+snapshot, normalized and kept as a blob (:mod:`preimage.snapshot_schemas.oracle`).
 
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
   any re-create; per row, ``ctid`` and ``xmin`` (kept in a second blob, line for
@@ -57,6 +59,7 @@ from preimage.snapshot_schemas._base import (
     register_snapshot_type,
     server,
 )
+from preimage.snapshot_schemas.oracle import SchemaOracle
 from preimage.snapshot_schemas.sql import TableRow, row_key
 
 
@@ -374,7 +377,7 @@ class PostgresSnapshot(Snapshot):
     """Objects and rows of one PostgreSQL database, in one consistent read."""
 
     schema_name: ClassVar[str] = "postgres"
-    schema_version: int = 3
+    schema_version: int = 4
     connector: str = "postgresql"
     database: str
     database_exists: bool = True
@@ -384,6 +387,10 @@ class PostgresSnapshot(Snapshot):
     )
     server_version: int = 0
     items: list[PgItem] = Field(default_factory=list)
+    oracle: SchemaOracle | None = Field(
+        None, description="pg_dump --schema-only of the target, normalized (None: a row "
+        "scope, or an older capture)",
+    )
 
     def tables(self) -> list[PgTable]:
         """The table items, in capture (dependency) order."""
@@ -424,6 +431,12 @@ def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
     """v3 adds per-column settings (privileges, options, statistics target, storage,
     compression) and more object kinds, all with defaults."""
     return {**document, "schema_version": 3}
+
+
+@register_migration("postgres", 3)
+def _v3_to_v4(document: dict[str, Any]) -> dict[str, Any]:
+    """v4 adds the schema oracle's record, ``None`` for older captures."""
+    return {**document, "schema_version": 4}
 
 
 # A binary COPY stream's signature, and one ``(ctid, xmin)`` row of it: a field count of 2,

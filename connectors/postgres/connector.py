@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
+from preimage.connectors.postgres.oracle import OracleRun
+from preimage.connectors.postgres.oracle import start as start_oracle
 from preimage.connectors.postgres.scope import PgScope, parse_scope
 from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
@@ -78,6 +80,7 @@ class PostgresConnector(ConnectorBase):
                 conn.read_only = True
                 cur = conn.cursor(row_factory=dict_row)
                 prepare_session(cur)
+                dump = start_oracle(cur, scope)
                 try:
                     items = read_state(cur, scope, blobs)
                     if scope.scope == "rows" and _keyless(items):
@@ -86,8 +89,12 @@ class PostgresConnector(ConnectorBase):
                         base.update(scope="tables")
                         items = read_state(cur, scope, blobs)
                     uncaptured = audit_state(cur, scope, items)
+                    oracle = dump.finish(blobs) if isinstance(dump, OracleRun) else dump
                 except ValueError as exc:
                     raise InvalidTargetError(target.redacted, str(exc)) from exc
+                finally:
+                    if isinstance(dump, OracleRun):
+                        dump.close()
                 version = conn.info.server_version
         except psycopg.errors.InsufficientPrivilege as exc:
             raise TerminalConnectorError(
@@ -123,6 +130,7 @@ class PostgresConnector(ConnectorBase):
                   for t in tables if not t.exists]
         return PostgresSnapshot(
             **base, server_version=version, items=items, notes=notes, uncaptured=uncaptured,
+            oracle=oracle if base["scope"] != "rows" else None,
         )
 
     def restore(
