@@ -30,7 +30,9 @@ Version 3 adds per-column privileges, options, statistics targets, storage and
 compression, a table's access method, large objects, and the object kinds v2
 recorded as uncaptured (operator classes and families, text-search parsers and
 templates, base types, languages, transforms).
-Version 4 adds ``oracle``: ``pg_dump --schema-only`` of the target in the capture's own
+Version 4 adds the settings v3 missed (a key's index clustered or commented, index
+statistics targets, comments on view columns, composite attributes and extensions, role
+settings in the database) and ``oracle``: ``pg_dump --schema-only`` of the target in the capture's own
 snapshot, normalized and kept as a blob (:mod:`preimage.snapshot_schemas.oracle`).
 
 * server   — OIDs and ``relfilenode``: assigned by the server, different after
@@ -110,6 +112,8 @@ class PgConstraint(Record):
     attached_to: str | None = metadata(
         None, description="a partition's copy of its parent's key: the parent's index, %I.%I"
     )
+    clustered: bool = metadata(False, description="the table is CLUSTERed ON its index")
+    index_comment: str | None = metadata(None, description="comment on the key's index")
 
 
 class PgIndex(Record):
@@ -120,6 +124,11 @@ class PgIndex(Record):
     attached_to: str | None = metadata(None, description="partitioned parent index, %I.%I")
     clustered: bool = metadata(False)
     comment: str | None = metadata(None)
+    statistics: dict[str, int] = metadata(
+        default_factory=dict,
+        description="index column number → statistics target (ALTER INDEX … ALTER COLUMN n "
+        "SET STATISTICS), only where set",
+    )
 
 
 class PgTrigger(Record):
@@ -269,6 +278,9 @@ class PgType(PgOwned):
         "each as the server prints it (NOT VALID ones too); None: not a domain, or an older "
         "capture"
     )
+    attribute_comments: dict[str, str] = metadata(
+        default_factory=dict, description="a composite type's attribute → its comment"
+    )
 
 
 class PgView(PgOwned):
@@ -287,6 +299,9 @@ class PgView(PgOwned):
         default_factory=dict,
         description="column → default expression (ALTER VIEW … ALTER COLUMN … SET DEFAULT: "
         "what an INSERT through the view fills in)",
+    )
+    column_comments: dict[str, str] = metadata(
+        default_factory=dict, description="column → comment (COMMENT ON COLUMN)"
     )
 
 
@@ -343,6 +358,7 @@ class PgExtension(Item):
     namespace: str = metadata(description="the schema it is installed in")
     version: str = metadata()
     depends: list[str] = metadata(default_factory=list, unordered=True)
+    comment: str | None = metadata(None, description="None: not recorded (older captures)")
 
 
 class PgDatabase(Item):
@@ -359,6 +375,10 @@ class PgDatabase(Item):
     comment: str | None = metadata(None)
     settings: list[str] = metadata(
         default_factory=list, description="ALTER DATABASE SET …", unordered=True
+    )
+    role_settings: dict[str, list[str]] = metadata(
+        default_factory=dict, description="role → its settings in this database (ALTER ROLE … "
+        "IN DATABASE … SET …)",
     )
     oid: int | None = server(None, reason=_OID)
 

@@ -109,7 +109,8 @@ def audit(cur: Cursor, captured: set[Address], *, schemas: list[str] | None,
 
 def _settings(cur: Cursor, relations: list[int]) -> list[Uncaptured]:
     """Per-table settings of captured tables that the snapshot does not model: the
-    tablespace (a cluster-wide object) and TOAST storage options."""
+    tablespace (a cluster-wide object) of a table or of its indexes, and TOAST storage
+    options."""
     if not relations:
         return []
     cur.execute(
@@ -130,4 +131,15 @@ def _settings(cur: Cursor, relations: list[int]) -> list[Uncaptured]:
             if r[field]:
                 out.append(Uncaptured(name=r["rel"], kind=word, fidelity="metadata",
                                       reason=f"a table's {word} is not captured"))
+    # An index's tablespace (its own, not the table's): cluster-wide, like a table's.
+    cur.execute(
+        """SELECT format('%%I.%%I', n.nspname, c.relname) AS idx
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE i.indrelid = ANY(%s) AND c.reltablespace <> 0 ORDER BY 1""",
+        (relations,),
+    )
+    out += [Uncaptured(name=r["idx"], kind="index tablespace", fidelity="metadata",
+                       reason="an index's tablespace is not captured (tablespaces are "
+                       "cluster-wide)") for r in cur.fetchall()]
     return out

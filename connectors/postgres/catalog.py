@@ -255,17 +255,25 @@ def read_database(cur: Cursor, name: str) -> PgDatabase:
             pg_encoding_to_char(d.encoding) AS encoding, d.datcollate, d.datctype,
             d.datconnlimit, {acl_sql('d.datacl', 'd', 'd.datdba')} AS acl,
             shobj_description(d.oid, 'pg_database') AS comment,
-            ARRAY(SELECT unnest(s.setconfig) ORDER BY 1) AS settings
+            ARRAY(SELECT unnest(s.setconfig) ORDER BY 1) AS settings,
+            ARRAY(SELECT pg_get_userbyid(r.setrole) || chr(9) || x
+                  FROM pg_db_role_setting r, unnest(r.setconfig) x
+                  WHERE r.setdatabase = d.oid AND r.setrole <> 0 ORDER BY 1) AS role_settings
         FROM pg_database d
         LEFT JOIN pg_db_role_setting s ON s.setdatabase = d.oid AND s.setrole = 0
         WHERE d.datname = %s""",
         (name,),
     )
     r = cur.fetchone()
+    role_settings: dict[str, list[str]] = {}
+    for entry in r["role_settings"] or []:
+        role, _, setting = entry.partition("\t")
+        role_settings.setdefault(role, []).append(setting)
     return PgDatabase(
         name=r["datname"], owner=r["owner"], encoding=r["encoding"], collate=r["datcollate"],
         ctype=r["datctype"], connection_limit=r["datconnlimit"], acl=r["acl"],
         comment=r["comment"], settings=list(r["settings"] or []), oid=r["oid"],
+        role_settings=role_settings,
     )
 
 
@@ -292,10 +300,12 @@ def read_schemas(cur: Cursor, names: list[str]) -> list[PgSchema]:
 def read_extensions(cur: Cursor) -> list[PgExtension]:
     """Installed extensions other than plpgsql."""
     cur.execute(
-        """SELECT e.extname, n.nspname, e.extversion FROM pg_extension e
+        """SELECT e.extname, n.nspname, e.extversion,
+            obj_description(e.oid, 'pg_extension') AS comment FROM pg_extension e
         JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname <> 'plpgsql' ORDER BY e.oid"""
     )
-    return [PgExtension(name=r["extname"], namespace=r["nspname"], version=r["extversion"])
+    return [PgExtension(name=r["extname"], namespace=r["nspname"], version=r["extversion"],
+                        comment=r["comment"])
             for r in cur.fetchall()]
 
 
@@ -316,6 +326,7 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
         name = qn(r["nspname"], r["typname"])
         labels: list[str] = []
         domain = None
+        attribute_comments: dict[str, str] = {}
         if r["typtype"] == "e":
             cur.execute(
                 "SELECT enumlabel FROM pg_enum WHERE enumtypid = %s ORDER BY enumsortorder", (oid,)
@@ -345,11 +356,15 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
                               not_null=r["typnotnull"], constraints=checks)
         elif r["typtype"] == "c":
             cur.execute(
-                """SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+                """SELECT attname, format_type(atttypid, atttypmod) AS type,
+                    col_description(attrelid, attnum) AS comment FROM pg_attribute
                 WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum""",
                 (r["typrelid"],),
             )
-            attrs = ", ".join(f"{q(a['attname'])} {a['type']}" for a in cur.fetchall())
+            got = cur.fetchall()
+            attrs = ", ".join(f"{q(a['attname'])} {a['type']}" for a in got)
+            attribute_comments = {a["attname"]: a["comment"] for a in got
+                                  if a["comment"] is not None}
             definition = f"CREATE TYPE {name} AS ({attrs})"
         else:
             cur.execute(
@@ -360,7 +375,7 @@ def read_types(cur: Cursor, oids: list[int]) -> list[PgType]:
         out.append(PgType(
             namespace=r["nspname"], name=r["typname"], typtype=r["typtype"], labels=labels,
             definition=definition, domain=domain, owner=r["owner"], acl=r["acl"],
-            comment=r["comment"], oid=oid,
+            comment=r["comment"], oid=oid, attribute_comments=attribute_comments,
         ))
     return out
 
@@ -451,6 +466,9 @@ def _indexes_of(cur: Cursor, oids: list[int]) -> dict[int, list[PgIndex]]:
     rows = _by_relation(cur,
         """SELECT i.indrelid AS rel, ic.relname, pg_get_indexdef(i.indexrelid) AS def,
             i.indisclustered, obj_description(i.indexrelid, 'pg_class') AS comment,
+            ARRAY(SELECT format('%%s=%%s', a.attnum, a.attstattarget) FROM pg_attribute a
+                  WHERE a.attrelid = i.indexrelid AND coalesce(a.attstattarget, -1) >= 0
+                  ORDER BY a.attnum) AS statistics,
             (SELECT format('%%I.%%I', pn.nspname, p.relname) FROM pg_inherits h
                JOIN pg_class p ON p.oid = h.inhparent
                JOIN pg_namespace pn ON pn.oid = p.relnamespace
@@ -461,7 +479,10 @@ def _indexes_of(cur: Cursor, oids: list[int]) -> dict[int, list[PgIndex]]:
                           AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u', 'x'))
         ORDER BY i.indrelid, ic.relname""", oids)
     return {oid: [PgIndex(name=r["relname"], definition=r["def"], clustered=r["indisclustered"],
-                          attached_to=r["parent"], comment=r["comment"]) for r in got]
+                          attached_to=r["parent"], comment=r["comment"],
+                          statistics={k: int(v) for k, _, v in
+                                      (x.partition("=") for x in r["statistics"])})
+                  for r in got]
             for oid, got in rows.items()}
 
 
@@ -512,6 +533,11 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
     constraints_of = _by_relation(cur,
         """SELECT conrelid AS rel, conname, contype, pg_get_constraintdef(oid) AS def,
             obj_description(oid, 'pg_constraint') AS comment,
+            CASE WHEN contype IN ('p', 'u', 'x')
+              THEN obj_description(conindid, 'pg_class') END AS index_comment,
+            contype IN ('p', 'u', 'x') AND coalesce(
+              (SELECT indisclustered FROM pg_index WHERE indexrelid = conindid), false)
+              AS clustered,
             (SELECT array_agg(a.attname ORDER BY k.i) FROM unnest(conkey) WITH ORDINALITY k(n, i)
              JOIN pg_attribute a ON a.attrelid = conrelid AND a.attnum = k.n) AS cols
         FROM pg_constraint WHERE conrelid = ANY(%s) AND contype IN ('p', 'u', 'f', 'c', 'x')
@@ -568,7 +594,8 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
         ) for a in columns_of[oid]]
         cons = constraints_of[oid]
         constraints = [PgConstraint(name=x["conname"], type=x["contype"], definition=x["def"],
-                                    comment=x["comment"]) for x in cons]
+                                    comment=x["comment"], clustered=x["clustered"],
+                                    index_comment=x["index_comment"]) for x in cons]
         row_key = next((list(x["cols"]) for x in cons if x["contype"] == "p"), [])
         if not row_key and r["relispartition"]:
             got = partition_keys.get(oid) or []
@@ -620,6 +647,11 @@ def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
     found = _view_rows(cur, oids)
     oids = [oid for oid in oids if oid in found]
     indexes = _indexes_of(cur, [oid for oid in oids if found[oid]["relkind"] == "m"])
+    comments = _by_relation(cur,
+        """SELECT a.attrelid AS rel, a.attname, col_description(a.attrelid, a.attnum) AS comment
+        FROM pg_attribute a WHERE a.attrelid = ANY(%s) AND a.attnum > 0
+          AND col_description(a.attrelid, a.attnum) IS NOT NULL
+        ORDER BY a.attrelid, a.attnum""", oids)
     defaults = _by_relation(cur,
         """SELECT d.adrelid AS rel, a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr
         FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
@@ -633,6 +665,7 @@ def read_views(cur: Cursor, oids: list[int]) -> list[PgView]:
             indexes=indexes.get(oid, []),
             owner=r["owner"], acl=r["acl"], comment=r["comment"], oid=oid,
             column_defaults={d["attname"]: d["expr"] for d in defaults[oid]},
+            column_comments={c["attname"]: c["comment"] for c in comments[oid]},
         ))
     return out
 

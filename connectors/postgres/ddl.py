@@ -146,6 +146,35 @@ def owner_statement(keyword: str, name: str, owner: str | None) -> list[str]:
     return [f"ALTER {keyword} {name} OWNER TO {q(owner)}"] if owner else []
 
 
+# Settings whose value is a list the server keeps quoted element by element (GUC_LIST_QUOTE,
+# as pg_dump's variable_is_guc_list_quote lists them): set again as a list, not one string.
+LIST_SETTINGS = frozenset({"search_path", "temp_tablespaces", "session_preload_libraries",
+                           "shared_preload_libraries", "local_preload_libraries"})
+
+
+def setting_value(var: str, value: str) -> str:
+    """A stored ``setconfig`` value as ``SET var = …`` takes it back: a list setting as its
+    elements (``'public', 'pg_catalog'``), any other one literal."""
+    if var.lower() not in LIST_SETTINGS:
+        return lit(value)
+    items, current, quoted = [], [], False
+    for ch in value + ",":
+        if ch == '"':
+            quoted = not quoted
+            current.append(ch)
+        elif ch == "," and not quoted:
+            items.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    out = []
+    for item in items:
+        if len(item) >= 2 and item.startswith('"') and item.endswith('"'):
+            item = item[1:-1].replace('""', '"')
+        out.append(lit(item))
+    return ", ".join(out) if out else "''"
+
+
 def comment_statement(what: str, comment: str | None) -> str:
     """COMMENT ON ``what`` IS …"""
     return f"COMMENT ON {what} IS {lit(comment)}"

@@ -266,7 +266,17 @@ class Planner:
                 sql.append(f"ALTER DATABASE {name} RESET ALL")
                 for setting in item.settings:
                     var, _, value = setting.partition("=")
-                    sql.append(f"ALTER DATABASE {name} SET {q(var)} = {ddl.lit(value)}")
+                    sql.append(f"ALTER DATABASE {name} SET {q(var)} = "
+                               f"{ddl.setting_value(var, value)}")
+            live_roles = have.role_settings if have else {}
+            if live_roles != item.role_settings:
+                for role in sorted(live_roles):
+                    sql.append(f"ALTER ROLE {q(role)} IN DATABASE {name} RESET ALL")
+                for role, settings in sorted(item.role_settings.items()):
+                    for setting in settings:
+                        var, _, value = setting.partition("=")
+                        sql.append(f"ALTER ROLE {q(role)} IN DATABASE {name} SET {q(var)} = "
+                                   f"{ddl.setting_value(var, value)}")
             sql += ddl.acl_statements("DATABASE", name, item.acl, have.acl if have else [])
             if sql:
                 self.plan.add("database", Step(item.natural_key(), "database settings", sql))
@@ -307,6 +317,10 @@ class Planner:
         have = self.live_of(v)
         if v.natural_key() not in self.views_dropped and have is not None:
             sql = ddl.view_default_statements(v, have.column_defaults) + owner_comment_acl(v, have)
+            sql += column_comment_statements(qn(v.namespace, v.name), v.column_comments,
+                                             have.column_comments)
+            sql += index_settings(qn(v.namespace, v.name), v.namespace, v.indexes, [],
+                                  have.indexes, [])
             if sql:
                 self.plan.add("finish", Step(v.natural_key(), "owner, comment, grants", sql))
             return
@@ -315,10 +329,12 @@ class Planner:
         late = [idx.definition for idx in v.indexes]
         late += [ddl.comment_statement(f"INDEX {qn(v.namespace, idx.name)}", idx.comment)
                  for idx in v.indexes if idx.comment is not None]
+        late += index_settings(qn(v.namespace, v.name), v.namespace, v.indexes, [], [], [])
         if v.materialized and v.populated:
             late.append(f"REFRESH MATERIALIZED VIEW {qn(v.namespace, v.name)}")
         sql = [ddl.create_view(v, with_data=False), *ddl.view_default_statements(v, {}),
-               *owner_comment_acl(v, None)]
+               *owner_comment_acl(v, None),
+               *column_comment_statements(qn(v.namespace, v.name), v.column_comments, {})]
         if v.late:
             self.plan.add("views", Step(v.natural_key(), "create view", sql + late))
             return
@@ -481,6 +497,10 @@ class Planner:
         pol: list[str] = []
         fin: list[str] = []
         for c in t.constraints:
+            live_index_comment = have_cons[c.name].index_comment if c.name in have_cons else None
+            if c.type in ("p", "u", "x") and live_index_comment != c.index_comment:
+                fin.append(ddl.comment_statement(f"INDEX {qn(t.namespace, c.name)}",
+                                                 c.index_comment))
             if c.name in have_cons:
                 if have_cons[c.name].comment != c.comment:
                     fin.append(ddl.comment_statement(f"CONSTRAINT {q(c.name)} ON {name}",
@@ -515,9 +535,8 @@ class Planner:
                                                      k.comment))
                 continue
             self.copies.append((t, k, have is not None))
-        for i in t.indexes:
-            if i.clustered and (i.name not in have_idx or not have_idx[i.name].clustered):
-                fin.append(f"ALTER TABLE {name} CLUSTER ON {q(i.name)}")
+        fin += index_settings(name, t.namespace, t.indexes, t.constraints,
+                              list(have_idx.values()), list(have_cons.values()))
         for x in t.triggers:
             live_trg = have_trg.get(x.name)
             if live_trg is None:
@@ -629,16 +648,24 @@ class Planner:
                 if sql:
                     self.plan.add("create", Step(item.natural_key(), "schema", sql))
             elif isinstance(item, PgExtension) and have is None:
-                self.plan.add("create", Step(item.natural_key(), "create extension", [
-                    f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
-                    f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]))
+                sql = [f"CREATE EXTENSION IF NOT EXISTS {q(item.name)} WITH SCHEMA "
+                       f"{q(item.namespace)} VERSION {ddl.lit(item.version)}"]
+                if item.comment is not None:  # None: an older capture, which did not read it
+                    sql.append(ddl.comment_statement(f"EXTENSION {q(item.name)}", item.comment))
+                self.plan.add("create", Step(item.natural_key(), "create extension", sql))
+            elif (isinstance(item, PgExtension) and item.comment is not None
+                  and have.comment != item.comment):
+                self.plan.add("finish", Step(item.natural_key(), "extension comment", [
+                    ddl.comment_statement(f"EXTENSION {q(item.name)}", item.comment)]))
             elif isinstance(item, PgType):
                 if have is not None and item.domain and have.domain and (
                         item.domain.base == have.domain.base):
                     self._alter_domain(item, have)
                     continue
                 if have is not None and have.definition == item.definition:
-                    sql = owner_comment_acl(item, have)
+                    sql = owner_comment_acl(item, have) + column_comment_statements(
+                        f"{qn(item.namespace, item.name)}", item.attribute_comments,
+                        have.attribute_comments)
                     if sql:
                         self.plan.add("finish", Step(item.natural_key(), "owner/comment/acl",
                                                      sql))
@@ -655,8 +682,10 @@ class Planner:
                 if have is not None:
                     drop.append(Step(item.natural_key(), "drop type to re-create it",
                                      [ddl.drop_statement(have)], destructive=True))
-                self.plan.add("create", Step(item.natural_key(), "create type",
-                                            [item.definition, *owner_comment_acl(item, None)]))
+                self.plan.add("create", Step(item.natural_key(), "create type", [
+                    item.definition, *owner_comment_acl(item, None),
+                    *column_comment_statements(qn(item.namespace, item.name),
+                                               item.attribute_comments, {})]))
                 late = _not_valid_checks(item)
                 if late:  # after the rows, which they check
                     self.plan.add("constraints", Step(item.natural_key(), "domain constraints",
@@ -747,6 +776,38 @@ class Planner:
             sql.append(ddl.setval_statement(seq))
         if sql:
             self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql))
+
+
+def column_comment_statements(relation: str, want: dict[str, str],
+                              have: dict[str, str]) -> list[str]:
+    """``COMMENT ON COLUMN`` for every column (of a view, or attribute of a composite type)
+    whose comment differs from the live one; ``IS NULL`` for one the capture did not have."""
+    return [ddl.comment_statement(f"COLUMN {relation}.{q(col)}", want.get(col))
+            for col in sorted(set(want) | set(have)) if want.get(col) != have.get(col)]
+
+
+def index_settings(relation: str, namespace: str, indexes: list[PgIndex],
+                   keys: list[PgConstraint], live_indexes: list[PgIndex],
+                   live_keys: list[PgConstraint]) -> list[str]:
+    """The index settings that are not part of an index's definition, set as captured: which
+    index (a key's too) the relation is ``CLUSTER``ed on, and per-column statistics targets."""
+    sql = []
+    ours: list[PgIndex | PgConstraint] = [*indexes, *keys]
+    theirs: list[PgIndex | PgConstraint] = [*live_indexes, *live_keys]
+    want = next((x.name for x in ours if x.clustered), None)
+    have = next((x.name for x in theirs if x.clustered), None)
+    if want != have:
+        sql.append(f"ALTER TABLE {relation} CLUSTER ON {q(want)}" if want
+                   else f"ALTER TABLE {relation} SET WITHOUT CLUSTER")
+    live = {i.name: i.statistics for i in live_indexes}
+    for i in indexes:
+        got = live.get(i.name, {})
+        for column in sorted(set(i.statistics) | set(got), key=int):
+            target = i.statistics.get(column, -1)
+            if got.get(column, -1) != target:
+                sql.append(f"ALTER INDEX {qn(namespace, i.name)} ALTER COLUMN {int(column)} "
+                           f"SET STATISTICS {target}")
+    return sql
 
 
 def settle_copy(cur: Cursor, table: PgTable, copy: PgConstraint | PgIndex) -> str:
