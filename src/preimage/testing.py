@@ -28,6 +28,13 @@ test that needs it, naming the fixture — a declaration is a promise):
 ``target_uri``              always: a seeded target
 ``mutate``                  always: ``mutate(uri)`` damages it — best when it removes,
                             changes and adds items, so every policy has work to do
+``observe``                 always: ``observe(uri)`` reads the live state *without the
+                            connector* (a stat walk, the server's dump tool, the API)
+                            and returns ``{item: {field: value}}`` for every field the
+                            connector promises to bring back; given a ``sub_scope`` URI,
+                            only the items inside it.  The item :data:`TARGET_ITEM`
+                            holds the target's own fields (a file's mode, a folder's
+                            flags), which putting a child back may rightly rewrite
 ``malformed_uris``          always: URIs of this scheme that must be refused
 ``sub_scope``               ``sub_scopes``: an ``--only`` URI inside the target naming
                             part of what ``mutate`` damages, not all of it
@@ -38,6 +45,13 @@ test that needs it, naming the fixture — a declaration is a promise):
                             the target something the connector does not read and returns
                             a name its uncaptured entry contains
 ==========================  ==============================================================
+
+The observer is the kit's outside oracle: the policy tests compare what the connector's
+own capture says, which a connector that reads a field wrongly (every mode as 0o644, a
+value left out) would agree with; the observer tests check capture → damage → restore
+against the author's independent reading, field by field.  A class without an observer
+fails those tests, naming the fixture, unless it says why it has none in
+``observer_exempt`` (the tests are then left out, as for an undeclared capability).
 
 What is checked: a capture is read-only and round-trips through JSON; every
 field of every item has a fidelity class; the mutation shows in ``diff``; a
@@ -55,7 +69,11 @@ declares its undo granularity (``Capabilities.undo``, a
 :class:`~preimage.Granularity`) has the mutation alone undone — captured
 before and after it, as the backup layer does around a call — and every item
 back as it was, compared on the leaves the undo tells changes apart by; one
-that declares none has its undo refused before anything is written.
+that declares none has its undo refused before anything is written.  Against the
+observer: ``overwrite`` brings every observed field of every item back; ``merge`` puts
+back the items the damage removed and keeps the agent's; a sub-scope restore brings back
+the observed items inside its scope and leaves the others as the agent left them; a dry
+run and ``refuse`` leave every observed field as the damage left it.
 """
 
 from __future__ import annotations
@@ -63,7 +81,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -80,7 +98,7 @@ from preimage.similarity.scoring import SERVER_REASON
 from preimage.snapshot_schemas import Record, Snapshot, load_snapshot
 from preimage.store.store import Store
 
-__all__ = ["ConnectorContract", "known_failure"]
+__all__ = ["TARGET_ITEM", "ConnectorContract", "known_failure", "observed_differences"]
 
 _WHOLE_ITEM = ("missing item", "extra item", "not captured")
 
@@ -127,6 +145,10 @@ _CONDITIONAL: dict[str, tuple[Callable[[Capabilities], bool], str]] = {
         lambda c: not {"merge", "refuse"} <= c.policies, "declares every policy"),
     "test_a_sub_scope_restore_writes_only_inside_it": (
         lambda c: c.sub_scopes, "restores whole targets only"),
+    "test_merge_matches_the_observer": (
+        lambda c: "merge" in c.policies, "does not declare the merge policy"),
+    "test_a_sub_scope_restore_matches_the_observer": (
+        lambda c: c.sub_scopes, "restores whole targets only"),
     "test_an_unreachable_server_is_a_transient_error": (
         lambda c: c.remote, "keeps its state locally"),
     "test_server_differences_are_explained": (
@@ -134,6 +156,38 @@ _CONDITIONAL: dict[str, tuple[Callable[[Capabilities], bool], str]] = {
     "test_state_it_cannot_read_is_recorded_as_uncaptured": (
         lambda c: c.audits_completeness, "does not audit its completeness"),
 }
+
+
+#: The tests that check the connector against the author's observer (``observe``).
+_OBSERVED = (
+    "test_overwrite_matches_the_observer",
+    "test_merge_matches_the_observer",
+    "test_a_sub_scope_restore_matches_the_observer",
+    "test_dry_run_and_refuse_leave_the_observed_state",
+)
+
+Observed = Mapping[str, Mapping[str, Any]]
+#: The observer's item for the target itself: checked by overwrite, dry run and refuse;
+#: a merge or sub-scope restore that puts a child back may rightly rewrite it.
+TARGET_ITEM = "(target)"
+
+
+def observed_differences(want: Observed, got: Observed, keys: Iterable[str] | None = None
+                         ) -> list[str]:
+    """Every ``item field: want → got`` that differs (of ``keys`` only, when given), an
+    item one side lacks as ``item: (absent)``."""
+    out = []
+    for item in sorted(set(want) | set(got) if keys is None else set(keys)):
+        if item not in got or item not in want:
+            side = "missing" if item not in got else "extra"
+            if item in want or item in got:
+                out.append(f"{item}: {side}")
+            continue
+        for name in sorted(set(want[item]) | set(got[item])):
+            a, b = want[item].get(name, "(absent)"), got[item].get(name, "(absent)")
+            if a != b or type(a) is not type(b):
+                out.append(f"{item} {name}: {a!r} → {b!r}")
+    return out
 
 
 class ConnectorContract:
@@ -146,9 +200,14 @@ class ConnectorContract:
     """
 
     connector: ClassVar[str | type | None] = None
+    #: Why this connector's contract has no independent observer yet (empty: it has one).
+    observer_exempt: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if cls.observer_exempt:
+            for name in _OBSERVED:
+                setattr(cls, name, None)
         if cls.connector is None:
             return
         named = cls.connector
@@ -207,6 +266,15 @@ class ConnectorContract:
             return request.getfixturevalue(name)
         except pytest.FixtureLookupError:
             pytest.fail(f"the connector declares {declared}: provide the {name!r} fixture")
+
+    def _observer(self, request: pytest.FixtureRequest) -> Callable[[str], Observed]:
+        """The author's ``observe`` fixture (every contract needs one, or an exemption)."""
+        try:
+            observe: Callable[[str], Observed] = request.getfixturevalue("observe")
+        except pytest.FixtureLookupError:
+            pytest.fail("provide the 'observe' fixture: a reading of the live state that "
+                        "does not use the connector (or say why not in observer_exempt)")
+        return observe
 
     @staticmethod
     def _changed(before: Snapshot, after: Snapshot, store: Store) -> set[str]:
@@ -508,3 +576,82 @@ class ConnectorContract:
         wrong = [k for k in want if got[k] != want[k]]
         assert not wrong, [(k, sorted(set(want[k].items()) ^ set(got[k].items()))[:4])
                            for k in wrong[:3]]
+
+    # ------------------------------------------------------------ against the observer
+    def _observed_damage(
+        self, uri: str, mutate: Callable[[str], None], store: Store,
+        observe: Callable[[str], Observed],
+    ) -> tuple[preimage.Backup, Observed, Observed]:
+        """Observe, capture, damage, observe: the backup and both observations."""
+        before = observe(uri)
+        assert before, "the observer saw nothing in the seeded target"
+        backup = preimage.capture([uri], store=store)
+        mutate(uri)
+        damaged = observe(uri)
+        assert observed_differences(before, damaged), "the observer does not see the damage"
+        return backup, before, damaged
+
+    def test_overwrite_matches_the_observer(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """Read by the author's observer, not the connector: after capture → damage →
+        overwrite, every observed field of every item is as it was before the damage."""
+        observe = self._observer(request)
+        backup, before, _ = self._observed_damage(target_uri, mutate, store, observe)
+        preimage.restore(backup.id, store=store)
+        wrong = observed_differences(before, observe(target_uri))
+        assert wrong == [], f"the observer sees these not brought back: {wrong[:10]}"
+
+    def test_merge_matches_the_observer(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """Read by the observer: merge brings back every item the damage removed, as it
+        was, and leaves every item the agent changed or added as the agent left it."""
+        self._applicable(target_uri, "test_merge_puts_back_what_is_missing_and_keeps_the_rest")
+        observe = self._observer(request)
+        backup, before, damaged = self._observed_damage(target_uri, mutate, store, observe)
+        preimage.restore(backup.id, store=store, conflict="merge")
+        after = observe(target_uri)
+        removed = set(before) - set(damaged)
+        touched = {k for k in damaged if damaged[k] != before.get(k)} - {TARGET_ITEM}
+        wrong = observed_differences(before, after, removed)
+        assert wrong == [], f"merge did not put these back: {wrong[:10]}"
+        overwritten = observed_differences(damaged, after, touched)
+        assert overwritten == [], f"merge wrote over what the agent changed: {overwritten[:10]}"
+
+    def test_a_sub_scope_restore_matches_the_observer(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """Read by the observer: restore --only brings back the items inside the scope and
+        leaves every other item as the agent left it."""
+        self._applicable(target_uri, "test_a_sub_scope_restore_writes_only_inside_it")
+        only = self._needs(request, "sub_scope", "sub_scopes")
+        observe = self._observer(request)
+        inside = set(observe(only))
+        backup, before, damaged = self._observed_damage(target_uri, mutate, store, observe)
+        inside |= set(observe(only))
+        assert inside, "the observer sees nothing inside the sub-scope"
+        preimage.restore(backup.id, store=store, only=[only])
+        after = observe(target_uri)
+        wrong = observed_differences(before, after, inside)
+        assert wrong == [], f"not brought back inside the scope: {wrong[:10]}"
+        outside = (set(before) | set(damaged)) - inside - {TARGET_ITEM}
+        written = observed_differences(damaged, after, outside)
+        assert written == [], f"written outside the scope: {written[:10]}"
+
+    def test_dry_run_and_refuse_leave_the_observed_state(
+        self, target_uri: str, mutate: Callable[[str], None], store: Store,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        """Read by the observer: a dry run (and refuse, when declared) writes nothing."""
+        observe = self._observer(request)
+        backup, _, damaged = self._observed_damage(target_uri, mutate, store, observe)
+        preimage.restore(backup.id, store=store, dry_run=True)
+        assert observed_differences(damaged, observe(target_uri)) == []
+        if "refuse" in self._caps(target_uri).policies:
+            with pytest.raises(preimage.RestoreConflictError):
+                preimage.restore(backup.id, store=store, conflict="refuse")
+            assert observed_differences(damaged, observe(target_uri)) == []

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 import preimage
-from preimage.testing import ConnectorContract
+from preimage.testing import TARGET_ITEM, ConnectorContract
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "jsonfile_connector.py"
 
@@ -74,6 +77,23 @@ class TestJsonFileConnector(ConnectorContract):
             path.chmod(0o666)
 
         return damage
+
+    @pytest.fixture
+    def observe(self) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """The file as the system shows it, without the connector: its mode from a stat,
+        its keys (in order) and values from a JSON parse; a ``#key`` URI: that key only."""
+
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            path, _, part = uri.removeprefix("jsonfile://").partition("#")
+            if not os.path.exists(path):
+                return {}
+            doc = json.loads(Path(path).read_text())
+            items = {f"key {k}": {"value": v} for k, v in doc.items() if part in ("", k)}
+            if not part:
+                items[TARGET_ITEM] = {"mode": stat.S_IMODE(os.stat(path).st_mode), "order": list(doc)}
+            return items
+
+        return read
 
     @pytest.fixture
     def malformed_uris(self) -> list[str]:

@@ -69,6 +69,8 @@ class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL tables scope: the whole contract."""
 
     connector = "postgresql"
+    observer_exempt = (
+        "its outside reader is the schema oracle (pg_dump) and the pg_dump identity tests; a row-level observer is still to write")
 
 
     @pytest.fixture
@@ -103,6 +105,8 @@ class TestPostgresDatabaseContract(_PostgresFixtures, _LiveInStore, ConnectorCon
     """PostgreSQL whole-database scope: the whole contract."""
 
     connector = "postgresql"
+    observer_exempt = (
+        "its outside reader is the schema oracle (pg_dump) and the pg_dump identity tests; a row-level observer is still to write")
 
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
@@ -134,6 +138,8 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
     """SQLite file through SQLAlchemy: the whole contract."""
 
     connector = "sqlite"
+    observer_exempt = (
+        "no independent row-level observer written for it yet")
 
 
     @pytest.fixture
@@ -222,6 +228,8 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
     """MariaDB through SQLAlchemy (mariadb+pymysql): the whole contract."""
 
     connector = "mariadb+pymysql"
+    observer_exempt = (
+        "its outside reader is the mysqldump identity tests; a row-level observer is still to write")
 
 
     @pytest.fixture
