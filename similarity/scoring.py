@@ -230,6 +230,7 @@ def score(
         ))
     if isinstance(oracle, SchemaOracle):
         _count_oracle(report, counts, oracle, getattr(restored, "oracle", None), blobs)
+    report.differences.sort(key=lambda d: _WEIGHT.get(d.fidelity, 9))  # stable: classes first
     report.set_counts(counts)
     report.uncaptured = len(original.uncaptured)
     return report
