@@ -18,7 +18,8 @@ the table's ``row_filter``).  Version 2 adds MySQL/MariaDB objects kept verbatim
 from ``SHOW CREATE …`` (views, triggers, procedures, functions, events and the
 database itself with its character set and collation); rows are kept in storage
 order (a plain scan: InnoDB's clustered order, SQLite's rowid order).  Older
-documents load unchanged.
+documents load unchanged.  Version 4 adds ``oracle``: MySQL/MariaDB's own dump of the
+schema beside the capture (:mod:`preimage.snapshot_schemas.oracle`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from preimage.snapshot_schemas._base import (
     register_migration,
     register_snapshot_type,
 )
+from preimage.snapshot_schemas.oracle import SchemaOracle
 
 
 class TableRow(Item):
@@ -132,12 +134,16 @@ class SqlSnapshot(Snapshot):
     """Tables (and for SQLite, every schema object) of one database."""
 
     schema_name: ClassVar[str] = "sql"
-    schema_version: int = 3
+    schema_version: int = 4
     connector: str = "sqlalchemy"
     dialect: str
     database_exists: bool = True
     scope: Literal["database", "tables", "rows"] = "database"
     items: list[SqlItem] = Field(default_factory=list)
+    oracle: SchemaOracle | None = Field(
+        None, description="MySQL/MariaDB: the dump tool's --no-data output, normalized "
+        "(None: SQLite, a row scope, or an older capture)",
+    )
 
     def scoring_items(self, blobs: Any | None = None) -> Iterator[Item]:
         """The tables and objects, then every row of every table (read from ``blobs``)."""
@@ -165,6 +171,12 @@ class SqlSnapshot(Snapshot):
                         row=row_key(values, table.primary_key, seen),
                         values=values,
                     )
+
+
+@register_migration("sql", 3)
+def _v3_to_v4(document: dict[str, Any]) -> dict[str, Any]:
+    """v4 adds the schema oracle's record (MySQL/MariaDB), ``None`` for older captures."""
+    return {**document, "schema_version": 4}
 
 
 @register_migration("sql", 2)

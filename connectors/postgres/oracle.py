@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 from typing import IO, Any
 
-from preimage._blobs import BlobStore
+from preimage.interface.blobs import BlobStore
 from preimage.connectors.postgres.scope import PgScope
 from preimage.snapshot_schemas.oracle import SchemaOracle
 

@@ -38,6 +38,8 @@ from typing import Any, ClassVar
 from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.oracle import DumpRun
+from preimage.connectors.sql.oracle import start as start_oracle
 from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import encode_rows, put_while_reading
 from preimage.connectors.sql.tables import inspector, reflect
@@ -53,6 +55,7 @@ from preimage.interface.errors import (
 from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
+from preimage.snapshot_schemas.oracle import SchemaOracle
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
 
 _PRAGMAS = ("user_version", "application_id")
@@ -81,6 +84,13 @@ def engine_url(target: Target) -> tuple[str, str]:
         database=target.path.lstrip("/") or None, query=query,
     )
     return url.render_as_string(hide_password=False), target.redacted
+
+
+def _start_oracle(conn: Any, target: Target, names: list[str]) -> DumpRun | SchemaOracle:
+    """The server's dump tool started on the same database (:mod:`.oracle`)."""
+    version = str(conn.exec_driver_sql("SELECT VERSION()").scalar())
+    return start_oracle(target, mysql.database_name(conn), names or None,
+                        mariadb="mariadb" in version.lower())
 
 
 def _sqlite_path(url: str) -> str | None:
@@ -198,7 +208,13 @@ class SQLAlchemyConnector(ConnectorBase):
                     scope = "tables"
                     notes.append(f"row scope widened to the whole table {names[0]} (a row "
                                  "scope needs a primary key and no BIT, spatial or JSON column)")
-                items = list(self._read(conn, blobs, names))
+                dump = _start_oracle(conn, target, names) if mysql.is_mysql(conn) else None
+                try:
+                    items = list(self._read(conn, blobs, names))
+                    oracle = dump.finish(blobs) if isinstance(dump, DumpRun) else dump
+                finally:
+                    if isinstance(dump, DumpRun):
+                        dump.close()
                 if mysql.is_mysql(conn):
                     uncaptured = mysql.audit(conn, items, names or None)
                 elif conn.dialect.name == "sqlite":
@@ -209,7 +225,7 @@ class SQLAlchemyConnector(ConnectorBase):
         finally:
             engine.dispose()
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
-                           uncaptured=uncaptured, notes=notes)
+                           uncaptured=uncaptured, notes=notes, oracle=oracle)
 
     def _capture_direct(self, direct: tuple[str, str, dict[str, Any]], target: Target,
                         redacted: str, names: list[str], where: str | None, scope: str,
@@ -242,13 +258,19 @@ class SQLAlchemyConnector(ConnectorBase):
                     dbapi.commit()
                     return rows
                 return None  # widened to the table: SQLAlchemy's way, with its note
-            items = list(self._read(conn, blobs, names))
+            dump = _start_oracle(conn, target, names)
+            try:
+                items = list(self._read(conn, blobs, names))
+                oracle = dump.finish(blobs) if isinstance(dump, DumpRun) else dump
+            finally:
+                if isinstance(dump, DumpRun):
+                    dump.close()
             uncaptured = mysql.audit(conn, items, names or None)
             dbapi.commit()
         finally:
             conn.close()
         return SqlSnapshot(target=redacted, dialect=dialect, scope=scope, items=items,
-                           uncaptured=uncaptured, notes=notes)
+                           uncaptured=uncaptured, notes=notes, oracle=oracle)
 
     def _capture_rows(self, conn: Any, target: Target, redacted: str, name: str, where: str,
                       blobs: BlobStore) -> SqlSnapshot | None:
