@@ -19,7 +19,8 @@ from ``SHOW CREATE …`` (views, triggers, procedures, functions, events and the
 database itself with its character set and collation); rows are kept in storage
 order (a plain scan: InnoDB's clustered order, SQLite's rowid order).  Older
 documents load unchanged.  Version 4 adds ``oracle``: MySQL/MariaDB's own dump of the
-schema beside the capture (:mod:`preimage.snapshot_schemas.oracle`).
+schema beside the capture (:mod:`preimage.snapshot_schemas.oracle`), and MySQL/MariaDB
+grants per user on the database and its objects (:class:`SqlGrant`).
 """
 
 from __future__ import annotations
@@ -126,7 +127,22 @@ class SqlCounter(Item):
     value: int = metadata()
 
 
-SqlItem = Annotated[SqlTable | SqlObject | SqlCounter, Field(discriminator="kind")]
+class SqlGrant(Item):
+    """MySQL/MariaDB: one grantee's privileges on the database or one of its objects."""
+
+    kind: Literal["grant"] = key("grant")
+    grantee: str = key(description="'user'@'host', as the server names it")
+    on: str = key(description="database | table T | column T.C | procedure P | function F")
+    privileges: list[str] = metadata(
+        default_factory=list, unordered=True,
+        description="privilege types (GRANT OPTION when it may pass them on)")
+
+    def label(self) -> str:
+        """``grant 'app'@'%' on table orders``."""
+        return f"grant {self.grantee} on {self.on}"
+
+
+SqlItem = Annotated[SqlTable | SqlObject | SqlCounter | SqlGrant, Field(discriminator="kind")]
 
 
 @register_snapshot_type

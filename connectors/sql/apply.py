@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from preimage.connectors.sql import mysql
+from preimage.connectors.sql.grants import grant_statements
 from preimage.interface.blobs import BlobStore
 from preimage.interface.errors import RestoreConflictError, RestoreError
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.sql import SqlCounter, SqlObject, SqlSnapshot, SqlTable
+from preimage.snapshot_schemas.sql import SqlCounter, SqlGrant, SqlObject, SqlSnapshot, SqlTable
 
 
 class _Kept:
@@ -183,6 +184,8 @@ class SqlRestorer:
                 run = self._replay(o) if is_mysql else self._exec(o.ddl)
                 late.append(_Step(o.natural_key(), f"create {o.kind}", run,
                                   retry=o.kind == "view"))
+        if is_mysql and snap.scope != "rows":
+            late += self._grant_steps(captured, live, merge)
         for c in snap.items:
             if isinstance(c, SqlCounter):
                 have = live.get(c.natural_key())
@@ -244,6 +247,33 @@ class SqlRestorer:
         for key in captured:
             if key not in done and self.policy.in_scope(key):
                 self.report.add(key, Outcome.UNCHANGED)
+
+    def _grant_steps(self, captured: dict[str, Any], live: dict[str, Any],
+                     merge: bool) -> list[_Step]:
+        """GRANT what the capture had and the live database lacks; REVOKE what was added
+        (not on merge), once the objects exist (:mod:`.grants`)."""
+        database = mysql.database_name(self.conn)
+        steps = []
+        for key in sorted(set(captured) | set(live)):
+            want, have = captured.get(key), live.get(key)
+            if not isinstance(want or have, SqlGrant):
+                continue
+            sql = grant_statements(want, have, database, merge=merge)
+            if sql:
+                steps.append(_Step(key, "grant" if want is not None else "revoke (granted since)",
+                                   self._statements(sql), destructive=any(
+                                       s.startswith("REVOKE") for s in sql),
+                                   removes=want is None))
+        return steps
+
+    def _statements(self, sql: list[str]) -> Callable[[], None]:
+        runs = [self._exec(statement) for statement in sql]
+
+        def run() -> None:
+            for each in runs:
+                each()
+
+        return run
 
     def _live_digest(self, t: SqlTable) -> str | None:
         """The digest the live rows of ``t`` would get in a capture."""

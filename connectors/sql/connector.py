@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
+from preimage.connectors.sql.grants import read_grants
 from preimage.connectors.sql.oracle import DumpRun
 from preimage.connectors.sql.oracle import start as start_oracle
 from preimage.connectors.sql.revert import SqlReverter
@@ -319,6 +320,8 @@ class SQLAlchemyConnector(ConnectorBase):
                 continue
             yield self._table(conn, insp, name, blobs, master, known=known.get(name))
         yield from (o for o in objects if o.kind != "database")
+        if mysql.is_mysql(conn):
+            yield from read_grants(conn, names or None)
         if sqlite:
             for (typ, name), (tbl, sql) in master.items():
                 if typ == "table" or (names and tbl not in names) or typ not in (

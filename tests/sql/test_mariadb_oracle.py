@@ -161,3 +161,62 @@ def test_normalize_drops_the_dump_s_own_lines() -> None:
         "Table structure for table `t`\t  `id` int(11) NOT NULL",
         "Table structure for table `t`\t) ENGINE=InnoDB;",
     ]
+
+
+GRANTS = """
+CREATE TABLE customers (id int PRIMARY KEY, email varchar(100));
+CREATE TABLE orders (id int PRIMARY KEY, total int);
+CREATE PROCEDURE purge_neg() MODIFIES SQL DATA DELETE FROM orders WHERE total < 0;
+CREATE USER IF NOT EXISTS '{user}'@'%';
+GRANT SELECT, INSERT ON `{db}`.* TO '{user}'@'%';
+GRANT UPDATE ON `{db}`.orders TO '{user}'@'%' WITH GRANT OPTION;
+GRANT SELECT (email), UPDATE (email) ON `{db}`.customers TO '{user}'@'%';
+GRANT EXECUTE ON PROCEDURE `{db}`.purge_neg TO '{user}'@'%';
+"""
+
+
+def _grants(mydb: Any, user: str) -> list[str]:
+    return sorted(mydb.sql(f"SHOW GRANTS FOR '{user}'@'%'").splitlines())
+
+
+@pytest.mark.parametrize("how", ["revoked", "dropped database"])
+def test_per_user_grants_and_column_privileges_come_back(how: str, mydb: Any, cli: Any,
+                                                         store: Any) -> None:
+    """Database, table, column and routine privileges of a user (and its GRANT OPTION) come
+    back as SHOW GRANTS printed them, and a grant made since is revoked."""
+    user = f"u_{mydb.name}"
+    mydb.sql(GRANTS.format(user=user, db=mydb.name))
+    before = _grants(mydb, user)
+    backup = preimage.capture([mydb.uri()], store=store)
+    grants = [i for i in backup.snapshots[0].items if i.kind == "grant" and user in i.grantee]
+    assert {g.on for g in grants} == {"database", "table orders", "column customers.email",
+                                      "procedure purge_neg"}
+    if how == "revoked":
+        mydb.sql(f"""
+            REVOKE SELECT ON `{mydb.name}`.* FROM '{user}'@'%';
+            REVOKE GRANT OPTION ON `{mydb.name}`.orders FROM '{user}'@'%';
+            REVOKE UPDATE (email) ON `{mydb.name}`.customers FROM '{user}'@'%';
+            REVOKE EXECUTE ON PROCEDURE `{mydb.name}`.purge_neg FROM '{user}'@'%';
+            GRANT DELETE ON `{mydb.name}`.customers TO '{user}'@'%';
+        """)
+        damaged, _ = preimage.score(backup.id, store=store)
+        assert damaged.value() is not None and damaged.value() < 1.0
+        assert any(user in d.item for d in damaged.differences if d.fidelity == "metadata")
+    else:
+        mydb.server.sql(f"DROP DATABASE {mydb.name}")
+    cli.restore(backup.id)
+    assert _grants(mydb, user) == before
+    report, _ = preimage.score(backup.id, store=store)
+    assert report.value() == 1.0, [d for d in report.differences if d.fidelity != "server"]
+
+
+def test_merge_puts_back_revoked_grants_and_keeps_new_ones(mydb: Any, store: Any) -> None:
+    """merge grants what was revoked and leaves a grant made since in place."""
+    user = f"u_{mydb.name}"
+    mydb.sql(GRANTS.format(user=user, db=mydb.name))
+    backup = preimage.capture([mydb.uri()], store=store)
+    mydb.sql(f"REVOKE INSERT ON `{mydb.name}`.* FROM '{user}'@'%';"
+             f"GRANT DELETE ON `{mydb.name}`.orders TO '{user}'@'%';")
+    preimage.restore(backup.id, store=store, conflict="merge")
+    grants = "\n".join(_grants(mydb, user))
+    assert "INSERT ON" in grants and "DELETE" in grants
