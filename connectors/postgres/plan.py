@@ -775,7 +775,10 @@ class Planner:
         ):
             sql.append(ddl.setval_statement(seq))
         if sql:
-            self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql))
+            # Setting a live sequence back changes what the agent left (merge keeps it: the
+            # rows the agent added may already use the values past the captured position).
+            self.plan.add("sequence-state", Step(seq.natural_key(), "sequence state", sql,
+                                                 destructive=have is not None and not recreated))
 
 
 def column_comment_statements(relation: str, want: dict[str, str],

@@ -311,8 +311,35 @@ class TestFileConnectorContract(ConnectorContract):
     """The file connector passes the conformance kit."""
 
     connector = "file"
-    observer_exempt = (
-        "no independent observer written for it yet")
+
+    @pytest.fixture
+    def observe(self) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """A stat walk (lstat, no connector code): every entry by absolute path with its type,
+        mode, owner and link target; a file's bytes and modification time too."""
+        import hashlib
+
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            root = uri.removeprefix("file://")
+            if not os.path.lexists(root):
+                return {}
+            items: dict[str, dict[str, Any]] = {}
+            paths = [root]
+            for folder, dirs, files in os.walk(root):
+                paths += [os.path.join(folder, n) for n in dirs + files]
+            for path in paths:
+                st = os.lstat(path)
+                entry: dict[str, Any] = {"type": stat.S_IFMT(st.st_mode),
+                                         "mode": stat.S_IMODE(st.st_mode),
+                                         "owner": (st.st_uid, st.st_gid)}
+                if stat.S_ISLNK(st.st_mode):
+                    entry["target"] = os.readlink(path)
+                elif stat.S_ISREG(st.st_mode):
+                    entry["sha256"] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                    entry["mtime_ns"] = st.st_mtime_ns
+                items[path] = entry
+            return items
+
+        return read
 
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:

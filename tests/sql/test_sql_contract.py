@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -13,7 +15,7 @@ import preimage
 from preimage import Store
 from preimage.interface.registry import get_connector
 from preimage.snapshot_schemas import Snapshot
-from preimage.testing import ConnectorContract
+from preimage.testing import TARGET_ITEM, ConnectorContract
 
 
 class _LiveInStore:
@@ -39,8 +41,44 @@ SEED = """
 """
 
 
+_PG_HEADER = re.compile(r"^-- (?:Data for )?Name: (.*); Type: (.*); Schema: (.*); Owner: .*$")
+
+
+def pg_dump_items(text: str) -> dict[str, dict[str, Any]]:
+    """A plain pg_dump read as items: each dump entry's statement lines, and each table
+    row (COPY data) by its first column (every seeded table's key)."""
+    items: dict[str, dict[str, Any]] = {}
+    entry, copying = "(preamble)", ""
+    for line in text.splitlines():
+        if copying:
+            if line == "\\.":
+                copying = ""
+            else:
+                items[f"row {copying} {line.split(chr(9), 1)[0]}"] = {"values": line}
+            continue
+        header = _PG_HEADER.match(line)
+        if header:
+            name, kind, schema = header.groups()
+            entry = f"{kind} {schema}.{name}"
+        elif line.startswith("COPY "):
+            copying = line.split()[1]
+        elif line.strip() and not line.startswith(("--", "\\restrict", "\\unrestrict")):
+            items.setdefault(entry, {"lines": []})["lines"].append(line)
+    return items
+
+
 class _PostgresFixtures:
-    """What both PostgreSQL contracts share: bad URIs, absence, a dead port, unread objects."""
+    """What both PostgreSQL contracts share: bad URIs, absence, a dead port, unread objects,
+    and the observer: pg_dump (schema and rows), which shares no code with the connector."""
+
+    @pytest.fixture
+    def observe(self, db: Any, pg_dump: Any) -> Callable[[str], dict[str, dict[str, Any]]]:
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            tables = dict(parse_qsl(urlsplit(uri).query)).get("tables")
+            args = [f"--table={t}" for t in tables.split(",")] if tables else []
+            return pg_dump_items(pg_dump(db, *args))
+
+        return read
 
     @pytest.fixture
     def malformed_uris(self, db: Any) -> list[str]:
@@ -69,9 +107,6 @@ class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
     """PostgreSQL tables scope: the whole contract."""
 
     connector = "postgresql"
-    observer_exempt = (
-        "its outside reader is the schema oracle (pg_dump) and the pg_dump identity tests; a row-level observer is still to write")
-
 
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
@@ -105,9 +140,6 @@ class TestPostgresDatabaseContract(_PostgresFixtures, _LiveInStore, ConnectorCon
     """PostgreSQL whole-database scope: the whole contract."""
 
     connector = "postgresql"
-    observer_exempt = (
-        "its outside reader is the schema oracle (pg_dump) and the pg_dump identity tests; a row-level observer is still to write")
-
     @pytest.fixture
     def target_uri(self, db: Any) -> str:
         db.sql(SEED)
@@ -138,9 +170,6 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
     """SQLite file through SQLAlchemy: the whole contract."""
 
     connector = "sqlite"
-    observer_exempt = (
-        "no independent row-level observer written for it yet")
-
 
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
@@ -175,6 +204,37 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
             con.close()
 
         return damage
+
+    @pytest.fixture
+    def observe(self) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """Python's own sqlite3 (not SQLAlchemy): every schema entry's SQL, each row by
+        its primary key (by value and occurrence without one), the user_version pragma."""
+
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            path = uri[len("sqlite:///"):]
+            if not Path(path).exists():
+                return {}
+            con = sqlite3.connect(path)
+            try:
+                items: dict[str, dict[str, Any]] = {
+                    f"{kind} {name}": {"sql": sql} for kind, name, sql in con.execute(
+                        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+                items[TARGET_ITEM] = {
+                    "user_version": con.execute("PRAGMA user_version").fetchone()[0]}
+                for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = "
+                                            "'table' AND name NOT LIKE 'sqlite_%'").fetchall():
+                    columns = con.execute(f'PRAGMA table_info("{table}")').fetchall()
+                    key = [c[0] for c in sorted(columns, key=lambda c: c[5]) if c[5]]
+                    seen: dict[str, int] = {}
+                    for row in con.execute(f'SELECT * FROM "{table}"'):
+                        name = repr([row[i] for i in key]) if key else repr(row)
+                        seen[name] = seen.get(name, 0) + 1
+                        items[f"row {table} {name} #{seen[name]}"] = {"values": row}
+            finally:
+                con.close()
+            return items
+
+        return read
 
     @pytest.fixture
     def malformed_uris(self, tmp_path: Path) -> list[str]:
@@ -228,9 +288,6 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
     """MariaDB through SQLAlchemy (mariadb+pymysql): the whole contract."""
 
     connector = "mariadb+pymysql"
-    observer_exempt = (
-        "its outside reader is the mysqldump identity tests; a row-level observer is still to write")
-
 
     @pytest.fixture
     def target_uri(self, mydb: Any) -> str:
@@ -247,6 +304,34 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
             """)
 
         return damage
+
+    @pytest.fixture
+    def observe(self, mydb: Any) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """The server's own command-line client (not the Python driver): each table's and
+        view's SHOW CREATE, each trigger as information_schema has it, each row by its first
+        column (every seeded table's key)."""
+
+        def read(_uri: str) -> dict[str, dict[str, Any]]:
+            items: dict[str, dict[str, Any]] = {}
+            listing = mydb.sql("SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES "
+                               "WHERE TABLE_SCHEMA = DATABASE()")
+            for line in listing.splitlines():
+                name, kind = line.split("\t")
+                if kind == "VIEW":
+                    items[f"view {name}"] = {"create": mydb.sql(f"SHOW CREATE VIEW `{name}`")}
+                    continue
+                items[f"table {name}"] = {"create": mydb.sql(f"SHOW CREATE TABLE `{name}`")}
+                for row in mydb.sql(f"SELECT * FROM `{name}`").splitlines():
+                    items[f"row {name} {row.split(chr(9), 1)[0]}"] = {"values": row}
+            for line in mydb.sql(
+                    "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_TIMING, EVENT_MANIPULATION, "
+                    "ACTION_ORDER, ACTION_STATEMENT, SQL_MODE, DEFINER FROM "
+                    "information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()").splitlines():
+                name, *rest = line.split("\t")
+                items[f"trigger {name}"] = {"definition": rest}
+            return items
+
+        return read
 
     @pytest.fixture
     def malformed_uris(self, mydb: Any) -> list[str]:
