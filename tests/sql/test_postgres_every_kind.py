@@ -166,6 +166,19 @@ SELECT lo_from_bytea(424242, 'large object bytes');
 ALTER LARGE OBJECT 424242 OWNER TO kind_owner;
 GRANT SELECT ON LARGE OBJECT 424242 TO kind_reader;
 COMMENT ON LARGE OBJECT 424242 IS 'greeting';
+ALTER TABLE app.measures CLUSTER ON measures_pkey;
+COMMENT ON INDEX app.measures_pkey IS 'key index';
+ALTER INDEX app.items_expr ALTER COLUMN 1 SET STATISTICS 250;
+ALTER MATERIALIZED VIEW app.mood_counts CLUSTER ON mood_counts_mood;
+COMMENT ON COLUMN app.mood_counts.n IS 'how many';
+COMMENT ON COLUMN app.item_totals.qty IS 'summed';
+COMMENT ON COLUMN app.pair.b IS 'second';
+COMMENT ON EXTENSION citext IS 'case-blind text';
+DO $$ BEGIN
+    EXECUTE format('ALTER ROLE kind_reader IN DATABASE %I SET work_mem = %L',
+                   current_database(), '4MB');
+    EXECUTE format('ALTER DATABASE %I SET search_path = app, public', current_database());
+END $$;
 """
 
 
@@ -192,5 +205,6 @@ def test_every_kind_comes_back(
     else:
         db.sql(accident)
     cli.restore(captured.id)
-    check.full_fidelity(cli, captured.id)
+    score = check.full_fidelity(cli, captured.id)
     check.same_dump(pg_dump(db, "--create"), before)
+    assert [n for n in score["oracles"] if "schema identical" in n], score["oracles"]
