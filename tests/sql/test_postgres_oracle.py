@@ -161,3 +161,28 @@ def test_normalize_drops_dump_noise_and_sorts_with_options() -> None:
         "TABLE public.docs\tWITH (autovacuum_enabled='false', fillfactor='80');",
         "PUBLICATION pub\tCREATE PUBLICATION pub WITH (publish = 'insert, update');",
     ]
+
+
+def test_an_index_tablespace_is_recorded_as_uncaptured(db: Any, store: Any) -> None:
+    """An index in a tablespace of its own (cluster-wide, not captured) is listed as
+    uncaptured, so the score stays below 1.0 and names it."""
+    import shutil
+    import uuid
+
+    name = f"ts_{uuid.uuid4().hex[:8]}"
+    where = db.server.base / name
+    where.mkdir()
+    if db.server.run_as:
+        shutil.chown(where, db.server.run_as, db.server.run_as)
+    db.server.psql(f"CREATE TABLESPACE {name} LOCATION '{where}'")
+    try:
+        db.sql(f"CREATE TABLE public.t (id int PRIMARY KEY, v text);"
+               f"CREATE INDEX t_v ON public.t (v) TABLESPACE {name}")
+        backup = preimage.capture([db.uri()], store=store)
+        entries = [u for u in backup.snapshots[0].uncaptured if u.kind == "index tablespace"]
+        assert [u.name for u in entries] == ["public.t_v"]
+        report, _ = preimage.score(backup.id, store=store)
+        assert report.value() is not None and report.value() < 1.0
+    finally:
+        db.sql("DROP INDEX IF EXISTS public.t_v")
+        db.server.psql(f"DROP TABLESPACE IF EXISTS {name}")
