@@ -41,6 +41,12 @@ from preimage.snapshot_schemas.oracle import SchemaOracle
 Cursor = Any
 
 LOCK_WAIT = "10s"
+OFF = "switched off (PREIMAGE_SCHEMA_ORACLE=off)"
+
+
+def switched_off() -> bool:
+    """``PREIMAGE_SCHEMA_ORACLE=off``: no dump beside the capture (the score says so)."""
+    return os.environ.get("PREIMAGE_SCHEMA_ORACLE", "").lower() in ("off", "0", "no")
 # Connection parameters pg_dump's libpq knows (as for the psql reader), and defaults left out.
 _PARAMS = frozenset({
     "host", "hostaddr", "port", "dbname", "user", "options", "application_name",
@@ -144,6 +150,8 @@ def start(cur: Cursor, scope: PgScope) -> OracleRun | SchemaOracle | None:
 
     if scope.scope == "rows":
         return None
+    if switched_off():
+        return SchemaOracle(tool="pg_dump", reason=OFF)
     conn = cur.connection
     program = find_pg_dump(conn.info.server_version // 10000)
     if program is None:

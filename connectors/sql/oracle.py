@@ -36,6 +36,12 @@ _NOISE = ("-- MariaDB dump", "-- MySQL dump", "-- Host:", "-- Server version",
           "-- Dump completed", "-- ------")
 _SECTION = re.compile(r"^-- (.+)$")
 _TIMEOUT = 300
+OFF = "switched off (PREIMAGE_SCHEMA_ORACLE=off)"
+
+
+def switched_off() -> bool:
+    """``PREIMAGE_SCHEMA_ORACLE=off``: no dump beside the capture (the score says so)."""
+    return os.environ.get("PREIMAGE_SCHEMA_ORACLE", "").lower() in ("off", "0", "no")
 
 
 def find_dump_tool(mariadb: bool) -> str | None:
@@ -105,6 +111,8 @@ class DumpRun:
 def start(target: Target, database: str, tables: list[str] | None, *,
           mariadb: bool) -> DumpRun | SchemaOracle:
     """Start the dump of ``database`` (``tables``: only those, with their triggers)."""
+    if switched_off():
+        return SchemaOracle(tool="mariadb-dump" if mariadb else "mysqldump", reason=OFF)
     program = find_dump_tool(mariadb)
     if program is None:
         return SchemaOracle(tool="mariadb-dump" if mariadb else "mysqldump", reason=(

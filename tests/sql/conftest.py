@@ -198,10 +198,12 @@ class Checks:
 
     @staticmethod
     def full_fidelity(cli: Cli, backup_id: str) -> dict[str, Any]:
-        """``preimage score``: content and metadata at 1.0."""
+        """``preimage score``: content and metadata at 1.0, and the schema oracle (pg_dump
+        beside the capture and the score) ran and found the schemas identical."""
         score = cli.score(backup_id)
         assert score["content"] == 1.0, score["differences"]
         assert score["metadata"] == 1.0, score["differences"]
+        assert all("schema identical" in note for note in score["oracles"]), score["oracles"]
         return score
 
 
