@@ -34,8 +34,8 @@ import subprocess
 import tempfile
 from typing import IO, Any
 
-from preimage.interface.blobs import BlobStore
 from preimage.connectors.postgres.scope import PgScope
+from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas.oracle import SchemaOracle
 
 Cursor = Any

@@ -78,7 +78,7 @@ class _Example(ConnectorContract):
     def _registered(self):
         preimage.register_connector("jsonfile", type(self).connector)
         yield
-        preimage._registry.unregister_connector("jsonfile")
+        preimage.interface.registry.unregister_connector("jsonfile")
 
     @pytest.fixture
     def target_uri(self, tmp_path):
