@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
-from preimage.connectors.sql.grants import read_grants
+from preimage.connectors.sql.grants import audit_grants, read_grants
 from preimage.connectors.sql.oracle import DumpRun
 from preimage.connectors.sql.oracle import start as start_oracle
 from preimage.connectors.sql.revert import SqlReverter
@@ -217,7 +217,7 @@ class SQLAlchemyConnector(ConnectorBase):
                     if isinstance(dump, DumpRun):
                         dump.close()
                 if mysql.is_mysql(conn):
-                    uncaptured = mysql.audit(conn, items, names or None)
+                    uncaptured = mysql.audit(conn, items, names or None) + audit_grants(conn)
                 elif conn.dialect.name == "sqlite":
                     uncaptured = sqlite_audit(conn, items, names or None)
                 else:
@@ -266,7 +266,7 @@ class SQLAlchemyConnector(ConnectorBase):
             finally:
                 if isinstance(dump, DumpRun):
                     dump.close()
-            uncaptured = mysql.audit(conn, items, names or None)
+            uncaptured = mysql.audit(conn, items, names or None) + audit_grants(conn)
             dbapi.commit()
         finally:
             conn.close()

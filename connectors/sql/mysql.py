@@ -148,6 +148,4 @@ def audit(conn: Any, items: list[Any], tables: list[str] | None) -> list[Uncaptu
             if (typ.lower(), name) not in have:
                 out.append(Uncaptured(name=name, kind=typ.lower(),
                                       reason=f"{typ.lower()} objects are not captured"))
-    from preimage.connectors.sql.grants import audit_grants
-
-    return out + audit_grants(conn)
+    return out
