@@ -41,6 +41,7 @@ from preimage.snapshot_schemas.oracle import SchemaOracle
 Cursor = Any
 
 LOCK_WAIT = "10s"
+TIMEOUT = 300  # seconds: a schema dump that takes longer is stopped (the record says so)
 OFF = "switched off (PREIMAGE_SCHEMA_ORACLE=off)"
 
 
@@ -119,7 +120,11 @@ class OracleRun:
         """Wait for ``pg_dump`` (the capture transaction must still be open) and store its
         normalized output."""
         try:
-            code = self._proc.wait()
+            try:
+                code = self._proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                return SchemaOracle(tool=self.tool, reason=f"{self.tool} took over {TIMEOUT} s "
+                                    "and was stopped")
             if code != 0:
                 self._err.seek(0)
                 lines = self._err.read().decode(errors="replace").strip().splitlines()
