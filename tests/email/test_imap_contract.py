@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -17,8 +20,40 @@ class TestImapConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on a whole account."""
 
     connector = "imap"
-    observer_exempt = (
-        "no independent observer written for it yet")
+
+    @pytest.fixture
+    def observe(self, account: Account) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """The server over a plain IMAP session (imapclient, not the connector): every
+        folder, and every message by folder and the sha256 of its bytes (and which copy)
+        with its flags and INTERNALDATE; a folder URI: that folder (and those below it)."""
+
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            scope = unquote(urlsplit(uri).path.strip("/"))
+            c = account.client()
+            try:
+                items: dict[str, dict[str, Any]] = {}
+                for attributes, _sep, name in c.list_folders():
+                    if scope and name != scope and not name.startswith(scope + "/"):
+                        continue
+                    if {b"\\Noselect", b"\\NonExistent"} & set(attributes):
+                        continue  # a name in the hierarchy, not a folder
+                    items[f"folder {name}"] = {"exists": True}
+                    c.select_folder(name, readonly=True)
+                    seen: dict[str, int] = {}
+                    ids = c.search("ALL")
+                    got = c.fetch(ids, ["FLAGS", "INTERNALDATE", "BODY.PEEK[]"]) if ids else {}
+                    for data in got.values():
+                        digest = hashlib.sha256(data[b"BODY[]"]).hexdigest()
+                        seen[digest] = seen.get(digest, 0) + 1
+                        flags = sorted(f.decode() if isinstance(f, bytes) else str(f)
+                                       for f in data[b"FLAGS"] if f != b"\\Recent")
+                        items[f"message {name} {digest} #{seen[digest]}"] = {
+                            "flags": flags, "internaldate": data[b"INTERNALDATE"].isoformat()}
+            finally:
+                c.logout()
+            return items
+
+        return read
 
     @pytest.fixture
     def target_uri(self, account: Account) -> str:
