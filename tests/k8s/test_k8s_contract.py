@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,8 +21,33 @@ class TestKubernetesConnectorContract(ConnectorContract):
     """A namespace with ConfigMaps, a Secret, a Service, a Role and a ServiceAccount."""
 
     connector = "k8s"
-    observer_exempt = (
-        "no independent observer written for it yet")
+
+    @pytest.fixture
+    def observe(self, kube: Kube) -> Callable[[str], dict[str, dict[str, Any]]]:
+        """kubectl (not the connector): every object of the kinds seeded, by kind and name,
+        with its labels, annotations and body (what the server assigns left out); a
+        RESOURCE/NAME URI: that object."""
+        kinds = "configmaps,secrets,services,serviceaccounts,roles"
+        assigned = ("uid", "resourceVersion", "creationTimestamp", "managedFields",
+                    "generation")
+
+        def read(uri: str) -> dict[str, dict[str, Any]]:
+            ns, _, rest = uri.split("/", 3)[3].partition("/")
+            got = json.loads(kube.kubectl("get", kinds, "-n", ns, "-o", "json").stdout)
+            items: dict[str, dict[str, Any]] = {}
+            for obj in got["items"]:
+                meta = obj.pop("metadata")
+                obj.pop("status", None)
+                kind, name = obj["kind"], meta["name"]
+                if rest and rest != f"{kind.lower()}s/{name}":
+                    continue
+                items[f"{kind} {name}"] = {
+                    "labels": meta.get("labels", {}), "annotations": meta.get("annotations", {}),
+                    "body": obj, "other": {k: v for k, v in meta.items()
+                                           if k not in (*assigned, "labels", "annotations")}}
+            return items
+
+        return read
 
     @pytest.fixture
     def target_uri(self, kube: Kube) -> str:
