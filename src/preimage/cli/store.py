@@ -81,6 +81,7 @@ def forget(refs: tuple[str, ...], keep_last: int | None, keep_within: str | None
                            "status": r.status, "session": r.session,
                            "targets": [s.target for s in r.snapshots]}
                           for r in report.forgotten],
+            "in_use": report.in_use,
             "prune": _prune_doc(pruned) if pruned else None,
         })
         return
@@ -90,6 +91,9 @@ def forget(refs: tuple[str, ...], keep_last: int | None, keep_within: str | None
                   f"{', '.join(s.target for s in r.snapshots)}")
     out.print(f"{verb} {len(report.forgotten)} backup(s), kept {report.kept}"
               + (f" ({report.policy})" if report.policy else ""))
+    if report.in_use:
+        out.print(f"kept {', '.join(report.in_use)}: being read (a restore, diff, score, "
+                  "undo or export is running); a later forget removes it")
     if pruned:
         _print_prune(pruned)
     elif report.forgotten and not dry_run:

@@ -3,6 +3,7 @@ snapshot documents and blobs, the catalog records the backup, the quota is appli
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -84,6 +85,7 @@ def capture(
     kind: str = "capture",
     parent_id: str | None = None,
     previous: Sequence[Snapshot | None] | None = None,
+    pins: contextlib.ExitStack | None = None,
 ) -> Backup:
     """Capture every target in ``uris`` as one backup and return it.
 
@@ -98,7 +100,10 @@ def capture(
     target cannot be read (the half-made backup is marked ``failed``).  The
     capture holds the backup's lease while it runs, and records with each
     snapshot every blob the connector wrote, reused or read, so ``prune``
-    keeps exactly those.
+    keeps exactly those.  With ``pins``, the new backup is pinned (read pin) into that
+    stack before it is complete, so the quota this capture applies — or any other
+    process's — cannot forget it before the caller is done with it (a restore's undo
+    backup).
     """
     st = open_store(store)
     targets = [u if isinstance(u, Target) else Target.parse(u) for u in uris]
@@ -110,6 +115,8 @@ def capture(
     backup_id = new_backup_id()
     quota = load_quota(st)
     with st.catalog.lease(backup_id):
+        if pins is not None:
+            pins.enter_context(st.catalog.pin(backup_id))
         st.catalog.add_backup(
             backup_id,
             label=redact(label),

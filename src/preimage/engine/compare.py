@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from preimage.engine.backups import select_snapshots
 from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import UNRESTORABLE, BlobCorruptError, BlobMissingError
 from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
 from preimage.restoration import IdRemap
@@ -16,7 +17,7 @@ from preimage.similarity import SimilarityReport, StateDiff, merge_reports
 from preimage.similarity import score as score_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.store.backend import SnapshotRow
-from preimage.store.snapshots import complete_backup, load_snapshot_row
+from preimage.store.snapshots import load_snapshot_row, pinned_backup
 from preimage.store.store import Store
 
 
@@ -34,8 +35,7 @@ def _with_live(
 def _live_pairs(
     st: Store, ref: str, only: Sequence[str]
 ) -> Iterator[tuple[BlobStore, list[tuple[SnapshotRow, Snapshot, Snapshot]]]]:
-    backup = complete_backup(st, ref, "compared")
-    with st.scratch_area() as scratch:
+    with pinned_backup(st, ref, "compared") as backup, st.scratch_area() as scratch:
         if backup.kind == "trash":  # an rm renamed into the trash: read what it holds now
             from preimage.engine.trash import live_target, trash_snapshots
 
@@ -52,9 +52,23 @@ def _live_pairs(
         yield scratch, pairs
 
 
+@contextmanager
+def _compare_errors() -> Iterator[None]:
+    """A damaged backup met by ``diff`` or ``score``: the error says what it means here
+    (nothing is written by either; the comparison cannot be made)."""
+    try:
+        yield
+    except (BlobCorruptError, BlobMissingError) as exc:
+        if exc.consequence != UNRESTORABLE:
+            raise
+        raise type(exc)(exc.digest, backup_id=exc.backup_id, path=exc.path, consequence=(
+            "the backup cannot be compared with the live state; run `preimage check`"
+        )) from exc
+
+
 def diff(ref: str, *, store: Store | None = None, only: Sequence[str] = ()) -> list[StateDiff]:
     """What differs between the live state and backup ``ref``, per target."""
-    with _with_live(ref, store, only) as (_scratch, pairs):
+    with _compare_errors(), _with_live(ref, store, only) as (_scratch, pairs):
         return [get_connector(row.connector).diff(original, live) for row, original, live in pairs]
 
 
@@ -71,7 +85,7 @@ def score(
     differences name the identity remap that explains them.
     """
     remaps = list(remaps)
-    with _with_live(ref, store, only) as (scratch, pairs):
+    with _compare_errors(), _with_live(ref, store, only) as (scratch, pairs):
         per_target = [
             (row.target, score_snapshots(original, live, scratch, remaps=remaps))
             for row, original, live in pairs

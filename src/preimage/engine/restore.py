@@ -4,6 +4,7 @@ journal makes a re-run resume its own restore."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from functools import partial
@@ -29,7 +30,8 @@ from preimage.interface.errors import (
 from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
-from preimage.store.snapshots import complete_backup, load_snapshot_row
+from preimage.store.backend import BackupRow
+from preimage.store.snapshots import load_snapshot_row, pinned_backup
 from preimage.store.store import Store
 
 
@@ -62,7 +64,15 @@ def restore(
 
         return undo_call(ref, store=store, only=only, dry_run=dry_run)
     st = open_store(store)
-    backup = complete_backup(st, ref, "restored")
+    with contextlib.ExitStack() as pins:
+        # the backup, and the undo backup once there is one, are pinned until the end:
+        # no forget or quota removes them (nor prune their blobs) while this reads them
+        backup = pins.enter_context(pinned_backup(st, ref, "restored"))
+        return _restore(st, backup, pins, only, dry_run, conflict)
+
+
+def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Sequence[str],
+             dry_run: bool, conflict: ConflictMode | str) -> RestoreResult:
     if backup.kind == "trash":  # a rewritten rm: renamed into the trash, renamed back
         from preimage.engine.trash import restore_trash
 
@@ -99,6 +109,8 @@ def restore(
     undo: str | None = None
     restore_id = 0
     if entry is not None:
+        if entry.undo_backup:
+            pins.enter_context(st.catalog.pin(entry.undo_backup))
         if entry.undo_backup and resumable(st, entry.undo_backup, loaded):
             restore_id, undo = entry.id, entry.undo_backup
         else:
@@ -111,6 +123,7 @@ def restore(
             kind="pre-restore",
             tier="restore",
             parent_id=backup.id,
+            pins=pins,
         )
         undo = undo_backup.id
         restore_id = st.catalog.start_restore(backup.id, only_key, undo)
@@ -127,7 +140,10 @@ def restore(
             reports.append(guarded(partial(conn.restore, snap, st.blobs, policy=policy),
                                     "restore", row.target))
         except (BlobCorruptError, BlobMissingError) as exc:
-            raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path) from exc
+            # verified before the first write, so lost since: part of the target is written
+            raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path, consequence=(
+                f"the restore stopped part way — undo backup {undo} holds the state before "
+                "it; run `preimage check`, then the same restore again")) from exc
         except PreimageError as exc:
             errors.append(f"{row.target}: {exc}")
             failed = RestoreReport(target=row.target, connector=row.connector)

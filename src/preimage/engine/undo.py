@@ -13,6 +13,7 @@ running it again, and plans without writing under ``dry_run``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -170,6 +171,19 @@ def undo(
     st = open_store(store)
     resolution = Resolution(resolution)
     pre, post_row = find_call(st, ref)
+    with contextlib.ExitStack() as pins:
+        # both sides of the call, and the undo backup once taken, are pinned until the
+        # end: no forget or quota removes them while this reads them
+        for pinned in (pre.id, post_row.id if post_row else None,
+                       st.catalog.resolve(post) if post is not None else None):
+            if pinned is not None:
+                pins.enter_context(st.catalog.pin(pinned))
+        return _undo_pinned(st, pre, post_row, post, only, dry_run, resolution, pins)
+
+
+def _undo_pinned(st: Store, pre: BackupRow, post_row: BackupRow | None, post: str | None,
+                 only: Sequence[str], dry_run: bool, resolution: Resolution,
+                 pins: contextlib.ExitStack) -> UndoResult:
     pre = complete_backup(st, pre.id, "undone")
     if post is not None:
         post_row = complete_backup(st, post, "compared")
@@ -226,7 +240,7 @@ def undo(
             backup = capture([Target.parse(row.target) for row, _, _ in loaded], store=st,
                              label=f"before undoing {pre.id}", kind="pre-restore",
                              tier="restore", parent_id=pre.id,
-                             previous=[base for _, _, base in loaded])
+                             previous=[base for _, _, base in loaded], pins=pins)
             undo_id = backup.id
             # By position: a capture may spell a target differently (an IMAP selection by
             # Message-ID that matches nothing any more).

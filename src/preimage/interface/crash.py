@@ -8,7 +8,10 @@ not yet committed (``catalog``), a file about to be restored
 (``restore-write``), a backup about to be forgotten (``forget``), a blob about
 to be deleted by ``prune`` (``prune-delete``).  A test that sets ``plan``
 directly can also only count the passes (``plan = ("", 0)``), to choose where
-to kill next time.  Unset, a point costs one comparison.
+to kill next time.  ``name:N:stop`` stops the process there instead (SIGSTOP, as a
+scheduler that never gives it the CPU again would): a test can then do what it likes
+to the store while the process holds everything it held, and let it go on
+(SIGCONT).  Unset, a point costs one comparison.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ import signal
 
 counts: dict[str, int] = {}
 plan: tuple[str, int] | None = None
+signal_to_send = {"now": signal.SIGKILL}   # SIGSTOP for ``name:N:stop``
 _read = False
 
 
 def _load() -> tuple[str, int] | None:
     spec = os.environ.get("PREIMAGE_CRASH_AT", "")
-    name, _, nth = spec.partition(":")
+    name, _, rest = spec.partition(":")
+    nth, _, how = rest.partition(":")
+    signal_to_send["now"] = signal.SIGSTOP if how == "stop" else signal.SIGKILL
     if not name:
         return None
     try:
@@ -48,4 +54,4 @@ def point(name: str) -> None:
         return
     counts[name] = counts.get(name, 0) + 1
     if plan[0] == name and counts[name] == plan[1]:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal_to_send["now"])

@@ -154,25 +154,33 @@ class WrongKeyError(StoreConfigError):
         )
 
 
+#: What a blob error means for the command that met it, unless it says otherwise: a
+#: restore checks every blob before its first write.
+UNRESTORABLE = "the backup cannot be restored whole — nothing was written"
+
+
 class BlobMissingError(StoreError):
     """A blob named by a snapshot is not in the store."""
 
-    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None):
+    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None,
+                 consequence: str = UNRESTORABLE):
+        self.consequence = consequence
         self.digest = digest
         self.backup_id = backup_id
         self.path = path
         where = f" for {path!r}" if path else ""
         of = f" of backup {backup_id}" if backup_id else ""
         super().__init__(
-            f"blob {digest[:16]}…{where}{of} is missing from the store; "
-            "the backup cannot be restored whole — nothing was written"
+            f"blob {digest[:16]}…{where}{of} is missing from the store; {consequence}"
         )
 
 
 class BlobCorruptError(StoreError):
     """A blob's bytes no longer hash to its name."""
 
-    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None):
+    def __init__(self, digest: str, *, backup_id: str | None = None, path: str | None = None,
+                 consequence: str = UNRESTORABLE):
+        self.consequence = consequence
         self.digest = digest
         self.backup_id = backup_id
         self.path = path
@@ -180,7 +188,7 @@ class BlobCorruptError(StoreError):
         of = f" of backup {backup_id}" if backup_id else ""
         super().__init__(
             f"blob {digest[:16]}…{where}{of} is corrupt (its content no longer matches its "
-            "digest); the backup cannot be restored whole — nothing was written"
+            f"digest); {consequence}"
         )
 
 

@@ -98,9 +98,13 @@ def export_backup(store: Store, ref: str, out: IO[bytes]) -> dict[str, Any]:
     Every blob is verified before the first byte is written, so a damaged
     backup is refused rather than exported half.
     """
-    from preimage.store.snapshots import complete_backup
+    from preimage.store.snapshots import pinned_backup
 
-    backup = complete_backup(store, ref, "exported")
+    with pinned_backup(store, ref, "exported") as backup:
+        return _export(store, backup, out)
+
+
+def _export(store: Store, backup: BackupRow, out: IO[bytes]) -> dict[str, Any]:
     manifest = _manifest(store, backup)
     digests = sorted({d for s in manifest["snapshots"] for d in s["refs"]})
     for digest in digests:

@@ -259,6 +259,23 @@ class Catalog(ABC):
         return True
 
     @abstractmethod
+    def pin(self, backup_id: str) -> AbstractContextManager[None]:
+        """Held, shared, by every process reading ``backup_id`` (a restore, diff, score,
+        undo or export) for as long as it reads it, so that no ``forget`` — by name, by a
+        retention policy or by the quota — removes a backup while it is being read.
+
+        Like a lease it must end by itself when the process dies; taking it waits while
+        a ``forget`` holds :meth:`unpinned` (a moment), so a reader that got its pin
+        and then finds the backup still in the catalog keeps it until it lets go.
+        """
+
+    @abstractmethod
+    def unpinned(self, backup_id: str) -> AbstractContextManager[bool]:
+        """Exclusive against :meth:`pin`, without waiting: True inside the block when
+        nobody reads ``backup_id`` (and nobody can start to until the block ends), False
+        when someone does.  ``forget`` removes a backup only inside such a block."""
+
+    @abstractmethod
     def stale_leases(self) -> list[str]:
         """Backup ids whose lease record outlived its process (nothing holds it)."""
 

@@ -18,7 +18,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from preimage.interface.errors import (
     UsageError,
 )
 from preimage.store.backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
+from preimage.store.pins import pinned_file, unpinned_file
 
 __all__ = ["BackupRow", "SnapshotRow", "SqliteCatalog"]
 
@@ -515,6 +516,14 @@ class SqliteCatalog(Catalog):
         finally:
             os.close(fd)
         return False
+
+    def pin(self, backup_id: str) -> AbstractContextManager[None]:
+        """A shared ``flock`` on ``locks/read-<id>.lock`` (:mod:`preimage.store.pins`)."""
+        return pinned_file(self.locks, backup_id)
+
+    def unpinned(self, backup_id: str) -> AbstractContextManager[bool]:
+        """The exclusive side of :meth:`pin`, not waiting (:mod:`preimage.store.pins`)."""
+        return unpinned_file(self.locks, backup_id)
 
     def stale_leases(self) -> list[str]:
         """Backups whose lease file no process holds (left by killed captures)."""

@@ -50,6 +50,7 @@ SCHEMA_VERSION = 2   # 2: links (format 3)
 T = TypeVar("T")
 _LEASE_NS = 0x70726531    # advisory lock namespaces: leases, store-wide locks
 _LOCK_NS = 0x70726532
+_PIN_NS = 0x70726533      # read pins: shared by readers, exclusive for a forget
 _ID_CHARS = re.compile(r"^[0-9a-z]+$")
 
 _SCHEMA = [
@@ -152,6 +153,7 @@ class PostgresCatalog(Catalog):
         # which ones had a break (``lease_intact``).
         self._held: dict[str, tuple[int, int]] = {}
         self._broken: set[str] = set()
+        self._pins: dict[str, int] = {}   # backup id -> read pins this process holds
         version = self.schema_found = self._schema_version()
         if version == 0 and not create:
             self._db.close()
@@ -233,6 +235,12 @@ class PostgresCatalog(Catalog):
         self._db = self._connect()
         held, self._held = self._held, {}
         try:
+            # read pins: while the connection was down a forget may have removed the
+            # backup; a reader that then misses a blob fails as a missing blob does
+            for backup_id, count in self._pins.items():
+                for _ in range(count):
+                    self._db.execute("SELECT pg_advisory_lock_shared(%s, %s)",
+                                     (_PIN_NS, _lock_key(backup_id)))
             for name, (ns, key) in held.items():
                 if ns == _LOCK_NS:
                     raise RemoteUnavailableError(
@@ -631,6 +639,36 @@ class PostgresCatalog(Catalog):
             "SELECT 1 FROM pg_locks WHERE locktype='advisory' AND classid=%s::oid"
             " AND objid=%s::oid AND objsubid=2 AND granted",
             (_LEASE_NS, _lock_key(backup_id) & 0xFFFFFFFF)))
+
+    @contextmanager
+    def pin(self, backup_id: str) -> Iterator[None]:
+        """A session-level shared advisory lock (it ends with the process's session)."""
+        self._q("SELECT pg_advisory_lock_shared(%s, %s)", (_PIN_NS, _lock_key(backup_id)))
+        self._pins[backup_id] = self._pins.get(backup_id, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._pins.pop(backup_id) - 1
+            if left:
+                self._pins[backup_id] = left
+            with contextlib.suppress(Exception):
+                self._db.execute("SELECT pg_advisory_unlock_shared(%s, %s)",
+                                 (_PIN_NS, _lock_key(backup_id)))
+
+    @contextmanager
+    def unpinned(self, backup_id: str) -> Iterator[bool]:
+        """The exclusive side of :meth:`pin`, tried once (a hash collision with another
+        backup's pin answers False: it keeps a backup, never loses one)."""
+        key = _lock_key(backup_id)
+        if backup_id in self._pins or not self._q(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_PIN_NS, key))[0][0]:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with contextlib.suppress(Exception):
+                self._db.execute("SELECT pg_advisory_unlock(%s, %s)", (_PIN_NS, key))
 
     def stale_leases(self) -> list[str]:
         """Advisory locks leave nothing behind when their session ends."""

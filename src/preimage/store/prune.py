@@ -46,6 +46,7 @@ class ForgetReport:
     kept: int
     dry_run: bool
     policy: str = ""
+    in_use: list[str] = field(default_factory=list)   # kept: being read (restore, diff…)
 
 
 @dataclass
@@ -88,7 +89,11 @@ def forget(
     """Remove the backups named by ``refs``, or those ``policy`` does not keep.
 
     A backup whose capture is still running is refused by name and skipped by
-    a policy.  Nothing is reclaimed until ``prune``.
+    a policy; so is a backup being read — restored, diffed, scored, undone or
+    exported (its read pin, :meth:`Catalog.pin`), and with it the other half of
+    its call's pair.  Each backup is removed under :meth:`Catalog.unpinned`, so a
+    reader that starts meanwhile waits and then finds it gone.  Nothing is
+    reclaimed until ``prune``.
     """
     cat = store.catalog
     if refs and policy is not None and not policy.empty:
@@ -102,6 +107,12 @@ def forget(
             )
         # A pre-call backup goes with the capture taken right after its call.
         chosen = with_post_calls(list({r.id: r for r in rows}.values()), cat.list_backups(None))
+        reading = [r.id for r in chosen if _in_use(store, r.id)]
+        if reading:
+            raise UsageError(
+                f"backup {', '.join(reading)} is being read (a restore, diff, score, undo or "
+                "export is running); forget it once that is done — nothing was forgotten"
+            )
         label = ""
     else:
         if policy is None or policy.empty:
@@ -114,11 +125,29 @@ def forget(
         chosen = select_forget(policy, cat.list_backups(None))
         label = policy.describe()
     total = cat.count()
+    # a pair goes together: a pre-call backup being read keeps its post-call capture
+    # and the other way round
+    kept = {r.id for r in chosen if _in_use(store, r.id)}
+    pairs = [(r.id, r.parent_id) for r in chosen if r.parent_id]
+    kept |= {i for i, parent in pairs if parent in kept}
+    kept |= {parent for i, parent in pairs if i in kept and parent}
+    gone = [r for r in chosen if r.id not in kept]
     if not dry_run:
-        for row in chosen:
+        for row in list(gone):
             _crash.point("forget")
-            cat.forget([row.id])
-    return ForgetReport(chosen, total - len(chosen), dry_run, label)
+            with cat.unpinned(row.id) as free:
+                if free:
+                    cat.forget([row.id])
+                    continue
+            kept.add(row.id)   # a reader started since the look above
+            gone.remove(row)
+    in_use = sorted(kept & {r.id for r in chosen})
+    return ForgetReport(gone, total - len(gone), dry_run, label, in_use)
+
+
+def _in_use(store: Store, backup_id: str) -> bool:
+    with store.catalog.unpinned(backup_id) as free:
+        return not free
 
 
 def _load_pending(store: Store) -> dict[str, dict[str, list[str]]]:

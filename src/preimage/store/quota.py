@@ -123,6 +123,9 @@ def enforce(store: Store) -> list[str]:
             f"({quota.policy.describe()}) and reclaimed {human_bytes(report.freed_bytes)}")
     if report.pending:
         note += " (the rest once the captures running now finish)"
+    if forgotten.in_use:
+        note += (f"; kept {len(forgotten.in_use)} backup(s) the policy would forget because "
+                 "a restore, diff, score, undo or export is reading them")
     if now > quota.max_size:
         note += f"; it is still {human_bytes(now)} — the policy keeps more than the cap allows"
     return [note]

@@ -4,6 +4,8 @@ read back into its connector's snapshot type, a backup looked up only when compl
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from preimage.interface.errors import (
@@ -72,6 +74,17 @@ def complete_backup(st: Store, ref: str, verb: str) -> BackupRow:
             f"it cannot be {verb} — pick a complete backup from `preimage list`"
         )
     return backup
+
+
+@contextmanager
+def pinned_backup(st: Store, ref: str, verb: str) -> Iterator[BackupRow]:
+    """Backup ``ref``, complete (:func:`complete_backup`), pinned for the block: no
+    ``forget`` — by name, by policy or by the quota — removes it, nor so ``prune`` its
+    blobs, while the block reads it (:meth:`Catalog.pin`).  It is looked up after the
+    pin is taken, so a backup forgotten just before is reported missing, not half read."""
+    backup_id = st.catalog.resolve(ref)
+    with st.catalog.pin(backup_id):
+        yield complete_backup(st, backup_id, verb)
 
 
 def as_seen(st: Store, row: BackupRow) -> BackupRow:
