@@ -11,8 +11,11 @@ from functools import partial
 from typing import Any
 
 from preimage.engine.backups import Backup, closing_own_store, guarded, open_store
+from preimage.engine.deadline import check_for
 from preimage.interface.errors import (
+    CaptureAbandonedError,
     PreimageError,
+    StoreBusyError,
     UsageError,
 )
 from preimage.interface.redact import redact, redact_value
@@ -30,6 +33,7 @@ from preimage.store.documents import (
 )
 from preimage.store.format import digests_in
 from preimage.store.ids import new_backup_id
+from preimage.store.quota import Quota
 from preimage.store.quota import enforce as enforce_quota
 from preimage.store.quota import load as load_quota
 from preimage.store.store import Store
@@ -114,6 +118,26 @@ def capture(
         _check_not_store(t, st)
     backup_id = new_backup_id()
     quota = load_quota(st)
+    given_up = check_for(backup_id)
+    try:
+        return _capture(st, backup_id, targets, connectors, quota, given_up, pins, previous,
+                        label=label, kind=kind, tier=tier, tool_call=tool_call,
+                        session=session, parent_id=parent_id)
+    except CaptureAbandonedError:
+        # what it wrote is referenced by nothing complete: reclaim it now (a prune that
+        # does not wait; one already running, or the next, does it otherwise)
+        from preimage.store.prune import prune
+
+        with contextlib.suppress(StoreBusyError):
+            prune(st, wait=False)
+        raise
+
+
+def _capture(st: Store, backup_id: str, targets: list[Target], connectors: list[Any],
+             quota: Quota, given_up: Callable[[], None], pins: contextlib.ExitStack | None,
+             previous: Sequence[Snapshot | None] | None, *, label: str, kind: str, tier: str,
+             tool_call: dict[str, Any] | None, session: str | None,
+             parent_id: str | None) -> Backup:
     with st.catalog.lease(backup_id):
         if pins is not None:
             pins.enter_context(st.catalog.pin(backup_id))
@@ -133,6 +157,7 @@ def capture(
             for idx, (target, conn) in enumerate(zip(targets, connectors, strict=True)):
                 view = RecordingBlobs(st.blobs)
                 view.max_file_size = quota.max_file_size
+                view.given_up = given_up
                 follow = previous[idx] if previous else None
                 snap, doc = guarded(partial(_store_snapshot, st, conn, target, view, follow),
                                      "capture", target.redacted)
@@ -146,16 +171,17 @@ def capture(
                 stored += view.bytes_written
                 logical += view.bytes_seen
                 snapshots.append(snap)
-        except BaseException:
+            st.blobs.flush()   # durable and indexed before the backup says complete
+            given_up()   # the last look: past it, everything was read before the deadline
+        except BaseException as exc:
             st.catalog.finish_backup(
                 backup_id,
-                status="failed",
+                status="abandoned" if isinstance(exc, CaptureAbandonedError) else "failed",
                 stored_bytes=stored,
                 logical_bytes=logical,
                 seconds=time.perf_counter() - started,
             )
             raise
-        st.blobs.flush()   # durable and indexed before the backup says complete
         seconds = time.perf_counter() - started
         st.catalog.finish_backup(
             backup_id, status="complete", stored_bytes=stored, logical_bytes=logical,

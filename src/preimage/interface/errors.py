@@ -17,6 +17,7 @@ The hierarchy::
     │   │   └── WrongKeyError         the encryption key does not open this store
     │   ├── BlobMissingError          a blob a snapshot needs is gone
     │   └── BlobCorruptError          a blob no longer matches its digest
+    ├── CaptureAbandonedError         a capture outlived the decision that waited for it
     ├── ConnectorError                talking to an external system failed
     │   ├── TransientConnectorError   worth retrying: unreachable, timed out, dropped
     │   └── TerminalConnectorError    retrying will not help: denied, missing, refused
@@ -189,6 +190,20 @@ class BlobCorruptError(StoreError):
         super().__init__(
             f"blob {digest[:16]}…{where}{of} is corrupt (its content no longer matches its "
             f"digest); {consequence}"
+        )
+
+
+class CaptureAbandonedError(PreimageError):
+    """A capture went on after whoever waited for it had given up (the hook's
+    ``--timeout``): the call it was for may be running, so what it would read next is
+    no longer the state before the call.  The backup is ``abandoned``, never complete."""
+
+    def __init__(self, backup_id: str) -> None:
+        self.backup_id = backup_id
+        super().__init__(
+            f"backup {backup_id} was abandoned: its capture outlived the hook's timeout, so "
+            "the call may have changed what it was reading; nothing of it can be restored "
+            "(raise --timeout or narrow what the layer protects)"
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -354,6 +354,9 @@ class RecordingBlobs(BlobStore):
         self.inner = inner
         self.digest_cache = inner.digest_cache
         self.touched: set[str] = set()
+        #: Called before every write: raises when the capture has been given up
+        #: (:mod:`preimage.engine.deadline`), so an abandoned capture stops writing.
+        self.given_up: Callable[[], None] = lambda: None
 
     def _count(self, before: tuple[int, int, int]) -> None:
         self.bytes_written += self.inner.bytes_written - before[0]
@@ -367,6 +370,7 @@ class RecordingBlobs(BlobStore):
         return self.put_hashed(data, sha256_hex(data))
 
     def put_hashed(self, data: bytes, digest: str) -> str:
+        self.given_up()
         if digest in self.touched and self.inner.stored_size(digest):
             self.bytes_seen += len(data)
             return digest
@@ -377,6 +381,7 @@ class RecordingBlobs(BlobStore):
         return digest
 
     def put_chunks(self, chunks: Iterable[bytes]) -> str:
+        self.given_up()
         before = self._state()
         digest = self.inner.put_chunks(chunks)
         self._count(before)
@@ -384,6 +389,7 @@ class RecordingBlobs(BlobStore):
         return digest
 
     def put_clone(self, fd: int) -> tuple[str, int] | None:
+        self.given_up()
         before = self._state()
         got = self.inner.put_clone(fd)
         self._count(before)

@@ -343,6 +343,7 @@ class BackupLayer:
         and reported, and the rest are kept in one backup.
         """
         from preimage.engine.capture import capture
+        from preimage.interface.errors import CaptureAbandonedError
 
         label = (call.command or call.tool)[:120]
         kw = {"label": label, "tier": plan.tier.value if plan.tier else "layer",
@@ -356,6 +357,8 @@ class BackupLayer:
             return backup.id, [], uris
         except OSError as exc:
             return None, [f"the backup store failed: {exc}"], []
+        except CaptureAbandonedError as exc:   # the hook gave up: the call may be running
+            return None, [str(exc)], []
         except Exception as exc:  # a connector's failure, whatever its type, is reported
             if self._store is None:
                 return None, [f"{', '.join(uris)}: {exc}"], []

@@ -250,17 +250,25 @@ def hook_home(env: Mapping[str, str] | None, cwd: str | None) -> Path | None:
     return path if path.is_absolute() or not cwd else Path(cwd) / path
 
 
+#: Seconds the hook waits, after its timeout, for a capture to stop and mark itself
+#: abandoned (a capture blocked in a server call is left to the next ``prune``).
+ABANDON_GRACE = 5.0
+
+
 def _decide_with_deadline(call: ToolCall, config: LayerConfig,
                           env: Mapping[str, str] | None = None,
                           cwd: str | None = None) -> Decision:
+    from preimage.engine.deadline import given_up_when
     from preimage.layer.deciding.backup_layer import BackupLayer
 
     box: dict[str, Decision] = {}
+    given_up = threading.Event()
 
     def work() -> None:
         try:
-            box["d"] = BackupLayer(config=config, env=dict(env) if env is not None else None,
-                                   home=hook_home(env, cwd)).before(call)
+            with given_up_when(given_up):
+                box["d"] = BackupLayer(config=config, env=dict(env) if env is not None else None,
+                                       home=hook_home(env, cwd)).before(call)
         except Exception as exc:  # never let the harness see a traceback
             box["d"] = Decision(Action.PASS, None, error=f"internal error: {exc}")
 
@@ -269,6 +277,11 @@ def _decide_with_deadline(call: ToolCall, config: LayerConfig,
     worker.join(config.timeout)
     if "d" in box:
         return box["d"]
+    # The call runs now: a capture still going on would read its changes.  It stops at
+    # its next blob or before it completes, is marked abandoned and reclaims what it
+    # wrote; a short grace lets it do so before this (maybe exiting) process answers.
+    given_up.set()
+    worker.join(ABANDON_GRACE)
     return Decision(Action.PASS, None, error=f"the backup did not finish within "
-                    f"{config.timeout:.0f} s (the store or a server is slow or locked); the call "
-                    "runs unprotected")
+                    f"{config.timeout:g} s (the store or a server is slow or locked) and was "
+                    "abandoned; the call runs unprotected")
