@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -32,6 +33,7 @@ from preimage.layer.deciding.rm_trash import leave_call
 from preimage.layer.deciding.rules import RuleSet, load_rules
 from preimage.layer.deciding.side_effects import cover_side_effects, file_path, home_state_targets
 from preimage.layer.decision import Action, Decision, Finding, PlannedTarget, Tier
+from preimage.snapshot_schemas import Snapshot
 from preimage.store.store import Store, default_home
 
 
@@ -56,6 +58,15 @@ class Plan:
             if f.rule not in seen and f.changes_state:
                 seen.append(f.rule)
         return seen
+
+
+def unread_content(snapshots: Iterable[Snapshot]) -> list[str]:
+    """The file contents a backup could not read (over the store's per-file cap, changed
+    while read): the call may overwrite them and no restore brings them back, so each is
+    a failure of the backup — the harness is told, and ``--on-failure`` applies."""
+    return [f"{u.name} in {snap.target} was not backed up: {u.reason}"
+            for snap in snapshots if snap.connector == "file"
+            for u in snap.uncaptured if u.fidelity == "content"]
 
 
 class BackupLayer:
@@ -354,7 +365,7 @@ class BackupLayer:
             store = self._open_store()
             backup = capture(uris, store=store, **kw)  # type: ignore[arg-type]
             self._store_notes = backup.notes
-            return backup.id, [], uris
+            return backup.id, unread_content(backup.snapshots), uris
         except OSError as exc:
             return None, [f"the backup store failed: {exc}"], []
         except CaptureAbandonedError as exc:   # the hook gave up: the call may be running
@@ -387,6 +398,6 @@ class BackupLayer:
         try:
             backup = capture(good, store=self._store, **kw)  # type: ignore[arg-type]
             self._store_notes = backup.notes
-            return backup.id, failed, good
+            return backup.id, [*failed, *unread_content(backup.snapshots)], good
         except Exception as exc:
             return None, [*failed, str(exc)], []
