@@ -43,16 +43,19 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from preimage.interface.errors import UnsafePathError
 from preimage.store.backend import BackupRow
 from preimage.store.format import CALL_SUFFIX
 
 if TYPE_CHECKING:
+    from preimage.connectors.files.dirfd import TreeHandle
     from preimage.engine.backups import RestoreResult
     from preimage.interface.blobs import BlobStore
     from preimage.snapshot_schemas import Snapshot
@@ -164,7 +167,10 @@ def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: 
     folder = trash_root(home) / backup_id
     code, moved = 0, 0
     for i, raw in enumerate(paths):
-        path = os.path.abspath(raw)
+        # the parent resolved now: a restore refuses a parent that resolves elsewhere later
+        absolute = os.path.abspath(raw)
+        path = os.path.join(os.path.realpath(os.path.dirname(absolute)),
+                            os.path.basename(absolute))
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -272,6 +278,8 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
     occupied = [o for o, _ in waiting if os.path.lexists(o)]
     if occupied and conflict == "refuse" and not dry_run:
         raise RestoreConflictError(file_uri(occupied[0]), occupied)
+    for original, _stored in waiting:   # every parent checked before anything is written
+        _check_parent(original)
     undo = None
     if waiting and not dry_run:
         undo = capture([file_uri(o) for o, _ in waiting], store=store, tier="restore",
@@ -286,32 +294,80 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
                 report.add(original, Outcome.SKIPPED, reason="no longer in the trash (restored "
                            "before, or pruned)")
                 continue
-            if os.path.lexists(original):
-                if conflict == "merge":
+            if dry_run:
+                there = os.path.lexists(original)
+                if there and conflict == "merge":
                     report.add(original, Outcome.SKIPPED, reason="something new is there; "
                                "merge keeps it")
-                    continue
-                if dry_run:
-                    report.add(original, Outcome.PLANNED, action="replace what is there now "
-                               "and rename back from the trash")
-                    continue
-                if os.path.isdir(original) and not os.path.islink(original):
-                    shutil.rmtree(original)
                 else:
-                    os.unlink(original)
-            if dry_run:
-                report.add(original, Outcome.PLANNED, action="rename back from the trash")
+                    report.add(original, Outcome.PLANNED, action=(
+                        "replace what is there now and rename back from the trash" if there
+                        else "rename back from the trash"))
                 continue
-            pending = recorder.read(idx, original, stored, report)
-            os.makedirs(os.path.dirname(original), exist_ok=True)
+            parent, name = _parent_of(original)
             try:
-                os.rename(stored, original)
+                if _lexists_at(parent, name):
+                    if conflict == "merge":
+                        report.add(original, Outcome.SKIPPED, reason="something new is there; "
+                                   "merge keeps it")
+                        continue
+                    _remove_at(parent, name)
+                pending = recorder.read(idx, original, stored, report)
+                os.rename(stored, name, dst_dir_fd=parent.parent_fd())
             except OSError as exc:
                 report.add(original, Outcome.FAILED, reason=f"cannot rename back: {exc.strerror}")
                 continue
+            finally:
+                parent.close()
             report.add(original, Outcome.RESTORED, action="renamed back from the trash")
             recorder.keep(pending)
     return RestoreResult(backup.id, undo, reports, dry_run)
+
+
+def _check_parent(original: str) -> None:
+    """:class:`UnsafePathError` when ``original``'s parent resolves elsewhere than the path
+    the trash recorded (its parent resolved at the ``rm``): a symlink was put in its way."""
+    parent = os.path.dirname(os.path.normpath(original))
+    real = os.path.realpath(parent)
+    if real != parent:
+        raise UnsafePathError(original, (
+            f"its parent {parent} now resolves to {real} — a symlink was put in its way. "
+            "Make the parent a real directory again, then restore"))
+
+
+def _remove_at(parent: TreeHandle, name: str) -> None:
+    """Remove what is at ``name`` in ``parent`` (a tree without following its links)."""
+    fd = parent.parent_fd()
+    if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+        shutil.rmtree(name, dir_fd=fd)
+    else:
+        os.unlink(name, dir_fd=fd)
+
+
+def _parent_of(original: str) -> tuple[TreeHandle, str]:
+    """The directory ``original`` was moved from, reached from ``/`` without following a
+    symlink (created, as ``mkdir -p``, when it is gone), and ``original``'s name in it.
+
+    The trash records the path an ``rm`` was given, its parent resolved (see
+    :func:`_move_all`): a parent that resolves elsewhere now had a symlink put in its
+    way, and nothing is written or deleted through it (:class:`UnsafePathError`)."""
+    from preimage.connectors.files.dirfd import TreeHandle
+
+    root = Path(os.path.normpath(original))
+    handle = TreeHandle(root, str(root.parent))
+    if not handle.parent_exists():
+        handle.make_parent()
+        handle = TreeHandle(root, str(root.parent))   # what was made is checked again
+    handle.parent_fd()
+    return handle, root.name
+
+
+def _lexists_at(parent: TreeHandle, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=parent.parent_fd(), follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 class _Recorder:
