@@ -213,6 +213,12 @@ class TreeRestorer:
             if same_content and same_links and _meta_equal(e, have):
                 plan.unchanged.append(e.path)
                 continue
+            if same_content and same_links and have.type == "file" \
+                    and self._linked_outside(e.path, mates.get(have.inode or -1, [])):
+                # a hard link to a file outside the target (planted, or made since): its
+                # mode, owner and times would be set on that file too — write this one
+                # again as a file of its own, and leave the other alone
+                same_links = False
             conflicts.append(e.path)
             if not overwrite:
                 if merge:
@@ -232,6 +238,11 @@ class TreeRestorer:
         # a type change removes before it writes; a removed dir takes its subtree
         self._fix_parents(plan, wanted)
         return plan
+
+    def _linked_outside(self, rel: str, mates: list[str]) -> bool:
+        """Whether live file ``rel`` has more hard links than the target holds."""
+        st = self.tree.lstat(rel)
+        return st is not None and st.st_nlink > max(len(mates), 1)
 
     def _fix_parents(self, plan: Plan, wanted: dict[str, FileEntry]) -> None:
         """Directories whose entries are written or removed get their metadata set again.

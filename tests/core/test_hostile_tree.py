@@ -8,6 +8,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import preimage
+
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -35,3 +37,31 @@ def test_trash_restore_never_writes_or_deletes_through_a_parent_replaced_by_a_sy
     sub.mkdir()
     cli("restore", "0000000000abd", check=True)
     assert (sub / "data" / "kept").read_text() == "mine\n"
+
+
+def test_a_hard_link_planted_to_a_file_outside_never_gets_the_backups_owner_or_mode(
+    tmp_path: Path, store: preimage.Store
+) -> None:
+    """A file replaced by a hard link to an outside 0600 file: the restore writes a file of its own, the outside file keeps its mode and owner."""
+    root = tmp_path / "t"
+    root.mkdir()
+    tool = root / "run"
+    tool.write_bytes(b"#!/bin/sh\n")
+    tool.chmod(0o4755)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    outside = tmp_path / "secret"
+    outside.write_bytes(b"#!/bin/sh\n")   # the same bytes: only metadata would be set
+    outside.chmod(0o600)
+    os.chown(outside, 4242, 4242)
+    tool.unlink()
+    os.link(outside, tool)
+    planted, _ = preimage.score(backup.id, store=store)
+    assert planted.value() != 1.0   # the planted link shows: another mode and owner
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok
+    st_out = os.stat(outside)
+    assert (st_out.st_mode & 0o7777, st_out.st_uid, st_out.st_gid) == (0o600, 4242, 4242)
+    assert st_out.st_nlink == 1 and os.stat(tool).st_ino != st_out.st_ino
+    assert os.stat(tool).st_mode & 0o7777 == 0o4755
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.value() == 1.0   # the tree is the backup's again, the outside file its own
