@@ -58,6 +58,33 @@ def check_path(rel: str) -> None:
         raise UnsafePathError(rel, "'..' or '.' component in a snapshot path")
 
 
+def check_snapshot(snap: FileSnapshot) -> None:
+    """Raise :class:`UnsafePathError` unless the snapshot's entries form a tree a restore
+    can write: every path stays inside the root and appears once, the root entry has the
+    snapshot's root type, and nothing lies beneath an entry that is not a directory (a
+    symlink the restore would make, then write through).  Checked before any write, so a
+    crafted or damaged document is refused whole instead of failing half-way."""
+    types: dict[str, str] = {}
+    for e in snap.items:
+        check_path(e.path)
+        if e.hardlink_to is not None:
+            check_path(e.hardlink_to)
+        if e.path in types:
+            raise UnsafePathError(e.path, "listed twice in the snapshot")
+        types[e.path] = e.type
+    root = types.get(".")
+    if root is not None and snap.root_type is not None and root != snap.root_type:
+        raise UnsafePathError(".", f"the root entry is a {root}, but the snapshot's root is a "
+                                   f"{snap.root_type}")
+    for path in types:
+        if path == ".":
+            continue
+        up = _parent(path)
+        kind = types.get(up, snap.root_type if up == "." else None)
+        if kind is not None and kind != "dir":
+            raise UnsafePathError(path, f"it lies beneath {up}, which the snapshot makes a {kind}")
+
+
 def _content_equal(want: FileEntry, have: FileEntry) -> bool:
     if want.type != have.type:
         return False
@@ -148,10 +175,7 @@ class TreeRestorer:
     def plan(self) -> Plan:
         """Compare the live tree with the snapshot; raise before anything is written
         when a path is unsafe or (policy ``refuse``) anything changed."""
-        for e in self.snap.items:
-            check_path(e.path)
-            if e.hardlink_to is not None:
-                check_path(e.hardlink_to)
+        check_snapshot(self.snap)
         wanted = {e.path: e for e in self.snap.items}
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         live = {e.path: e for e in walker.entries()}

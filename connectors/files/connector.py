@@ -7,7 +7,7 @@ from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from preimage.connectors.files.address import scope_query
-from preimage.connectors.files.apply import TreeRestorer
+from preimage.connectors.files.apply import TreeRestorer, check_snapshot
 from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.interface.blobs import BlobStore
@@ -107,7 +107,21 @@ class FileConnector(ConnectorBase):
         self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
+        depth, left_out = self._checked_scope(snapshot)
         assert isinstance(snapshot, FileSnapshot)
+        return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
+                            prune_new=depth is not None).run()
+
+    def check_snapshot(self, snapshot: Snapshot) -> None:
+        """Raise :class:`UnsafePathError` when a restore of ``snapshot`` would be refused
+        (its root is not its target, or its entries do not form a tree): what ``import``
+        checks of every document before it enters a backup."""
+        self._checked_scope(snapshot)
+
+    @staticmethod
+    def _checked_scope(snapshot: Snapshot) -> tuple[int | None, list[str]]:
+        if not isinstance(snapshot, FileSnapshot):
+            raise UnsafePathError(snapshot.target, "not a file snapshot")
         root = resolve_root(snapshot.root)
         query = parse_qs(urlsplit(snapshot.target).query)
         values = query.get("depth")
@@ -120,8 +134,9 @@ class FileConnector(ConnectorBase):
                 f"the snapshot's root is not its target {snapshot.target} — the document was "
                 "altered",
             )
-        return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
-                            prune_new=depth is not None).run()
+        check_snapshot(snapshot)
+        return depth, left_out
+
 
 def walk_limits(target: Target) -> tuple[int | None, list[str]]:
     """A file target's ``depth`` (``None``: the whole tree) and ``exclude`` paths."""

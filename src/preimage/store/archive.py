@@ -23,6 +23,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import shutil
 import tarfile
 import time
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ import zstandard
 from preimage.interface.errors import PreimageError, StoreError, UsageError
 from preimage.store.backend import BackupRow, SnapshotRow
 from preimage.store.format import FORMAT
+from preimage.store.ids import is_backup_id
 from preimage.store.store import Store
 
 MANIFEST = "preimage-backup.json"
@@ -183,6 +186,7 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
             f"the archive was written by a newer preimage (store format "
             f"{manifest['store_format']}); upgrade preimage to import it"
         )
+    _check_manifest(manifest)
     backup_id = str(backup["id"])
     try:
         existing = store.catalog.get(backup_id)
@@ -228,18 +232,21 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
             missing = wanted - got
             if missing:
                 raise _bad(f"{len(missing)} referenced blob(s) are not in it")
-            for s in snapshots:
-                store.catalog.add_snapshot(
-                    SnapshotRow(backup_id, int(s["idx"]), str(s["connector"]), str(s["target"]),
-                                str(s["digest"]), int(s["items"])),
-                    s["refs"],
-                )
+            rows = [SnapshotRow(backup_id, int(s["idx"]), str(s["connector"]),
+                                str(s["target"]), str(s["digest"]), int(s["items"]))
+                    for s in snapshots]
+            for row in rows:   # every document, before the backup is entered
+                _check_document(store, row)
+            for row, s in zip(rows, snapshots, strict=True):
+                store.catalog.add_snapshot(row, s["refs"])
             for original, stored_at in trash_entries:
                 store.catalog.add_trash(backup_id, original, stored_at)
         except BaseException:
             store.catalog.finish_backup(backup_id, status="failed", stored_bytes=new_bytes,
                                         logical_bytes=0, seconds=0)
             store.catalog.forget([backup_id])
+            if trash_dir is not None:   # the backup was not there before: its trash is ours
+                shutil.rmtree(trash_dir, ignore_errors=True)
             raise
         store.catalog.finish_backup(
             backup_id, status="complete", stored_bytes=new_bytes,
@@ -247,6 +254,52 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
             seconds=float(backup.get("seconds") or 0), snapshots=len(snapshots),
         )
     return ImportResult(backup_id, len(got), new_bytes)
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_manifest(manifest: dict[str, Any]) -> None:
+    """Everything the manifest names, checked before anything is written: the IDs name
+    files and lock files, the digests blob files, the trash entries paths."""
+    backup, snapshots, trash = manifest["backup"], manifest["snapshots"], manifest.get("trash")
+    if not isinstance(backup, dict) or not is_backup_id(backup.get("id")):
+        raise _bad(f"its backup ID {str(backup.get('id') if isinstance(backup, dict) else '')[:80]!r} "
+                   "is not a backup ID")
+    if backup.get("parent_id") is not None and not is_backup_id(backup["parent_id"]):
+        raise _bad("its parent backup ID is not a backup ID")
+    if not isinstance(snapshots, list) or not isinstance(trash, (list, type(None))):
+        raise _bad("its manifest does not read")
+    for n, s in enumerate(snapshots):
+        ok = (isinstance(s, dict) and s.get("idx") == n and isinstance(s.get("connector"), str)
+              and isinstance(s.get("target"), str) and isinstance(s.get("items"), int)
+              and isinstance(s.get("digest"), str) and _DIGEST.fullmatch(s["digest"])
+              and isinstance(s.get("refs"), list)
+              and all(isinstance(d, str) and _DIGEST.fullmatch(d) for d in s["refs"]))
+        if not ok:
+            raise _bad(f"snapshot {n} of its manifest does not read")
+    for e in trash or []:
+        original = e.get("original") if isinstance(e, dict) else None
+        if not (isinstance(e, dict) and isinstance(e.get("n"), int)
+                and isinstance(original, str) and "\x00" not in original
+                and original.startswith("/") and os.path.normpath(original) == original
+                and original != "/"):
+            raise _bad("a trash entry of its manifest is not an absolute path")
+
+
+def _check_document(store: Store, row: SnapshotRow) -> None:
+    """Snapshot document ``row`` reads as its connector's schema, names its target, and —
+    for a connector that checks its documents — would not be refused by a restore."""
+    from preimage.interface.registry import get_connector
+    from preimage.store.snapshots import load_snapshot_row
+
+    try:
+        snap = load_snapshot_row(store, row)
+        check = getattr(get_connector(row.connector), "check_snapshot", None)
+        if check is not None:
+            check(snap)
+    except PreimageError as exc:
+        raise _bad(f"the snapshot of {row.target} is refused ({exc})") from exc
 
 
 def _read_chunks(fh: IO[bytes]) -> Iterator[bytes]:

@@ -6,6 +6,7 @@ time in milliseconds since 2020 (sortable for a thousand years) and 4 random.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 
@@ -32,3 +33,12 @@ def new_backup_id() -> str:
     ms = max(int(time.time() * 1000) - 1_577_836_800_000, _last[0] + 1)
     _last[0] = ms
     return _encode(ms, 9) + _encode(secrets.randbits(20), 4)
+
+
+_ID = re.compile(r"[0-9a-z]{1,64}")
+
+
+def is_backup_id(text: object) -> bool:
+    """Whether ``text`` can be a backup ID: lower-case letters and digits, 1 to 64 of
+    them (the catalog's IDs are 13; an ID names files, so nothing else is accepted)."""
+    return isinstance(text, str) and _ID.fullmatch(text) is not None

@@ -5,13 +5,14 @@ under it before it removes one.
 ``flock`` ends with its process, so a reader killed mid-restore pins nothing.  Taking a
 pin waits while a ``forget`` holds the exclusive side (one catalog transaction long); a
 reader then looks the backup up again and finds it gone, instead of reading a backup
-being removed.  The file is left in place (unlinking it could split a reader and a
-``forget`` onto two different files); ``forget`` unlinks it under its exclusive lock,
-when no reader can be on it and the backup is gone.
+being removed.  Whoever holds the file exclusively last — the last reader out, or a
+``forget`` — unlinks it; a reader checks, once it holds its pin, that the file it locked
+is still the one at the path, so no two processes ever lock different files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -45,6 +46,12 @@ def pinned_file(locks: Path, backup_id: str) -> Iterator[None]:
     try:
         yield
     finally:
+        try:   # the last reader out removes the file (a reader coming in checks the inode)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                os.unlink(path)
+        except OSError:
+            pass
         os.close(fd)
 
 
@@ -52,22 +59,26 @@ def pinned_file(locks: Path, backup_id: str) -> Iterator[None]:
 def unpinned_file(locks: Path, backup_id: str) -> Iterator[bool]:
     """True inside the block when nobody pins ``backup_id`` (and nobody can until it ends)."""
     path = _path(locks, backup_id)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
+            os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 yield False
                 return
             raise
-        try:
-            yield True
-        finally:
-            # the backup is gone or kept; a reader that opens the file later makes a new one
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        try:   # the last reader out may have unlinked the file between open and flock
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield True
     finally:
+        # the backup is gone or kept; a reader that opens the path later makes a new file
+        with contextlib.suppress(OSError):
+            os.unlink(path)
         os.close(fd)
