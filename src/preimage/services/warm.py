@@ -16,8 +16,12 @@ The caller waits for the child's exit status and forwards the signals it gets
 One warm process runs per user, installation and set of settings — the
 decision service's key (:mod:`preimage.services.wire`), so it never holds
 modules imported under another ``PREIMAGE_HOME``, ``PGHOST`` or install — in
-the same runtime directory (0700), as ``cli-<key>.sock`` (0600; a peer of
-another uid is refused).  It forks only while it has no thread but its own,
+the same runtime directory (0700), as ``cli-<key>.sock`` (0600).  It serves only a
+caller of its own user confined exactly as it is — same namespaces, root, credentials,
+capabilities, no_new_privs, seccomp filters and LSM label (:func:`confinement`): a
+command never runs with rights its caller does not have; any other caller runs its
+command itself.  A caller killed outright (``kill -9``) ends the command it asked for.
+It forks only while it has no thread but its own,
 and exits after ``$PREIMAGE_SERVE_IDLE`` seconds (default 900) with no command.
 ``PREIMAGE_SERVICE=off`` keeps every command in its own process, as it keeps
 hook decisions in the hook's.  Only commands that never prompt are served;
@@ -257,6 +261,7 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
     finally:
         os.umask(old)
     listener.listen(64)
+    own = confinement("self")
     children: set[int] = set()
     served = 0
     last = time.monotonic()
@@ -271,8 +276,8 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
             if not ready:
                 continue
             conn, _ = listener.accept()
-            if _peer_uid(conn) != os.getuid():
-                conn.close()
+            if not _same_confinement(conn, own):
+                conn.close()   # unanswered: the caller runs the command with its own rights
                 continue
             outcome = _take(conn, here, {"running": len(children), "served": served},
                             threading.active_count(), command,
@@ -299,9 +304,58 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _peer_uid(conn: socket.socket) -> int:
+def _peer(conn: socket.socket) -> tuple[int, int]:
+    """The connecting process's pid and uid, as the kernel recorded them at ``connect``
+    (pid 0: it lives in a PID namespace this process cannot see)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return int(pid), int(uid)
+
+
+#: What makes two processes of one user able to do different things: their namespaces
+#: (a mount namespace with the store or the workspace read-only, another network), their
+#: root directory, credentials and capabilities, no_new_privs (which Landlock and most
+#: seccomp sandboxes set), seccomp filters, and the LSM label.
+_NAMESPACES = ("mnt", "user", "pid", "net", "ipc", "uts", "cgroup")
+_STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+                  "NoNewPrivs", "Seccomp", "Seccomp_filters")
+
+
+def confinement(pid: int | str) -> tuple[str, ...] | None:
+    """What confines process ``pid`` (see :data:`_NAMESPACES`), read from ``/proc``;
+    ``None`` when any of it cannot be read (then it is not known to equal anything)."""
+    base = f"/proc/{pid}"
+    try:
+        out = [f"{name}:{os.readlink(f'{base}/ns/{name}')}" for name in _NAMESPACES
+               if os.path.lexists(f"/proc/self/ns/{name}")]
+        root = os.stat(f"{base}/root")
+        out.append(f"root:{root.st_dev}:{root.st_ino}")
+        with open(f"{base}/status", encoding="utf-8", errors="replace") as fh:
+            fields = dict(line.rstrip("\n").split(":", 1) for line in fh if ":" in line)
+        out += [f"{name}:{' '.join(fields.get(name, '').split())}" for name in _STATUS_FIELDS]
+        try:
+            with open(f"{base}/attr/current", encoding="utf-8", errors="replace") as fh:
+                out.append(f"label:{fh.read().strip()}")
+        except OSError:
+            out.append("label:")   # no LSM: the same for every process
+    except (OSError, ValueError):
+        return None
+    return tuple(out)
+
+
+def _same_confinement(conn: socket.socket, own: tuple[str, ...] | None) -> bool:
+    """Whether the caller on ``conn`` is this process's user, confined exactly as this
+    process is.  The warm process runs a command with its own rights, so it serves only a
+    caller that has the same ones: a caller in a sandbox (another mount namespace with the
+    store read-only, no_new_privs, other seccomp filters) runs its command itself, where
+    the sandbox applies."""
+    try:
+        pid, uid = _peer(conn)
+    except OSError:
+        return False
+    if uid != os.getuid() or pid <= 0 or own is None:
+        return False
+    return confinement(pid) == own
 
 
 def _take(conn: socket.socket, where: Address, counts: dict[str, int], threads: int,
@@ -357,6 +411,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict[str, Any],
         fds.clear()
         conn.settimeout(None)
         conn.sendall(json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
+        _end_with_caller(conn)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -375,6 +430,23 @@ def _child(conn: socket.socket, fds: list[int], request: dict[str, Any],
             conn.sendall(json.dumps({"event": "exit", "status": status}).encode() + b"\n")
         finally:
             os._exit(status)
+
+
+def _end_with_caller(conn: socket.socket) -> None:
+    """End this command when its caller goes away.  The caller passes on the signals it
+    can catch; one it cannot (``kill -9``) closes its end of ``conn`` as it dies, and
+    this ends the command as that signal would have ended it in the caller's process."""
+    import threading
+
+    def watch() -> None:
+        try:
+            while conn.recv(1 << 10):   # the caller sends nothing more: only its end counts
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="caller-watch", daemon=True).start()
 
 
 def _streams() -> None:
