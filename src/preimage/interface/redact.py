@@ -4,6 +4,10 @@ Everything an agent's tool call carries can hold a credential: a URI with
 ``user:password@``, ``PGPASSWORD=… psql``, ``curl -u user:pw``, ``mysql -pPW``,
 ``--password=…``, an ``Authorization:`` header, ``?password=`` or
 ``?access_token=`` in a URL, a JSON field named ``password`` or ``api_key``.
+Those are found by the flag or name that carries them.  A credential whose issuer
+gives it a recognisable shape — an AWS key ID, ``sk-ant-…``, a GitHub, GitLab, Slack,
+Stripe, npm or Hugging Face token, a JWT, a PEM private key — is found by that shape
+wherever it stands, bare in an ``echo`` or inside a word.
 :func:`redact` scrubs a string and :func:`redact_value` a JSON-like payload;
 the catalog (tool calls, labels), every error message the CLI prints, and the
 hook log go through them.  A secret is replaced by ``***``; what surrounds it
@@ -43,13 +47,54 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
      rf"\g<pre>{MASK}"),
     # curl -u user:pw / --user user:pw  (the user stays)
     (re.compile(r"(?P<pre>(?:^|\s)(?:-u|--user)\s*['\"]?[^\s:'\"]+):[^\s'\"]+"), rf"\g<pre>:{MASK}"),
-    # mysql -pSECRET (no space: the password), sshpass -p SECRET
-    (re.compile(r"(?P<pre>\bmysql(?:dump|admin)?\b[^\n|;&]*?\s-p)(?!\s)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    # mysql -pSECRET (no space: the password), its MariaDB names, sshpass -p SECRET
+    (re.compile(r"(?P<pre>\b(?:mysql|mariadb)(?:dump|admin|import|-dump|-admin|-import|sh)?\b"
+                r"[^\n|;&]*?\s-p)(?!\s)[^\s'\"]+"), rf"\g<pre>{MASK}"),
     (re.compile(r"(?P<pre>\bsshpass\s+-p\s*)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    # the password flags of clients that take one: redis-cli -a, docker/podman login -p,
+    # sqlcmd/bcp/osql -P
+    (re.compile(r"(?P<pre>\bredis-cli\b[^\n|;&]*?\s-a\s*)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    (re.compile(r"(?P<pre>\b(?:docker|podman|buildah|skopeo|helm\s+registry)\s+login\b"
+                r"[^\n|;&]*?\s-p\s*)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    (re.compile(r"(?P<pre>\b(?:sqlcmd|bcp|osql)\b[^\n|;&]*?\s-P\s*)[^\s'\"]+"),
+     rf"\g<pre>{MASK}"),
+    # kubectl create secret … --from-literal=KEY=VALUE: every value of a secret is one
+    (re.compile(r"(?P<pre>--from-literal[=\s]+['\"]?[^=\s'\"]+=)(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)"),
+     rf"\g<pre>{MASK}"),
+    # aws configure set aws_secret_access_key VALUE (and any secret-named setting)
+    (re.compile(rf"(?i)(?P<pre>\bconfigure\s+set\s+{_NAME}\s+)[^\s'\"]+"), rf"\g<pre>{MASK}"),
+    # a header whose name says secret: api-key:, Private-Token:, X-Auth-Token: …
+    (re.compile(rf"(?i)(?P<pre>(?:^|[\s'\"]){_NAME}\s*:\s+)(?!\*\*\*)[^\s'\",}}]+"),
+     rf"\g<pre>{MASK}"),
     # "password": "xxx" inside JSON text
     (re.compile(rf"(?i)(?P<pre>[\"']{_NAME}[\"']\s*:\s*)(?:\"[^\"]*\"|'[^']*'|[^\s,}}]+)"),
      rf'\g<pre>"{MASK}"'),
 ]
+
+# Credentials by their issuer's format, wherever they stand (bounded by what cannot be
+# part of the token).  Each is replaced whole.
+_SHAPES = re.compile("|".join([
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",    # AWS access key IDs
+    r"\bsk-ant-[a-z0-9]+-[A-Za-z0-9_-]{20,}",                            # Anthropic
+    r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",                  # OpenAI
+    r"\bgh[pousr]_[A-Za-z0-9]{36,}",                                     # GitHub
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"\bgl(?:pat|ptt|dt|rt|cbt|imt|oas|ft|sa|soat)-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"\bglagent-[A-Za-z0-9_-]{20,}",
+    r"\bxox[abposre]-[A-Za-z0-9-]{10,}",                                 # Slack
+    r"hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
+    r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}",                       # Stripe
+    r"\bAIza[0-9A-Za-z_-]{35}",                                          # Google API keys
+    r"\bnpm_[A-Za-z0-9]{36}",                                           # npm
+    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",                                     # PyPI
+    r"\bhf_[A-Za-z0-9]{30,}",                                           # Hugging Face
+    r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",                       # SendGrid
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",     # JWT
+]))
+# A PEM private key, armour and all (scanners take the armour line for the key).
+_PEM = re.compile(r"(?P<head>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+                  r"(?P<body>.*?)(?P<tail>-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+                  re.DOTALL)
 
 _SECRET_KEY = re.compile(rf"(?i)^{_NAME}$")
 
@@ -58,6 +103,8 @@ def redact(text: str) -> str:
     """``text`` with every credential it holds replaced by ``***``."""
     if not text:
         return text
+    text = _PEM.sub(MASK, text)
+    text = _SHAPES.sub(MASK, text)
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return text
