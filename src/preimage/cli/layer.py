@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from preimage.cli.output import printable
 from preimage.interface.errors import PreimageError, UsageError
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig, Mode
@@ -24,8 +25,13 @@ from preimage.layer.config import LayerConfig, Mode
 _MODES = click.Choice([m.value for m in Mode])
 
 
+def _echo(text: str, **kwargs: Any) -> None:
+    """``click.echo`` of human text: control characters in it spelled out."""
+    click.echo(printable(text), **kwargs)
+
+
 def _fail(message: str) -> None:
-    click.echo(f"preimage: {message}", err=True)
+    _echo(f"preimage: {message}", err=True)
     sys.exit(2)
 
 
@@ -131,14 +137,14 @@ def _harnesses(names: tuple[str, ...], every: bool) -> list[str]:
 
 def _apply(change: Any, dry_run: bool, done: str, same: str) -> None:
     if dry_run:
-        click.echo(change.diff() or f"{change.path}: no change", nl=False)
+        _echo(change.diff() or f"{change.path}: no change", nl=False)
         if change.diff():
-            click.echo(f"(dry run: {change.path} not written)")
+            _echo(f"(dry run: {change.path} not written)")
         else:
-            click.echo("")
+            _echo("")
         return
     change.apply()
-    click.echo(f"{done if change.changed else same}: {change.path}")
+    _echo(f"{done if change.changed else same}: {change.path}")
 
 
 @click.command()
@@ -172,7 +178,7 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
             return
         _apply(change, dry_run, f"installed {name}", f"{name} already installed")
     if scope != "user" and not dry_run and shutil.which("preimage") is None:
-        click.echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
+        _echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
                    "by that name (install with pipx or uv tool, or use --user)", err=True)
 
 
@@ -211,10 +217,10 @@ def _list(project: Path) -> None:
                          str(adapter.settings_path(scope, project))))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+        _echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
                    + "  " + row[4])
     if any(NOT_FOUND in r[3] for r in rows):
-        click.echo(f"'{NOT_FOUND} X': the hook runs X, which is not on this PATH — the harness "
+        _echo(f"'{NOT_FOUND} X': the hook runs X, which is not on this PATH — the harness "
                    "cannot run it either; install preimage with pipx or uv tool, or reinstall "
                    "the hook with --user", err=True)
 
@@ -243,16 +249,16 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     if as_json:
         click.echo(json.dumps(decision.to_dict(), default=str), err=True)
     elif decision.backup_id or decision.error or decision.notes:
-        click.echo(f"preimage: {decision.additional_context}", err=True)
+        _echo(f"preimage: {decision.additional_context}", err=True)
     if decision.backup_id:
-        click.echo(decision.backup_id)
+        _echo(decision.backup_id)
     if dry_run:
         return
     if decision.error and cfg.on_failure != "allow":
         ok = cfg.on_failure == "ask" and sys.stdin.isatty() and click.confirm(
             "the backup failed; run the command anyway?", err=True)
         if not ok:
-            click.echo("preimage: not run (the backup failed)", err=True)
+            _echo("preimage: not run (the backup failed)", err=True)
             sys.exit(3)
     if decision.updated_input is not None:
         argv = ["bash", "-c", str(decision.updated_input["command"])]
@@ -270,7 +276,7 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
 
         done = layer.after(call, ToolResult("ok" if rc == 0 else "error"), decision)
         if done.post_error:
-            click.echo(f"preimage: {done.post_error}", err=True)
+            _echo(f"preimage: {done.post_error}", err=True)
     sys.exit(rc)
 
 
@@ -333,9 +339,9 @@ def rules_list(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     for p in rs.problems:
-        click.echo(f"warning: {p}", err=True)
+        _echo(f"warning: {p}", err=True)
     for row in rows:
-        click.echo(f"{row['name']:28} {row['tier']:9} {row['impact']:6} {row['source']:8} "
+        _echo(f"{row['name']:28} {row['tier']:9} {row['impact']:6} {row['source']:8} "
                    f"{row['match'][:60]:60} {' '.join(row['targets'])}")
 
 
@@ -382,18 +388,18 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
         click.echo(json.dumps(doc, indent=2))
         return
     for f in plan.findings:
-        click.echo(f"{f.source[:70]!r}: tier {f.tier.value}, rule {f.rule}, impact {f.impact.value}"
+        _echo(f"{f.source[:70]!r}: tier {f.tier.value}, rule {f.rule}, impact {f.impact.value}"
                    + (" (unknown)" if f.unknown else ""))
         for t in f.targets:
-            click.echo(f"    -> {t.uri}")
+            _echo(f"    -> {t.uri}")
         if f.forced_by:
-            click.echo(f"    widened by: {', '.join(f.forced_by)}")
-    click.echo(f"tier: {doc['tier'] or 'none (pass)'}")
-    click.echo("would capture: " + (", ".join(t.uri for t in plan.targets) or "nothing"))
+            _echo(f"    widened by: {', '.join(f.forced_by)}")
+    _echo(f"tier: {doc['tier'] or 'none (pass)'}")
+    _echo("would capture: " + (", ".join(t.uri for t in plan.targets) or "nothing"))
     if plan.updated_input:
-        click.echo(f"rewritten to: {plan.updated_input.get('command')}")
+        _echo(f"rewritten to: {plan.updated_input.get('command')}")
     for n in plan.notes:
-        click.echo(f"note: {n}")
+        _echo(f"note: {n}")
 
 
 # ------------------------------------------------------------------ mcp-proxy

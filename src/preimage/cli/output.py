@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -24,6 +25,31 @@ for _stream in (sys.stdout, sys.stderr):
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
 
+# C0 and C1 control characters (but newline and tab), DEL, and the bidirectional
+# overrides: a name holding one could clear the screen, set the window title, or make
+# text read in another order than it is stored.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character spelled out (``\\x1b``, ``\\u202e``): what the
+    user's systems hold (file names, labels, table names) reaches a terminal only as text."""
+    return _CONTROL.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                                   else f"\\u{ord(m[0]):04x}"), text)
+
+
+def _escaping_console(**options: Any) -> Any:
+    """A rich ``Console`` whose every string — printed, or a table cell — is made
+    :func:`printable` before rich reads it (rich's own styling still reaches a terminal)."""
+    from rich.console import Console
+
+    class EscapingConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            return super().render_str(printable(text), **kwargs)
+
+    return EscapingConsole(**options)
+
+
 class _Console:
     """A rich ``Console`` made when first used: a ``--json`` command prints without rich,
     so it does not pay for importing it."""
@@ -34,14 +60,12 @@ class _Console:
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
-            from rich.console import Console
-
             # Decided on first use, not at import: a warm process's child gets its
             # stdout after preimage was imported.
             options = dict(self._options)
             if options.pop("wide_unless_terminal", False):
                 options["width"] = None if sys.stdout.isatty() else 160
-            self._console = Console(**options)
+            self._console = _escaping_console(**options)
         return getattr(self._console, name)
 
 
