@@ -22,6 +22,7 @@ from preimage.interface.redact import is_secret_name, redact
 __all__ = ["Target", "redact"]
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*$")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2}).{0,2}")
 
 # Well-known per-client password variables, consulted after PREIMAGE_<SCHEME>_PASSWORD.
 _CLIENT_PASSWORD_VARS = {
@@ -80,6 +81,10 @@ class Target:
         scheme = parts.scheme.lower()
         if not scheme or not _SCHEME_RE.match(scheme):
             raise InvalidTargetError(uri, f"bad scheme {parts.scheme!r}")
+        stray = _STRAY_PERCENT.search(parts.path)
+        if stray is not None:   # unquote would keep it as it is: a path nobody meant
+            raise InvalidTargetError(
+                uri, f"{stray[0]!r} in its path is not a percent-escape — write a % as %25")
         path = unquote(parts.path, errors="surrogateescape")
         if "\x00" in path:
             raise InvalidTargetError(uri, "its path contains a NUL byte (%00)")

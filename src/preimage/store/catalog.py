@@ -162,6 +162,10 @@ class SqliteCatalog(Catalog):
         try:
             yield self._db
             _crash.point("catalog")
+        except sqlite3.OperationalError as exc:   # read-only, disk full, I/O error
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise StoreUnavailableError(str(self.path), f"catalog: {exc}") from exc
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
