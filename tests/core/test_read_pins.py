@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,21 +36,32 @@ def _read(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
 
 
+@dataclass
+class Stopped:
+    """A restore held mid-write: its process, and once let go its exit code and stderr."""
+
+    proc: subprocess.Popen[str]
+    returncode: int | None = None
+    stderr: str = ""
+
+
 @contextmanager
-def _stopped_restore(home: Path, backup_id: str, at: int = 2) -> Iterator[subprocess.Popen[str]]:
+def _stopped_restore(home: Path, backup_id: str, at: int = 2) -> Iterator[Stopped]:
     """``preimage restore`` in its own process, stopped (SIGSTOP) at its ``at``-th file
     write — holding everything a restore holds — and let go at the end of the block."""
     env = {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off",
            "PREIMAGE_CRASH_AT": f"restore-write:{at}:stop"}
     proc = subprocess.Popen([sys.executable, "-m", "preimage", "restore", backup_id],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = Stopped(proc)
     try:
         _pid, status = os.waitpid(proc.pid, os.WUNTRACED)
         assert os.WIFSTOPPED(status), "the restore did not reach its write"
-        yield proc
+        yield stopped
     finally:
         os.kill(proc.pid, signal.SIGCONT)
-        proc.communicate(timeout=300)
+        _out, stopped.stderr = proc.communicate(timeout=300)
+        stopped.returncode = proc.returncode
 
 
 def test_a_restore_whose_undo_backup_crosses_the_quota_keeps_the_backup_it_restores(
@@ -162,3 +174,22 @@ def test_restore_against_concurrent_forget_prune_quota_and_hook_calls(
         stop.set()
         worker.join(timeout=120)
     assert not errors, errors
+
+
+def test_a_blob_lost_while_a_restore_writes_is_not_reported_as_nothing_written(
+    tmp_path: Path, home: Path, store: Store
+) -> None:
+    """A blob deleted from disk mid-restore (no pin can stop that): the error names the undo backup, never 'nothing was written'."""
+    root = tmp_path / "t"
+    _tree(root, 6, 3000, "a")
+    backup = preimage.capture([f"file://{root}"], store=store)
+    _tree(root, 6, 3000, "b")
+    with _stopped_restore(home, backup.id) as proc:
+        for digest in store.catalog.refs(backup.id):
+            path = store.blobs.path(digest)
+            if path.exists() and path.stat().st_size > 2000:   # file contents, not the document
+                path.unlink()
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "nothing was written" not in err and "undo backup" in err, err
+    assert "Traceback" not in err
