@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from preimage.restoration import IdentityMapping
 from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Fidelity, Snapshot
 
@@ -31,6 +32,9 @@ class StateDiff(BaseModel):
     changes: list[ItemChange] = Field(default_factory=list)
     # State in scope that either snapshot never read: nobody can say it is unchanged.
     uncaptured: list[str] = Field(default_factory=list)
+    # Identities that differ by design between two places (another root, database,
+    # namespace): the snapshots were compared after mapping them.
+    mapped: list[IdentityMapping] = Field(default_factory=list)
 
     @property
     def empty(self) -> bool:

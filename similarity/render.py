@@ -111,7 +111,8 @@ def report_lines(report: SimilarityReport, limit: int = 20) -> list[str]:
         if d.fidelity in (Fidelity.CONTENT.value, Fidelity.METADATA.value)
         or d.reason in ("missing item", "extra item", "not captured")
     ]
-    lines = [difference_line(d) for d in restorable[: max(limit, 0)]]
+    lines = [f"mapped   {m.text()}" for m in report.mapped]
+    lines += [difference_line(d) for d in restorable[: max(limit, 0)]]
     if len(restorable) > limit >= 0:
         lines.append(f"… and {len(restorable) - limit} more (--show N, or --json)")
     if report.uncaptured:
@@ -132,6 +133,7 @@ def diff_lines(d: StateDiff, limit: int = 200) -> list[str]:
         f"{d.target}: {s['removed']} removed, {s['added']} added, {s['changed']} changed "
         "since the backup"
     ]
+    lines += [f"  mapped   {m.text()}" for m in d.mapped]
     for c in d.changes[:limit]:
         fields = f" ({', '.join(c.fields[:6])}{', …' if len(c.fields) > 6 else ''})" if c.fields else ""
         lines.append(f"  {c.change:8} {c.label or c.key}{fields}")

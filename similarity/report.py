@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from preimage.restoration import IdentityMapping
 from preimage.snapshot_schemas import Fidelity
 
 #: Every class, in the order reports list them.
@@ -85,6 +86,9 @@ class SimilarityReport(BaseModel):
         "not run",
     )
     differences: list[LeafDifference] = Field(default_factory=list)
+    # Identities that differ by design (another root, database, namespace): compared
+    # after the mapping, so they are reported here and never as losses.
+    mapped: list[IdentityMapping] = Field(default_factory=list)
 
     def union(self, names: Iterable[str]) -> ClassScore:
         """The score over several classes: their counts summed."""
@@ -131,6 +135,7 @@ def merge_reports(reports: Iterable[SimilarityReport]) -> SimilarityReport:
         total.uncaptured += rep.uncaptured
         total.oracles.extend(rep.oracles)
         total.differences.extend(rep.differences)
+        total.mapped.extend(rep.mapped)
         for c in CLASSES:
             s = rep.classes.get(c, ClassScore())
             sums[c][0] += s.original

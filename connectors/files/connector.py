@@ -14,7 +14,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity, ItemStream
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
 from preimage.interface.target import Target
-from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileSnapshot
 
@@ -51,7 +51,7 @@ class FileConnector(ConnectorBase):
     scheme: ClassVar[str] = "file"
     snapshot_type: ClassVar[type[Snapshot]] = FileSnapshot
     capabilities: ClassVar[Capabilities] = Capabilities(
-        audits_completeness=True, undo=Granularity(
+        audits_completeness=True, relocates=True, undo=Granularity(
             "file by path", "metadata field (mode, owner, times, xattrs)",
             "text files line by line where the changes do not overlap"))
     reverter: ClassVar[FilesReverter] = FilesReverter()
@@ -136,6 +136,15 @@ class FileConnector(ConnectorBase):
             )
         check_snapshot(snapshot)
         return depth, left_out
+
+
+    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+        """The tree rooted at another directory (:mod:`.relocate`)."""
+        from preimage.connectors.files.relocate import relocate_tree
+
+        assert isinstance(snapshot, FileSnapshot)
+        root = resolve_root(destination.path) if destination.scheme == "file" else None
+        return relocate_tree(snapshot, destination, file_uri(root) if root else "")
 
 
 def walk_limits(target: Target) -> tuple[int | None, list[str]]:

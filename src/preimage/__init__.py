@@ -13,9 +13,11 @@ import importlib
 
 TYPE_CHECKING = False  # typing itself is not imported: the hook's path never needs it
 if TYPE_CHECKING:
+    from preimage.engine.against import diff_backups, score_against
     from preimage.engine.backups import Backup, RestoreResult, show
     from preimage.engine.capture import capture
     from preimage.engine.compare import diff, score
+    from preimage.engine.elsewhere import RelocatedResult, restore_to
     from preimage.engine.restore import restore
     from preimage.engine.undo import CallEntry, UndoResult, timeline, undo
     from preimage.interface.blobs import BlobStore
@@ -55,6 +57,8 @@ _EXPORTS = {
     **dict.fromkeys(("Backup", "RestoreResult", "show"), "engine.backups"),
     "capture": "engine.capture", "restore": "engine.restore",
     **dict.fromkeys(("diff", "score"), "engine.compare"),
+    **dict.fromkeys(("diff_backups", "score_against"), "engine.against"),
+    **dict.fromkeys(("RelocatedResult", "restore_to"), "engine.elsewhere"),
     **dict.fromkeys(("BackupNotFoundError", "BlobCorruptError", "BlobMissingError",
                      "ConnectorError", "InvalidTargetError", "NoSuchConnectorError",
                      "PreimageError", "RemoteUnavailableError", "RestoreConflictError",
@@ -90,6 +94,7 @@ __all__ = [
     "InvalidTargetError",
     "NoSuchConnectorError",
     "PreimageError",
+    "RelocatedResult",
     "RemoteUnavailableError",
     "RestoreConflictError",
     "RestoreError",
@@ -112,13 +117,16 @@ __all__ = [
     "__version__",
     "capture",
     "diff",
+    "diff_backups",
     "get_connector",
     "known_schemes",
     "protect",
     "protected",
     "register_connector",
     "restore",
+    "restore_to",
     "score",
+    "score_against",
     "show",
     "timeline",
     "undo",

@@ -114,14 +114,29 @@ def capture(uris: tuple[str, ...], label: str, as_json: bool) -> None:
     show_default=True,
     help="What to do with live state that changed since the capture.",
 )
+@click.option("--to", "to", multiple=True, metavar="URI",
+              help="Restore into this other target instead (a directory, database, namespace…);"
+              " with several targets, pair each --only URI with a --to URI.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
-def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json: bool) -> None:
+def restore(
+    ref: str, only: tuple[str, ...], dry_run: bool, policy: str, to: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Restore backup REF (an ID, a unique prefix, or `last`)."""
     import preimage
 
+    mappings: dict[str, Any] = {}
     with working("restoring…", not as_json):
-        result = preimage.restore(ref, only=list(only), dry_run=dry_run, conflict=policy)
+        if to:
+            from preimage.engine.elsewhere import restore_to
+
+            moved = restore_to(ref, _destinations(only, to), dry_run=dry_run, conflict=policy,
+                               only=list(only))
+            result: Any = moved
+            mappings = moved.mappings
+        else:
+            result = preimage.restore(ref, only=list(only), dry_run=dry_run, conflict=policy)
     if as_json:
         emit_json({
             "backup": result.backup_id,
@@ -129,8 +144,13 @@ def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json
             "dry_run": result.dry_run,
             "ok": result.ok,
             "reports": [r.model_dump(mode="json") for r in result.reports],
+            **({"mapped": {t: [m.model_dump(mode="json") for m in ms]
+                           for t, ms in mappings.items()}} if to else {}),
         })
     else:
+        for target, ms in mappings.items():
+            for m in ms:
+                out.print(f"{target}: mapped {m.text()}")
         for rep in result.reports:
             from rich.table import Table
 
@@ -160,20 +180,41 @@ def restore(ref: str, only: tuple[str, ...], dry_run: bool, policy: str, as_json
         out.print("nothing to do: the live state already matches the backup")
 
 
+def _destinations(only: tuple[str, ...], to: tuple[str, ...]) -> str | dict[str, str]:
+    """``--to`` alone, or each ``--only`` paired with the ``--to`` in its position."""
+    import preimage
+
+    if len(to) == 1 and len(only) <= 1:
+        return to[0]
+    if len(to) != len(only):
+        raise preimage.UsageError(
+            f"{len(to)} --to for {len(only)} --only: give one --to, or pair each --only URI "
+            "with its --to URI"
+        )
+    return dict(zip(only, to, strict=True))
+
+
 @main.command()
 @click.argument("ref")
+@click.argument("other", required=False)
 @click.option("--only", "only", multiple=True, help="Only this target URI.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
-def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
-    """Show what differs between the live state and backup REF.
+def diff(ref: str, other: str | None, only: tuple[str, ...], as_json: bool) -> None:
+    """Show what differs between the live state and backup REF — or between REF and
+    OTHER (another backup ID, or any target URI of the same kind).
 
     Exits like diff(1): 0 when nothing differs, 1 when something does, 2 on trouble.
     """
     import preimage
 
     with working("comparing…", not as_json):
-        diffs = preimage.diff(ref, only=list(only))
+        if other is not None:
+            from preimage.engine.against import diff_backups
+
+            diffs = diff_backups(ref, other, only=list(only))
+        else:
+            diffs = preimage.diff(ref, only=list(only))
     if as_json:
         emit_json([d.model_dump(mode="json") for d in diffs])
     else:
@@ -200,26 +241,51 @@ def diff(ref: str, only: tuple[str, ...], as_json: bool) -> None:
 )
 @click.option("--show", "show_n", type=int, default=20, show_default=True,
               help="Differences to list.")
+@click.option("--against", "against", default=None, metavar="URI|ID",
+              help="Compare with this target (its live state, anywhere) or this other backup "
+              "instead of the backup's own target.")
+@click.option("--junit", "junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML report to this file (one case per target).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
 def score(
-    ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int, as_json: bool
+    ref: str, only: tuple[str, ...], minimum: float | None, on: str, show_n: int,
+    against: str | None, junit: str | None, as_json: bool,
 ) -> None:
     """Score how faithfully the live state reproduces backup REF.
 
-    A class with no field in scope scores n/a (null in --json); a gate on it passes,
-    since nothing of that class could be lost.
+    With --against, score another target of the same kind (a staging copy restored by
+    any tool) or another backup instead; identities that differ by place (root,
+    database, namespace) are mapped and listed, not counted as lost.  A class with no
+    field in scope scores n/a (null in --json); a gate on it passes, since nothing of
+    that class could be lost.
     """
     import preimage
     from preimage.similarity import CLASSES
     from preimage.similarity.render import SCORE_COLUMNS, report_lines
 
     with working("scoring…", not as_json):
-        total, per_target = preimage.score(ref, only=list(only))
+        if against is not None:
+            from preimage.engine.against import score_against
+
+            total, per_target = score_against(ref, against, only=list(only))
+        else:
+            total, per_target = preimage.score(ref, only=list(only))
     try:
         value = total.value(on)
     except ValueError as exc:
         raise preimage.UsageError(f"--on: {exc}") from exc
+    if junit is not None:
+        from preimage.similarity.junit import junit_xml
+
+        suite = f"preimage score {ref}" + (f" --against {redact(against)}" if against else "")
+        try:
+            with open(junit, "w", encoding="utf-8") as fh:
+                fh.write(junit_xml(suite, per_target, on=on, minimum=minimum))
+        except OSError as exc:
+            raise preimage.UsageError(
+                f"--junit {junit}: cannot write it ({exc.strerror}); pick a writable path"
+            ) from exc
     if as_json:
         doc = total.model_dump(mode="json")
         for c in CLASSES:  # restorable and overall stay whole ClassScore objects

@@ -12,12 +12,12 @@ from preimage.restoration.granularity import Granularity
 if TYPE_CHECKING:
     from preimage.interface.blobs import BlobStore
     from preimage.interface.target import Target
-    from preimage.restoration import RestorePolicy, RestoreReport
+    from preimage.restoration import Relocation, RestorePolicy, RestoreReport
     from preimage.similarity import StateDiff
     from preimage.snapshot_schemas import Snapshot
 
 __all__ = ["Capabilities", "Connector", "ConnectorBase", "Granularity", "ItemStream", "Policy",
-           "capabilities_of"]
+           "capabilities_of", "relocate"]
 
 Policy = Literal["overwrite", "merge", "refuse"]
 
@@ -53,7 +53,12 @@ class Capabilities:
     * ``atomic_restore`` — the restore writes inside one transaction and reads
       every blob it uses inside it, so a damaged blob rolls everything back:
       the engine then checks that a one-target restore's blobs are present
-      instead of reading each of them once more before it starts.
+      instead of reading each of them once more before it starts;
+    * ``relocates`` — the connector restores into another target of its kind
+      (``restore --to``) and compares a backup with one (``score --against``):
+      its :meth:`ConnectorBase.relocate` re-addresses a snapshot to the
+      destination and names every identity that had to change (see
+      :mod:`preimage.restoration.relocation`).
     """
 
     policies: frozenset[Policy] = field(
@@ -66,6 +71,7 @@ class Capabilities:
     remote: bool = False
     audits_completeness: bool = False
     atomic_restore: bool = False
+    relocates: bool = False
 
 
 @runtime_checkable
@@ -111,11 +117,45 @@ class ConnectorBase:
 
         return diff_snapshots(before, after)
 
+    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+        """``snapshot`` re-addressed to ``destination`` (another directory, database,
+        namespace, …) with the identity mappings that takes.
+
+        Raises :class:`~preimage.UsageError` when the destination overlaps the source
+        or is not of the same kind.  This default refuses: a connector that can restore
+        elsewhere overrides it and declares ``Capabilities(relocates=True)``.
+        """
+        from preimage.interface.errors import UsageError
+
+        raise UsageError(
+            f"the {snapshot.connector} connector cannot restore or compare {snapshot.target} "
+            f"into another target ({destination.redacted}); restore it in place, or score it "
+            "against a backup of the same target. Nothing was written"
+        )
+
 
 def capabilities_of(connector: Any) -> Capabilities:
     """The capabilities ``connector`` declares, or the defaults."""
     caps = getattr(connector, "capabilities", None)
     return caps if isinstance(caps, Capabilities) else Capabilities()
+
+
+def relocate(connector: Any, snapshot: Snapshot, destination: Target) -> Relocation:
+    """``connector``'s relocation of ``snapshot`` to ``destination`` (see
+    :meth:`ConnectorBase.relocate`); a destination that is the source itself needs none.
+
+    Raises :class:`~preimage.UsageError` for a connector that does not declare
+    ``relocates`` — a third-party connector that never heard of relocation is refused
+    with the same clear message, not called with a snapshot it would misread.
+    """
+    from preimage.restoration import Relocation
+
+    if destination.redacted.rstrip("/") == snapshot.target.rstrip("/"):
+        return Relocation(snapshot)
+    if not capabilities_of(connector).relocates:
+        return ConnectorBase.relocate(connector, snapshot, destination)
+    result: Relocation = connector.relocate(snapshot, destination)
+    return result
 
 
 class ItemStream:
