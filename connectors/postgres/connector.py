@@ -14,7 +14,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.interface.target import Target
-from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.postgres import PgTable, PostgresSnapshot
 
@@ -51,7 +51,7 @@ class PostgresConnector(ConnectorBase):
     # narrow it by capturing a narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
         sub_scopes=False, server_identities=True, remote=True, audits_completeness=True,
-        atomic_restore=True,
+        atomic_restore=True, relocates=True,
         undo=Granularity(
             "row by primary key (by value without one); table, object, counter", "column"),
     )
@@ -139,6 +139,14 @@ class PostgresConnector(ConnectorBase):
         """Bring the target back to ``snapshot`` in one transaction (see :mod:`.plan`)."""
         assert isinstance(snapshot, PostgresSnapshot)
         return PgRestorer(snapshot, blobs, policy).run()
+
+
+    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+        """The capture re-addressed to another database (:mod:`.relocate`)."""
+        from preimage.connectors.postgres.relocate import relocate_database
+
+        assert isinstance(snapshot, PostgresSnapshot)
+        return relocate_database(snapshot, destination)
 
 
 def _keyless(items: list[Any]) -> bool:

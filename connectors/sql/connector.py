@@ -54,7 +54,7 @@ from preimage.interface.errors import (
     TransientConnectorError,
 )
 from preimage.interface.target import Target
-from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.oracle import SchemaOracle
 from preimage.snapshot_schemas.sql import SqlColumn, SqlCounter, SqlObject, SqlSnapshot, SqlTable
@@ -106,7 +106,7 @@ class SQLAlchemyConnector(ConnectorBase):
     # A restore is one transaction over the whole target: narrow it by capturing a
     # narrower target (?tables=, ?table=&where=), not --only.
     capabilities: ClassVar[Capabilities] = Capabilities(
-        sub_scopes=False, remote=True, audits_completeness=True, undo=Granularity(
+        sub_scopes=False, remote=True, audits_completeness=True, relocates=True, undo=Granularity(
             "row by primary key (by value without one); table, object, counter", "column"),
     )
     reverter: ClassVar[SqlReverter] = SqlReverter()
@@ -576,6 +576,13 @@ class SQLAlchemyConnector(ConnectorBase):
             server.dispose()
         report.notes.append(f"database {db.name} re-created")
         return self._connect(self._engine(url, load=True), snapshot.target)
+
+    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+        """The database re-addressed to another file or database (:mod:`.relocate`)."""
+        from preimage.connectors.sql.relocate import relocate_database
+
+        assert isinstance(snapshot, SqlSnapshot)
+        return relocate_database(snapshot, destination)
 
     def live_items(self, conn: Any, names: list[str]) -> list[Any]:
         """The live objects (no rows) in the same scope."""
