@@ -138,7 +138,9 @@ class FileConnector(ConnectorBase):
         return depth, left_out
 
 
-    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
         """The tree rooted at another directory (:mod:`.relocate`)."""
         from preimage.connectors.files.relocate import relocate_tree
 

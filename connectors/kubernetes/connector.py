@@ -17,7 +17,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import InvalidTargetError, PreimageError
 from preimage.interface.target import Target
-from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.kubernetes import KubeObject, KubernetesSnapshot
 
@@ -46,7 +46,7 @@ class KubernetesConnector(ConnectorBase):
     scheme: ClassVar[str] = "k8s"
     snapshot_type: ClassVar[type[Snapshot]] = KubernetesSnapshot
     capabilities: ClassVar[Capabilities] = Capabilities(
-        server_identities=True, remote=True, undo=Granularity(
+        server_identities=True, remote=True, relocates=True, undo=Granularity(
             "object by kind, namespace and name", "field path",
             "keyed lists by key; managedFields and status follow the live object"))
     reverter: ClassVar[KubeReverter] = KubeReverter()
@@ -99,4 +99,14 @@ class KubernetesConnector(ConnectorBase):
             report.notes += plan.notes
             Writer(client, discovery, snapshot, plan, policy, report, wait).run()
         return report
+
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
+        """The namespace's objects in another namespace (:mod:`.relocate`)."""
+        from preimage.connectors.kubernetes.relocate import relocate_namespace
+
+        assert isinstance(snapshot, KubernetesSnapshot)
+        assert other is None or isinstance(other, KubernetesSnapshot)
+        return relocate_namespace(snapshot, destination, other)
 

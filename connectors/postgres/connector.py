@@ -141,7 +141,9 @@ class PostgresConnector(ConnectorBase):
         return PgRestorer(snapshot, blobs, policy).run()
 
 
-    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
         """The capture re-addressed to another database (:mod:`.relocate`)."""
         from preimage.connectors.postgres.relocate import relocate_database
 

@@ -577,7 +577,9 @@ class SQLAlchemyConnector(ConnectorBase):
         report.notes.append(f"database {db.name} re-created")
         return self._connect(self._engine(url, load=True), snapshot.target)
 
-    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
         """The database re-addressed to another file or database (:mod:`.relocate`)."""
         from preimage.connectors.sql.relocate import relocate_database
 

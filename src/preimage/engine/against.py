@@ -105,7 +105,7 @@ def _relocated(
 ) -> tuple[Snapshot, list[IdentityMapping]]:
     if other is None:
         return original, []
-    moved = relocate(get_connector(conn_name), original, Target.parse(other.target))
+    moved = relocate(get_connector(conn_name), original, Target.parse(other.target), other=other)
     return moved.snapshot, list(moved.mappings)
 
 

@@ -117,9 +117,15 @@ class ConnectorBase:
 
         return diff_snapshots(before, after)
 
-    def relocate(self, snapshot: Snapshot, destination: Target) -> Relocation:
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
         """``snapshot`` re-addressed to ``destination`` (another directory, database,
         namespace, …) with the identity mappings that takes.
+
+        ``other`` is the destination's own snapshot when the relocation is for a
+        comparison (``score --against``): values the destination assigns by place (a
+        Service's cluster IP) may be taken from it, each reported as a mapping.
 
         Raises :class:`~preimage.UsageError` when the destination overlaps the source
         or is not of the same kind.  This default refuses: a connector that can restore
@@ -140,7 +146,9 @@ def capabilities_of(connector: Any) -> Capabilities:
     return caps if isinstance(caps, Capabilities) else Capabilities()
 
 
-def relocate(connector: Any, snapshot: Snapshot, destination: Target) -> Relocation:
+def relocate(
+    connector: Any, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+) -> Relocation:
     """``connector``'s relocation of ``snapshot`` to ``destination`` (see
     :meth:`ConnectorBase.relocate`); a destination that is the source itself needs none.
 
@@ -154,7 +162,7 @@ def relocate(connector: Any, snapshot: Snapshot, destination: Target) -> Relocat
         return Relocation(snapshot)
     if not capabilities_of(connector).relocates:
         return ConnectorBase.relocate(connector, snapshot, destination)
-    result: Relocation = connector.relocate(snapshot, destination)
+    result: Relocation = connector.relocate(snapshot, destination, other=other)
     return result
 
 
