@@ -41,6 +41,10 @@ class RestorePolicy:
     conflict: ConflictMode = ConflictMode.OVERWRITE
     only: tuple[str, ...] = field(default_factory=tuple)
     keys: frozenset[str] | None = None
+    # Restoring into another target than the one captured (``restore --to``): state
+    # outside the destination's own scope is read, never taken (an IMAP restore copies
+    # a message it finds elsewhere in the account instead of moving it out of there).
+    elsewhere: bool = False
 
     def in_scope(self, item_key: str) -> bool:
         """Whether ``item_key`` is inside the policy's scope filters (``only`` as

@@ -14,7 +14,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import RestoreConflictError
 from preimage.interface.target import Target
-from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.imap import ImapSnapshot
 
@@ -33,7 +33,7 @@ class ImapConnector(ConnectorBase):
     scheme: ClassVar[str] = "imap"
     snapshot_type: ClassVar[type[Snapshot]] = ImapSnapshot
     capabilities: ClassVar[Capabilities] = Capabilities(
-        server_identities=True, remote=True, undo=Granularity(
+        server_identities=True, remote=True, relocates=True, undo=Granularity(
             "message by folder, Message-ID and copy; folder by name", "flags, keywords",
             "flags and keywords as sets"))
     reverter: ClassVar[ImapReverter] = ImapReverter()
@@ -72,3 +72,11 @@ class ImapConnector(ConnectorBase):
                 applier.run()
         return report
 
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
+        """The mailbox in another account or under a folder prefix (:mod:`.relocate`)."""
+        from preimage.connectors.imap.relocate import relocate_mailbox
+
+        assert isinstance(snapshot, ImapSnapshot)
+        return relocate_mailbox(snapshot, destination)

@@ -368,6 +368,8 @@ class Planner:
             return self.removals.get((folder, m.message_id or ""), 0) > 0
         if self.owns(folder):
             return True  # unclaimed in an owned folder: an extra the restore removes anyway
+        if self.policy.elsewhere:
+            return False  # another account or prefix: what lies outside it is not ours to take
         mark = self.snap.watermarks.get(folder)
         lf = self.live[folder]
         if mark is None or lf.status is None or lf.status.uidvalidity != mark[0]:

@@ -139,7 +139,8 @@ def restore_to(
     )
     if dry_run or mode is ConflictMode.REFUSE:
         plans = [get_connector(row.connector).restore(
-            r.snapshot, st.blobs, policy=RestorePolicy(dry_run=True, conflict=mode, only=scope))
+            r.snapshot, st.blobs, policy=RestorePolicy(dry_run=True, conflict=mode, only=scope,
+                                         elsewhere=True))
             for row, scope, r in moved]
         if dry_run:
             result.reports = plans
@@ -153,7 +154,7 @@ def restore_to(
     errors: list[str] = []
     for row, scope, r in moved:
         conn = get_connector(row.connector)
-        policy = RestorePolicy(dry_run=False, conflict=mode, only=scope)
+        policy = RestorePolicy(dry_run=False, conflict=mode, only=scope, elsewhere=True)
         try:
             report = guarded(partial(conn.restore, r.snapshot, st.blobs, policy=policy),
                              "restore", r.snapshot.target)
