@@ -23,7 +23,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase
 from preimage.interface.errors import InvalidTargetError
 from preimage.interface.target import Target
-from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.files import FileEntry
 from preimage.snapshot_schemas.git import GitItem, GitSnapshot
@@ -45,7 +45,8 @@ class GitConnector(ConnectorBase):
     snapshot_type: ClassVar[type[Snapshot]] = GitSnapshot
     # No merge: the index and the stash list are single files in the git directory, so a
     # merge could not put back one staged file or one dropped stash and keep the rest.
-    capabilities: ClassVar[Capabilities] = Capabilities(policies=frozenset({"overwrite", "refuse"}))
+    capabilities: ClassVar[Capabilities] = Capabilities(policies=frozenset({"overwrite", "refuse"}),
+                                                        relocates=True)
 
     def capture(self, target: Target, blobs: BlobStore) -> GitSnapshot:
         """Read the repository at ``target`` into a :class:`GitSnapshot`.
@@ -109,6 +110,15 @@ class GitConnector(ConnectorBase):
             items=items,
             notes=notes,
         )
+
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
+        """The repository at another path (:mod:`.relocate`)."""
+        from preimage.connectors.git.relocate import relocate_repository
+
+        assert isinstance(snapshot, GitSnapshot)
+        return relocate_repository(snapshot, destination)
 
     @staticmethod
     def _absent(target: Target, blobs: BlobStore) -> GitSnapshot:
