@@ -45,7 +45,7 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import RestoreConflictError, TerminalConnectorError
 from preimage.interface.target import Target
-from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import ConflictMode, Outcome, Relocation, RestorePolicy, RestoreReport
 from preimage.similarity import StateDiff, diff_snapshots
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.browser import (
@@ -67,10 +67,20 @@ class BrowserConnector(ConnectorBase):
     scheme: ClassVar[str] = "browser"
     snapshot_type: ClassVar[type[Snapshot]] = BrowserSnapshot
     # A target names an existing profile (the browser created it); there is no absent one.
-    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False, undo=Granularity(
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        absent_targets=False, relocates=True, undo=Granularity(
         "cookie by name, domain and path; storage entry by key; IndexedDB record by key; "
         "IndexedDB database and store whole", "cookie attribute"))
     reverter: ClassVar[BrowserReverter] = BrowserReverter()
+
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
+        """The origins' state in another profile (:mod:`.relocate`)."""
+        from preimage.connectors.browser.relocate import relocate_profile
+
+        assert isinstance(snapshot, BrowserSnapshot)
+        return relocate_profile(snapshot, destination)
 
     # ------------------------------------------------------------------ capture
     def capture(self, target: Target, blobs: BlobStore) -> BrowserSnapshot:

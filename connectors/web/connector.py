@@ -39,7 +39,14 @@ from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import InvalidTargetError, RestoreConflictError, TerminalConnectorError
 from preimage.interface.target import Target
-from preimage.restoration import ConflictMode, IdRemap, Outcome, RestorePolicy, RestoreReport
+from preimage.restoration import (
+    ConflictMode,
+    IdRemap,
+    Outcome,
+    Relocation,
+    RestorePolicy,
+    RestoreReport,
+)
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.web import WebRecord, WebSnapshot
 
@@ -128,7 +135,7 @@ class WebAppConnector(ConnectorBase):
     scheme: ClassVar[str] = "web+"
     snapshot_type: ClassVar[type[Snapshot]] = WebSnapshot
     capabilities: ClassVar[Capabilities] = Capabilities(
-        server_identities=True, remote=True, undo=Granularity(
+        server_identities=True, remote=True, relocates=True, undo=Granularity(
             "record by the site adapter's natural key", "content and metadata field",
             "as the adapter declares (Trac: change log entry by entry)"))
     reverter: ClassVar[WebReverter] = WebReverter()
@@ -157,6 +164,15 @@ class WebAppConnector(ConnectorBase):
             server_reasons=dict(adapter.server_reasons),
             items=records,
         )
+
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    ) -> Relocation:
+        """The records in another instance of the same app (:mod:`.relocate`)."""
+        from preimage.connectors.web.relocate import relocate_records
+
+        assert isinstance(snapshot, WebSnapshot)
+        return relocate_records(snapshot, destination)
 
     def capture_following(self, target: Target, blobs: BlobStore, previous: Snapshot
                           ) -> WebSnapshot:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from terminal_kit import git
@@ -35,3 +36,14 @@ def test_repository_into_itself_is_refused(repo: Path, store: Store) -> None:
     with pytest.raises(preimage.UsageError, match="overlaps"):
         preimage.restore_to(backup.id, f"git://{repo}/sub", store=store)
     assert not (repo / "sub").exists()
+
+
+def test_pip_environment_elsewhere_is_refused_clearly(venv: Path, tmp_path: Path, store: Store, cli: Any) -> None:
+    """pip does not restore into another environment yet: one line naming the connector,
+    exit 2, nothing written."""
+    backup = preimage.capture([f"pip://{venv}"], store=store)
+    other = tmp_path / "other-venv"
+    proc = cli("restore", backup.id, "--to", f"pip://{other}")
+    assert proc.returncode == 2
+    assert "the pip connector cannot restore or compare" in proc.stderr
+    assert "Traceback" not in proc.stderr and not other.exists()
