@@ -4,6 +4,7 @@ own runbook (pg_dump | pg_restore, mysqldump | mariadb)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -170,3 +171,23 @@ def test_mysqldump_runbook_loses_what_the_gate_names(mydb: Any, my_copy: str, st
     assert "procedure bump" in named, named
     assert f"database {my_copy}" in named, named
     assert not any(d.item.startswith(("table", "row")) for d in total.differences), named
+
+
+def test_cli_restore_to_and_junit_never_show_the_password(db: Any, pg_copy: str, cli: Any, tmp_path: Path) -> None:
+    """A destination URI with a password works through the CLI, and the password reaches
+    neither the output, the JSON, the JUnit report nor the store's catalog."""
+    db.sql(PG_SEED)
+    secret = db.server.password
+    backup = cli.capture(db.uri(password=False))
+    dest = db.server.uri(pg_copy, password=True)
+    assert secret in dest
+    restored = cli.run("restore", "--json", backup, "--to", dest)
+    report = tmp_path / "fidelity.xml"
+    scored = cli.run("score", backup, "--against", dest, "--json", "--min", "1.0",
+                     "--junit", str(report))
+    for text in (restored.stdout, restored.stderr, scored.stdout, scored.stderr,
+                 report.read_text()):
+        assert secret not in text
+    home = Path(os.environ["PREIMAGE_HOME"])
+    for part in home.glob("catalog.sqlite*"):  # the database and its write-ahead log
+        assert secret.encode() not in part.read_bytes(), part.name
