@@ -44,6 +44,9 @@ test that needs it, naming the fixture — a declaration is a promise):
 ``add_uncapturable``        ``audits_completeness``: ``add_uncapturable(uri)`` puts into
                             the target something the connector does not read and returns
                             a name its uncaptured entry contains
+``elsewhere_uri``           ``relocates``: another target of the same kind, not
+                            overlapping ``target_uri`` (another directory, database,
+                            namespace, account, profile, instance), empty or absent
 ==========================  ==============================================================
 
 The observer is the kit's outside oracle: the policy tests compare what the connector's
@@ -73,7 +76,10 @@ that declares none has its undo refused before anything is written.  Against the
 observer: ``overwrite`` brings every observed field of every item back; ``merge`` puts
 back the items the damage removed and keeps the agent's; a sub-scope restore brings back
 the observed items inside its scope and leaves the others as the agent left them; a dry
-run and ``refuse`` leave every observed field as the damage left it.
+run and ``refuse`` leave every observed field as the damage left it.  A connector that
+declares ``relocates`` restores into ``elsewhere_uri`` at 1.0 for content and metadata,
+reports the identities it mapped, leaves the source as it was, and refuses the source
+itself as a destination.
 """
 
 from __future__ import annotations
@@ -155,6 +161,8 @@ _CONDITIONAL: dict[str, tuple[Callable[[Capabilities], bool], str]] = {
         lambda c: c.server_identities, "declares no server-assigned identities"),
     "test_state_it_cannot_read_is_recorded_as_uncaptured": (
         lambda c: c.audits_completeness, "does not audit its completeness"),
+    "test_it_restores_into_another_target": (
+        lambda c: c.relocates, "does not restore into another target"),
 }
 
 
@@ -655,3 +663,26 @@ class ConnectorContract:
             with pytest.raises(preimage.RestoreConflictError):
                 preimage.restore(backup.id, store=store, conflict="refuse")
             assert observed_differences(damaged, observe(target_uri)) == []
+
+    # ------------------------------------------------------------ elsewhere
+    def test_it_restores_into_another_target(
+        self, target_uri: str, store: Store, request: pytest.FixtureRequest
+    ) -> None:
+        """Restored into another target of its kind, the state scores 1.0 for content and
+        metadata there, the identities mapped on the way are reported, the source is left
+        as it was, and the source itself is refused as a destination."""
+        self._applicable(target_uri, "test_it_restores_into_another_target")
+        elsewhere = self._needs(request, "elsewhere_uri", "relocates")
+        backup = preimage.capture([target_uri], store=store)
+        with pytest.raises(preimage.UsageError):
+            preimage.restore_to(backup.id, target_uri, store=store)
+        result = preimage.restore_to(backup.id, elsewhere, store=store)
+        assert result.ok, [r.notes for r in result.reports]
+        [(moved, mappings)] = result.mappings.items()
+        assert mappings, "no identity was reported as mapped"
+        total, _ = preimage.score_against(backup.id, moved, store=store)
+        for cls in ("content", "metadata"):
+            score = total.score_of(cls).score
+            assert score in (None, 1.0), [d for d in total.differences if d.fidelity == cls]
+        assert {m.what for m in mappings} <= {m.what for m in total.mapped}
+        assert all(d.empty for d in preimage.diff(backup.id, store=store)), "the source changed"

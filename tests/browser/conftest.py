@@ -160,6 +160,45 @@ def profile(
     close_profile(prof)
 
 
+@pytest.fixture
+def second_isso(tmp_path: Path) -> Iterator[tuple[IssoServer, Path]]:
+    """Another isso with an empty database of its own, and a profile signed in to its
+    admin page only (a restore elsewhere writes there through that login)."""
+    srv = IssoServer(tmp_path / "isso-2").start()
+    prof = tmp_path / "profile-isso-2"
+    prof.mkdir()
+    page = browser_context(prof).new_page()
+    page.goto(srv.url + "/admin/")
+    page.fill("input[type=password]", ISSO_PASSWORD)
+    page.press("input[type=password]", "Enter")
+    page.wait_for_selector("#isso-root", state="attached")
+    page.close()
+    try:
+        yield srv, prof
+    finally:
+        close_profile(prof)
+        srv.stop()
+
+
+@pytest.fixture
+def second_trac(tmp_path: Path) -> Iterator[tuple[TracServer, Path]]:
+    """Another Trac with an empty environment, and a profile logged in to it only (the
+    session's profile keeps its own Trac login: the two share a host, so one cookie)."""
+    srv = TracServer(tmp_path / "trac-2").start()
+    prof = tmp_path / "profile-trac-2"
+    prof.mkdir()
+    ctx = browser_context(prof, http_credentials={"username": TRAC_USER,
+                                                  "password": TRAC_PASSWORD})
+    page = ctx.new_page()
+    page.goto(srv.url + "/login")
+    page.close()
+    try:
+        yield srv, prof
+    finally:
+        close_profile(prof)
+        srv.stop()
+
+
 @pytest.fixture(scope="session")
 def unsigned_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A browser profile that never signed in anywhere (its Chromium closes at the end)."""

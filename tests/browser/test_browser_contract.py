@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from preimage.connectors.browser import browser_context
+from preimage.connectors.browser import browser_context, close_profile
 from preimage.connectors.browser.pages import session_tab
 from preimage.testing import ConnectorContract
 
@@ -62,6 +62,14 @@ class TestBrowserConnectorContract(ConnectorContract):
     def sub_scope(self, target_uri: str) -> str:
         """localStorage only; the cookies the mutation cleared stay cleared."""
         return f"{target_uri}#localStorage"
+
+    @pytest.fixture
+    def elsewhere_uri(self, tmp_path: Path, shop_site: Any) -> Iterator[str]:
+        """Another profile that never visited the shop (its Chromium closed afterwards)."""
+        prof = tmp_path / "elsewhere-profile"
+        prof.mkdir()
+        yield f"browser://{prof}?origin={shop_site.origin}"
+        close_profile(prof)
 
     @pytest.fixture
     def absent_uri(self, tmp_path: Path, shop_site: Any) -> str:

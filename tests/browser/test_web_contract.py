@@ -87,6 +87,12 @@ class TestIssoAdapterContract(ConnectorContract):
     def unreachable_uri(self, dead_port: int, profile: Path) -> str:
         return f"web+isso://127.0.0.1:{dead_port}/t?profile={profile}"
 
+    @pytest.fixture
+    def elsewhere_uri(self, second_isso: tuple[IssoServer, Path]) -> str:
+        """The same thread in another, empty isso, through that instance's own login."""
+        srv, prof = second_isso
+        return f"web+isso://127.0.0.1:{srv.port}/?profile={prof}"
+
 
 class TestTracAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one Trac milestone and its tickets."""
@@ -154,6 +160,12 @@ class TestTracAdapterContract(ConnectorContract):
         """The deleted ticket (reported by carol); the changed one stays changed."""
         micros = int(datetime(2024, 6, 3, 10, tzinfo=UTC).timestamp()) * 1_000_000
         return f"{target_uri}#{quote(f'ticket:{micros} carol')}"
+
+    @pytest.fixture
+    def elsewhere_uri(self, second_trac: tuple[TracServer, Path]) -> str:
+        """The milestone and its tickets in another, empty Trac, through its own login."""
+        srv, prof = second_trac
+        return f"web+trac://127.0.0.1:{srv.port}/?profile={prof}&env={srv.env}"
 
     @pytest.fixture
     def absent_uri(self, trac_server: TracServer, profile: Path) -> str:

@@ -3,36 +3,15 @@ through real Chromium."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import preimage
-from fixtures.isso import ADMIN_PASSWORD, IssoServer, seed_thread
+from fixtures.isso import IssoServer, seed_thread
 from preimage import Store
-from preimage.connectors.browser import browser_context, close_profile
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
-
-
-@pytest.fixture
-def second_isso(tmp_path: Path) -> Iterator[tuple[IssoServer, Path]]:
-    """Another isso with an empty database, and a profile signed in to its admin page."""
-    srv = IssoServer(tmp_path / "isso-2").start()
-    prof = tmp_path / "profile-2"
-    prof.mkdir()
-    page = browser_context(prof).new_page()
-    page.goto(srv.url + "/admin/")
-    page.fill("input[type=password]", ADMIN_PASSWORD)
-    page.press("input[type=password]", "Enter")
-    page.wait_for_selector("#isso-root", state="attached")
-    page.close()
-    try:
-        yield srv, prof
-    finally:
-        close_profile(prof)
-        srv.stop()
 
 
 def test_thread_restores_into_another_isso(isso_server: IssoServer, profile: Path, second_isso: tuple[IssoServer, Path], store: Store) -> None:

@@ -363,6 +363,11 @@ class TestFileConnectorContract(ConnectorContract):
         return ["file://elsewhere/srv/app", "file://"]
 
     @pytest.fixture
+    def elsewhere_uri(self, tmp_path: Path) -> str:
+        """Another directory, not there yet."""
+        return f"file://{tmp_path}/elsewhere/copy"
+
+    @pytest.fixture
     def sub_scope(self, target_uri: str) -> str:
         """bin/, which the mutation removed; .ssh/ and a.txt stay damaged outside it."""
         return f"{target_uri}/bin"

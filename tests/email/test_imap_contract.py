@@ -11,7 +11,7 @@ import pytest
 
 from preimage.testing import ConnectorContract
 
-from .conftest import Account, date_of, make_message
+from .conftest import Account, date_of, make_message, new_account
 
 pytestmark = pytest.mark.imap
 
@@ -54,6 +54,11 @@ class TestImapConnectorContract(ConnectorContract):
             return items
 
         return read
+
+    @pytest.fixture
+    def elsewhere_uri(self, account: Account) -> str:
+        """Another, empty account on the same server."""
+        return new_account(account.server).uri()
 
     @pytest.fixture
     def target_uri(self, account: Account) -> str:

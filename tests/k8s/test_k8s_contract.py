@@ -50,6 +50,13 @@ class TestKubernetesConnectorContract(ConnectorContract):
         return read
 
     @pytest.fixture
+    def elsewhere_uri(self, kube: Kube) -> str:
+        """Another namespace, not there yet (deleted afterwards)."""
+        name = f"elsewhere-{kube.tag}"
+        kube.namespaces.append(name)
+        return kube.uri(name)
+
+    @pytest.fixture
     def target_uri(self, kube: Kube) -> str:
         ns = kube.namespace("contract", labels={"env": "test"})
         kube.apply(f"""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -101,6 +101,16 @@ class _PostgresFixtures:
     def unreachable_uri(self, dead_port: int) -> str:
         return f"postgresql://nobody@127.0.0.1:{dead_port}/db"
 
+    @pytest.fixture
+    def elsewhere_uri(self, db: Any, target_uri: str) -> Iterator[str]:
+        """Another database on the same server: an empty one for a tables scope, none yet
+        for a whole database (the restore creates it); dropped afterwards."""
+        name = f"{db.name}_elsewhere"
+        if "?" in target_uri:
+            db.server.psql(f"CREATE DATABASE {name}")
+        yield str(db.server.uri(name))
+        db.server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
 
 @pytest.mark.postgres
 class TestPostgresContract(_PostgresFixtures, _LiveInStore, ConnectorContract):
@@ -170,6 +180,11 @@ class TestSqliteContract(_LiveInStore, ConnectorContract):
     """SQLite file through SQLAlchemy: the whole contract."""
 
     connector = "sqlite"
+
+    @pytest.fixture
+    def elsewhere_uri(self, tmp_path: Path) -> str:
+        """Another database file, not there yet."""
+        return f"sqlite:///{tmp_path}/elsewhere.db"
 
     @pytest.fixture
     def target_uri(self, tmp_path: Path) -> str:
@@ -293,6 +308,13 @@ class TestMariaDBContract(_LiveInStore, ConnectorContract):
     def target_uri(self, mydb: Any) -> str:
         mydb.sql(MARIADB_SEED)
         return str(mydb.uri())
+
+    @pytest.fixture
+    def elsewhere_uri(self, mydb: Any) -> Iterator[str]:
+        """Another database on the same server, not there yet (dropped afterwards)."""
+        name = f"{mydb.name}_elsewhere"
+        yield str(mydb.server.uri(name))
+        mydb.server.sql(f"DROP DATABASE IF EXISTS {name}")
 
     @pytest.fixture
     def mutate(self, mydb: Any) -> Callable[[str], None]:

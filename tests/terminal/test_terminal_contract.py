@@ -92,6 +92,11 @@ class TestGitConnectorContract(ConnectorContract):
         return f"git://{tmp_path}/not-yet"
 
     @pytest.fixture
+    def elsewhere_uri(self, tmp_path: Path) -> str:
+        """Another path for the repository, not there yet."""
+        return f"git://{tmp_path}/elsewhere/repo"
+
+    @pytest.fixture
     def create(self, git_config: Path) -> Callable[[str], None]:
         def make(uri: str) -> None:
             repo = Path(uri[len("git://") :])
