@@ -9,6 +9,7 @@ import pytest
 
 import preimage
 from preimage import Store
+from preimage.pytest_plugin import FidelityGateError, assert_restored
 
 from .conftest import Account, date_of, make_message, new_account
 
@@ -95,8 +96,12 @@ def test_plain_append_copy_loses_what_the_gate_names(account: Account, dovecot: 
     finally:
         src.logout()
         dst.logout()
-    total, _ = preimage.score_against(backup.id, bob.uri("INBOX"), store=store)
+    with pytest.raises(FidelityGateError) as gate:  # the pytest plugin's gate
+        assert_restored(backup.id, bob.uri("INBOX"), store=store,
+                        bar={"content": 1.0, "metadata": 1.0})
+    total = gate.value.report
     assert total.score_of("content").score == 1.0
+    assert "metadata" in str(gate.value).splitlines()[0]
     lost = {(d.item.split()[1], d.path.split("{")[0].split(".")[0]) for d in total.differences
             if d.fidelity == "metadata"}
     assert lost == {("<msg-1@example.org>", "flags"), ("<msg-2@example.org>", "flags"),

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from preimage import Store
+from preimage.pytest_plugin import FidelityGateError, assert_restored
+
 if TYPE_CHECKING:
     from tests.k8s.conftest import Kube
 
@@ -156,3 +159,9 @@ def test_kubectl_get_all_runbook_loses_what_the_gate_names(kube: Kube) -> None:
     env = [d for d in scored["differences"]
            if d["item"] == f"deployments.apps/{staging}/web" and "env" in d["path"]]
     assert env and env[0]["original"] == f"db.{staging}.svc.cluster.local", env
+    store = Store(kube.home)
+    try:  # the pytest plugin's gate says the same, naming each object
+        with pytest.raises(FidelityGateError, match=f"secrets/{staging}/db-credentials"):
+            assert_restored(backup, kube.uri(staging), store=store)
+    finally:
+        store.close()

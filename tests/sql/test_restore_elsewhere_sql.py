@@ -15,6 +15,7 @@ import pytest
 
 import preimage
 from preimage import Store
+from preimage.pytest_plugin import FidelityGateError, assert_restored
 
 PG_SEED = """
 CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL, qty int CHECK (qty > 0));
@@ -98,12 +99,15 @@ def test_pg_dump_runbook_loses_what_the_gate_names(db: Any, pg_copy: str, store:
     server.psql(f"CREATE DATABASE {pg_copy}")
     subprocess.run([server.tool("pg_restore"), "-d", pg_copy], input=dump, env=server.env(),
                    check=True, capture_output=True)
-    total, _ = preimage.score_against(backup.id, server.uri(pg_copy), store=store)
+    with pytest.raises(FidelityGateError) as gate:  # the pytest plugin's gate
+        assert_restored(backup.id, server.uri(pg_copy), store=store)
+    total = gate.value.report
     assert total.score_of("content").score == 1.0
     lost = {(d.item, d.path) for d in total.differences if d.fidelity == "metadata"}
     where = f"database {pg_copy}"
     # settings: the captured entry is missing and the live list is empty (an extra leaf)
     assert lost == {(where, "comment"), (where, "settings{work_mem=8MB}"), (where, "settings")}
+    assert f"{where}  comment: \"shop\" → (none)" in str(gate.value)
 
 
 def test_postgres_refuses_its_own_database_and_another_scope(db: Any, store: Store) -> None:
@@ -166,11 +170,13 @@ def test_mysqldump_runbook_loses_what_the_gate_names(mydb: Any, my_copy: str, st
                           check=True).stdout
     server.sql(f"CREATE DATABASE {my_copy} CHARACTER SET utf8mb4")
     server.sql(dump, my_copy)
-    total, _ = preimage.score_against(backup.id, server.uri(my_copy), store=store)
-    named = {d.item for d in total.differences}
+    with pytest.raises(FidelityGateError) as gate:  # the pytest plugin's gate
+        assert_restored(backup.id, server.uri(my_copy), store=store)
+    named = {d.item for d in gate.value.report.differences}
+    assert "procedure bump" in str(gate.value)
     assert "procedure bump" in named, named
     assert f"database {my_copy}" in named, named
-    assert not any(d.item.startswith(("table", "row")) for d in total.differences), named
+    assert not any(d.item.startswith(("table", "row")) for d in gate.value.report.differences)
 
 
 def test_cli_restore_to_and_junit_never_show_the_password(db: Any, pg_copy: str, cli: Any, tmp_path: Path) -> None:
