@@ -157,6 +157,22 @@ def test_destination_holding_the_store_is_refused(tree: Path, store: Store, cli:
     assert store.home.exists() and (store.home / "catalog.sqlite").exists()
 
 
+def test_sqlite_file_inside_the_store_is_refused(tmp_path: Path, store: Store) -> None:
+    """A SQLite destination inside the store (its own catalog, say) is refused before writing."""
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x int)")
+    conn.close()
+    backup = preimage.capture([f"sqlite:///{db}"], store=store)
+    catalog = store.home / "catalog.sqlite"
+    before = catalog.stat().st_size
+    with pytest.raises(preimage.UsageError, match="holds the backup store or lies inside it"):
+        preimage.restore_to(backup.id, f"sqlite:///{catalog}", store=store)
+    assert catalog.stat().st_size == before
+
+
 def test_against_a_target_of_another_kind_is_refused(tree: Path, tmp_path: Path, cli: Callable[..., CliResult]) -> None:
     """Scoring a file backup against a SQLite database is a one-line usage error."""
     backup = json.loads(cli("capture", f"file://{tree}", "--json", check=True).stdout)["id"]

@@ -77,7 +77,8 @@ def _refuse_store(st: Store, destination: Target) -> None:
     """A local destination must neither hold the store nor lie inside it."""
     if destination.host not in (None, "", "localhost") or not destination.path.startswith("/"):
         return
-    if st.contains(Path(destination.path)):
+    # sqlite:////abs/x.db has the path //abs/x.db: one leading slash is the path
+    if st.contains(Path("/" + destination.path.lstrip("/"))):
         raise UsageError(
             f"--to {destination.redacted} holds the backup store or lies inside it "
             f"({st.home}); pick a destination outside it. Nothing was written"
