@@ -7,10 +7,10 @@ each name means one thing.
 """
 
 from preimage.restoration.policy import ConflictMode, RestorePolicy
-from preimage.restoration.relocation import IdentityMapping, Relocation
+from preimage.restoration.relocation import IdentityMapping, Relocation, rewrite_oracle
 from preimage.restoration.report import IdRemap, ItemResult, Outcome, RestoreReport
 
 __all__ = [
     "ConflictMode", "IdRemap", "IdentityMapping", "ItemResult", "Outcome", "Relocation",
-    "RestorePolicy", "RestoreReport",
+    "RestorePolicy", "RestoreReport", "rewrite_oracle",
 ]

@@ -11,13 +11,15 @@ destination, so a mapped field is reported as mapped, never as lost.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from preimage.snapshot_schemas import Snapshot
 
-__all__ = ["IdentityMapping", "Relocation"]
+__all__ = ["IdentityMapping", "Relocation", "rewrite_oracle"]
 
 
 class IdentityMapping(BaseModel):
@@ -46,3 +48,18 @@ class Relocation:
     snapshot: Snapshot
     mappings: tuple[IdentityMapping, ...] = ()
     notes: tuple[str, ...] = field(default=())
+
+
+def rewrite_oracle(oracle: Any, rewrite: Callable[[str], str], blobs: Any | None) -> Any:
+    """A schema oracle's record (:class:`~preimage.snapshot_schemas.oracle.SchemaOracle`)
+    whose dump names the destination: every line passed through ``rewrite``, the text
+    stored in ``blobs``.  Without ``blobs`` (a restore, which never reads the dump) or a
+    dump, the record is returned as it is."""
+    if blobs is None or oracle is None or not oracle.ran or oracle.digest is None:
+        return oracle
+    text = b"".join(blobs.chunks(oracle.digest)).decode("utf-8")
+    lines = [rewrite(line) for line in text.split("\n")]
+    moved = "\n".join(lines)
+    if moved == text:
+        return oracle
+    return oracle.model_copy(update={"digest": blobs.put_bytes(moved.encode("utf-8"))})

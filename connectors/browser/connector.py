@@ -74,7 +74,8 @@ class BrowserConnector(ConnectorBase):
     reverter: ClassVar[BrowserReverter] = BrowserReverter()
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The origins' state in another profile (:mod:`.relocate`)."""
         from preimage.connectors.browser.relocate import relocate_profile

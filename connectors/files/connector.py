@@ -139,7 +139,8 @@ class FileConnector(ConnectorBase):
 
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The tree rooted at another directory (:mod:`.relocate`)."""
         from preimage.connectors.files.relocate import relocate_tree

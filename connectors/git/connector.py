@@ -112,7 +112,8 @@ class GitConnector(ConnectorBase):
         )
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The repository at another path (:mod:`.relocate`)."""
         from preimage.connectors.git.relocate import relocate_repository

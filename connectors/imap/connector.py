@@ -73,7 +73,8 @@ class ImapConnector(ConnectorBase):
         return report
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The mailbox in another account or under a folder prefix (:mod:`.relocate`)."""
         from preimage.connectors.imap.relocate import relocate_mailbox

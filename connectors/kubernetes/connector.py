@@ -101,7 +101,8 @@ class KubernetesConnector(ConnectorBase):
         return report
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The namespace's objects in another namespace (:mod:`.relocate`)."""
         from preimage.connectors.kubernetes.relocate import relocate_namespace

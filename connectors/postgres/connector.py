@@ -142,13 +142,14 @@ class PostgresConnector(ConnectorBase):
 
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The capture re-addressed to another database (:mod:`.relocate`)."""
         from preimage.connectors.postgres.relocate import relocate_database
 
         assert isinstance(snapshot, PostgresSnapshot)
-        return relocate_database(snapshot, destination)
+        return relocate_database(snapshot, destination, blobs)
 
 
 def _keyless(items: list[Any]) -> bool:

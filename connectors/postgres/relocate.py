@@ -8,6 +8,11 @@ names none), ``database``, and the database item's name (a whole-database restor
 creates it when missing, with the captured owner, encoding, collation and
 settings).  Mapped: the database name; OIDs differ anyway (``server`` class).
 
+The capture's schema oracle (``pg_dump --create``) names the database in its
+``DATABASE``, ``DATABASE PROPERTIES``, ``COMMENT ON DATABASE`` and ``\\connect`` lines: a
+comparison rewrites those names too, so the dump of the destination is compared line for
+line.
+
 Refused, with the reason: the source database itself, and another scope than the
 source's (a schema renamed on the way: every definition names its schema, and
 rewriting SQL text is not done here — restore into another database instead).
@@ -15,18 +20,36 @@ rewriting SQL text is not done here — restore into another database instead).
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from urllib.parse import urlencode
 
 from preimage.connectors.postgres.scope import parse_scope
 from preimage.interface.errors import UsageError
 from preimage.interface.target import Target
-from preimage.restoration import IdentityMapping, Relocation
+from preimage.restoration import IdentityMapping, Relocation, rewrite_oracle
 from preimage.snapshot_schemas.postgres import PgDatabase, PostgresSnapshot
 
 _SCOPE = ("schema", "tables", "table", "where")
 
 
-def relocate_database(snapshot: PostgresSnapshot, destination: Target) -> Relocation:
+_PLAIN = re.compile(r"[a-z_][a-z0-9_$]*\Z")
+
+
+def _ident(name: str) -> str:
+    """``name`` as pg_dump prints an identifier (quoted unless plain lower case)."""
+    return name if _PLAIN.match(name) else '"' + name.replace('"', '""') + '"'
+
+
+def _oracle_rewrite(old: str, new: str) -> Any:
+    pattern = re.compile(r"(DATABASE (?:PROPERTIES )?|\\connect )" + re.escape(_ident(old))
+                         + r"(?=[\s;]|$)")
+    return lambda line: pattern.sub(lambda m: m.group(1) + _ident(new), line)
+
+
+def relocate_database(
+    snapshot: PostgresSnapshot, destination: Target, blobs: Any | None = None
+) -> Relocation:
     """``snapshot`` as a capture of ``destination`` (see the module docstring)."""
     if destination.scheme not in ("postgresql", "postgres"):
         raise UsageError(f"{destination.redacted}: a PostgreSQL backup restores into a "
@@ -55,8 +78,12 @@ def relocate_database(snapshot: PostgresSnapshot, destination: Target) -> Reloca
     items = [i.model_copy(update={"name": theirs.database})
              if isinstance(i, PgDatabase) and i.name == mine.database else i
              for i in snapshot.items]
+    oracle = snapshot.oracle
+    if theirs.database != mine.database:
+        oracle = rewrite_oracle(oracle, _oracle_rewrite(mine.database, theirs.database), blobs)
     moved = snapshot.model_copy(update={
         "target": destination.redacted, "database": theirs.database, "items": items,
+        "oracle": oracle,
     })
     mappings = []
     if theirs.database != mine.database:

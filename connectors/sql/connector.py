@@ -578,13 +578,14 @@ class SQLAlchemyConnector(ConnectorBase):
         return self._connect(self._engine(url, load=True), snapshot.target)
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The database re-addressed to another file or database (:mod:`.relocate`)."""
         from preimage.connectors.sql.relocate import relocate_database
 
         assert isinstance(snapshot, SqlSnapshot)
-        return relocate_database(snapshot, destination)
+        return relocate_database(snapshot, destination, blobs)
 
     def live_items(self, conn: Any, names: list[str]) -> list[Any]:
         """The live objects (no rows) in the same scope."""

@@ -5,8 +5,10 @@ Tables, rows and objects are named inside their database, so the snapshot moves
 by its target: the destination URI, with the source's table or row scope when
 the destination names none.  MySQL/MariaDB keep the database itself as an object
 (``SHOW CREATE DATABASE``): its name and the name in its DDL become the
-destination's — the one identity mapped.  Refused: another dialect, and the
-source database itself (the same file, or the same server and database).
+destination's — the one identity mapped; a comparison rewrites the name in the
+capture's schema oracle (``mariadb-dump``: ```name```, ``database 'name'``) too.
+Refused: another dialect, and the source database itself (the same file, or the same
+server and database).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from preimage.connectors.sql.address import SCOPE_PARAMS
 from preimage.connectors.sql.mysql import MYSQL_DIALECTS
 from preimage.interface.errors import UsageError
 from preimage.interface.target import Target
-from preimage.restoration import IdentityMapping, Relocation
+from preimage.restoration import IdentityMapping, Relocation, rewrite_oracle
 from preimage.snapshot_schemas.sql import SqlObject, SqlSnapshot
 
 
@@ -52,7 +54,15 @@ def _scoped(destination: Target, source: Target) -> str:
     return destination.redacted + ("&" if "?" in destination.redacted else "?") + urlencode(scope)
 
 
-def relocate_database(snapshot: SqlSnapshot, destination: Target) -> Relocation:
+def _oracle_rewrite(old: str, new: str) -> Any:
+    quoted = ("`" + old.replace("`", "``") + "`", "`" + new.replace("`", "``") + "`")
+    named = (f"database '{old}'", f"database '{new}'")
+    return lambda line: line.replace(*quoted).replace(*named)
+
+
+def relocate_database(
+    snapshot: SqlSnapshot, destination: Target, blobs: Any | None = None
+) -> Relocation:
     """``snapshot`` as a capture of ``destination`` (see the module docstring)."""
     source = Target.parse(snapshot.target)
     if _family(destination.scheme) != _family(source.scheme):
@@ -78,6 +88,9 @@ def relocate_database(snapshot: SqlSnapshot, destination: Target) -> Relocation:
     elif old_db != new_db:
         mappings.append(IdentityMapping(what="database", old=old_db, new=new_db))
         items = [_renamed_database(i, old_db, new_db) for i in items]
+        oracle = rewrite_oracle(snapshot.oracle, _oracle_rewrite(old_db, new_db), blobs)
+        moved = snapshot.model_copy(update={"target": target, "items": items, "oracle": oracle})
+        return Relocation(moved, tuple(mappings))
     moved = snapshot.model_copy(update={"target": target, "items": items})
     return Relocation(moved, tuple(mappings))
 

@@ -166,7 +166,8 @@ class WebAppConnector(ConnectorBase):
         )
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """The records in another instance of the same app (:mod:`.relocate`)."""
         from preimage.connectors.web.relocate import relocate_records

@@ -82,7 +82,8 @@ def _pairs(
     originals = _originals(st, ref, only)
     if not is_uri(against):
         others = _originals(st, against, ())
-        yield st.blobs, _pair_backups(originals, others)
+        with st.scratch_area() as scratch:  # what a relocation rewrites stays out of the store
+            yield scratch, _pair_backups(originals, others)
         return
     target = Target.parse(against)
     if len(originals) != 1:
@@ -101,11 +102,12 @@ def _pairs(
 
 
 def _relocated(
-    conn_name: str, original: Snapshot, other: Snapshot | None
+    conn_name: str, original: Snapshot, other: Snapshot | None, blobs: BlobStore
 ) -> tuple[Snapshot, list[IdentityMapping]]:
     if other is None:
         return original, []
-    moved = relocate(get_connector(conn_name), original, Target.parse(other.target), other=other)
+    moved = relocate(get_connector(conn_name), original, Target.parse(other.target), other=other,
+                     blobs=blobs)
     return moved.snapshot, list(moved.mappings)
 
 
@@ -123,7 +125,7 @@ def score_against(
     per_target: list[tuple[str, SimilarityReport]] = []
     with _pairs(st, ref, against, only) as (blobs, pairs):
         for conn_name, original, other in pairs:
-            moved, mappings = _relocated(conn_name, original, other)
+            moved, mappings = _relocated(conn_name, original, other, blobs)
             report = score_snapshots(moved, other, blobs)
             report.mapped = mappings
             per_target.append((other.target if other else original.target, report))
@@ -138,9 +140,9 @@ def diff_backups(
     per target, after mapping the identities that differ by place."""
     st = open_store(store)
     out = []
-    with _pairs(st, ref, other, only) as (_blobs, pairs):
+    with _pairs(st, ref, other, only) as (blobs, pairs):
         for conn_name, original, snap in pairs:
-            moved, mappings = _relocated(conn_name, original, snap)
+            moved, mappings = _relocated(conn_name, original, snap, blobs)
             if snap is None:
                 empty = moved.model_copy(update={"items": [], "uncaptured": []})
                 d = get_connector(conn_name).diff(moved, empty)

@@ -118,14 +118,17 @@ class ConnectorBase:
         return diff_snapshots(before, after)
 
     def relocate(
-        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
     ) -> Relocation:
         """``snapshot`` re-addressed to ``destination`` (another directory, database,
         namespace, …) with the identity mappings that takes.
 
         ``other`` is the destination's own snapshot when the relocation is for a
         comparison (``score --against``): values the destination assigns by place (a
-        Service's cluster IP) may be taken from it, each reported as a mapping.
+        Service's cluster IP) may be taken from it, each reported as a mapping; ``blobs``
+        is where a comparison keeps what the relocation rewrites (a schema dump naming
+        the database), ``None`` for a restore.
 
         Raises :class:`~preimage.UsageError` when the destination overlaps the source
         or is not of the same kind.  This default refuses: a connector that can restore
@@ -147,7 +150,8 @@ def capabilities_of(connector: Any) -> Capabilities:
 
 
 def relocate(
-    connector: Any, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None
+    connector: Any, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+    blobs: BlobStore | None = None,
 ) -> Relocation:
     """``connector``'s relocation of ``snapshot`` to ``destination`` (see
     :meth:`ConnectorBase.relocate`); a destination that is the source itself needs none.
@@ -162,7 +166,7 @@ def relocate(
         return Relocation(snapshot)
     if not capabilities_of(connector).relocates:
         return ConnectorBase.relocate(connector, snapshot, destination)
-    result: Relocation = connector.relocate(snapshot, destination, other=other)
+    result: Relocation = connector.relocate(snapshot, destination, other=other, blobs=blobs)
     return result
 
 
