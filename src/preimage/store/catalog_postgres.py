@@ -24,7 +24,6 @@ holder's connection ends, so a killed capture's backup is known to be dead.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -43,8 +42,9 @@ from preimage.interface.errors import (
     UsageError,
 )
 from preimage.store.backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
+from preimage.store.catalog_cipher import CatalogCipher
 from preimage.store.format import FORMAT
-from preimage.store.packs._crypto import Keys, open_box, seal
+from preimage.store.packs._crypto import Keys
 
 SCHEMA_VERSION = 2   # 2: links (format 3)
 T = TypeVar("T")
@@ -91,42 +91,6 @@ _BACKUP_COLUMNS = (
 
 def _lock_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), "big", signed=True)
-
-
-class CatalogCipher:
-    """Seals text columns and tokenises digests with the store's catalog keys."""
-
-    def __init__(self, keys: Keys) -> None:
-        self._key = keys.catalog
-        self._siv = None
-        if keys.catalog_siv is not None:
-            from cryptography.hazmat.primitives.ciphers.aead import AESSIV
-
-            self._siv = AESSIV(keys.catalog_siv)
-
-    def text(self, value: str, column: str) -> str:
-        """A column value as stored."""
-        if self._key is None:
-            return value
-        return "s1:" + base64.b64encode(seal(self._key, value.encode(), column.encode())).decode()
-
-    def untext(self, stored: str | None, column: str) -> str | None:
-        """A stored column value back as text (``None`` stays ``None``)."""
-        if stored is None or self._key is None or not stored.startswith("s1:"):
-            return stored
-        return open_box(self._key, base64.b64decode(stored[3:]), column.encode()).decode()
-
-    def token(self, digest: str) -> str:
-        """The deterministic token of a blob digest."""
-        if self._siv is None:
-            return digest
-        return self._siv.encrypt(bytes.fromhex(digest), None).hex()
-
-    def untoken(self, token: str) -> str:
-        """The digest a token stands for."""
-        if self._siv is None:
-            return token
-        return self._siv.decrypt(bytes.fromhex(token), None).hex()
 
 
 class PostgresCatalog(Catalog):
