@@ -16,6 +16,9 @@
 * ``selector`` — a label selector, as ``kubectl -l`` takes it.
 * ``owned=true`` — also capture what controllers create and own (pods of a
   ReplicaSet, jobs of a CronJob…), which are skipped by default.
+* ``kubeconfig=PATH`` — the kubeconfig file to read the context from, instead of
+  ``$KUBECONFIG`` (a tool that runs with a kubeconfig of its own — an MCP server
+  whose definition sets ``KUBECONFIG`` — is backed up and restored with that one).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Address:
     selector: str | None
     include_owned: bool
     all_namespaces: bool = False
+    kubeconfig: str | None = None
 
     @property
     def whole_namespace(self) -> bool:
@@ -69,11 +73,11 @@ class Address:
             )
         if len(parts) > 3:
             raise InvalidTargetError(uri, "expected k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]]")
-        unknown = set(target.query) - {"selector", "owned"}
+        unknown = set(target.query) - {"selector", "owned", "kubeconfig"}
         if unknown:
             raise InvalidTargetError(
                 uri, f"unknown query parameter(s) {', '.join(sorted(unknown))} "
-                "(known: selector, owned)"
+                "(known: selector, owned, kubeconfig)"
             )
         all_namespaces = parts[0] == ALL_NAMESPACES
         if all_namespaces and (len(parts) != 2):
@@ -96,6 +100,7 @@ class Address:
             selector=selector,
             include_owned=owned in _TRUE,
             all_namespaces=all_namespaces,
+            kubeconfig=target.param("kubeconfig") or None,
         )
 
 
@@ -115,6 +120,7 @@ def k8s_uri(
     name: str | None = None,
     *,
     selector: str | None = None,
+    kubeconfig: str | None = None,
 ) -> str:
     """``k8s://ctx/ns[/resource[/name]][?selector=…]``; ``namespace=None`` means the
     cluster scope (``_``), :data:`ALL_NAMESPACES` every namespace."""
@@ -124,4 +130,5 @@ def k8s_uri(
         path += "/" + quote(resource, safe=".")
         if name:
             path += "/" + quote(name, safe=".:")
-    return f"k8s://{quote(context, safe='-._~')}{path}{query([('selector', selector or '')])}"
+    params = [("selector", selector or ""), ("kubeconfig", kubeconfig or "")]
+    return f"k8s://{quote(context, safe='-._~')}{path}{query(params)}"

@@ -53,12 +53,14 @@ class ApiError(Exception):
         return self.status == 409
 
 
-def kubeconfig_path() -> str:
-    """Where the kubeconfig is read from: ``$KUBECONFIG`` (may list several files)."""
-    return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+def kubeconfig_path(explicit: str | None = None) -> str:
+    """Where the kubeconfig is read from: the target's ``kubeconfig=``, else ``$KUBECONFIG``
+    (may list several files), else ``~/.kube/config``."""
+    return explicit or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
-def resolve_context(requested: str | None, uri: str) -> tuple[str, list[str]]:
+def resolve_context(requested: str | None, uri: str,
+                    kubeconfig: str | None = None) -> tuple[str, list[str]]:
     """The kubeconfig context a target names (``None``: the current context).
 
     URI hosts are lower-cased and cannot hold ``:`` or ``@`` unescaped, so a
@@ -68,7 +70,7 @@ def resolve_context(requested: str | None, uri: str) -> tuple[str, list[str]]:
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.kube_config import list_kube_config_contexts
 
-    path = kubeconfig_path()
+    path = kubeconfig_path(kubeconfig)
     try:
         contexts, current = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
@@ -99,15 +101,16 @@ def resolve_context(requested: str | None, uri: str) -> tuple[str, list[str]]:
 class KubeClient:
     """Requests against the API server of one kubeconfig context."""
 
-    def __init__(self, context: str | None, uri: str) -> None:
+    def __init__(self, context: str | None, uri: str, kubeconfig: str | None = None) -> None:
         from kubernetes.config.config_exception import ConfigException
         from kubernetes.config.kube_config import new_client_from_config
 
         self.uri = uri
-        self.context, _ = resolve_context(context, uri)
+        self.context, _ = resolve_context(context, uri, kubeconfig)
         try:
             self._api = new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig_path(), context=self.context, persist_config=False
+                config_file=kubeconfig_path(kubeconfig), context=self.context,
+                persist_config=False
             )
         except ConfigException as exc:
             raise TerminalConnectorError(

@@ -56,7 +56,7 @@ class KubernetesConnector(ConnectorBase):
         if target.scheme != self.scheme:
             raise InvalidTargetError(target.redacted, "not a k8s:// target")
         address = Address.parse(target)
-        with KubeClient(address.context, address.uri) as client:
+        with KubeClient(address.context, address.uri, address.kubeconfig) as client:
             return Capturer(client, address).run()
 
     def capture_following(self, target: Target, blobs: BlobStore, previous: Snapshot
@@ -93,7 +93,8 @@ class KubernetesConnector(ConnectorBase):
                                dry_run=policy.dry_run)
         wait = wait_seconds()
         # the context the capture resolved, not whatever is current now
-        with KubeClient(snapshot.context or address.context, address.uri) as client:
+        with KubeClient(snapshot.context or address.context, address.uri,
+                        address.kubeconfig) as client:
             discovery = Discovery(client)
             plan = Planner(client, discovery, snapshot, policy, wait).plan()
             report.notes += plan.notes

@@ -38,6 +38,16 @@ _CLIENT_PASSWORD_VARS = {
 # Passwords seen in URIs by this process, by redacted URI: a capture followed by
 # a restore in one Python process needs no environment variable.
 _PASSWORDS: dict[str, str] = {}
+# Passwords this process was given for an account (scheme, user, host, port) by the
+# definition of what uses it (an MCP server's env, arguments or config file): every
+# target on that account finds it, in this process only.
+_ACCOUNT_PASSWORDS: dict[tuple[str, str | None, str | None, int | None], str] = {}
+
+
+def remember_password(scheme: str, username: str | None, host: str | None, port: int | None,
+                      password: str) -> None:
+    """Let every target on this account use ``password`` in this process (never stored)."""
+    _ACCOUNT_PASSWORDS[(scheme.split("+", 1)[0].lower(), username, host, port)] = password
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,9 @@ class Target:
         if self.uri in _PASSWORDS:
             return _PASSWORDS[self.uri]
         base = self.scheme.split("+", 1)[0]
+        account = (base.lower(), self.username, self.host, self.port)
+        if account in _ACCOUNT_PASSWORDS:
+            return _ACCOUNT_PASSWORDS[account]
         env_name = f"PREIMAGE_{re.sub(r'[^A-Z0-9]', '_', base.upper())}_PASSWORD"
         for var in (env_name, _CLIENT_PASSWORD_VARS.get(base)):
             if var and os.environ.get(var):

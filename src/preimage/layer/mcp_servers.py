@@ -47,11 +47,17 @@ ORDER = ("claude-code", "codex", "gemini", "opencode")
 _launched: dict[str, Spec] = {}
 
 
-def remember_launch(name: str, command: list[str] | None = None, url: str | None = None) -> None:
-    """Record how this process started (or reached) MCP server ``name``."""
+def remember_launch(name: str, command: list[str] | None = None, url: str | None = None,
+                    *, cwd: str | None = None) -> None:
+    """Record how this process started (or reached) MCP server ``name``.
+
+    The server inherits this process's environment whole (``env`` holds no entries of
+    its own: :func:`preimage.layer.mcp_launch.server_env` reads the layer's, which is
+    this process's) and runs in ``cwd``.
+    """
     _launched[name] = {"command": command[0] if command else None,
                        "args": list(command[1:]) if command else [], "env": {}, "url": url,
-                       "harness": "mcp-proxy", "source": "preimage mcp-proxy"}
+                       "cwd": cwd, "harness": "mcp-proxy", "source": "preimage mcp-proxy"}
 
 
 def discover(workspace: str, home: str, *, harness: str | None = None,

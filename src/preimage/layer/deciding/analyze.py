@@ -34,6 +34,15 @@ _KIND_HINTS = (
 )
 
 
+# MCP servers known by their package, whatever the user named them.
+_KNOWN_SERVERS = (
+    ("emails-mcp", ("emails-mcp",)),
+    ("postgres", ("postgres-mcp",)),
+    ("kubernetes", ("mcp-server-kubernetes",)),
+    ("browser", ("@playwright/mcp", "playwright-mcp")),
+)
+
+
 def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
     """What an MCP server talks to: configured, else guessed from its and the tool's names,
     else from how the harness starts it (its command, arguments and URL)."""
@@ -48,14 +57,16 @@ def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
         for kind, rx in _KIND_HINTS:
             if re.search(rx, scheme):
                 return kind
+    from preimage.layer.mcp_launch import is_server, server_spec
+
+    spec = server_spec(call, ctx)
+    for kind, packages in _KNOWN_SERVERS:   # a server whose tools the layer models exactly
+        if is_server(spec, *packages):
+            return kind
     for text in (mcp.server, mcp.tool):
         for kind, rx in _KIND_HINTS:
             if re.search(rx, text, re.I):
                 return kind
-    from preimage.layer.config import discover_mcp
-
-    spec = discover_mcp(ctx.workspace, ctx.home, harness=call.harness,
-                        env=ctx.env or None).get(mcp.server)
     if spec:
         launch = " ".join(str(p) for p in (spec.get("command"), *spec.get("args", []),
                                            spec.get("url")) if p)

@@ -10,8 +10,10 @@ uninstalling a Helm release captures the whole namespace.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -264,18 +266,34 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         words += ["-f", "-"]
     elif isinstance(a.get("filename"), str):
         words += ["-f", str(a["filename"])]
+    # The server reads its kubeconfig from its own environment (its definition's env
+    # on top of the launcher's): the backup and its restore read the same file.
+    from preimage.layer.mcp_launch import server_env, server_spec
+
+    env = server_env(server_spec(call, ctx), ctx)
+    own = env.get("KUBECONFIG") if env.get("KUBECONFIG") != os.environ.get("KUBECONFIG") else None
     if verb in ("uninstall", "upgrade", "install", "rollback"):
-        ctx_name, default_ns = kube_context(a.get("context"), ctx.env, ctx.home)
+        ctx_name, default_ns = kube_context(a.get("context"), env, ctx.home)
         ns = str(a.get("namespace") or default_ns)
         return finding(call, rule, outside_workspace=True, wide=True, targets=[PlannedTarget(
-            k8s_uri(ctx_name, ns), f"helm {verb} changes objects in it", external=True)])
+            k8s_uri(ctx_name, ns, kubeconfig=own), f"helm {verb} changes objects in it",
+            external=True)])
     if a.get("dryRun"):
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    _, targets, wide, notes = kubectl_targets([Word(w) for w in words], ctx.workspace, ctx.env,
+    _, targets, wide, notes = kubectl_targets([Word(w) for w in words], ctx.workspace, env,
                                               ctx.home, manifest if isinstance(manifest, str) else None)
     if not targets:
         return unknown(call, rule, f"cannot tell which objects `{call.tool}` changes")
+    if own:
+        targets = [replace(t, uri=with_kubeconfig(t.uri, own)) for t in targets]
     return finding(call, rule, targets=targets, wide=wide, notes=notes, outside_workspace=True)
+
+
+def with_kubeconfig(uri: str, path: str) -> str:
+    """``uri`` (a ``k8s://`` target) reading its context from the kubeconfig at ``path``."""
+    if not uri.startswith("k8s://"):
+        return uri
+    return f"{uri}{'&' if '?' in uri else '?'}kubeconfig={quote(path, safe='/')}"
 
 
 __all__ = ["kubectl", "resolve"]

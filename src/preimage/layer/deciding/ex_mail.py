@@ -67,6 +67,15 @@ def _uids(value: Any) -> list[int] | None:
     return out or None
 
 
+@tool_extractor("emails_mcp")
+def emails_mcp(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
+    """A tool of emails-mcp, read as that server runs it (:mod:`.mcp_emails`)."""
+    from preimage.layer.mcp_emails import emails_mcp as plan
+    from preimage.layer.mcp_launch import server_spec
+
+    return plan(call, rule, ctx, server_spec(call, ctx))
+
+
 @tool_extractor("mcp_email")
 def mcp_email(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """Delete / move / flag / mark tools of an email MCP server."""

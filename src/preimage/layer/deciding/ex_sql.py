@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from preimage.connectors.files.address import file_uri
@@ -357,27 +358,73 @@ def orm_reset(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
 
 
 # ------------------------------------------------------------------ MCP
+# Variables a database MCP server reads its URL from, in the order it reads them:
+# postgres-mcp takes DATABASE_URI over its argument.
+_URL_VARS = ("DATABASE_URI", "DATABASE_URL", "POSTGRES_URL", "POSTGRES_URI", "PG_URL",
+             "MYSQL_URL", "SQLITE_DB_PATH")
+_PASSWORD_VARS = {"postgresql": "PGPASSWORD", "mysql+pymysql": "MYSQL_PWD"}
+
+
 def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
-    """The database an MCP server talks to: configured, or found in its launch definition."""
+    """The database an MCP server talks to: configured, else from how it is launched.
+
+    Read as the server reads it: a URL in the variables of :data:`_URL_VARS` of its
+    environment (the launcher's with its definition's ``env`` on top) before one in its
+    arguments, then any URL in its definition's ``env``.  A password in that URL (or the
+    client's variable, ``PGPASSWORD``, in its environment) is handed to this process's
+    captures of that account, never stored.
+    """
+    from preimage.layer.mcp_launch import server_cwd, server_env, server_spec
+
     mcp = call.mcp_tool
     assert mcp is not None
     conf = ctx.config.mcp.get(mcp.server)
     if conf and conf.target:
         return base_from_url(conf.target, ctx.workspace)
-    from preimage.layer.config import discover_mcp
-
-    spec = discover_mcp(ctx.workspace, ctx.home, harness=ctx.call.harness,
-                        env=ctx.env or None).get(mcp.server, {})
-    candidates = [str(a) for a in spec.get("args", []) if isinstance(a, (str, int))]
-    env = spec.get("env", {}) if isinstance(spec.get("env"), dict) else {}
-    candidates += [str(v) for v in env.values()]
+    spec = server_spec(call, ctx)
+    if not spec:
+        return None
+    env = server_env(spec, ctx)
+    cwd = server_cwd(spec, ctx)
+    own_env: dict[str, Any] = spec["env"] if isinstance(spec.get("env"), dict) else {}
+    candidates = [env[v] for v in _URL_VARS if env.get(v)]
+    candidates += [str(a) for a in spec.get("args", []) if isinstance(a, (str, int))]
+    candidates += [str(v) for v in own_env.values()]
     for c in candidates:
         c = c.split("=", 1)[1] if c.startswith("--") and "=" in c else c
         if re.match(r"(postgres(ql)?|mysql|mariadb|sqlite)[+\w]*://", c):
-            return base_from_url(c, ctx.workspace)
+            base = base_from_url(c, cwd)
+            if base is not None:
+                _remember_server_password(base, c, env)
+            return base
         if kind == "sqlite" and c.endswith((".db", ".sqlite", ".sqlite3")):
-            return SqlBase("sqlite", path=os.path.normpath(os.path.join(ctx.workspace, c)))
+            return SqlBase("sqlite", path=os.path.normpath(os.path.join(cwd, c)))
     return None
+
+
+def _remember_server_password(base: SqlBase, url: str, env: dict[str, str]) -> None:
+    """The server's password for ``base``'s account, for this process's captures."""
+    from preimage._target import Target, remember_password
+
+    if base.scheme == "sqlite":
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    password = unquote(password) if password else env.get(_PASSWORD_VARS.get(base.scheme, ""))
+    if password:
+        target = Target.parse(base.uri())
+        remember_password(target.scheme, target.username, target.host, target.port, password)
+
+
+def postgres_mcp_restricted(call: ToolCall, ctx: Context) -> bool:
+    """Whether a postgres-mcp server runs with ``--access-mode restricted``: it then runs
+    every statement in a READ ONLY transaction and rolls it back (its SafeSqlDriver)."""
+    from preimage.layer.mcp_launch import is_server, option, server_spec
+
+    spec = server_spec(call, ctx)
+    return is_server(spec, "postgres-mcp") and option(spec, "--access-mode") == "restricted"
 
 
 def session_effects(sql: str, dialect: str, ctx: Context, base: SqlBase | None) -> list[SqlEffect]:
@@ -407,7 +454,15 @@ def mcp_sql(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
                 if isinstance(call.input.get(k), str)), None)
     if sql is None:
         return unknown(call, rule, "the SQL tool's arguments hold no SQL text")
+    if rule.params.get("explain"):
+        # The statement the server sends (postgres-mcp's ExplainPlanTool): with analyze,
+        # EXPLAIN ANALYZE runs — and commits — what it explains; either way every
+        # statement after the first in a multi-statement text runs as well.
+        analyze = call.input.get("analyze") not in (None, False, "false", "False", 0, "")
+        sql = f"EXPLAIN ({'FORMAT JSON, ANALYZE' if analyze else 'FORMAT JSON'}) {sql}"
     kind = rule.params.get("kind", "postgres")
+    if kind == "postgres" and postgres_mcp_restricted(call, ctx):
+        return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     base = mcp_base(call, ctx, kind)
     dialect = {"postgres": "postgres", "sqlite": "sqlite"}.get(kind, "mysql")
     effects = session_effects(sql, dialect, ctx, base)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig
-from preimage.layer.deciding.completion import ToolResult
+from preimage.layer.deciding.completion import Completion, ToolResult
 from preimage.layer.harnesses.hook import log
 
 T = TypeVar("T")
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from preimage.layer.deciding.backup_layer import BackupLayer
+    from preimage.layer.decision import Decision
 
 
 def _require_sdk() -> None:
@@ -59,6 +60,7 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
     from mcp.server.lowlevel import Server
 
     server: Server[Any, Any] = Server(f"preimage-{name}")
+    session = f"mcp-proxy-{name}-{os.getpid()}-{int(time.time())}"
     # The layer's store (SQLite) belongs to the thread that opened it: every layer call runs
     # on this one thread, off the event loop (a capture may take seconds).
     own = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="layer")
@@ -72,7 +74,9 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        call = ToolCall.mcp(name, tool, arguments, cwd=os.getcwd())
+        # One session per proxy process (one upstream server): what a call left for the
+        # next (the folder emails-mcp selected) is this server's, not another proxy's.
+        call = ToolCall.mcp(name, tool, arguments, cwd=os.getcwd(), session_id=session)
         call.harness = "mcp-proxy"
         decision = await on_layer(layer.before, call)
         log({"event": "decision", "harness": "mcp-proxy", "tool": call.tool,
@@ -94,10 +98,8 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
             "error" if result.isError else "ok",
             duration_ms=round((time.perf_counter() - started) * 1000, 1)), decision)
         log({"event": "completed", "harness": "mcp-proxy", **done.to_dict()})
-        if done.note:
-            result = result.model_copy(update={"content": [
-                *result.content, types.TextContent(type="text", text=done.note)]})
-        return result
+        noted: types.CallToolResult = with_note(result, proxy_note(decision, done))
+        return noted
 
     if getattr(capabilities, "resources", None):
         @server.list_resources()  # type: ignore[no-untyped-call, untyped-decorator]
@@ -128,6 +130,33 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
             return await upstream.get_prompt(prompt, arguments)
 
     return server
+
+
+def proxy_note(decision: Decision, done: Completion) -> str:
+    """What the model is told after the call: the backup (or why there is none), then the
+    decision's notes (what was not captured, what was widened, why)."""
+    parts = [done.note] if done.note else []
+    parts += [n for n in decision.notes if n not in parts]
+    return " ".join(parts)
+
+
+def with_note(result: Any, note: str) -> Any:
+    """``result`` with ``note`` where the model reads it.
+
+    A result with ``structuredContent`` is shown to the model by some clients (Claude
+    Code) as that object alone, its ``content`` items dropped: the note then goes into
+    the object too, under ``preimage``, as well as into ``content`` for the others.
+    """
+    from mcp import types
+
+    if not note:
+        return result
+    update: dict[str, Any] = {
+        "content": [*result.content, types.TextContent(type="text", text=note)]}
+    structured = getattr(result, "structuredContent", None)
+    if isinstance(structured, dict):
+        update["structuredContent"] = {**structured, "preimage": note}
+    return result.model_copy(update=update)
 
 
 async def _upstream(stack: AsyncExitStack, command: list[str] | None,
@@ -163,7 +192,9 @@ async def serve(name: str, config: LayerConfig, *, command: list[str] | None = N
     from preimage.layer.deciding.backup_layer import BackupLayer
     from preimage.layer.mcp_servers import remember_launch
 
-    remember_launch(name, command, url)  # what the server talks to is in how it starts
+    # What the server talks to is in how it starts: its arguments, this process's
+    # environment (which it inherits) and the folder it runs in.
+    remember_launch(name, command, url, cwd=os.getcwd())
     layer = BackupLayer(config=config)
     async with AsyncExitStack() as stack:
         upstream, capabilities = await _upstream(stack, command, url)
