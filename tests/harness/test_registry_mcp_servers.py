@@ -253,9 +253,10 @@ def state(mail: Any, user: str) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
     c = mailbox(mail, user)
     out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for folder in ("INBOX", "Archive"):
-        c.select(folder, readonly=True)
+        _, count = c.select(folder, readonly=True)
         rows = []
-        status, data = c.fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+        status, data = (c.fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+                        if int(count[0] or 0) else ("OK", []))
         for item in data if status == "OK" else []:
             if isinstance(item, tuple):
                 flags = re.search(rb"FLAGS \(([^)]*)\)", item[0])
