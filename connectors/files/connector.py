@@ -109,6 +109,18 @@ class FileConnector(ConnectorBase):
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
         depth, left_out = self._checked_scope(snapshot)
         assert isinstance(snapshot, FileSnapshot)
+        if not policy.dry_run:
+            from preimage.connectors.files.live_servers import owned_folders
+
+            root = resolve_root(snapshot.root)
+            owned = owned_folders(root)
+            if owned:
+                where, why = owned[0]
+                more = f" (and {len(owned) - 1} more)" if len(owned) > 1 else ""
+                raise UnsafePathError(
+                    str(where), f"a running server owns {where}{more}: {why}; a restore "
+                    "does not write under a live server — restore its data through the "
+                    "server (postgresql://, imap://) or stop it first")
         return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
                             prune_new=depth is not None).run()
 

@@ -270,8 +270,13 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     # on top of the launcher's): the backup and its restore read the same file.
     from preimage.layer.mcp_launch import server_env, server_spec
 
-    env = server_env(server_spec(call, ctx), ctx)
-    own = env.get("KUBECONFIG") if env.get("KUBECONFIG") != os.environ.get("KUBECONFIG") else None
+    spec = server_spec(call, ctx)
+    env = server_env(spec, ctx)
+    # A kubeconfig of the server's own definition travels in the target URIs: the capture
+    # and a later `preimage restore` read that file, whatever their environment says.
+    own_env: dict[str, Any] = spec["env"] if isinstance(spec.get("env"), dict) else {}
+    own = env["KUBECONFIG"] if own_env.get("KUBECONFIG") and \
+        own_env.get("KUBECONFIG") != ctx.env.get("KUBECONFIG") else None
     if verb in ("uninstall", "upgrade", "install", "rollback"):
         ctx_name, default_ns = kube_context(a.get("context"), env, ctx.home)
         ns = str(a.get("namespace") or default_ns)

@@ -70,7 +70,7 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
 
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
-        return (await upstream.list_tools()).tools
+        return [with_note_field(t) for t in (await upstream.list_tools()).tools]
 
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -140,6 +140,20 @@ def proxy_note(decision: Decision, done: Completion) -> str:
     return " ".join(parts)
 
 
+NOTE_FIELD = "preimage"
+
+
+def with_note_field(tool: Any) -> Any:
+    """``tool`` with the note's field declared in its output schema (when it has one), so
+    a result carrying the note in ``structuredContent`` still validates against it."""
+    schema = getattr(tool, "outputSchema", None)
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return tool
+    properties = {**(schema.get("properties") or {}),
+                  NOTE_FIELD: {"type": "string", "description": "preimage's backup note"}}
+    return tool.model_copy(update={"outputSchema": {**schema, "properties": properties}})
+
+
 def with_note(result: Any, note: str) -> Any:
     """``result`` with ``note`` where the model reads it.
 
@@ -155,7 +169,7 @@ def with_note(result: Any, note: str) -> Any:
         "content": [*result.content, types.TextContent(type="text", text=note)]}
     structured = getattr(result, "structuredContent", None)
     if isinstance(structured, dict):
-        update["structuredContent"] = {**structured, "preimage": note}
+        update["structuredContent"] = {**structured, NOTE_FIELD: note}
     return result.model_copy(update=update)
 
 

@@ -1,0 +1,89 @@
+"""A workspace restore never writes into a folder a running server owns: a real
+PostgreSQL data directory and a real Dovecot Maildir inside the workspace."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from preimage import Store
+
+
+@pytest.fixture
+def ws() -> Iterator[Path]:
+    """A workspace the servers' own unprivileged users can enter (under root, PostgreSQL and
+    Dovecot run as accounts of their own; pytest's temp folders are root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="preimage-ws-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _capture(store: Store, root: Path) -> str:
+    from preimage._engine import capture
+
+    return capture([f"file://{root}"], store=store, label="workspace").id
+
+
+def _restore(bid: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "preimage", "restore", bid], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+@pytest.mark.postgres
+def test_restore_refuses_a_live_postgres_data_directory(ws: Path, store: Store) -> None:
+    """A workspace holding a running cluster's data directory is not restored over it: the
+    restore says which folder, that postmaster.pid names a live process, and writes nothing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
+    from postgres import PostgresServer
+
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("print('v1')\n")
+    server = PostgresServer.start(ws / "pg")
+    try:
+        bid = _capture(store, ws)
+        (ws / "src" / "app.py").write_text("print('v2')\n")
+        proc = _restore(bid, dict(os.environ))
+        assert proc.returncode != 0
+        assert "postmaster.pid" in proc.stderr and "running" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert (ws / "src" / "app.py").read_text() == "print('v2')\n"   # nothing written
+        assert server.psql("SELECT 1").strip() == "1"
+    finally:
+        server.stop()
+    proc = _restore(bid, dict(os.environ))   # the server stopped: the restore goes ahead
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / "src" / "app.py").read_text() == "print('v1')\n"
+
+
+@pytest.mark.imap
+def test_restore_refuses_a_dovecot_maildir(ws: Path, store: Store) -> None:
+    """A workspace holding a mail server's Maildir is not restored over it, and the message
+    names the Maildir file that marks it."""
+    import imaplib
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
+    from dovecot import DovecotServer
+
+    server = DovecotServer.start(ws / "mail")
+    try:
+        server.add_user("ann")
+        c = imaplib.IMAP4(server.host, server.port)
+        c.login("ann", server.password)
+        c.append("INBOX", "()", None, b"Subject: hi\r\n\r\nbody\r\n")
+        c.logout()
+        bid = _capture(store, ws)
+        proc = _restore(bid, dict(os.environ))
+        assert proc.returncode != 0
+        assert "Maildir" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    finally:
+        server.stop()
