@@ -31,12 +31,13 @@ pytestmark = pytest.mark.slow
 
 # The versions these tests pin (fixtures/mcp_packages.py installs them).
 assert PINNED["postgres-mcp"][2] == "0.3.0" and PINNED["emails-mcp"][2] == "0.1.12"
+assert PINNED["kubernetes"][2] == "4.1.6" and PINNED["playwright"][2] == "0.0.79"
 
 
 def clean_env(home: Path) -> dict[str, str]:
     """The test's environment without any database or mail credential."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PG", "IMAP_", "PREIMAGE_POSTGRESQL", "PREIMAGE_IMAP"))}
+           if not k.startswith(("PG", "IMAP_", "PREIMAGE_POSTGRESQL", "PREIMAGE_IMAP", "KUBE"))}
     env["HOME"] = str(home)
     return env
 
@@ -341,3 +342,98 @@ def test_emails_mcp_through_claude_hook(mail: Any, tmp_path: Path) -> None:
         "command": server[0], "args": server[1:]}}}))
     env = clean_env(tmp_path)
     _mail_steps(mail, "hookuser", project, env, server, ClaudeHook("inbox", project, env), False)
+
+
+# ---------------------------------------------------------------------- Kubernetes
+def objects(cp: Any, ns: str) -> dict[str, Any]:
+    """What a restore must bring back: each ConfigMap's data and labels, each Deployment's
+    replicas and pod template, by name."""
+    out: dict[str, Any] = {}
+    for kind in ("configmaps", "deployments"):
+        doc = json.loads(cp.kubectl("get", kind, "-n", ns, "-o", "json").stdout)
+        for item in doc["items"]:
+            name = f"{kind}/{item['metadata']['name']}"
+            if kind == "configmaps" and name == "configmaps/kube-root-ca.crt":
+                continue
+            out[name] = (item.get("data"), item["metadata"].get("labels"),
+                         item.get("spec", {}).get("replicas"),
+                         item.get("spec", {}).get("template"))
+    return out
+
+
+def k8s_world(cp: Any, ns: str) -> None:
+    cp.kubectl("create", "namespace", ns)
+    cp.kubectl("apply", "-n", ns, "-f", "-", input="""
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, labels: {app: shop}}
+data: {mode: live, limit: "10"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "registry.invalid/web:1"}]}
+""")
+
+
+K8S_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("kubectl_delete", {"resourceType": "configmap", "name": "settings"}),
+    ("kubectl_scale", {"name": "web", "replicas": 0}),
+    ("kubectl_get", {"resourceType": "pods"}),
+]
+
+
+def _k8s_run(cp: Any, ns: str, env: dict[str, str], project: Path, server: list[str],
+             hook: ClaudeHook | None) -> None:
+    k8s_world(cp, ns)
+    before = objects(cp, ns)
+    calls = [(t, {**a, "namespace": ns}) for t, a in K8S_CALLS]
+    results = run_session(server, env, project, calls, hook=hook)
+    texts = [context_of(a) if hook else note_of(r) for r, a in results]
+    assert "preimage backup" not in texts[2]          # kubectl_get: read only
+    assert "configmaps/settings" not in objects(cp, ns)
+    for text in reversed(texts[:2]):
+        restore(clean_env(project), backup_id(text))   # run without KUBECONFIG
+    assert objects(cp, ns) == before
+
+
+@pytest.mark.kubernetes
+def test_kubernetes_mcp_through_proxy(control_plane: Any, tmp_path: Path) -> None:
+    """mcp-server-kubernetes behind the proxy, its KUBECONFIG given only to the proxy and
+    server: a delete and a scale to zero are backed up from that cluster, the backups name
+    the kubeconfig, and `preimage restore` run without one restores the objects exactly."""
+    env = clean_env(tmp_path)   # HOME without a kubeconfig, no KUBECONFIG
+    server_env = {**env, "KUBECONFIG": str(control_plane.kubeconfig_path)}
+    server = [os.path.join(BIN, "preimage"), "mcp-proxy", "--name", "cluster", "--",
+              str(executable("kubernetes"))]
+    _k8s_run(control_plane, "mcp-proxy-ns", server_env, tmp_path, server, None)
+
+
+@pytest.mark.kubernetes
+def test_kubernetes_mcp_through_claude_hook(control_plane: Any, tmp_path: Path) -> None:
+    """mcp-server-kubernetes defined in .mcp.json with KUBECONFIG in its env only: the hook
+    reads that cluster, and the backups' targets name the kubeconfig, so `preimage restore`
+    run without KUBECONFIG restores the objects exactly."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"k8s": {
+        "command": str(executable("kubernetes")), "args": [],
+        "env": {"KUBECONFIG": str(control_plane.kubeconfig_path)}}}}))
+    env = clean_env(tmp_path)
+    server_env = {**env, "KUBECONFIG": str(control_plane.kubeconfig_path)}
+    hook = ClaudeHook("k8s", project, env)
+    k8s_world(control_plane, "mcp-hook-ns")
+    before = objects(control_plane, "mcp-hook-ns")
+    calls = [(t, {**a, "namespace": "mcp-hook-ns"}) for t, a in K8S_CALLS]
+    results = run_session([str(executable("kubernetes"))], server_env, project, calls, hook=hook)
+    texts = [context_of(a) for _, a in results]
+    assert "preimage backup" not in texts[2]
+    assert "configmaps/settings" not in objects(control_plane, "mcp-hook-ns")
+    for text in reversed(texts[:2]):
+        restore(env, backup_id(text))                 # env: no KUBECONFIG
+    assert objects(control_plane, "mcp-hook-ns") == before

@@ -272,11 +272,22 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
 
     spec = server_spec(call, ctx)
     env = server_env(spec, ctx)
+    inline = [v for v in ("KUBECONFIG_YAML", "KUBECONFIG_JSON", "K8S_SERVER") if env.get(v)]
+    if inline:   # mcp-server-kubernetes builds a kubeconfig of its own from these
+        return unknown(call, rule, f"the Kubernetes MCP server reads its cluster from "
+                       f"{inline[0]} in its environment, which preimage does not read: give it "
+                       "a kubeconfig file (KUBECONFIG or KUBECONFIG_PATH)")
+    if env.get("KUBECONFIG_PATH"):   # the server's order: KUBECONFIG_PATH before KUBECONFIG
+        env["KUBECONFIG"] = env["KUBECONFIG_PATH"]
     # A kubeconfig of the server's own definition travels in the target URIs: the capture
     # and a later `preimage restore` read that file, whatever their environment says.
     own_env: dict[str, Any] = spec["env"] if isinstance(spec.get("env"), dict) else {}
-    own = env["KUBECONFIG"] if own_env.get("KUBECONFIG") and \
-        own_env.get("KUBECONFIG") != ctx.env.get("KUBECONFIG") else None
+    # (A server the proxy started inherits the proxy's environment: its KUBECONFIG is the
+    # server's own setting too.)
+    defined = own_env.get("KUBECONFIG_PATH") or own_env.get("KUBECONFIG") or (
+        env.get("KUBECONFIG") if spec.get("harness") == "mcp-proxy" else None)
+    own = env["KUBECONFIG"] if defined and (
+        defined != ctx.env.get("KUBECONFIG") or spec.get("harness") == "mcp-proxy") else None
     if verb in ("uninstall", "upgrade", "install", "rollback"):
         ctx_name, default_ns = kube_context(a.get("context"), env, ctx.home)
         ns = str(a.get("namespace") or default_ns)
