@@ -109,7 +109,8 @@ def browser_navigate(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
 @tool_extractor("browser_click")
 def browser_click(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """A click: destructive or saving words capture the page's records; others only navigate."""
-    text = " ".join(str(call.input.get(k, "")) for k in ("element", "text", "selector", "name"))
+    text = " ".join(str(call.input.get(k, "")) for k in ("element", "text", "selector", "name",
+                                                         "target"))
     if DESTRUCTIVE.search(text):
         impact = Impact.HIGH
     elif MUTATING.search(text) or call.tool.endswith(("handle_dialog", "file_upload")):
@@ -126,6 +127,20 @@ def browser_click(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         impact = Impact.NORMAL
     got = _page_targets(call, ctx, f"the click on '{text.strip()[:60]}' may change it", storage=False)
     return _with_notes(call, rule, got, impact=impact)
+
+
+@tool_extractor("browser_storage")
+def browser_storage(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
+    """Cookie and web-storage tools: the profile's storage for the page's origin.  A server
+    started ``--isolated`` keeps its profile in memory, gone when it stops: nothing lasting
+    changes (its storage-state file, if any, is only read)."""
+    from preimage.layer.mcp_launch import server_spec
+
+    if "--isolated" in [str(a) for a in server_spec(call, ctx).get("args") or []]:
+        return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+    clears = call.tool.endswith(("_clear", "_delete", "set_storage_state"))
+    got = _page_targets(call, ctx, "the tool changes cookies or storage", storage=True)
+    return _with_notes(call, rule, got, impact=Impact.HIGH if clears else Impact.NORMAL)
 
 
 @tool_extractor("browser_script")
