@@ -155,7 +155,8 @@ def _started(argv: list[str], stream: str, prefix: str, env: dict[str, str],
 
 def test_proxy_over_streamable_http_on_both_sides(home: Path, tmp_path: Path) -> None:
     """Upstream a streamable-HTTP MCP server (the SDK's FastMCP), downstream `--listen`: a
-    DELETE is backed up before it is forwarded and restorable; a SELECT takes no backup."""
+    DELETE is backed up before it is forwarded and restorable; a SELECT takes no backup; the
+    note also reaches the result's structuredContent (which Claude Code shows alone)."""
     db = shop(tmp_path / "shop.db")
     config = Path(os.environ["PREIMAGE_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
@@ -192,5 +193,7 @@ def test_proxy_over_streamable_http_on_both_sides(home: Path, tmp_path: Path) ->
     (backup,) = taken(env)
     assert backup["tool_call"]["tool"] == "mcp__shop__write_query"
     assert backup["id"] in text(deleted)
+    assert deleted.structuredContent["affected_rows"] == 2
+    assert backup["id"] in deleted.structuredContent["preimage"]
     preimage("restore", backup["id"], env=env)
     assert rows(db) == [(1, "apple"), (2, "pear")]

@@ -327,6 +327,12 @@ def test_emails_mcp_through_proxy(mail: Any, tmp_path: Path) -> None:
     server = [os.path.join(BIN, "preimage"), "mcp-proxy", "--name", "mail", "--",
               str(executable("emails-mcp")), "--config_file", "mail.json"]
     _mail_steps(mail, "proxyuser", tmp_path, env, server, None, True)
+    # A session whose first call names numbers before any folder was selected: the server
+    # has none selected (its STORE fails), the layer captures those numbers in every
+    # folder, and the model hears why (the decision's notes reach it through the proxy).
+    (result, _), = run_session(server, env, tmp_path,
+                               [("mark_emails", {"email_ids": ["1"], "status": "important"})])
+    assert "no folder is known to be selected" in note_of(result), note_of(result)
 
 
 @pytest.mark.imap

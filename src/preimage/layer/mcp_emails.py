@@ -214,7 +214,7 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
         if tool == "export_emails" and a.get("export_all_folders"):
             folders = box.folders()
         for folder in folders:
-            if box.examine(folder) is None:
+            if not box.examine(folder):   # missing or empty: nothing to mark \Seen
                 continue
             unseen = box.search_uids("UNSEEN")
             if unseen:
@@ -257,14 +257,16 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
                      "search_emails was seen this session): the numbers are resolved in "
                      "every folder, and all of those messages are captured")
     for folder in folders:
-        if box.examine(folder) is None:
+        count = box.examine(folder)
+        if count is None:
             notes.append(f"folder {folder!r} the server has selected does not exist")
             continue
-        found = box.messages(",".join(str(n) for n in numbers))
+        inside = [n for n in numbers if 0 < n <= count]   # the server fails on the others
+        found = box.messages(",".join(map(str, inside))) if inside else {}
         uids = {uid for uid, _, _ in found.values()}
         if tool in _SEEN_BY_NUMBER:   # fetching sets \Seen: only unseen ones change
             uids = {uid for uid, seen, _ in found.values() if not seen}
-        if expunges:
+        if expunges and count:
             uids |= set(box.search_uids("DELETED"))
         if uids:
             targets.append(PlannedTarget(imap_uri(base, folder, uids=sorted(uids)),
