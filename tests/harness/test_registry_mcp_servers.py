@@ -233,7 +233,7 @@ def mailbox(mail: Any, user: str) -> imaplib.IMAP4:
 
 
 def seed(mail: Any, user: str) -> None:
-    """INBOX with five unread messages (one flagged), an empty Archive."""
+    """INBOX with five unread messages (one flagged), Archive with one read message."""
     mail.add_user(user)
     c = mailbox(mail, user)
     c.create("Archive")
@@ -243,18 +243,26 @@ def seed(mail: Any, user: str) -> None:
         m["Message-ID"] = f"<m{i}.{user}@example.org>"
         m.set_content(f"body {i}\n")
         c.append("INBOX", "(\\Flagged)" if i == 3 else "()", None, m.as_bytes())
+    m = EmailMessage()
+    m["From"], m["Subject"], m["Message-ID"] = "b@example.org", "kept", f"<a1.{user}@example.org>"
+    m.set_content("archived\n")
+    c.append("Archive", "(\\Seen)", None, m.as_bytes())
     c.logout()
 
 
-def state(mail: Any, user: str) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
-    """Every folder's messages: (Message-ID, flags), by Message-ID — what a restore must
-    bring back (UIDs are the server's to assign)."""
+def state(mail: Any, user: str) -> dict[str, Any]:
+    """The folders, and INBOX's and Archive's messages: (Message-ID, flags), by Message-ID —
+    what a restore must bring back (UIDs are the server's to assign)."""
     import re
 
     c = mailbox(mail, user)
-    out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    out: dict[str, Any] = {"folders": sorted(
+        line.decode().rsplit(" ", 1)[-1].strip('"') for line in c.list()[1])}
     for folder in ("INBOX", "Archive"):
-        _, count = c.select(folder, readonly=True)
+        status, count = c.select(folder, readonly=True)
+        if status != "OK":
+            out[folder] = None
+            continue
         rows = []
         status, data = (c.fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
                         if int(count[0] or 0) else ("OK", []))
@@ -293,6 +301,8 @@ MAIL_STEPS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
     ("move_emails copies and expunges", [("get_emails", {"folder": "INBOX", "page_size": 1}),
                                          ("move_emails", {"email_ids": ["1", "5"],
                                                           "target_folder": "Archive"})]),
+    ("create_folder", [("create_folder", {"folder_name": "Projects"})]),
+    ("delete_folder", [("delete_folder", {"folder_name": "Archive"})]),
 ]
 
 

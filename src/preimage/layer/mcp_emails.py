@@ -256,7 +256,10 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
         notes.append("no folder is known to be selected on the server (no get_emails or "
                      "search_emails was seen this session): the numbers are resolved in "
                      "every folder, and all of those messages are captured")
+    dest = a.get("target_folder") if isinstance(a.get("target_folder"), str) else None
     for folder in folders:
+        if folder == dest and not selected:
+            continue   # captured whole below
         count = box.examine(folder)
         if count is None:
             notes.append(f"folder {folder!r} the server has selected does not exist")
@@ -272,8 +275,7 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
             targets.append(PlannedTarget(imap_uri(base, folder, uids=sorted(uids)),
                                          f"{tool} changes messages {','.join(map(str, numbers))}"
                                          f" of {folder}", external=True))
-    dest = a.get("target_folder")
-    if isinstance(dest, str) and dest and dest not in folders:
+    if dest:   # whole, so a restore takes the copies out again
         targets.append(PlannedTarget(imap_uri(base, dest), "messages land in it", external=True))
     if not targets:
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE, notes=notes)
