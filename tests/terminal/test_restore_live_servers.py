@@ -29,7 +29,7 @@ def ws() -> Iterator[Path]:
 
 
 def _capture(store: Store, root: Path) -> str:
-    from preimage._engine import capture
+    from preimage.engine.capture import capture
 
     return capture([f"file://{root}"], store=store, label="workspace").id
 

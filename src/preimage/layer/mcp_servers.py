@@ -52,7 +52,7 @@ def remember_launch(name: str, command: list[str] | None = None, url: str | None
     """Record how this process started (or reached) MCP server ``name``.
 
     The server inherits this process's environment whole (``env`` holds no entries of
-    its own: :func:`preimage.layer.mcp_launch.server_env` reads the layer's, which is
+    its own: :func:`preimage.layer.deciding.mcp_launch.server_env` reads the layer's, which is
     this process's) and runs in ``cwd``.
     """
     _launched[name] = {"command": command[0] if command else None,

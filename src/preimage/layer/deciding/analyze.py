@@ -57,7 +57,7 @@ def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
         for kind, rx in _KIND_HINTS:
             if re.search(rx, scheme):
                 return kind
-    from preimage.layer.mcp_launch import is_server, server_spec
+    from preimage.layer.deciding.mcp_launch import is_server, server_spec
 
     spec = server_spec(call, ctx)
     for kind, packages in _KNOWN_SERVERS:   # a server whose tools the layer models exactly

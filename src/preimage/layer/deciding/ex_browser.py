@@ -134,7 +134,7 @@ def browser_storage(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """Cookie and web-storage tools: the profile's storage for the page's origin.  A server
     started ``--isolated`` keeps its profile in memory, gone when it stops: nothing lasting
     changes (its storage-state file, if any, is only read)."""
-    from preimage.layer.mcp_launch import server_spec
+    from preimage.layer.deciding.mcp_launch import server_spec
 
     if "--isolated" in [str(a) for a in server_spec(call, ctx).get("args") or []]:
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)

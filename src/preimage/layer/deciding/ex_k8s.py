@@ -268,7 +268,7 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         words += ["-f", str(a["filename"])]
     # The server reads its kubeconfig from its own environment (its definition's env
     # on top of the launcher's): the backup and its restore read the same file.
-    from preimage.layer.mcp_launch import server_env, server_spec
+    from preimage.layer.deciding.mcp_launch import server_env, server_spec
 
     spec = server_spec(call, ctx)
     env = server_env(spec, ctx)

@@ -70,8 +70,8 @@ def _uids(value: Any) -> list[int] | None:
 @tool_extractor("emails_mcp")
 def emails_mcp(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """A tool of emails-mcp, read as that server runs it (:mod:`.mcp_emails`)."""
-    from preimage.layer.mcp_emails import emails_mcp as plan
-    from preimage.layer.mcp_launch import server_spec
+    from preimage.layer.deciding.mcp_emails import emails_mcp as plan
+    from preimage.layer.deciding.mcp_launch import server_spec
 
     return plan(call, rule, ctx, server_spec(call, ctx))
 

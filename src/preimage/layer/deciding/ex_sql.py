@@ -374,7 +374,7 @@ def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
     client's variable, ``PGPASSWORD``, in its environment) is handed to this process's
     captures of that account, never stored.
     """
-    from preimage.layer.mcp_launch import server_cwd, server_env, server_spec
+    from preimage.layer.deciding.mcp_launch import server_cwd, server_env, server_spec
 
     mcp = call.mcp_tool
     assert mcp is not None
@@ -404,7 +404,7 @@ def mcp_base(call: ToolCall, ctx: Context, kind: str) -> SqlBase | None:
 
 def _remember_server_password(base: SqlBase, url: str, env: dict[str, str]) -> None:
     """The server's password for ``base``'s account, for this process's captures."""
-    from preimage._target import Target, remember_password
+    from preimage.interface.target import Target, remember_password
 
     if base.scheme == "sqlite":
         return
@@ -421,7 +421,7 @@ def _remember_server_password(base: SqlBase, url: str, env: dict[str, str]) -> N
 def postgres_mcp_restricted(call: ToolCall, ctx: Context) -> bool:
     """Whether a postgres-mcp server runs with ``--access-mode restricted``: it then runs
     every statement in a READ ONLY transaction and rolls it back (its SafeSqlDriver)."""
-    from preimage.layer.mcp_launch import is_server, option, server_spec
+    from preimage.layer.deciding.mcp_launch import is_server, option, server_spec
 
     spec = server_spec(call, ctx)
     return is_server(spec, "postgres-mcp") and option(spec, "--access-mode") == "restricted"

@@ -51,12 +51,12 @@ from typing import Any
 from urllib.parse import quote
 
 from preimage.connectors.imap.selection import imap_uri
-from preimage.layer._extract import finding, unknown
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
+from preimage.layer.deciding.extract import finding, unknown
+from preimage.layer.deciding.mcp_launch import Spec, option, read_json_file, server_cwd
+from preimage.layer.deciding.rules import Rule
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
-from preimage.layer.mcp_launch import Spec, option, read_json_file, server_cwd
-from preimage.layer.rules import Rule
 
 PACKAGE = "emails-mcp"
 DEFAULT_CONFIG = "test_emils.json"   # the server's own default (sic)
@@ -183,7 +183,7 @@ def emails_mcp(call: ToolCall, rule: Rule, ctx: Context, spec: Spec) -> Finding:
     acct = account(spec, ctx)
     if isinstance(acct, str):
         return unknown(call, rule, acct)
-    from preimage._target import remember_password
+    from preimage.interface.target import remember_password
 
     remember_password(acct.scheme, acct.user, acct.host, acct.port, acct.password)
     key = _selected_key(call, acct)
