@@ -13,27 +13,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import threading
-import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from mcp_clients import PREIMAGE, ClaudeHook, Hook, backup_id, restore, run_session
+from mcp_packages import PINNED, executable
 
 from fixtures.trac import TracServer
 from preimage.connectors.browser.chromium import DEFAULT_CHROMIUM, browser_context
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
-from mcp_packages import PINNED, executable
-
 pytestmark = [pytest.mark.browser, pytest.mark.webapp, pytest.mark.slow]
 
 assert PINNED["playwright"][2] == "0.0.79"
-BIN = str(Path(sys.executable).parent)
 
 
 def _ticket(trac: TracServer, milestone: str) -> int:
@@ -68,50 +60,28 @@ def _server(state: Path) -> list[str]:
 
 
 def _drive(command: list[str], env: dict[str, str], cwd: Path, url: str,
-           hook: Callable[[str, dict[str, Any]], dict[str, Any]] | None) -> list[Any]:
-    """navigate to ``url``, then click the "Delete ticket" button the snapshot shows."""
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+           hook: Hook | None) -> list[Any]:
+    """navigate to ``url``, then click the "Delete ticket" button the snapshot shows:
+    ``[(hook's answer, result)]`` of both calls."""
 
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
-
-    async def go() -> list[Any]:
+    async def calls(s: Any, hook: Hook | None) -> list[Any]:
         out = []
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-            await s.initialize()
-            nav = {"url": url}
-            out.append((hook("browser_navigate", nav) if hook else None,
-                        await s.call_tool("browser_navigate", nav)))
-            text = "\n".join(c.text for c in out[-1][1].content if hasattr(c, "text"))
-            saved = re.search(r"\[Snapshot\]\(([^)]+)\)", text)   # written beside the server
-            if saved:
-                text = (cwd / saved.group(1)).read_text()
-            ref = re.search(r'button "Delete ticket" \[ref=(\w+)\]', text)
-            assert ref, text[-3000:]
-            click = {"element": "Delete ticket button", "target": ref.group(1)}
-            out.append((hook("browser_click", click) if hook else None,
-                        await s.call_tool("browser_click", click)))
+        nav = {"url": url}
+        out.append((hook("browser_navigate", nav) if hook else None,
+                    await s.call_tool("browser_navigate", nav)))
+        text = "\n".join(c.text for c in out[-1][1].content if hasattr(c, "text"))
+        saved = re.search(r"\[Snapshot\]\(([^)]+)\)", text)   # written beside the server
+        if saved:
+            text = (cwd / saved.group(1)).read_text()
+        ref = re.search(r'button "Delete ticket" \[ref=(\w+)\]', text)
+        assert ref, text[-3000:]
+        # 0.0.79 names the element `target` (a snapshot ref or a selector)
+        click = {"element": "Delete ticket button", "target": ref.group(1)}
+        out.append((hook("browser_click", click) if hook else None,
+                    await s.call_tool("browser_click", click)))
         return out
 
-    return _apart(go)
-
-
-def _apart(go: Callable[[], Awaitable[Any]]) -> Any:
-    """Run ``go`` on a thread of its own (the session's Playwright keeps a loop on this one)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = anyio.run(go)
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return run_session(command, env, cwd, calls, hook)
 
 
 def _setup(trac: TracServer, profile: Path, cli_profile: Path, tmp_path: Path,
@@ -127,32 +97,20 @@ def _setup(trac: TracServer, profile: Path, cli_profile: Path, tmp_path: Path,
     return state, env
 
 
-def _backup_id(text: str) -> str:
-    m = re.search(r"preimage backup (\S+)", text)
-    assert m, text
-    return m.group(1)
-
-
-def _restore(env: dict[str, str], bid: str) -> None:
-    proc = subprocess.run([os.path.join(BIN, "preimage"), "restore", bid], capture_output=True,
-                          text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-
-
 def test_playwright_mcp_through_proxy(trac_server: TracServer, profile: Path,
                                      cli_profile: Path, tmp_path: Path) -> None:
     """Behind the proxy: the navigation takes no backup, the click on "Delete ticket" backs
     the ticket up through the Trac adapter, and the restore brings it back."""
     number = _ticket(trac_server, "mcp-proxy")
     state, env = _setup(trac_server, profile, cli_profile, tmp_path, tmp_path / "store")
-    proxy = [os.path.join(BIN, "preimage"), "mcp-proxy", "--name", "browser", "--",
+    proxy = [PREIMAGE, "mcp-proxy", "--name", "browser", "--",
              *_server(state)]
     (_, nav), (_, click) = _drive(proxy, env, tmp_path,
                                   f"{trac_server.url}/ticket/{number}?action=delete", None)
     notes = [c.text for c in click.content if hasattr(c, "text")]
     assert "preimage backup" not in " ".join(c.text for c in nav.content if hasattr(c, "text"))
     assert _summaries(trac_server, "mcp-proxy") == [], notes
-    _restore(env, _backup_id(notes[-1]))
+    restore(env, backup_id(notes[-1]))
     assert _summaries(trac_server, "mcp-proxy") == ["Crash in mcp-proxy"]
 
 
@@ -167,22 +125,12 @@ def test_playwright_mcp_through_claude_hook(trac_server: TracServer, profile: Pa
     server = _server(state)
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
         "command": server[0], "args": server[1:]}}}))
-    session = f"s-{uuid.uuid4().hex[:8]}"
-
-    def hook(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        payload = {"session_id": session, "cwd": str(project), "hook_event_name": "PreToolUse",
-                   "tool_name": f"mcp__browser__{tool}", "tool_input": args,
-                   "tool_use_id": f"toolu_{uuid.uuid4().hex[:12]}"}
-        proc = subprocess.run([os.path.join(BIN, "preimage"), "hook", "claude-code"],
-                              input=json.dumps(payload), capture_output=True, text=True,
-                              env=env, cwd=project, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout) if proc.stdout.strip() else {}
+    hook = ClaudeHook("browser", project, env)
 
     (nav, _), (click, _) = _drive(server, env, project,
                                   f"{trac_server.url}/ticket/{number}?action=delete", hook)
     assert nav == {}
     context = click["hookSpecificOutput"]["additionalContext"]
     assert _summaries(trac_server, "mcp-hook") == []
-    _restore(env, _backup_id(context))
+    restore(env, backup_id(context))
     assert _summaries(trac_server, "mcp-hook") == ["Crash in mcp-hook"]

@@ -288,6 +288,22 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         env.get("KUBECONFIG") if spec.get("harness") == "mcp-proxy" else None)
     own = env["KUBECONFIG"] if defined and (
         defined != ctx.env.get("KUBECONFIG") or spec.get("harness") == "mcp-proxy") else None
+    if verb == "node":   # node_management: cordon / uncordon / drain NODE
+        ctx_name, _ = kube_context(a.get("context"), env, ctx.home)
+        node = str(a.get("nodeName") or "")
+        if not node:
+            return unknown(call, rule, "node_management names no node")
+        if a.get("dryRun"):
+            return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
+        targets = [PlannedTarget(k8s_uri(ctx_name, None, "nodes", node, kubeconfig=own),
+                                 f"{a.get('operation') or 'node_management'} changes it",
+                                 external=True)]
+        if a.get("operation") not in ("cordon", "uncordon"):   # drain evicts its pods
+            targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, "pods",
+                                                 kubeconfig=own),
+                                         f"drain evicts the pods on {node}", external=True))
+        return finding(call, rule, targets=targets, outside_workspace=True,
+                       wide=len(targets) > 1)
     if verb in ("uninstall", "upgrade", "install", "rollback"):
         ctx_name, default_ns = kube_context(a.get("context"), env, ctx.home)
         ns = str(a.get("namespace") or default_ns)

@@ -1,0 +1,130 @@
+"""mcp-server-kubernetes 4.1.6, from the registry (fixtures/mcp_packages.py; 4.1.4 is not
+published), against the session's control plane, through `preimage mcp-proxy` and through
+the Claude Code hook (fixtures/mcp_clients.py).  Its kubeconfig is given to the server
+alone (its definition's `env`, or the proxy that starts it): the backups name it, so a
+`preimage restore` run without one restores the same cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_clients import (
+    PREIMAGE,
+    ClaudeHook,
+    backup_id,
+    clean_env,
+    context_of,
+    restore,
+    run_session,
+    told,
+)
+from mcp_packages import PINNED, executable
+
+pytestmark = [pytest.mark.kubernetes, pytest.mark.slow]
+
+assert PINNED["kubernetes"][2] == "4.1.6"   # the version these tests pin
+
+
+def objects(cp: Any, ns: str) -> dict[str, Any]:
+    """What a restore must bring back: each ConfigMap's data and labels, each Deployment's
+    replicas and pod template, by name."""
+    out: dict[str, Any] = {}
+    for kind in ("configmaps", "deployments"):
+        doc = json.loads(cp.kubectl("get", kind, "-n", ns, "-o", "json").stdout)
+        for item in doc["items"]:
+            name = f"{kind}/{item['metadata']['name']}"
+            if kind == "configmaps" and name == "configmaps/kube-root-ca.crt":
+                continue
+            out[name] = (item.get("data"), item["metadata"].get("labels"),
+                         item.get("spec", {}).get("replicas"),
+                         item.get("spec", {}).get("template"))
+    node = json.loads(cp.kubectl("get", "node", f"{ns}-node", "-o", "json").stdout)
+    out["node"] = (node["spec"].get("unschedulable"), node["spec"].get("taints"))
+    return out
+
+
+def k8s_world(cp: Any, ns: str) -> None:
+    """A namespace with a ConfigMap and a two-replica Deployment, and a Node object (the
+    control plane runs no kubelet: the Node is the API object alone)."""
+    cp.kubectl("create", "namespace", ns)
+    cp.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": f"{ns}-node", "labels": {"pool": "test"}}}))
+    cp.kubectl("apply", "-n", ns, "-f", "-", input="""
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, labels: {app: shop}}
+data: {mode: live, limit: "10"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "registry.invalid/web:1"}]}
+""")
+
+
+def k8s_calls(ns: str) -> list[tuple[str, dict[str, Any]]]:
+    """A delete, a scale to zero, a cordon (each backed up), a read (none)."""
+    return [("kubectl_delete", {"resourceType": "configmap", "name": "settings",
+                                "namespace": ns}),
+            ("kubectl_scale", {"name": "web", "replicas": 0, "namespace": ns}),
+            ("node_management", {"operation": "cordon", "nodeName": f"{ns}-node"}),
+            ("kubectl_get", {"resourceType": "pods", "namespace": ns})]
+
+
+def _k8s_run(cp: Any, ns: str, env: dict[str, str], project: Path, server: list[str],
+             hook: ClaudeHook | None) -> None:
+    k8s_world(cp, ns)
+    before = objects(cp, ns)
+    results = run_session(server, env, project, k8s_calls(ns), hook=hook)
+    texts = [told(r, hook is not None) for r in results]
+    assert "preimage backup" not in texts[3]          # kubectl_get: read only
+    changed = objects(cp, ns)
+    assert "configmaps/settings" not in changed and changed["node"][0] is True
+    for text in reversed(texts[:3]):
+        restore(clean_env(project), backup_id(text))   # run without KUBECONFIG
+    assert objects(cp, ns) == before
+
+
+def test_kubernetes_mcp_through_proxy(control_plane: Any, tmp_path: Path) -> None:
+    """mcp-server-kubernetes behind the proxy, its KUBECONFIG given only to the proxy and
+    server: a delete, a scale to zero and a cordon are backed up from that cluster, the
+    backups name the kubeconfig, and `preimage restore` run without one restores exactly."""
+    env = clean_env(tmp_path)   # HOME without a kubeconfig, no KUBECONFIG
+    server_env = {**env, "KUBECONFIG": str(control_plane.kubeconfig_path)}
+    server = [PREIMAGE, "mcp-proxy", "--name", "cluster", "--",
+              str(executable("kubernetes"))]
+    _k8s_run(control_plane, "mcp-proxy-ns", server_env, tmp_path, server, None)
+
+
+def test_kubernetes_mcp_through_claude_hook(control_plane: Any, tmp_path: Path) -> None:
+    """mcp-server-kubernetes defined in .mcp.json with KUBECONFIG in its env only: the hook
+    reads that cluster, and the backups' targets name the kubeconfig, so `preimage restore`
+    run without KUBECONFIG restores the objects exactly."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"k8s": {
+        "command": str(executable("kubernetes")), "args": [],
+        "env": {"KUBECONFIG": str(control_plane.kubeconfig_path)}}}}))
+    env = clean_env(tmp_path)
+    server_env = {**env, "KUBECONFIG": str(control_plane.kubeconfig_path)}
+    hook = ClaudeHook("k8s", project, env)
+    k8s_world(control_plane, "mcp-hook-ns")
+    before = objects(control_plane, "mcp-hook-ns")
+    results = run_session([str(executable("kubernetes"))], server_env, project,
+                          k8s_calls("mcp-hook-ns"), hook=hook)
+    texts = [context_of(a) for _, a in results]
+    assert "preimage backup" not in texts[3]
+    changed = objects(control_plane, "mcp-hook-ns")
+    assert "configmaps/settings" not in changed and changed["node"][0] is True
+    for text in reversed(texts[:3]):
+        restore(env, backup_id(text))                 # env: no KUBECONFIG
+    assert objects(control_plane, "mcp-hook-ns") == before
