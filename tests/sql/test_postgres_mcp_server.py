@@ -97,3 +97,26 @@ def test_postgres_mcp_through_claude_hook(pg_server: Any, tmp_path: Path) -> Non
                                   hook=hook)
     restore(env, backup_id(context_of(truncated)), PGPASSWORD=pg.password)
     assert dump(pg, "mcphookshop") == original
+
+
+def test_postgres_mcp_argument_form_and_restricted_mode(pg_server: Any, tmp_path: Path) -> None:
+    """The database URL as the server's argument is read too; under `--access-mode
+    restricted` the server runs every statement read-only and rolled back, so a DELETE
+    changes nothing and takes no backup."""
+    pg = pg_server
+    shop(pg, "mcpargshop")
+    env = clean_env(tmp_path)
+    uri = pg.uri("mcpargshop", password=True)
+    original = dump(pg, "mcpargshop")
+    (deleted, _), = run_session(
+        [PREIMAGE, "mcp-proxy", "--name", "db", "--", str(executable("postgres-mcp")), uri],
+        env, tmp_path, [("execute_sql", {"sql": "DELETE FROM orders WHERE item = 'fig'"})])
+    assert pg.psql("SELECT count(*) FROM orders", db="mcpargshop").strip() == "2"
+    restore(env, backup_id(note_of(deleted)), PGPASSWORD=pg.password)
+    assert dump(pg, "mcpargshop") == original
+    (refused, _), = run_session(
+        [PREIMAGE, "mcp-proxy", "--name", "db", "--", str(executable("postgres-mcp")),
+         "--access-mode", "restricted", uri],
+        env, tmp_path, [("execute_sql", {"sql": "DELETE FROM orders"})])
+    assert "preimage backup" not in note_of(refused)
+    assert dump(pg, "mcpargshop") == original
