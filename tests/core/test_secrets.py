@@ -106,3 +106,11 @@ def test_redact_value_masks_secret_fields_and_cuts_deep_nesting() -> None:
     for _ in range(5000):
         deep = [deep]
     assert json.dumps(redact_value(deep)).count("[") <= 70
+
+
+def test_redact_value_keeps_token_counts_and_masks_token_values() -> None:
+    """A number under a plural such as `model_tokens` is a count and stays; a token stays masked."""
+    doc = {"model_tokens": 812, "max_tokens": 0, "token": "abc", "tokens": ["abc"],
+           "password": 1234}
+    assert redact_value(doc) == {"model_tokens": 812, "max_tokens": 0, "token": "***",
+                                 "tokens": "***", "password": "***"}

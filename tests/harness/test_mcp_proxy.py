@@ -115,18 +115,24 @@ def test_proxy_read_only_call_takes_no_backup(home: Path, tmp_path: Path) -> Non
     assert backups({**os.environ}) == []
 
 
+@pytest.mark.parametrize("options", [["--on-failure", "deny"], []], ids=["deny", "default"])
 def test_proxy_refuses_when_backup_fails_and_told_to_deny(home: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """With an unwritable store and --on-failure deny the DELETE never reaches the server."""
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          options: list[str]) -> None:
+    """With an unwritable store, --on-failure deny — and the default, as `--help` says — the
+    DELETE never reaches the server."""
     db = shop(tmp_path / "shop.db")
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     monkeypatch.setenv("PREIMAGE_HOME", str(blocker / "store"))
     (result,) = call_through_proxy(db, tmp_path, [("write_query",
                                                    {"query": "DELETE FROM orders"})],
-                                   "--on-failure", "deny")
+                                   *options)
     assert result.isError and "NOT backed up" in text(result)
     assert rows(db) == [(1, "apple"), (2, "pear")]
+    if not options:
+        helptext = " ".join(preimage("mcp-proxy", "--help", env={**os.environ}).stdout.split())
+        assert "(the default" in helptext and "refuse it" in helptext
 
 
 def test_proxy_without_sdk_or_server_fails_in_one_line(home: Path, tmp_path: Path) -> None:

@@ -226,6 +226,7 @@ def test_read_only_call_takes_no_backup(work: Ran) -> None:
     first = work.decisions()[0]                               # the hook decided on it
     assert first["tool"] == "Bash" and first["action"] == "pass"
     assert first["backup_id"] is None and first["targets"] == [] and not first["error"]
+    assert first["model_tokens"] == 0          # a count, never masked as a secret
     assert not any("ls -la" in json.dumps(b["tool_call"]["input"]) for b in work.backups())
 
 
@@ -270,6 +271,13 @@ def test_mcp_delete_is_backed_up_and_restored(work: Ran) -> None:
     assert backup["id"] in work.route.seen_after_tools()
     preimage("restore", backup["id"], env=work.env)
     assert rows(work.db) == ROWS
+
+
+def test_every_call_finds_its_pre_call_note(work: Ran) -> None:
+    """Each after-event found the note its pre-call hook left — the rewritten `rm` too,
+    whose input the harness may report rewritten — so none is left in `pending/`."""
+    pending = Path(work.env["PREIMAGE_LOG"]).parent / "pending"
+    assert not pending.exists() or sorted(p.name for p in pending.iterdir()) == []
 
 
 # ------------------------------------------------------------------ failures

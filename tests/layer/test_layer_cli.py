@@ -27,10 +27,19 @@ def test_explain_names_tier_rule_and_targets_without_capturing(cli: Cli, home: P
     doc = json.loads(cli("rules", "explain", "git clean -fdx && rm notes.txt", "--json",
                          cwd=world.proj, env=world.env | {"PREIMAGE_HOME": str(home)},
                          check=True).stdout)
-    assert doc["tier"] == "rewrite"
+    assert doc["tier"] == "pair" and doc["rewrite"] is None   # captured; nothing rewritten
     assert doc["rules"] == ["git-clean", "rm"]
     assert f"git://{world.proj}" in doc["wanted"]
     assert not (home / "catalog.sqlite").exists()
+
+
+def test_a_call_nothing_rewrote_is_not_labelled_rewrite_tier(cli: Cli, home: Path,
+                                                             world: World) -> None:
+    """`git reset --hard` is captured, not rewritten: its decision says the pair tier."""
+    doc = json.loads(cli("rules", "explain", "git reset --hard", "--json", cwd=world.proj,
+                         env=world.env | {"PREIMAGE_HOME": str(home)}, check=True).stdout)
+    assert doc["rules"] == ["git-reset-hard"] and doc["rewrite"] is None
+    assert doc["tier"] == "pair"
 
 
 def test_user_rule_in_rules_d_wins(cli: Cli, home: Path, world: World) -> None:

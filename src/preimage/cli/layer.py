@@ -413,7 +413,9 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
               help="Serve streamable HTTP on this loopback address (default: stdio).")
 @click.option("--mode", type=_MODES, default=None, help="Capture mode.")
 @click.option("--on-failure", type=click.Choice(["allow", "ask", "deny"]), default=None,
-              help="When a backup fails: forward and say so (default), or refuse the call.")
+              help="When a backup fails: `allow` forwards the call and says so; `deny` and "
+                   "`ask` (the default, from the settings' on_failure; a proxy cannot ask) "
+                   "refuse it with a tool error.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def mcp_proxy(name: str | None, url: str | None, listen: str | None, mode: str | None,
               on_failure: str | None, command: tuple[str, ...]) -> None:

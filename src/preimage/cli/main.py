@@ -306,17 +306,23 @@ def score(
 
 
 @main.command(name="list")
-@click.option("--limit", type=int, default=30, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=30, show_default=True,
+              help="Show at most this many (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handle_errors
 def list_(limit: int, as_json: bool) -> None:
-    """List backups, newest first."""
+    """List backups, newest first (and say on stderr when more exist than are shown)."""
     from preimage.engine.backups import list_backups
     from preimage.store.store import Store
 
     with Store() as store:
-        rows = list_backups(limit, store=store)
+        rows = list_backups(limit + 1 if limit else None, store=store)
+        more = store.catalog.count() - limit if limit and len(rows) > limit else 0
+        rows = rows[:limit] if limit else rows
         moved = _trash_by_backup(store)
+    if more:   # on stderr, so --json stays one list
+        err.print(f"{limit} newest of {limit + more} backups shown; "
+                  f"`preimage list --limit 0` lists them all")
     if as_json:
         emit_json([_backup_doc(r, moved.get(r.id, [])) for r in rows])
         return

@@ -104,6 +104,9 @@ _PEM = re.compile(r"(?P<head>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
                   re.DOTALL)
 
 _SECRET_KEY = re.compile(rf"(?i)^{_NAME}$")
+# A number under a plural such as ``model_tokens`` or ``max_tokens`` counts tokens; it is
+# not one (a secret-named key with any other value, numbers included, is still masked).
+_COUNT_KEY = re.compile(r"(?i)(?:^|[_.-])tokens$")
 
 
 def redact(text: str) -> str:
@@ -124,6 +127,11 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_KEY.match(name))
 
 
+def _is_count(name: str, value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and bool(_COUNT_KEY.search(name)))
+
+
 def redact_value(value: Any, *, depth: int = 0) -> Any:
     """A copy of a JSON-like ``value`` with secrets masked: values under secret-named
     keys, and credentials inside every string.  Nesting deeper than 64 levels is
@@ -135,7 +143,7 @@ def redact_value(value: Any, *, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {
             k: (MASK if isinstance(k, str) and is_secret_name(k) and v not in (None, "")
-                else redact_value(v, depth=depth + 1))
+                and not _is_count(k, v) else redact_value(v, depth=depth + 1))
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

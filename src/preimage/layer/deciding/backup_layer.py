@@ -154,6 +154,10 @@ class BackupLayer:
         if not plan.targets:
             plan.tier = None
         plan.updated_input = self._rewrite(call, findings)
+        if plan.tier is Tier.REWRITE and plan.updated_input is None:
+            # A rule of the rewrite class (git reset --hard, chmod) that rewrote nothing only
+            # paired the call with its targets: say so, in the decision and the backup.
+            plan.tier = Tier.PAIR
         if self.policy.not_understood:
             plan.notes.append("policy sentences not understood without a model: "
                               + "; ".join(self.policy.not_understood))

@@ -96,33 +96,46 @@ def call_key(call: ToolCall) -> str:
 
 
 def remember(call: ToolCall, *, backup_id: str | None, error: str | None,
-             targets: list[str]) -> None:
-    """Leave the pre-call outcome for the post-call hook (failures to write are ignored)."""
+             targets: list[str], also: ToolCall | None = None) -> None:
+    """Leave the pre-call outcome for the post-call hook (failures to write are ignored).
+
+    ``also`` is the same call as the harness may report it afterwards (a rewritten input,
+    for a harness without call ids): the note is left under both keys, each naming the
+    other, so whichever the after-event finds takes both and none is left behind."""
     if backup_id is None and error is None:
         return
     folder = pending_dir()
+    keys = list(dict.fromkeys([call_key(call), *([call_key(also)] if also else [])]))
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         note = {"backup_id": backup_id, "error": error, "targets": targets,
-                "tool": call.tool, "started": time.time()}
-        path = folder / f"{call_key(call)}.json"
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(note))
-        os.replace(tmp, path)
+                "tool": call.tool, "started": time.time(), "keys": keys}
+        for key in keys:
+            path = folder / f"{key}.json"
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(note))
+            os.replace(tmp, path)
         _sweep(folder)
     except OSError:
         pass
 
 
 def take(call: ToolCall) -> dict[str, Any] | None:
-    """The pre-call note for ``call``, removed as it is read (``None`` when there is none)."""
-    path = pending_dir() / f"{call_key(call)}.json"
+    """The pre-call note for ``call``, removed as it is read with every other copy of it
+    (``None`` when there is none)."""
+    folder = pending_dir()
+    path = folder / f"{call_key(call)}.json"
     try:
         note = json.loads(path.read_text())
         path.unlink()
     except (OSError, ValueError):
         return None
-    return note if isinstance(note, dict) else None
+    if not isinstance(note, dict):
+        return None
+    for key in note.get("keys") or []:
+        if isinstance(key, str) and key == Path(key).name:   # a bare file name, never a path
+            (folder / f"{key}.json").unlink(missing_ok=True)
+    return note
 
 
 def complete(call: ToolCall, result: ToolResult,

@@ -157,15 +157,15 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
          **{k: v for k, v in decision.to_dict().items() if k != "findings"}})
     from preimage.layer.deciding.completion import remember
 
-    remember(event.call, backup_id=decision.backup_id, error=decision.error,
-             targets=decision.targets)
+    rewritten = None
     if decision.updated_input is not None and not event.call.tool_use_id:
         # No call id (Gemini CLI): the after-event names the call by its input, which is
-        # then the rewritten one.
+        # then the rewritten one (or the original, where the harness did not apply it).
         from dataclasses import replace
 
-        remember(replace(event.call, input=decision.updated_input),
-                 backup_id=decision.backup_id, error=decision.error, targets=decision.targets)
+        rewritten = replace(event.call, input=decision.updated_input)
+    remember(event.call, backup_id=decision.backup_id, error=decision.error,
+             targets=decision.targets, also=rewritten)
     return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
 
 
