@@ -280,6 +280,31 @@ def test_every_call_finds_its_pre_call_note(work: Ran) -> None:
     assert not pending.exists() or sorted(p.name for p in pending.iterdir()) == []
 
 
+@pytest.mark.parametrize("harness", ["claude-code", "gemini"])
+def test_one_call_one_undo(model: ModelServer, tmp_path_factory: pytest.TempPathFactory,
+                           harness: str) -> None:
+    """`rm notes.txt && echo agent > build/app.o` becomes a trash move plus the write, two
+    backups of one call: `preimage undo` (Claude Code's run) or `restore` (Gemini CLI's) of
+    the backup the model was told reverts the whole call — the deleted file is back, and
+    so is the overwritten one."""
+    root = tmp_path_factory.mktemp(f"{harness}-one-undo")
+    mode = "bypassPermissions" if harness == "claude-code" else None
+    ran = start(model, harness, root, [shell(harness, "rm notes.txt && echo agent > build/app.o")],
+                permission_mode=mode)
+    project = ran.box.project
+    assert not (project / "notes.txt").exists()
+    assert (project / "build" / "app.o").read_text() == "agent\n"
+    (decision,) = ran.decisions()
+    assert decision["action"] == "rewrite" and decision["backup_id"]
+    assert decision["backup_id"] in ran.route.seen_after_tools()     # what the model was told
+    kinds = sorted(b["kind"] for b in ran.backups())
+    assert kinds == ["layer", "trash"]                               # one call, two backups
+    preimage("undo" if harness == "claude-code" else "restore", decision["backup_id"],
+             env=ran.env)
+    assert (project / "notes.txt").read_text() == "hello\n"
+    assert (project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
+
+
 # ------------------------------------------------------------------ failures
 def test_failed_backup_is_visible_never_silent(unprotected: Ran) -> None:
     """With an unwritable store the model is told the call is NOT backed up; the user-scope

@@ -68,7 +68,20 @@ def restore(
         # the backup, and the undo backup once there is one, are pinned until the end:
         # no forget or quota removes them (nor prune their blobs) while this reads them
         backup = pins.enter_context(pinned_backup(st, ref, "restored"))
-        return _restore(st, backup, pins, only, dry_run, conflict)
+        from preimage.engine.call_parts import trash_parts
+
+        parts = trash_parts(st, backup) if not only else []
+        if not parts:
+            return _restore(st, backup, pins, only, dry_run, conflict)
+        # One call, one restore: the call's rm went to the trash as a backup of its own.
+        from preimage.engine.trash import restore_trash
+
+        moved = [restore_trash(st, pins.enter_context(pinned_backup(st, part.id, "restored")),
+                               dry_run=dry_run, conflict=ConflictMode(conflict).value)
+                 for part in parts]
+        result = _restore(st, backup, pins, only, dry_run, conflict)
+        result.reports[:0] = [r for m in moved for r in m.reports]
+        return result
 
 
 def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Sequence[str],

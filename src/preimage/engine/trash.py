@@ -136,9 +136,11 @@ def move_to_trash(paths: Sequence[str], *, home: Path, backup_id: str, recursive
     from preimage.store.store import Store
 
     call = _take_call(home, backup_id)
+    part_of = None   # the backup the same call took of what else it changes
     if call is None:
         call = {"tool": "trash", "input": {"paths": list(paths)}}
     else:
+        part_of = call.pop("part_of", None)
         session = session or call.get("session")
         command = (call.get("input") or {}).get("command")
         label = label or (command if isinstance(command, str) else "")[:120]
@@ -150,7 +152,8 @@ def move_to_trash(paths: Sequence[str], *, home: Path, backup_id: str, recursive
     try:
         with catalog.lease(backup_id):   # held before the row exists: never open unleased
             catalog.add_backup(backup_id, label=label, kind="trash", tier="rewrite",
-                               session=session, tool_call=tool_call)
+                               session=session, tool_call=tool_call,
+                               parent_id=part_of if isinstance(part_of, str) else None)
             with contextlib.suppress(OSError):
                 call_file(home, backup_id).unlink()
             return _move_all(paths, store, backup_id, recursive=recursive, force=force,

@@ -167,8 +167,46 @@ def undo(
     what the call changed are conflicts, left alone unless ``resolution`` says
     ``take-backup`` or ``keep-live``.  Raises :class:`UsageError` when the call has no
     post-call backup (its delta is unknown — ``restore`` still brings everything back).
+
+    A call whose ``rm`` the layer moved into the trash is undone whole, whichever of
+    its two backups ``ref`` names (:mod:`preimage.engine.call_parts`): the trash
+    entries are renamed back first, then the rest of the call is reverted.
     """
+    from preimage.engine.call_parts import call_backup, trash_parts
+
     st = open_store(store)
+    resolution = Resolution(resolution)
+    named, _ = find_call(st, ref)
+    whole = call_backup(st, named)
+    parts = trash_parts(st, whole) if not only and post is None else []
+    if not parts:
+        return _undo_backup(st, ref, post=post, only=only, dry_run=dry_run,
+                            resolution=resolution)
+    if post_of(st, whole.id) is None:   # say so before anything is renamed back
+        raise UsageError(
+            f"backup {whole.id} has no post-call backup, so the change its call made is not "
+            f"known; `preimage restore {whole.id}` brings the whole call back")
+    moved = [_undo_trash(st, complete_backup(st, part.id, "undone"), (), dry_run, resolution)
+             for part in parts]
+    result = _undo_backup(st, whole.id, dry_run=dry_run, resolution=resolution)
+    result.reports[:0] = [r for m in moved for r in m.reports]
+    result.plans[:0] = [p for m in moved for p in m.plans]
+    result.notes.extend(f"the call's rm was renamed back from the trash of backup {m.backup_id}"
+                        + (f" (undo backup {m.undo_backup_id})" if m.undo_backup_id else "")
+                        for m in moved)
+    return result
+
+
+def _undo_backup(
+    st: Store,
+    ref: str,
+    *,
+    post: str | None = None,
+    only: Sequence[str] = (),
+    dry_run: bool = False,
+    resolution: Resolution | str = Resolution.LEAVE,
+) -> UndoResult:
+    """The body of :func:`undo` for one backup."""
     resolution = Resolution(resolution)
     pre, post_row = find_call(st, ref)
     with contextlib.ExitStack() as pins:

@@ -295,10 +295,12 @@ class BackupLayer:
                 decision.backup_id = moved[0].rewrite_backup
                 decision.targets = [u for f in moved for u in f.rewrite_targets]
                 decision.tier = decision.tier or Tier.REWRITE
-                leave_call(self.store_home(), moved[0].rewrite_backup, call)
+        trash_id = decision.backup_id   # the rewritten rm's, recorded when the harness runs it
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
         if not plan.targets:
+            if trash_id:
+                leave_call(self.store_home(), trash_id, call)
             return decision
         t0 = time.perf_counter()
         moved_targets = list(decision.targets)  # what the trash rewrite will hold, if any
@@ -312,6 +314,10 @@ class BackupLayer:
             decision.error = "; ".join(filter(None, [decision.error, *failed]))
         if backup_id and decision.action is Action.PASS:
             decision.action = Action.CAPTURE
+        if trash_id:
+            # One call, one undo: the trash move is recorded as a part of the call's own
+            # backup, which restore and undo then bring back with it.
+            leave_call(self.store_home(), trash_id, call, part_of=backup_id)
         return decision
 
     def after(self, call: ToolCall, result: ToolResult,

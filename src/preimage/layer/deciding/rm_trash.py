@@ -54,13 +54,16 @@ def preimage_command() -> str:
     return f"{shlex.quote(sys.executable)} -m preimage"
 
 
-def leave_call(home: Path, backup_id: str | None, call: ToolCall) -> None:
+def leave_call(home: Path, backup_id: str | None, call: ToolCall, *,
+               part_of: str | None = None) -> None:
     """Leave ``call`` for the ``preimage trash`` run that records ``backup_id``, so the
-    backup names what the agent ran (the command line carries only the ID)."""
+    backup names what the agent ran (the command line carries only the ID), and, with
+    ``part_of``, the backup the same call took of everything else it changes."""
     if backup_id:
         from preimage.engine.trash import leave_call as leave
 
-        leave(home, backup_id, {**call.to_record(), "session": call.session_id})
+        extra = {"part_of": part_of} if part_of else {}
+        leave(home, backup_id, {**call.to_record(), "session": call.session_id, **extra})
 
 
 def mount_points() -> list[str]:
