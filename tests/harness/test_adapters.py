@@ -38,7 +38,8 @@ def test_install_is_idempotent_and_names_no_machine_path(harness: str, home: Pat
 
 def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(home: Path,
                                                                     tmp_path: Path) -> None:
-    """Other hooks and keys survive install and uninstall; uninstall leaves the file as it was."""
+    """Other hooks and keys survive install and uninstall; uninstall gives the file back
+    byte for byte."""
     settings = tmp_path / ".gemini" / "settings.json"
     settings.parent.mkdir()
     mine = {"matcher": "write_file", "hooks": [{"type": "command", "command": "my-linter"}]}
@@ -50,7 +51,7 @@ def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(home: Path,
     assert any("preimage hook gemini" in h["command"] for g in data["hooks"]["AfterTool"]
                for h in g["hooks"])
     assert cli("uninstall", "gemini", cwd=tmp_path).returncode == 0
-    assert json.loads(settings.read_text()) == original
+    assert settings.read_text() == json.dumps(original)     # byte for byte, not re-formatted
 
 
 def test_dry_run_shows_the_diff_and_writes_nothing(home: Path, tmp_path: Path) -> None:
@@ -74,11 +75,12 @@ def test_install_list_shows_every_harness_and_status(home: Path, tmp_path: Path)
 
 def test_uninstall_leaves_the_project_as_before_install(home: Path, tmp_path: Path) -> None:
     """Install then uninstall of every harness leaves no file and no folder behind."""
-    before = sorted(p.name for p in tmp_path.iterdir())
-    assert cli("install", "--all", cwd=tmp_path).returncode == 0
-    assert (tmp_path / ".opencode" / "plugin" / "preimage.js").exists()
-    assert cli("uninstall", "--all", cwd=tmp_path).returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    project = tmp_path / "project"   # apart from the test's store and config directory
+    project.mkdir()
+    assert cli("install", "--all", cwd=project).returncode == 0
+    assert (project / ".opencode" / "plugin" / "preimage.js").exists()
+    assert cli("uninstall", "--all", cwd=project).returncode == 0
+    assert sorted(p.name for p in project.iterdir()) == []
 
 
 def test_list_shows_baked_options_and_a_hook_that_cannot_run(home: Path, tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ class Harness:
     failure_events: ClassVar[tuple[str, ...]] = ()   # post events that mean the tool failed
     can_ask: ClassVar[bool] = False       # whether the hook can hand the call to the user
     applies_rewrites: ClassVar[bool] = True   # whether it runs a rewritten input as given
+    settings_comments: ClassVar[bool] = False  # whether its JSON settings may hold comments
 
     # ------------------------------------------------------------ reading
     def event(self, payload: Any) -> HookEvent:

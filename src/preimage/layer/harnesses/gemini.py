@@ -48,6 +48,7 @@ class Gemini(Harness):
     binary = "gemini"
     pre_events = ("BeforeTool",)
     post_events = ("AfterTool",)
+    settings_comments = True   # it strips // and /* */ comments from settings.json
 
     def call(self, payload: dict[str, Any]) -> ToolCall:
         raw = ToolCall.from_hook_payload(payload, harness=self.name)

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from preimage.interface.errors import UsageError
-from preimage.layer.harnesses import get_harness
+from preimage.layer.harnesses import get_harness, install_record, jsonc
 from preimage.layer.harnesses._base import Harness, Scope
+from preimage.layer.harnesses.install_record import InstallRecord
 
 HOOK_TIMEOUT_SECONDS = 60   # above the layer's own 45 s deadline, so preimage answers first
 # Folders install may have created, removed again by uninstall when it leaves them empty.
@@ -61,11 +62,17 @@ SPECS = {
 
 @dataclass(frozen=True)
 class Change:
-    """One file's text before and after an edit (``None`` for a file that is absent)."""
+    """One file's text before and after an edit (``None`` for a file that is absent).
+
+    An install's change (``installing``) records the file as it was on its first write;
+    an uninstall's (``record``: that record) drops it, and removes what the harness put
+    into the folders install created (:mod:`preimage.layer.harnesses.install_record`)."""
 
     path: Path
     before: str | None
     after: str | None
+    installing: bool = False
+    record: InstallRecord | None = None
 
     @property
     def changed(self) -> bool:
@@ -85,6 +92,9 @@ class Change:
         folder it leaves empty)."""
         if not self.changed:
             return
+        if self.installing:
+            install_record.keep(self.path, self.before,
+                                install_record.created_folders(self.path))
         if self.after is None:
             self.path.unlink(missing_ok=True)
             for folder in (self.path.parent, self.path.parent.parent):
@@ -94,6 +104,11 @@ class Change:
                     folder.rmdir()        # only when empty
                 except OSError:
                     break
+        if self.record is not None:
+            if self.after is None:
+                install_record.remove_leftovers(self.record)
+            install_record.forget(self.path)
+        if self.after is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -129,7 +144,9 @@ def _is_ours(command: object, harness: str) -> bool:
 
 
 # ------------------------------------------------------------------ JSON settings
-def _load(path: Path) -> tuple[str | None, dict[str, Any]]:
+def _load(path: Path, comments: bool = False) -> tuple[str | None, dict[str, Any]]:
+    """The file's text and its JSON object (``comments``: as the harness reads it, with
+    ``//`` and ``/* */`` comments and trailing commas)."""
     if not path.exists():
         return None, {}
     try:
@@ -137,7 +154,7 @@ def _load(path: Path) -> tuple[str | None, dict[str, Any]]:
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}; nothing was changed") from exc
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = (jsonc.loads(text) if comments else json.loads(text)) if text.strip() else {}
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix it first — "
                          "nothing was changed") from exc
@@ -189,7 +206,7 @@ def _dump(data: dict[str, Any]) -> str:
 def plan_json_install(adapter: Harness, path: Path, command: str) -> Change:
     """Add (or update) preimage's hooks in a JSON settings file, keeping everything else."""
     spec = SPECS[adapter.name]
-    before, data = _load(path)
+    before, data = _load(path, adapter.settings_comments)
     wanted = {"type": "command", "command": command, "timeout": spec.timeout, **dict(spec.extra)}
     for groups in _event_lists(path, data, spec.events, create=True).values():
         ours = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
@@ -202,15 +219,24 @@ def plan_json_install(adapter: Harness, path: Path, command: str) -> Change:
         _strip_ours(groups, adapter.name)
         groups.append({"matcher": spec.matcher, "hooks": [wanted]})
     after = _dump(data)
-    if before is not None and json.loads(before or "{}") == data:
+    if before is not None and _same(before, data, adapter):
         after = before  # nothing to do: keep the file byte for byte
-    return Change(path, before, after)
+    return Change(path, before, after, installing=True)
+
+
+def _same(text: str, data: dict[str, Any], adapter: Harness) -> bool:
+    """Whether settings ``text`` means ``data``."""
+    try:
+        parsed = jsonc.loads(text) if adapter.settings_comments else json.loads(text)
+    except ValueError:
+        return False
+    return bool(parsed == data or (not text.strip() and not data))
 
 
 def plan_json_uninstall(adapter: Harness, path: Path) -> Change:
     """Remove preimage's hooks from a JSON settings file, keeping everything else."""
     spec = SPECS[adapter.name]
-    before, data = _load(path)
+    before, data = _load(path, adapter.settings_comments)
     if before is None:
         return Change(path, None, None)
     lists = _event_lists(path, data, spec.events, create=False)
@@ -220,17 +246,20 @@ def plan_json_uninstall(adapter: Harness, path: Path) -> Change:
             del data["hooks"][event]
     if isinstance(data.get("hooks"), dict) and not data["hooks"] and lists:
         del data["hooks"]
-    if json.loads(before or "{}") == data:
+    if _same(before, data, adapter):
         return Change(path, before, before)
+    record = install_record.read(path)
+    if record is not None and record.before is not None and _same(record.before, data, adapter):
+        return Change(path, before, record.before, record=record)   # byte for byte
     if not data:   # nothing but preimage's hooks was there: the file goes, as before install
-        return Change(path, before, None)
-    return Change(path, before, _dump(data))
+        return Change(path, before, None, record=record)
+    return Change(path, before, _dump(data), record=record)
 
 
 def json_status(adapter: Harness, path: Path) -> str:
     """``installed``, ``not installed``, ``partly installed`` or why the file is unreadable."""
     try:
-        before, data = _load(path)
+        before, data = _load(path, adapter.settings_comments)
         lists = _event_lists(path, data, SPECS[adapter.name].events, create=False)
     except UsageError as exc:
         return f"unreadable: {exc}"
@@ -282,7 +311,7 @@ def plan_plugin_install(path: Path, source: str) -> Change:
     before = path.read_text() if path.exists() else None
     if before is not None and PLUGIN_MARK not in before:
         raise UsageError(f"{path} exists and is not preimage's plugin; nothing was changed")
-    return Change(path, before, source)
+    return Change(path, before, source, installing=True)
 
 
 def plan_plugin_uninstall(path: Path) -> Change:
@@ -292,7 +321,7 @@ def plan_plugin_uninstall(path: Path) -> Change:
     before = path.read_text() if path.exists() else None
     if before is None or PLUGIN_MARK not in before:
         return Change(path, before, before)
-    return Change(path, before, None)
+    return Change(path, before, None, record=install_record.read(path))
 
 
 # ------------------------------------------------------------------ per harness
