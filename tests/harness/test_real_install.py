@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,24 @@ def test_opencode_uninstall_removes_what_install_caused(
     (folder / "agent" / "mine.md").write_text("my agent\n")
     preimage("uninstall", "opencode", env=env, cwd=box.project)
     assert sorted(p.name for p in folder.iterdir()) == ["agent"]
+
+
+def test_codex_untrusted_hook_is_reported_not_installed_silently(
+        model: ModelServer, tmp_path: Path) -> None:
+    """Codex skips a hook the user has not trusted, without a word: `install` says so and
+    what to do, and `install --list` shows the hook as not trusted — as the real Codex run
+    (no decision logged) proves it is."""
+    route = model.route(Script([Call("exec_command", {"cmd": "ls -la"})]))
+    box = Sandbox("codex", tmp_path, route.url, path_dirs=[BIN])
+    env = box_env(box, tmp_path)
+    installed = preimage("install", "codex", env=env, cwd=box.project)
+    assert "trust" in installed.stderr and "/hooks" in installed.stderr
+    argv = [a for a in box.argv("Do the task.") if a != "--dangerously-bypass-hook-trust"]
+    run = subprocess.run(argv, cwd=box.project, env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ".codex" in route.tool_results[0]            # Codex ran the call…
+    assert decisions(env) == []                         # …and never the hook
+    listing = preimage("install", "--list", env=env, cwd=box.project).stdout
+    row = next(r for r in listing.splitlines() if r.startswith("codex") and " project " in r)
+    assert "NOT TRUSTED by Codex" in row and "/hooks" in row

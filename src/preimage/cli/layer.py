@@ -177,6 +177,11 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
             _fail(str(exc))
             return
         _apply(change, dry_run, f"installed {name}", f"{name} already installed")
+        if name == "codex" and not dry_run:
+            from preimage.layer.harnesses.codex_trust import TRUST_HINT, trusted
+
+            if not trusted(change.path):
+                click.echo(f"preimage: note — {TRUST_HINT}", err=True)
     if scope != "user" and not dry_run and shutil.which("preimage") is None:
         _echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
                    "by that name (install with pipx or uv tool, or use --user)", err=True)

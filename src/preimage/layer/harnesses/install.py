@@ -382,7 +382,13 @@ def status(harness: str, scope: Scope, project: Path) -> str:
         exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
         return _describe("installed", exe.group(1) if exe else "preimage",
                          json.loads(found.group(1)) if found else [])
-    return json_status(adapter, path)
+    state = json_status(adapter, path)
+    if adapter.name == "codex" and state.startswith(("installed", "partly")):
+        from preimage.layer.harnesses.codex_trust import TRUST_HINT, trusted
+
+        if not trusted(path):
+            state += f"; NOT TRUSTED by Codex — {TRUST_HINT}"
+    return state
 
 
 def _check_scope(adapter: Harness, scope: Scope) -> None:
