@@ -27,8 +27,10 @@ keeps the copy), and one Codex run has every hook answered by ``preimage serve``
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,13 +133,15 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
           home: Path | None = None, unwritable_store: bool = False, user_scope: bool = False,
           on_failure: str | None = None, permission_mode: str | None = None,
-          mcp: bool = False, service: bool = False, codex_sandbox: str | None = None) -> Ran:
+          mcp: bool = False, service: bool = False, codex_sandbox: str | None = None,
+          prepare: Callable[[Sandbox], None] | None = None) -> Ran:
     """A sandbox with a project (build/, notes.txt, shop.db; with ``mcp``, MCP server `shop`
     in the harness's own settings), preimage installed, and the harness run once.
 
     With ``service`` the hooks use the decision service (on a private runtime directory;
     the first hook starts it, the caller stops it); else every hook decides in its own
-    process.  ``codex_sandbox`` replaces Codex's sandbox mode."""
+    process.  ``codex_sandbox`` replaces Codex's sandbox mode; ``prepare`` runs last
+    before the harness does."""
     route = model.route(Script(calls))
     store = root / "preimage"
     env_extra = {"PREIMAGE_HOME": str(store / "store"),
@@ -170,6 +174,8 @@ def start(model: ModelServer, harness: str, root: Path, calls: list[Call], *,
     options = (["--user"] if user_scope else []) + (
         [f"--on-failure={on_failure}"] if on_failure else [])
     preimage("install", harness, *options, env=env, cwd=box.project)
+    if prepare is not None:
+        prepare(box)
     run = box.run(label=root.name)
     assert run.returncode == 0, run.stderr[-3000:]
     return Ran(box, route, run, env)
@@ -303,6 +309,26 @@ def test_one_call_one_undo(model: ModelServer, tmp_path_factory: pytest.TempPath
              env=ran.env)
     assert (project / "notes.txt").read_text() == "hello\n"
     assert (project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
+
+
+def test_restored_directory_gives_its_parent_the_old_mtime(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """After `rm -rf build` went to the trash and came back, the project directory has the
+    mtime it had before the rm, not the time of the restore."""
+    root = tmp_path_factory.mktemp("gemini-parent-mtime")
+    old = 1_000_000_000_000_000_000   # 2001-09-09, in ns
+
+    def age(box: Sandbox) -> None:
+        os.utime(box.project, ns=(old, old))
+
+    ran = start(model, "gemini", root, [shell("gemini", "rm -rf build")], user_scope=True,
+                prepare=age)
+    assert not (ran.box.project / "build").exists()
+    assert ran.box.project.stat().st_mtime_ns != old            # the rm changed it
+    (backup,) = [b for b in ran.backups() if b["kind"] == "trash"]
+    preimage("restore", backup["id"], env=ran.env)
+    assert (ran.box.project / "build" / "app.o").exists()
+    assert ran.box.project.stat().st_mtime_ns == old
 
 
 # ------------------------------------------------------------------ failures

@@ -166,8 +166,11 @@ def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: 
               force: bool, session: str | None, label: str,
               tool_call: dict[str, Any] | None) -> int:
     """The renames of :func:`move_to_trash`, under the backup's lease."""
+    from preimage.engine.trash_parents import Parents
+
     home, catalog = store.home, store.catalog
     folder = trash_root(home) / backup_id
+    parents = Parents(folder)
     code, moved = 0, 0
     for i, raw in enumerate(paths):
         # the parent resolved now: a restore refuses a parent that resolves elsewhere later
@@ -190,6 +193,7 @@ def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: 
         try:
             if st.st_dev != os.stat(folder).st_dev:
                 raise OSError(18, "on another filesystem than the store")
+            parents.before(path)
             os.rename(path, dest)
         except OSError as exc:
             try:
@@ -203,6 +207,7 @@ def _move_all(paths: Sequence[str], store: Store, backup_id: str, *, recursive: 
             continue
         catalog.add_trash(backup_id, path, str(dest))
         moved += 1
+    parents.save()
     catalog.finish_backup(backup_id, status="complete" if moved else "failed",
                           stored_bytes=0, logical_bytes=0, seconds=0.0)
     return code
@@ -288,6 +293,10 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
         undo = capture([file_uri(o) for o, _ in waiting], store=store, tier="restore",
                        label=f"before restoring {backup.id}", kind="pre-restore",
                        parent_id=backup.id).id
+    from preimage.engine.trash_parents import Parents
+
+    parents = Parents.load(trash_root(store.home) / backup.id)
+    untouched = parents.untouched()   # read before anything is renamed back
     reports = []
     with _Recorder(store, backup, active=bool(waiting) and not dry_run) as recorder:
         for idx, original, stored in entries:
@@ -324,6 +333,10 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
                 parent.close()
             report.add(original, Outcome.RESTORED, action="renamed back from the trash")
             recorder.keep(pending)
+    if not dry_run and not only and reports and all(r.ok for r in reports):
+        for parent in parents.put_back(untouched):
+            reports[-1].notes.append(f"{parent} changed after the rm, so it keeps its newer "
+                                     "mtime")
     return RestoreResult(backup.id, undo, reports, dry_run)
 
 
