@@ -429,3 +429,27 @@ def test_real_harness_through_the_decision_service(
     preimage("restore", edit_id, env=ran.env)
     assert (project / "build" / "app.o").read_bytes() == b"\x7fELF object code"
     assert (project / "notes.txt").read_text() == "hello\n"
+
+
+def test_gemini_sessions_share_one_decision_service(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each Gemini CLI run is a new session with its own `GEMINI_SESSION_ID` in the hook's
+    environment: the second session's calls reach the service the first one started, and
+    no second service is left running."""
+    root = tmp_path_factory.mktemp("gemini-service")
+    runtime = root / "rt"
+    try:
+        ran = start(model, "gemini", root, [shell("gemini", "ls -la")], service=True)
+        first = wait_for_service(runtime)
+        log_path = Path(ran.env["PREIMAGE_LOG"])
+        seen = len(log_path.read_text().splitlines())
+        again = ran.box.run(label="gemini-service-again")
+        assert again.returncode == 0, again.stderr[-3000:]
+        after = service_status(runtime)
+        services = running_services(runtime)
+    finally:
+        stop_services(runtime)
+    assert after is not None and after["pid"] == first["pid"] and services == [first["pid"]]
+    log = [json.loads(line) for line in log_path.read_text().splitlines()[seen:]]
+    assert [e for e in log if e.get("event") == "path"] == []   # none decided in-process
+    assert [e["tool"] for e in log if e.get("event") == "decision"] == ["Bash"]

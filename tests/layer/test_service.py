@@ -387,3 +387,19 @@ def test_a_hook_that_fails_inside_keeps_the_on_failure_rule(home: Path, tmp_path
     assert answer["permissionDecision"] == "deny"
     assert "NOT backed up" in answer["permissionDecisionReason"]
     assert "a bug in the hook" in answer["permissionDecisionReason"]
+
+
+def test_service_leaves_when_its_home_is_gone(service: Service, tmp_path: Path) -> None:
+    """A service whose HOME was deleted (a scratch home) exits at once instead of idling
+    for its full idle time, and says why."""
+    scratch = tmp_path / "scratch-home"
+    scratch.mkdir()
+    service.env["HOME"] = str(scratch)
+    service.start()
+    assert service.proc is not None
+    shutil.rmtree(scratch)
+    wait_for(lambda: service.proc is not None and service.proc.poll() is not None,
+             "the service exits")
+    events = [json.loads(line) for line in (tmp_path / "log" / "serve.log").read_text().splitlines()]
+    assert events[-1]["event"] == "exit" and "HOME" in events[-1]["reason"]
+    assert "gone" in events[-1]["reason"]

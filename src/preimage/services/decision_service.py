@@ -151,10 +151,11 @@ class DecisionService:
                     conn, _ = sock.accept()
                 except TimeoutError:
                     with self._lock:
-                        quiet = self.counters.in_flight == 0 and \
-                            time.time() - self.counters.last_call > self.idle
-                    if quiet:
-                        reason = "idle"
+                        free = self.counters.in_flight == 0
+                        quiet = free and time.time() - self.counters.last_call > self.idle
+                    gone = wire.home_gone() if free else None
+                    if quiet or gone:
+                        reason = gone or "idle"
                         break
                     continue
                 threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()

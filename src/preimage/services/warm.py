@@ -239,6 +239,8 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
     import select
     import threading
 
+    from preimage.services import wire
+
     here = address()
     lock = os.open(here.lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -271,7 +273,7 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
             children = {pid for pid in children if _alive(pid)}
             if children or ready:
                 last = time.monotonic()
-            elif time.monotonic() - last > idle:
+            elif time.monotonic() - last > idle or wire.home_gone():
                 return 0
             if not ready:
                 continue

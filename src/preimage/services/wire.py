@@ -53,8 +53,11 @@ SETTING_NAMES = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY",
     "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
 )
-# Variables that never change a decision even though their prefix says setting.
-_NOT_SETTINGS = frozenset({"PREIMAGE_SERVICE"})
+# Variables that never change a decision even though their prefix says setting: what a
+# harness sets per session or per call (they travel with each request), so a new session
+# finds the service the last one started.
+_NOT_SETTINGS = frozenset({"PREIMAGE_SERVICE", "GEMINI_SESSION_ID", "GEMINI_PROJECT_DIR",
+                           "GEMINI_CWD", "GEMINI_PLANS_DIR"})
 
 
 class RuntimeDirError(OSError):
@@ -151,6 +154,20 @@ class Address:
     def started(self) -> str:
         """Touched by a client that started a service (so the next one does not start another)."""
         return self._file("start")
+
+
+def home_gone(env: dict[str, str] | os._Environ[str] | None = None) -> str | None:
+    """Why a resident process serving ``env``'s settings should leave: its ``HOME`` or
+    the folder its ``PREIMAGE_HOME`` is in was deleted (nobody can reach it with those
+    settings again, so waiting out the idle time only holds memory).  ``None`` otherwise."""
+    env = os.environ if env is None else env
+    home = env.get("HOME")
+    if home and not os.path.isdir(home):
+        return f"its HOME {home} is gone"
+    store = env.get("PREIMAGE_HOME")
+    if store and not os.path.isdir(os.path.dirname(os.path.abspath(store))):
+        return f"the folder of its PREIMAGE_HOME {store} is gone"
+    return None
 
 
 def service_off(env: dict[str, str] | os._Environ[str]) -> bool:
