@@ -1,0 +1,176 @@
+"""Harness cost benchmark: what preimage adds to each tool call, measured inside the real
+agent harnesses.
+
+Run: python benchmarks/bench_harness_cost.py [--runs 3] [--calls 4] [--harness NAME …]
+     [--in-process]
+
+Each pinned harness binary (fixtures/harnesses.py: Claude Code, Codex, Gemini CLI,
+OpenCode) is driven by the scripted model server on loopback.  One run's script makes
+``--calls`` read-only calls (``ls -la``) and as many protected ones (``echo … > f``,
+which preimage captures before it runs), alternating.  The model server notes when it
+sent each tool call and when the harness's next request, carrying the call's result,
+arrived: that gap is the harness running the tool *and* every hook around it.  Each
+harness runs without preimage and with it (``install --user``; its hooks answered by the
+decision service, warmed by one unmeasured run), interleaved run by run so machine load
+falls on both alike; ``--in-process`` adds a third arm with the service off (every hook
+decides in its own process: the fallback).
+
+Printed per harness and kind of call: median and p95 of the gap in ms without and with
+preimage, what preimage added at the median, and the ratio.  For protected calls the
+capture's own seconds (the hook log's ``capture_seconds``) are taken out of the "with"
+gaps as well ("beyond capture").  Goals: <= 15 ms added at the median for a read-only
+call, <= 40 ms beyond its capture for a protected one.  The machine's load is printed with
+the numbers; compare the added time and the ratios, not absolute milliseconds, across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures"))
+
+from harnesses import BIN, PINNED, Sandbox, preimage  # noqa: E402
+from model_server import Call, ModelServer, Script  # noqa: E402
+
+READ_ONLY = "ls -la"
+
+
+def shell(harness: str, command: str) -> Call:
+    """The harness's own shell tool call."""
+    name, args = {
+        "claude-code": ("Bash", {"command": command}),
+        "codex": ("exec_command", {"cmd": command}),
+        "gemini": ("run_shell_command", {"command": command}),
+        "opencode": ("bash", {"command": command, "description": "scripted"}),
+    }[harness]
+    return Call(name, args)
+
+
+def script(harness: str, calls: int) -> tuple[Script, list[str]]:
+    """Alternating read-only and protected calls; the kind of each."""
+    out, kinds = [], []
+    for i in range(calls):
+        out.append(shell(harness, READ_ONLY))
+        kinds.append("read-only")
+        out.append(shell(harness, f"echo changed > notes{i}.txt"))
+        kinds.append("protected")
+    return Script(out), kinds
+
+
+def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
+            runtime: Path) -> tuple[list[tuple[str, float]], list[float]]:
+    """One harness run: ``(kind, gap seconds)`` per call, and the capture seconds of the
+    protected calls (from the hook log; empty without preimage)."""
+    scr, kinds = script(harness, calls)
+    route = model.route(scr)
+    store = root / "preimage"
+    extra = {"PREIMAGE_HOME": str(store / "store"), "PREIMAGE_CONFIG_DIR": str(store / "config"),
+             "PREIMAGE_LOG": str(store / "hook.log"), "PREIMAGE_RUNTIME_DIR": str(runtime)}
+    if arm == "in-process":
+        extra["PREIMAGE_SERVICE"] = "off"
+    box = Sandbox(harness, root, route.url, path_dirs=[BIN], extra_env=extra,
+                  home_dir=root.parent / f"{harness}-home",
+                  permission_mode="bypassPermissions" if harness == "claude-code" else None)
+    for i in range(calls):
+        (box.project / f"notes{i}.txt").write_text("hello\n")
+    env = box.env()
+    if arm != "off":
+        preimage("install", harness, "--user", env=env, cwd=box.project)
+    else:
+        preimage("uninstall", harness, "--user", env=env, cwd=box.project, check=False)
+    run = box.run(label=f"bench-{arm}")
+    if run.returncode != 0:
+        raise SystemExit(f"{harness} ({arm}) failed: {run.stderr[-2000:]}")
+    gaps = route.call_gaps()
+    if len(gaps) != len(kinds):
+        raise SystemExit(f"{harness} ({arm}): {len(gaps)} of {len(kinds)} calls timed")
+    captures: list[float] = []
+    log = Path(extra["PREIMAGE_LOG"])
+    if arm != "off" and log.exists():
+        decisions = [e for e in map(json.loads, log.read_text().splitlines())
+                     if e.get("event") == "decision"]
+        captures = [float(d.get("capture_seconds") or 0.0) for d in decisions
+                    if d.get("action") != "pass"]
+    return list(zip(kinds, gaps, strict=True)), captures
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="measured runs per arm")
+    parser.add_argument("--calls", type=int, default=4, help="read-only (and protected) calls per run")
+    parser.add_argument("--harness", action="append", choices=sorted(PINNED), default=None)
+    parser.add_argument("--in-process", action="store_true",
+                        help="also measure hooks decided in-process (the service off)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the samples here")
+    opts = parser.parse_args()
+    harnesses = opts.harness or list(PINNED)
+    arms = ["off", "service", *(["in-process"] if opts.in_process else [])]
+    base = Path(tempfile.mkdtemp(prefix="bench-harness-"))
+    runtime = base / "rt"
+    runtime.mkdir(mode=0o700)
+    samples: dict[str, dict[str, dict[str, list[float]]]] = {}
+    load = os.getloadavg()
+    started = time.monotonic()
+    try:
+        with ModelServer() as model:
+            for harness in harnesses:
+                # warm: the first hook starts the decision service; not measured
+                one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), 1, "service", runtime)
+                got = samples.setdefault(harness, {})
+                for _ in range(opts.runs):
+                    for arm in arms:
+                        pairs, captures = one_run(model, harness,
+                                                  Path(tempfile.mkdtemp(dir=base)),
+                                                  opts.calls, arm, runtime)
+                        caps = iter(captures)
+                        for kind, gap in pairs:
+                            got.setdefault(f"{kind}/{arm}", []).append(gap)
+                            if kind == "protected" and arm != "off":
+                                got.setdefault(f"beyond/{arm}", []).append(
+                                    gap - next(caps, 0.0))
+    finally:
+        from services import stop_services
+
+        stop_services(runtime)
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"harness cost per tool call — {opts.runs} runs x {opts.calls} calls of each kind "
+          f"per arm; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at start, "
+          f"{time.monotonic() - started:.0f} s")
+    print("gap = model's tool call sent -> harness's next request (tool + hooks), ms")
+    header = (f"{'harness':12} {'call':10} {'arm':10} {'n':>3}  {'p50 off':>8} {'p95 off':>8}"
+              f"  {'p50 on':>8} {'p95 on':>8}  {'added p50':>9} {'ratio':>6}")
+    print(header)
+    for harness, got in samples.items():
+        for kind in ("read-only", "protected"):
+            off = got.get(f"{kind}/off", [])
+            for arm in arms[1:]:
+                on = got.get(f"beyond/{arm}" if kind == "protected" else f"{kind}/{arm}", [])
+                if not off or not on:
+                    continue
+                label = "protected*" if kind == "protected" else kind
+                m_off, m_on = statistics.median(off), statistics.median(on)
+                print(f"{harness:12} {label:10} {arm:10} {len(on):3d}  {m_off * 1e3:8.0f} "
+                      f"{p95(off) * 1e3:8.0f}  {m_on * 1e3:8.0f} {p95(on) * 1e3:8.0f}  "
+                      f"{(m_on - m_off) * 1e3:+9.0f} {m_on / m_off:6.2f}")
+    print("* protected: the 'on' gaps have the capture's own seconds taken out (beyond capture)")
+    print("goals: read-only <= +15 ms at p50; protected <= +40 ms beyond capture at p50")
+    if opts.json:
+        opts.json.write_text(json.dumps(samples))
+
+
+if __name__ == "__main__":
+    main()
