@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 
 from harnesses import BIN, PINNED, Sandbox, preimage  # noqa: E402
 from model_server import Call, ModelServer, Script  # noqa: E402
+from services import stop_services, wait_for_service  # noqa: E402
 
 READ_ONLY = "ls -la"
 
@@ -72,21 +73,27 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     protected calls (from the hook log; empty without preimage)."""
     scr, kinds = script(harness, calls)
     route = model.route(scr)
-    store = root / "preimage"
+    # One store, config and log per harness and arm, as a user has: the hooks of every run
+    # reach the one decision service those settings chose (warmed by the first run).
+    store = root.parent / f"{harness}-{arm}-preimage"
     extra = {"PREIMAGE_HOME": str(store / "store"), "PREIMAGE_CONFIG_DIR": str(store / "config"),
              "PREIMAGE_LOG": str(store / "hook.log"), "PREIMAGE_RUNTIME_DIR": str(runtime)}
     if arm == "in-process":
         extra["PREIMAGE_SERVICE"] = "off"
     box = Sandbox(harness, root, route.url, path_dirs=[BIN], extra_env=extra,
-                  home_dir=root.parent / f"{harness}-home",
+                  home_dir=root.parent / f"{harness}-{'floor' if arm == 'floor' else ''}home",
                   permission_mode="bypassPermissions" if harness == "claude-code" else None)
     for i in range(calls):
         (box.project / f"notes{i}.txt").write_text("hello\n")
     env = box.env()
-    if arm != "off":
+    if arm == "floor":
+        _floor_hooks(harness, box)
+    elif arm != "off":
         preimage("install", harness, "--user", env=env, cwd=box.project)
     else:
         preimage("uninstall", harness, "--user", env=env, cwd=box.project, check=False)
+    log = Path(extra["PREIMAGE_LOG"])
+    seen = len(log.read_text().splitlines()) if log.exists() else 0
     run = box.run(label=f"bench-{arm}")
     if run.returncode != 0:
         raise SystemExit(f"{harness} ({arm}) failed: {run.stderr[-2000:]}")
@@ -94,13 +101,24 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     if len(gaps) != len(kinds):
         raise SystemExit(f"{harness} ({arm}): {len(gaps)} of {len(kinds)} calls timed")
     captures: list[float] = []
-    log = Path(extra["PREIMAGE_LOG"])
     if arm != "off" and log.exists():
-        decisions = [e for e in map(json.loads, log.read_text().splitlines())
+        decisions = [e for e in map(json.loads, log.read_text().splitlines()[seen:])
                      if e.get("event") == "decision"]
         captures = [float(d.get("capture_seconds") or 0.0) for d in decisions
                     if d.get("action") != "pass"]
     return list(zip(kinds, gaps, strict=True)), captures
+
+
+def _floor_hooks(harness: str, box: Sandbox) -> None:
+    """The same hook events and matchers as preimage's, each running a command that reads
+    its payload and answers nothing (``cat``): what any command hook costs in the harness."""
+    from preimage.layer.harnesses import get_harness
+    from preimage.layer.harnesses.install import plan_json_install
+
+    adapter = get_harness(harness)
+    path = box.home / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
+                       "gemini": ".gemini/settings.json"}[harness]
+    plan_json_install(adapter, path, "cat > /dev/null").apply()
 
 
 def p95(values: list[float]) -> float:
@@ -115,10 +133,13 @@ def main() -> None:
     parser.add_argument("--harness", action="append", choices=sorted(PINNED), default=None)
     parser.add_argument("--in-process", action="store_true",
                         help="also measure hooks decided in-process (the service off)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also measure hooks that run `cat` (what any command hook costs)")
     parser.add_argument("--json", type=Path, default=None, help="also write the samples here")
     opts = parser.parse_args()
     harnesses = opts.harness or list(PINNED)
-    arms = ["off", "service", *(["in-process"] if opts.in_process else [])]
+    arms = ["off", "service", *(["in-process"] if opts.in_process else []),
+            *(["floor"] if opts.floor else [])]
     base = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     runtime = base / "rt"
     runtime.mkdir(mode=0o700)
@@ -130,9 +151,12 @@ def main() -> None:
             for harness in harnesses:
                 # warm: the first hook starts the decision service; not measured
                 one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), 1, "service", runtime)
+                wait_for_service(runtime)
                 got = samples.setdefault(harness, {})
                 for _ in range(opts.runs):
                     for arm in arms:
+                        if arm == "floor" and harness == "opencode":
+                            continue   # its hook is a plugin, not a command
                         pairs, captures = one_run(model, harness,
                                                   Path(tempfile.mkdtemp(dir=base)),
                                                   opts.calls, arm, runtime)
@@ -143,8 +167,6 @@ def main() -> None:
                                 got.setdefault(f"beyond/{arm}", []).append(
                                     gap - next(caps, 0.0))
     finally:
-        from services import stop_services
-
         stop_services(runtime)
         shutil.rmtree(base, ignore_errors=True)
     print(f"harness cost per tool call — {opts.runs} runs x {opts.calls} calls of each kind "
