@@ -39,10 +39,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
 
 from harnesses import BIN, PINNED, Sandbox, preimage  # noqa: E402
-from model_server import Call, ModelServer, Script  # noqa: E402
+from model_server import Call, ModelServer, Route, Script  # noqa: E402
 from services import stop_services, wait_for_service  # noqa: E402
 
 READ_ONLY = "ls -la"
+ROUTES: dict[tuple[str, str, int], Route] = {}
 
 
 def shell(harness: str, command: str) -> Call:
@@ -72,7 +73,13 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     """One harness run: ``(kind, gap seconds)`` per call, and the capture seconds of the
     protected calls (from the hook log; empty without preimage)."""
     scr, kinds = script(harness, calls)
-    route = model.route(scr)
+    # One route per harness, arm and script: the model URL is in the harness's environment
+    # (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), which chooses the decision service, as
+    # the one provider URL a user has does; each run starts it afresh.
+    key = (harness, arm, calls)
+    route = ROUTES.get(key) or ROUTES.setdefault(key, model.route(scr))
+    route.requests.clear()
+    route.tool_results.clear()
     # One store, config and log per harness and arm, as a user has: the hooks of every run
     # reach the one decision service those settings chose (warmed by the first run).
     store = root.parent / f"{harness}-{arm}-preimage"
@@ -150,7 +157,8 @@ def main() -> None:
         with ModelServer() as model:
             for harness in harnesses:
                 # warm: the first hook starts the decision service; not measured
-                one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), 1, "service", runtime)
+                one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), opts.calls, "service",
+                        runtime)
                 wait_for_service(runtime)
                 got = samples.setdefault(harness, {})
                 for _ in range(opts.runs):
