@@ -334,8 +334,8 @@ def restore_trash(store: Store, backup: BackupRow, *, only: Sequence[str] = (),
             report.add(original, Outcome.RESTORED, action="renamed back from the trash")
             recorder.keep(pending)
     if not dry_run and not only and reports and all(r.ok for r in reports):
-        for parent in parents.put_back(untouched):
-            reports[-1].notes.append(f"{parent} changed after the rm, so it keeps its newer "
+        for folder in parents.put_back(untouched):
+            reports[-1].notes.append(f"{folder} changed after the rm, so it keeps its newer "
                                      "mtime")
     return RestoreResult(backup.id, undo, reports, dry_run)
 

@@ -79,6 +79,21 @@ class Parents:
         for parent in untouched:
             before = self.times[parent].get("before")
             if isinstance(before, list) and len(before) == 2:
-                with contextlib.suppress(OSError):
-                    os.utime(parent, ns=(int(before[0]), int(before[1])), follow_symlinks=False)
+                _set_times(parent, (int(before[0]), int(before[1])))
         return kept
+
+
+def _set_times(folder: str, ns: tuple[int, int]) -> None:
+    """Set ``folder``'s times, never through a symlink: the directory is opened without
+    following one, and only when its path still resolves to itself."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        if os.path.realpath(folder) == os.path.normpath(folder):
+            os.utime(fd, ns=ns)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
