@@ -68,6 +68,17 @@ def restore(
         # the backup, and the undo backup once there is one, are pinned until the end:
         # no forget or quota removes them (nor prune their blobs) while this reads them
         backup = pins.enter_context(pinned_backup(st, ref, "restored"))
+        from preimage.engine.call_scope import default_scope
+
+        scope, left = default_scope(backup) if not only else ([], [])
+        if scope:   # an MCP call's workspace snapshot: the home's state stays unless asked
+            result = _restore(st, backup, pins, scope, dry_run, conflict)
+            if result.reports:
+                result.reports[0].notes.append(
+                    "not restored by default — the snapshot of an MCP call the layer could "
+                    "not read also holds, as a precaution, " + ", ".join(left) + "; restore "
+                    "them with --only URI (or `preimage undo` for only what the call changed)")
+            return result
         from preimage.engine.call_parts import trash_parts
 
         parts = trash_parts(st, backup) if not only else []
