@@ -142,4 +142,28 @@ def _settings(cur: Cursor, relations: list[int]) -> list[Uncaptured]:
     out += [Uncaptured(name=r["idx"], kind="index tablespace", fidelity="metadata",
                        reason="an index's tablespace is not captured (tablespaces are "
                        "cluster-wide)") for r in cur.fetchall()]
+    # PostgreSQL 18's virtual generated columns and NOT VALID NOT NULL constraints: the
+    # snapshot's column has no field for either (it would bring back a STORED column and a
+    # validated NOT NULL), so they are named here rather than restored differently unseen.
+    cur.execute(
+        """SELECT format('%%I.%%I.%%I', n.nspname, c.relname, a.attname) AS col
+        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE a.attrelid = ANY(%s) AND a.attgenerated = 'v' AND NOT a.attisdropped
+        ORDER BY 1""",
+        (relations,),
+    )
+    out += [Uncaptured(name=r["col"], kind="virtual generated column", fidelity="metadata",
+                       reason="a VIRTUAL generated column is not captured (it would come "
+                       "back STORED)") for r in cur.fetchall()]
+    cur.execute(
+        """SELECT format('%%I.%%I', n.nspname, c.relname) AS rel, x.conname
+        FROM pg_constraint x JOIN pg_class c ON c.oid = x.conrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE x.conrelid = ANY(%s) AND x.contype = 'n' AND NOT x.convalidated ORDER BY 1, 2""",
+        (relations,),
+    )
+    out += [Uncaptured(name=f"{r['rel']}.{r['conname']}", kind="not-valid NOT NULL",
+                       fidelity="metadata", reason="a NOT VALID NOT NULL constraint is not "
+                       "captured (it would come back validated)") for r in cur.fetchall()]
     return out

@@ -523,7 +523,8 @@ def read_tables(cur: Cursor, oids: list[int]) -> list[PgTable]:
                JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
             END AS collation,
             ARRAY(SELECT x::text FROM unnest(a.attacl) x ORDER BY 1) AS acl,
-            coalesce(a.attoptions, '{}') AS options, a.attstattarget,
+            coalesce(a.attoptions, '{}') AS options,
+            coalesce(a.attstattarget, -1) AS attstattarget,  -- NULL for the default from 17 on
             CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage END AS storage,
             CASE a.attcompression WHEN 'p' THEN 'pglz' WHEN 'l' THEN 'lz4' END AS compression
         FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid

@@ -215,10 +215,14 @@ def casts(cur: Cursor, schemas: list[str]) -> list[PgObject]:
 
 
 def collations(cur: Cursor, schemas: list[str]) -> list[PgObject]:
-    """User collations as ``CREATE COLLATION``."""
+    """User collations as ``CREATE COLLATION`` (ICU tailoring rules from 16 on, the builtin
+    provider from 17 on, where ``colliculocale`` became ``colllocale``)."""
+    major = cur.connection.info.server_version // 10000
+    locale = "c.colllocale" if major >= 17 else "c.colliculocale"
+    rules = "c.collicurules" if major >= 16 else "NULL::text"
     cur.execute(
         f"""SELECT c.oid, n.nspname AS nsp, c.collname, c.collprovider, c.collisdeterministic,
-            c.collcollate, c.collctype, c.colliculocale,
+            c.collcollate, c.collctype, {locale} AS colliculocale, {rules} AS rules,
             pg_get_userbyid(c.collowner) AS owner,
             obj_description(c.oid, 'pg_collation') AS comment
         FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace
@@ -229,10 +233,12 @@ def collations(cur: Cursor, schemas: list[str]) -> list[PgObject]:
     out = []
     for r in cur.fetchall():
         name = qn(r["nsp"], r["collname"])
-        provider = {"i": "icu", "c": "libc", "d": "default"}[r["collprovider"]]
+        provider = {"i": "icu", "c": "libc", "d": "default", "b": "builtin"}[r["collprovider"]]
         opts = [f"provider = {provider}"]
-        if r["collprovider"] == "i":
+        if r["collprovider"] in ("i", "b"):
             opts.append(f"locale = {lit(r['colliculocale'])}")
+            if r["rules"] is not None:
+                opts.append(f"rules = {lit(r['rules'])}")
         else:
             opts += [f"lc_collate = {lit(r['collcollate'])}", f"lc_ctype = {lit(r['collctype'])}"]
         if not r["collisdeterministic"]:
@@ -351,7 +357,8 @@ def statistics(cur: Cursor, relations: list[int]) -> list[PgObject]:
         return []
     cur.execute(
         f"""SELECT s.oid, n.nspname AS nsp, s.stxname, pg_get_statisticsobjdef(s.oid) AS def,
-            s.stxstattarget, pg_get_userbyid(s.stxowner) AS owner,
+            coalesce(s.stxstattarget, -1) AS stxstattarget,  -- NULL for the default from 17 on
+            pg_get_userbyid(s.stxowner) AS owner,
             obj_description(s.oid, 'pg_statistic_ext') AS comment
         FROM pg_statistic_ext s JOIN pg_namespace n ON n.oid = s.stxnamespace
         WHERE s.stxrelid = ANY(%s) AND {_NOT_EXT.format(cls='pg_statistic_ext', oid='s.oid')}

@@ -73,6 +73,31 @@ def db(pg_server: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]
     pg_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[attr-defined]
 
 
+@pytest.fixture(scope="module", params=pg_fixture.EXTRA_MAJORS, ids=lambda m: f"pg{m}")
+def pg_major_server(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A throw-away server of each further major version (16, 17, 18), for a module."""
+    try:
+        server = pg_fixture.PostgresServer.start(major=request.param)
+    except pg_fixture.PostgresServerError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_major_db(pg_major_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
+    """A new database on that server; its client programs (pg_dump 18) first on PATH."""
+    name = f"v{next(_counter)}"
+    pg_major_server.psql(f"CREATE DATABASE {name}")
+    for key in ("PATH", "LD_LIBRARY_PATH"):
+        monkeypatch.setenv(key, pg_major_server.env()[key])
+    monkeypatch.setenv("PREIMAGE_POSTGRESQL_PASSWORD", pg_major_server.password)
+    yield Database(pg_major_server, name)
+    pg_major_server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     """A backup store in a temp dir (also PREIMAGE_HOME for the CLI)."""
