@@ -48,7 +48,7 @@ from preimage.restoration import IdRemap
 from preimage.similarity.oracle import FIDELITY as ORACLE_CLASS
 from preimage.similarity.oracle import PATH as ORACLE_PATH
 from preimage.similarity.oracle import REASON as ORACLE_REASON
-from preimage.similarity.oracle import compare_oracles, describe_line
+from preimage.similarity.oracle import compare_oracles, describe_line, split_accounted
 from preimage.similarity.report import (
     CLASSES,
     ClassScore,
@@ -240,7 +240,10 @@ def _count_oracle(report: SimilarityReport, counts: dict[str, list[int]],
                   original: SchemaOracle, live: SchemaOracle | None, blobs: Any) -> None:
     """Add the schema oracle's differing lines (:mod:`.oracle`) to ``counts``."""
     outcome = compare_oracles(original, live, blobs)
-    report.oracles.append(outcome.note)
+    accounted = split_accounted(outcome, report.differences)
+    report.oracles.append(outcome.note if not accounted else
+                          f"{outcome.note} ({accounted} of them shown by the snapshot's own "
+                          "fields, not counted twice)")
     for lines, side in ((outcome.missing, 0), (outcome.extra, 2)):
         for line in lines:
             counts[ORACLE_CLASS][side] += 1
