@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 from collections.abc import Callable
@@ -210,3 +211,46 @@ def test_several_targets_need_a_destination_each(tree: Path, tmp_path: Path, sto
     assert (tmp_path / "d2" / "f").read_text() == "2\n"
 
 
+
+
+def test_restore_to_killed_half_way_then_run_again_resumes(tmp_path: Path, home: Path, cli: Callable[..., CliResult]) -> None:
+    """`restore ID --to`, kill -9 after 150 of 600 files, the same command again: it resumes
+    with the first run's undo backup and the copy scores 1.0 against the backup."""
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(600):
+        (root / f"f{i:04}").write_bytes(os.urandom(128))
+    backup = cli("capture", f"file://{root}", check=True).stdout.strip()
+    dest = f"file://{tmp_path / 'copy'}"
+    killed = cli("restore", backup, "--to", dest,
+                 env={**os.environ, "PREIMAGE_CRASH_AT": "restore-write:150"})
+    assert killed.returncode == -signal.SIGKILL
+    assert 100 < len(os.listdir(tmp_path / "copy")) < 600
+    again = json.loads(cli("restore", backup, "--to", dest, "--json", check=True).stdout)
+    with Store(home) as st:
+        journal = [e for e in st.catalog.restores() if e.backup_id == backup]
+    assert [e.status for e in journal] == ["done"]
+    assert again["undo_backup"] == journal[0].undo_backup
+    score = json.loads(cli("score", backup, "--against", dest, "--json", check=True).stdout)
+    assert score["restorable"]["score"] == 1.0
+    assert sorted(os.listdir(tmp_path / "copy")) == sorted(os.listdir(root))
+
+
+def test_restore_to_run_again_after_the_destination_changed_takes_a_fresh_undo(tree: Path, tmp_path: Path, home: Path, cli: Callable[..., CliResult]) -> None:
+    """A killed `restore --to` whose destination was edited meanwhile is not resumed: the
+    old journal entry is superseded and a fresh undo backup holds the edit."""
+    backup = cli("capture", f"file://{tree}", check=True).stdout.strip()
+    dest = tmp_path / "staging"
+    killed = cli("restore", backup, "--to", f"file://{dest}",
+                 env={**os.environ, "PREIMAGE_CRASH_AT": "restore-write:2"})
+    assert killed.returncode == -signal.SIGKILL
+    (dest / "someone-else.txt").write_text("written meanwhile\n")
+    again = json.loads(cli("restore", backup, "--to", f"file://{dest}", "--json",
+                           check=True).stdout)
+    with Store(home) as st:
+        journal = {e.status: e for e in st.catalog.restores() if e.backup_id == backup}
+    assert sorted(journal) == ["done", "superseded"]
+    assert again["undo_backup"] == journal["done"].undo_backup != journal["superseded"].undo_backup
+    undone = preimage.restore(again["undo_backup"])
+    assert undone.ok
+    assert (dest / "someone-else.txt").read_text() == "written meanwhile\n"

@@ -4,6 +4,9 @@ A pipeline like the in-place restore (:mod:`.restore`): select → pair each sel
 snapshot with its destination → let its connector re-address the snapshot there
 (:meth:`~preimage.ConnectorBase.relocate`, which names every identity that changes)
 → check every blob → capture the destinations as an undo backup → write → report.
+Like the in-place restore, a run is journaled (keyed by the backup, the selection and
+the destinations): one killed part way is resumed by running it again, keeping its
+first undo backup as long as that still describes the destinations.
 
 Refused before anything is written: a destination that is the source or overlaps
 it (the connector decides what overlaps: a directory inside the tree, the same
@@ -13,8 +16,10 @@ connector that cannot restore elsewhere, and a destination of another kind.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -27,13 +32,14 @@ from preimage.engine.backups import (
     select_snapshots,
 )
 from preimage.engine.capture import capture
+from preimage.engine.resume import resumable
 from preimage.interface.connector import capabilities_of, relocate
 from preimage.interface.errors import PreimageError, RestoreError, UsageError
 from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, IdentityMapping, RestorePolicy, RestoreReport
-from preimage.store.backend import SnapshotRow
-from preimage.store.snapshots import complete_backup, load_snapshot_row
+from preimage.store.backend import BackupRow, SnapshotRow
+from preimage.store.snapshots import load_snapshot_row, pinned_backup
 from preimage.store.store import Store
 
 __all__ = ["RelocatedResult", "destinations_for", "restore_to"]
@@ -112,7 +118,16 @@ def restore_to(
         raise UsageError("--to restores a whole backup elsewhere; --policy revert undoes a "
                          "call in place — use one or the other")
     st = open_store(store)
-    backup = complete_backup(st, ref, "restored")
+    with contextlib.ExitStack() as pins:
+        # the backup, and the undo backup once there is one, are pinned until the end:
+        # no forget or quota removes them (nor prune their blobs) while this reads them
+        backup = pins.enter_context(pinned_backup(st, ref, "restored"))
+        return _restore_to(st, backup, pins, to, only, dry_run, mode)
+
+
+def _restore_to(st: Store, backup: BackupRow, pins: contextlib.ExitStack,
+                to: str | Mapping[str, str], only: Sequence[str], dry_run: bool,
+                mode: ConflictMode) -> RelocatedResult:
     if backup.kind == "trash":
         raise UsageError(f"backup {backup.id} holds paths an rm moved into the trash; restore "
                          "it in place (without --to), then copy what you need")
@@ -146,12 +161,29 @@ def restore_to(
         if dry_run:
             result.reports = plans
             return result
-    undo = capture(
-        [Target.parse(r.snapshot.target) for _, _, r in moved], store=st,
-        label=f"before restoring {backup.id} elsewhere", kind="pre-restore", tier="restore",
-        parent_id=backup.id,
-    )
-    result.undo_backup_id = undo.id
+    # the journal's key names the destinations as printed (never a password)
+    key = json.dumps({"to": sorted((row.target, Target.parse(r.snapshot.target).redacted)
+                                   for row, _, r in moved)})
+    at_destinations = [(replace(row, target=r.snapshot.target), scope, r.snapshot)
+                       for row, scope, r in moved]
+    entry = st.catalog.running_restore(backup.id, key)
+    undo: str | None = None
+    restore_id = 0
+    if entry is not None:
+        if entry.undo_backup:
+            pins.enter_context(st.catalog.pin(entry.undo_backup))
+        if entry.undo_backup and resumable(st, entry.undo_backup, at_destinations):
+            restore_id, undo = entry.id, entry.undo_backup
+        else:
+            st.catalog.finish_restore(entry.id, "superseded")
+    if undo is None:
+        undo = capture(
+            [Target.parse(r.snapshot.target) for _, _, r in moved], store=st,
+            label=f"before restoring {backup.id} elsewhere", kind="pre-restore",
+            tier="restore", parent_id=backup.id, pins=pins,
+        ).id
+        restore_id = st.catalog.start_restore(backup.id, key, undo)
+    result.undo_backup_id = undo
     errors: list[str] = []
     for row, scope, r in moved:
         conn = get_connector(row.connector)
@@ -169,5 +201,6 @@ def restore_to(
         result.reports.append(report)
     if errors:
         raise RestoreError("restore incomplete — " + "; ".join(errors)
-                           + f" (undo backup: {undo.id}); fix the cause and run it again")
+                           + f" (undo backup: {undo}); fix the cause and run it again")
+    st.catalog.finish_restore(restore_id, "done" if result.ok else "failed")
     return result
