@@ -21,9 +21,10 @@ Cluster-scoped objects that came along as dependencies: a CustomResourceDefiniti
 is shared by every namespace and kept as it is; any other (a PersistentVolume bound
 to a claim of the source namespace) cannot belong to two namespaces at once, so it
 is not restored elsewhere and is recorded as uncaptured with that reason — the
-score of a relocated namespace then says it did not come whole.  Refused: the source
-namespace itself, a cluster-scoped source, a cluster-scoped or all-namespaces
-destination.
+score of a relocated namespace then says it did not come whole.  A cluster-scoped
+source (one ClusterRole or ClusterRoleBinding) is renamed instead
+(:mod:`.cluster_rename`).  Refused: the source namespace itself, an all-namespaces
+source, a cluster-scoped or all-namespaces destination for a namespace.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import re
 from typing import Any
 
 from preimage.connectors.kubernetes.address import Address, k8s_uri
+from preimage.connectors.kubernetes.cluster_rename import rename_cluster_object
 from preimage.interface.errors import UsageError
 from preimage.interface.target import Target
 from preimage.restoration import IdentityMapping, Relocation
@@ -150,11 +152,12 @@ def relocate_namespace(
         raise UsageError(f"{destination.redacted}: a Kubernetes backup restores into a k8s:// "
                          "namespace")
     src, dst = Address.parse(Target.parse(snapshot.target)), Address.parse(destination)
+    if src.namespace is None and not src.all_namespaces:
+        return rename_cluster_object(snapshot, src, dst, destination)
     if src.namespace is None or src.all_namespaces or snapshot.namespace is None:
         raise UsageError(
-            f"{snapshot.target} is cluster-scoped: it has no namespace to map, and renaming "
-            "cluster-scoped objects is not done (they are shared by the whole cluster); restore "
-            "it in place. Nothing was written")
+            f"{snapshot.target} spans every namespace: there is no one namespace to map; "
+            "capture and restore one namespace at a time. Nothing was written")
     if dst.namespace is None or dst.all_namespaces or dst.resource or dst.selector:
         raise UsageError(
             f"--to {destination.redacted}: name a namespace, k8s://CONTEXT/NAMESPACE (the "

@@ -165,3 +165,79 @@ def test_kubectl_get_all_runbook_loses_what_the_gate_names(kube: Kube) -> None:
             assert_restored(backup, kube.uri(staging), store=store)
     finally:
         store.close()
+
+
+def _rbac(kube: Kube) -> tuple[str, str]:
+    """A ClusterRole and a ClusterRoleBinding granting it to a group (deleted afterwards)."""
+    role, binding = f"reader-{kube.tag}", f"readers-{kube.tag}"
+    kube.apply(f"""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {role}, labels: {{team: ops}}, annotations: {{note: audited}}}}
+rules: [{{apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {binding}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {role}}}
+subjects: [{{kind: Group, name: auditors, apiGroup: rbac.authorization.k8s.io}}]
+""")
+    for what, name in (("clusterrole", role), ("clusterrolebinding", binding),
+                       ("clusterrole", f"{role}-copy"), ("clusterrolebinding", f"{binding}-copy")):
+        kube.cleanups.append(lambda w=what, n=name: kube.kubectl(
+            "delete", w, n, "--ignore-not-found", check=False) and None)
+    return role, binding
+
+
+def test_cluster_role_and_binding_restore_under_another_name(kube: Kube) -> None:
+    """`restore ID --to k8s://ctx/_/clusterroles/NEW` puts a copy of a ClusterRole (and of a
+    ClusterRoleBinding) beside the original, which stays as it was; `score --against` the
+    copy is 1.0 with the name reported as mapped."""
+    role, binding = _rbac(kube)
+    for resource, old in (("clusterroles", role), ("clusterrolebindings", binding)):
+        backup = kube.capture(kube.uri("_", resource, old))
+        dest = kube.uri("_", resource, f"{old}-copy")
+        result = kube.restore(backup, "--to", dest)
+        assert result["ok"], result
+        assert [(m["what"], m["old"], m["new"]) for m in result["mapped"][dest]] == [
+            (f"{resource} name", old, f"{old}-copy")]
+        source, copy = kube.get(resource, old), kube.get(resource, f"{old}-copy")
+        for part in ("rules", "roleRef", "subjects"):
+            assert copy.get(part) == source.get(part), part
+        assert copy["metadata"].get("labels") == source["metadata"].get("labels")
+        assert copy["metadata"].get("annotations", {}).get("note") == \
+            source["metadata"].get("annotations", {}).get("note")
+        scored = json.loads(kube.cli_ok("score", backup, "--against", dest, "--json",
+                                        "--show", "50").stdout)
+        assert scored["restorable"]["score"] == 1.0, scored["differences"]
+        assert [m["what"] for m in scored["mapped"]] == [f"{resource} name"]
+    assert kube.get("clusterrolebinding", f"{binding}-copy")["roleRef"]["name"] == role
+
+
+def test_cluster_objects_that_cannot_be_renamed_are_refused(kube: Kube) -> None:
+    """A kind whose name others rely on (a CRD, a StorageClass), several cluster objects at
+    once, or a namespace as the destination: one line each, exit 2, nothing written."""
+    role, _ = _rbac(kube)
+    sc = f"fast-{kube.tag}"
+    kube.apply(f"apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {sc}}}\n"
+               "provisioner: example.com/none\n")
+    kube.cleanups.append(lambda: kube.kubectl("delete", "storageclass", sc,
+                                              "--ignore-not-found", check=False) and None)
+    cases = [
+        (kube.uri("_", "storageclasses", sc), kube.uri("_", "storageclasses", f"{sc}-copy"),
+         "StorageClass is not restored under another name"),
+        (kube.uri("_", "clusterroles", query="selector=team%3Dops"),
+         kube.uri("_", "clusterroles", "other"), "several cluster-scoped objects"),
+        (kube.uri("_", "clusterroles", role), kube.uri(f"ns-{kube.tag}"),
+         "restores under a new name"),
+        (kube.uri("_", "clusterroles", role), kube.uri("_", "clusterrolebindings", "x"),
+         "name the same resource"),
+    ]
+    for source, dest, words in cases:
+        backup = kube.capture(source)
+        proc = kube.cli("restore", backup, "--to", dest)
+        assert proc.returncode == 2, proc.stdout
+        assert words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not kube.exists("storageclass", f"{sc}-copy")
+    assert not kube.exists("clusterrole", "other")
