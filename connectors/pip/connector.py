@@ -8,7 +8,7 @@ from preimage.connectors.pip.inventory import describe, open_environment
 from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase
 from preimage.interface.target import Target
-from preimage.restoration import RestorePolicy, RestoreReport
+from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
 from preimage.snapshot_schemas.pip import PipSnapshot
 
@@ -26,7 +26,7 @@ class PipConnector(ConnectorBase):
     scheme: ClassVar[str] = "pip"
     snapshot_type: ClassVar[type[Snapshot]] = PipSnapshot
     # A target names an existing environment or interpreter; there is no absent one.
-    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False)
+    capabilities: ClassVar[Capabilities] = Capabilities(absent_targets=False, relocates=True)
 
     def capture(self, target: Target, blobs: BlobStore) -> PipSnapshot:
         """Read the environment's installed set into a :class:`PipSnapshot`.
@@ -51,4 +51,14 @@ class PipConnector(ConnectorBase):
 
         assert isinstance(snapshot, PipSnapshot)
         return PipRestorer(snapshot, blobs, policy).run()
+
+    def relocate(
+        self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
+        blobs: BlobStore | None = None,
+    ) -> Relocation:
+        """The package set in another environment, its prefix rewritten (:mod:`.relocate`)."""
+        from preimage.connectors.pip.relocate import relocate_environment
+
+        assert isinstance(snapshot, PipSnapshot)
+        return relocate_environment(snapshot, destination, blobs)
 

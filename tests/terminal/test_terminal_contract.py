@@ -149,6 +149,14 @@ class TestPipConnectorContract(ConnectorContract):
         return f"pip://{venv}"
 
     @pytest.fixture
+    def elsewhere_uri(self, tmp_path: Path) -> str:
+        """Another, empty environment on the same Python (an environment is never absent:
+        the destination is made with ``python -m venv`` first, as a user would)."""
+        dest = tmp_path / "elsewhere" / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
+        return f"pip://{dest}"
+
+    @pytest.fixture
     def mutate(self, wheelhouse: Path) -> Callable[[str], None]:
         def damage(uri: str) -> None:
             python = uri[len("pip://") :] + "/bin/python"

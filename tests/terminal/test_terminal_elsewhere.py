@@ -1,7 +1,11 @@
-"""A git repository restored into another path with real git, and scored there."""
+"""A git repository and a Python environment restored into another path with real git
+and pip, and scored there."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +42,49 @@ def test_repository_into_itself_is_refused(repo: Path, store: Store) -> None:
     assert not (repo / "sub").exists()
 
 
-def test_pip_environment_elsewhere_is_refused_clearly(venv: Path, tmp_path: Path, store: Store, cli: Any) -> None:
-    """pip does not restore into another environment yet: one line naming the connector,
+def _pip(python: Path, *args: str) -> str:
+    return subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def test_environment_restores_into_another_venv(venv_with_pip: Path, tmp_path: Path, store: Store, cli: Any) -> None:
+    """`restore ID --to pip:///other-venv` into a fresh venv: the same distributions, the
+    console scripts run there with its own python, `pip check` and `pip list` agree with
+    the source, and `score --against` is 1.0 with the prefix and each rewritten script
+    reported as mapped."""
+    backup = preimage.capture([f"pip://{venv_with_pip}"], store=store)
+    dest = tmp_path / "other-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
+    res = cli("restore", backup.id, "--to", f"pip://{dest}", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    mapped = {m["what"]: (m["old"], m["new"]) for m in doc["mapped"][f"pip://{dest}"]}
+    assert mapped["prefix"] == (str(venv_with_pip), str(dest))
+    assert any(w.startswith("app ") and w.endswith("bin/app") for w in mapped), mapped
+    shebang = (dest / "bin" / "app").read_text().splitlines()[0]
+    assert shebang == f"#!{dest}/bin/python"
+    ran = subprocess.run([str(dest / "bin" / "app")], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == subprocess.run([str(venv_with_pip / "bin" / "app")],
+                                        capture_output=True, text=True).stdout
+    assert _pip(dest / "bin" / "python", "list", "--format=freeze") == \
+        _pip(venv_with_pip / "bin" / "python", "list", "--format=freeze")
+    _pip(dest / "bin" / "python", "check")
+    assert (venv_with_pip / "bin" / "app").read_text().startswith(f"#!{venv_with_pip}/")
+    score = json.loads(cli("score", backup.id, "--against", f"pip://{dest}", "--json",
+                           check=True).stdout)
+    assert score["restorable"]["score"] == 1.0, score["differences"]
+    assert {"what": "prefix", "old": str(venv_with_pip), "new": str(dest), "note": ""} in \
+        score["mapped"]
+
+
+def test_pip_environment_into_a_missing_or_own_environment_is_refused(venv: Path, tmp_path: Path, store: Store, cli: Any) -> None:
+    """A destination that is no environment, or lies inside the source, is one line,
     exit 2, nothing written."""
     backup = preimage.capture([f"pip://{venv}"], store=store)
-    other = tmp_path / "other-venv"
-    proc = cli("restore", backup.id, "--to", f"pip://{other}")
-    assert proc.returncode == 2
-    assert "the pip connector cannot restore or compare" in proc.stderr
-    assert "Traceback" not in proc.stderr and not other.exists()
+    for dest, words in ((tmp_path / "no-venv", "pip://"), (venv / "inner", "overlaps")):
+        proc = cli("restore", backup.id, "--to", f"pip://{dest}")
+        assert proc.returncode == 2, proc.stdout
+        assert words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not dest.exists()

@@ -146,7 +146,7 @@ def _restore_to(st: Store, backup: BackupRow, pins: contextlib.ExitStack,
         if mode.value not in caps.policies:
             raise UsageError(f"{row.target}: the {row.connector} connector does not support "
                              f"--policy {mode.value}; nothing was written")
-        moved.append((row, scope, relocate(conn, snap, dest)))
+        moved.append((row, scope, relocate(conn, snap, dest, blobs=st.blobs)))
     check_whole(st, backup, loaded)
     result = RelocatedResult(
         backup.id, None, [], dry_run,

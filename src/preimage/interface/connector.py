@@ -127,8 +127,9 @@ class ConnectorBase:
         ``other`` is the destination's own snapshot when the relocation is for a
         comparison (``score --against``): values the destination assigns by place (a
         Service's cluster IP) may be taken from it, each reported as a mapping; ``blobs``
-        is where a comparison keeps what the relocation rewrites (a schema dump naming
-        the database), ``None`` for a restore.
+        is where the relocation reads the backup's bytes and keeps what it rewrites (a
+        schema dump naming the database, a script naming an environment's prefix): the
+        store for a restore, a scratch area over it for a comparison.
 
         Raises :class:`~preimage.UsageError` when the destination overlaps the source
         or is not of the same kind.  This default refuses: a connector that can restore
