@@ -29,7 +29,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     report = tmp_path_factory.mktemp("quick") / "report"
     env = {**os.environ, "PREIMAGE_HOME": str(home)}
     proc = subprocess.run(
-        [sys.executable, "-m", "preimage", "bench", "--quick", "--json", "--report", str(report)],
+        [sys.executable, "-m", "preimage", "bench", "--quick", "--json", "--report", str(report),
+         "--require-servers"],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -70,17 +71,12 @@ def test_no_backup_scores_lower_than_preimage(quick: dict[str, Any]) -> None:
             assert run["damage"] is not None and run["damage"] < 1.0, run["scenario"]
 
 
-def test_every_quick_scenario_is_run_or_named_as_not_run(quick: dict[str, Any]) -> None:
-    """A quick scenario never vanishes: it has runs under every protector or a not-run reason."""
+def test_every_quick_scenario_runs_under_every_protector(quick: dict[str, Any]) -> None:
+    """A quick scenario never vanishes, and none is "not run": the run requires its servers."""
     wanted = {s.id for s in load_scenarios() if s.quick}
     ran = {r["scenario"] for r in quick["runs"]}
-    not_run = {n["scenario"]: n["reason"] for n in quick["not_run"]}
-    assert wanted == ran | set(not_run)
-    assert not ran & set(not_run)
-    for reason in not_run.values():
-        assert reason.startswith((
-            "connector missing", "server unavailable", "system plug-in missing"
-        ))
+    assert quick["not_run"] == []
+    assert wanted == ran
     for sid in ran:
         protectors = {r["protector"] for r in quick["runs"] if r["scenario"] == sid}
         assert protectors == {t["protector"] for t in quick["totals"]}
@@ -173,3 +169,17 @@ expected_lost:
     assert report["runs"][0]["content"] == 1.0
     kept = work / "U-earlier" / "declared" / "sandbox" / "home" / "proj" / "notes.txt"
     assert kept.read_text() == "v2\n"
+
+
+def test_a_server_that_does_not_start_fails_a_required_run(
+    bench: Callable[..., Any], tmp_path: Path
+) -> None:
+    """With --require-servers (the default under $CI) PostgreSQL not starting is a failure
+    naming the scenario and the reason; --allow-missing-servers lists it as not run."""
+    env = {"PREIMAGE_FIXTURES": str(tmp_path / "no-launchers")}
+    args = ("-k", "S-truncate-identity", "--protectors", "none")
+    failed = bench(*args, "--require-servers", env=env, expect_exit=1)
+    assert failed["runs"] == []
+    assert failed["not_run"][0]["reason"].startswith("server unavailable")
+    allowed = bench(*args, "--allow-missing-servers", env=env)
+    assert allowed["not_run"][0]["scenario"] == "S-truncate-identity"

@@ -12,5 +12,9 @@ th:first-child,td:first-child{text-align:left}
 .yes{color:#0b7a3b;font-weight:600}.no{color:#b3261e;font-weight:600}
 .full{color:#0b7a3b}.part{color:#7a5a00}.none{color:#b3261e}.na{color:#8a93a3}
 img{max-width:100%;border:1px solid #dde2ea;margin:.5rem 0}
+table.totals td{white-space:normal;min-width:3.5rem}
+.dmg{color:#5b6577;font-style:italic}.rw{color:#5b4fc7;font-weight:600}
+dl.defs{font-size:.85rem;color:#3b4456;display:grid;grid-template-columns:max-content 1fr;
+gap:.15rem 1rem;margin:.5rem 0}dl.defs dt{font-weight:600}dl.defs dd{margin:0}
 .muted{color:#5b6577}ul{font-size:.9rem}code{background:#f4f6fa;padding:0 .2rem}
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ def similarity_by_category(report: BenchReport, out: Path) -> Path:
                 heights.append(statistics.fmean(vals) if vals else 0.0)
                 notes.append("" if vals else "n/a")
             xs = [j + (i - (len(protectors) - 1) / 2) * width for j in range(len(cats))]
+            if name == "none":
+                label = f"{label} (the damage: nothing restored)"
             bars = ax.bar(xs, heights, width * 0.92, label=label, color=COLOURS[i % len(COLOURS)])
             for bar, note, h in zip(bars, notes, heights, strict=True):
                 text = note or f"{h:.2f}"
@@ -81,8 +84,9 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
                                          ("restore_s", "restore"))):
         for col, cat in enumerate(cats):
             ax = axes[row][col]
+            panel: dict[str, list[float]] = {}
             for i, (name, _label) in enumerate(protectors, start=1):
-                vals = [
+                vals = panel[name] = [
                     getattr(r, attr) * 1000 for r in report.runs
                     if r.protector == name and r.category == cat and r.status == "ok"
                     and getattr(r, attr) is not None and getattr(r, attr) > 0
@@ -99,18 +103,16 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
                             xytext=(0, 2), textcoords="offset points", ha="center",
                             fontsize=7, color="#5b6577")
             ax.set_xticks(range(1, len(protectors) + 1),
-                          [str(k) for k in range(1, len(protectors) + 1)], fontsize=8)
+                          [tick_label(label) for _n, label in protectors], fontsize=7,
+                          rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlim(0.4, len(protectors) + 0.6)
             if ax.has_data():
-                ax.set_yscale("log")
-                plain = ticker.FuncFormatter(lambda v, _pos: f"{v:g}")
-                ax.yaxis.set_major_formatter(plain)
-                ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+                log_axis(ax, ticker, [v for col in panel.values() for v in col])
             ax.set_title(f"{cat}: {what}", fontsize=9)
             ax.grid(axis="y", alpha=0.3, which="both")
         axes[row][0].set_ylabel("milliseconds (log scale)")
-    legend = [plt.Line2D([], [], marker="o", linestyle="", color=colour[n],
-                         label=f"{i} {lbl}") for i, (n, lbl) in enumerate(protectors, start=1)]
+    legend = [plt.Line2D([], [], marker="o", linestyle="", color=colour[n], label=lbl)
+              for n, lbl in protectors]
     legend.append(plt.Line2D([], [], color=MEDIAN, label="median"))
     fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
@@ -118,6 +120,22 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def tick_label(label: str) -> str:
+    """A protector's name under its column: broken before its parenthesis."""
+    return label.replace(" (", "\n(")
+
+
+def log_axis(ax: Any, ticker: Any, values: list[float]) -> None:
+    """A log scale that always reads: whole decades around the data, ticks at 1, 2 and 5
+    of each decade in plain numbers (a panel within one decade would carry one tick)."""
+    ax.set_yscale("log")
+    low, high = min(values), max(values)
+    ax.set_ylim(10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high) + 1e-9))
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
 
 
 def make_plots(report: BenchReport, out: Path) -> list[Path]:

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import ClassVar
 
 import preimage
@@ -25,6 +27,16 @@ class PreimageBackup(Protector):
         return protection.backup_id is not None and any(
             uri_covers(t, uri) for t in protection.targets
         )
+
+    def moved_bytes(self, ctx: RunContext, protection: Protection) -> int:
+        """The bytes of every path the rewritten call renamed into the store's trash (an
+        ``rm`` the layer made ``preimage trash``): the store holds them, uncopied."""
+        if protection.backup_id is None:
+            return 0
+        from preimage.engine.trash import moved_paths
+
+        return sum(_tree_bytes(Path(stored)) for _original, stored in
+                   moved_paths(ctx.store, protection.backup_id))
 
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """``preimage.restore(backup_id)``; the report's notes and failed items."""
@@ -68,3 +80,21 @@ def layer_available() -> bool:
         return importlib.util.find_spec("preimage.layer") is not None
     except ModuleNotFoundError:
         return False
+
+
+def _tree_bytes(path: Path) -> int:
+    """Apparent size of ``path`` and everything under it (links not followed)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return 0
+    if not path.is_dir() or path.is_symlink():
+        return st.st_size
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+    return total

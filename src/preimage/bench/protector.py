@@ -92,6 +92,11 @@ class Protector:
         """Whether the backup taken before the call holds the state of ``uri``."""
         return False
 
+    def moved_bytes(self, ctx: RunContext, protection: Protection) -> int:
+        """Bytes the (rewritten) call moved into the protector's keeping instead of
+        deleting them — held, though nothing was copied; 0 for most protectors."""
+        return 0
+
     def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
         """Bring the state back from the backup; return notes (problems met)."""
         return []

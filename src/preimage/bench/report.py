@@ -9,7 +9,13 @@ from rich.console import Console
 from rich.table import Table
 
 from preimage.bench.page_style import CSS
-from preimage.bench.results import BenchReport, RunResult, Totals
+from preimage.bench.results import (
+    P95_MIN_RUNS,
+    BenchReport,
+    RunResult,
+    Totals,
+    totals_for,
+)
 from preimage.interface.sizes import human_bytes
 
 
@@ -28,8 +34,8 @@ def _ms(value: float | None) -> str:
 
 
 TOTAL_COLUMNS = (
-    "protector", "scenarios", "backup rate", "content", "metadata", "server",
-    "capture p50", "capture p95", "restore (mean)", "stored", "model tokens",
+    "protector", "scenarios", "backup rate", "damage", "restorable", "content", "metadata",
+    "server", "capture p50", "capture p95", "restore (mean)", "stored", "model tokens",
 )
 
 #: What the ``server`` column means, printed with every totals table.
@@ -41,9 +47,53 @@ SERVER_NOTE = (
 #: What a per-scenario cell means.
 CELL_NOTE = (
     "✓ the affected state was captured before the call, ✗ it was not; then content / "
-    "metadata similarity after restore (1.00 = every original leaf back exactly). n/a: the "
-    "baseline has no copier for that system."
+    "metadata similarity after restore (1.00 = every original leaf back exactly). "
+    "\"damage\": nothing was restored (no backup to restore from), so the two numbers are "
+    "the state the call left behind, not a restore. ↻: the protector ran a rewritten call "
+    "(rm → a move into preimage's trash). n/a: the baseline has no copier for that system."
 )
+#: Every column of the totals table, defined where it is shown.
+DEFINITIONS: tuple[tuple[str, str], ...] = (
+    ("backup rate", "share of scenarios where, before the destructive call ran, the protector "
+     "held the state of every target the call destroyed (or its restore brought back every "
+     "leaf the call changed)"),
+    ("damage", "restorable similarity of the live state right after the call, before any "
+     "restore — what the call destroyed (the same for every protector unless one rewrote "
+     "the call)"),
+    ("restorable", "similarity after restore over the content and metadata leaves together: "
+     "the share of the ground truth's restorable leaves back exactly, with a penalty for "
+     "leaves it did not have; the number `preimage score --min` gates on. For no backup "
+     "nothing is restored, so its restorable is its damage"),
+    ("content", "similarity of the user's data after restore: file bytes, row values, "
+     "message bodies, resource specs, comment text"),
+    ("metadata", "similarity of the hard metadata a client can write back: modes, owners and "
+     "times, sequence state, constraints, IMAP flags and dates, labels and annotations, "
+     "cookie flags, authorship"),
+    ("server", "similarity of the identities the system assigns itself (below)"),
+    ("capture p50 / p95", "wall time of the protector's work before the call (deciding and "
+     f"capturing), median and 95th percentile; with fewer than {P95_MIN_RUNS} runs a 95th "
+     "percentile is just the slowest run, so the maximum is shown as such"),
+    ("restore (mean)", "mean wall time of the protector's restore"),
+    ("stored", "bytes the backups added to the protector's store (preimage: new blob bytes "
+     "after deduplication and compression; workspace-only: the shadow repository; "
+     "content-only: the copy); \"moved\" is what rewritten calls renamed into preimage's "
+     "trash instead of deleting it — held by the store, though nothing was copied"),
+    ("model tokens", "tokens spent on a model to decide or take the backups (0: rule tiers "
+     "and baselines)"),
+)
+
+
+def capture_p95_cell(t: Totals) -> str:
+    """The 95th percentile, or ``max …`` when too few runs make it the maximum."""
+    if t.capture_p95_s is not None:
+        return _ms(t.capture_p95_s)
+    return "-" if t.capture_max_s is None else f"max {_ms(t.capture_max_s)}"
+
+
+def stored_cell(t: Totals) -> str:
+    """Blob bytes, and what rewritten calls moved into the trash when there is any."""
+    moved = f" + {human_bytes(t.moved_bytes)} moved" if t.moved_bytes else ""
+    return human_bytes(t.stored_bytes) + moved
 
 
 def total_cells(t: Totals) -> list[str]:
@@ -51,14 +101,14 @@ def total_cells(t: Totals) -> list[str]:
     ran = f"{t.ran}" + (f" (+{t.not_covered} n/c)" if t.not_covered else "")
     ran += f" ({t.errors} err)" if t.errors else ""
     return [
-        t.label, ran, _pct(t.backup_rate), _f(t.content, 3), _f(t.metadata, 3),
-        _f(t.server, 3), _ms(t.capture_p50_s), _ms(t.capture_p95_s), _ms(t.restore_mean_s),
-        human_bytes(t.stored_bytes), str(t.model_tokens),
+        t.label, ran, _pct(t.backup_rate), _f(t.damage, 3), _f(t.restorable, 3),
+        _f(t.content, 3), _f(t.metadata, 3), _f(t.server, 3), _ms(t.capture_p50_s),
+        capture_p95_cell(t), _ms(t.restore_mean_s), stored_cell(t), str(t.model_tokens),
     ]
 
 
 def scenario_cell(r: RunResult | None) -> str:
-    """``✓ content/metadata`` for one scenario under one protector."""
+    """``✓ content/metadata`` after restore, or ``✗ damage c/m`` when nothing was restored."""
     if r is None:
         return ""
     if r.status == "not covered":
@@ -66,7 +116,9 @@ def scenario_cell(r: RunResult | None) -> str:
     if r.status == "error":
         return "error"
     mark = "✓" if r.backed_up else "✗"
-    return f"{mark} {_f(r.content)}/{_f(r.metadata)}"
+    if not r.restored:
+        return f"{mark} damage {_f(r.damage_content)}/{_f(r.damage_metadata)}"
+    return f"{mark} {_f(r.content)}/{_f(r.metadata)}" + (" ↻" if r.rewritten else "")
 
 
 def _by_scenario(report: BenchReport) -> dict[str, dict[str, RunResult]]:
@@ -89,11 +141,38 @@ def categories_line(report: BenchReport) -> str:
     return ", ".join(f"{c} n={n}" for c, n in category_counts(report).items())
 
 
+DOMAIN_NOTE = (
+    "per domain: backup rate · mean restorable after restore (for no backup: the damage) "
+    "over the domain's scenarios the protector ran"
+)
+
+
+def domain_cells(report: BenchReport) -> list[list[str]]:
+    """Per category: its scenario count, then each protector's backup rate and restorable."""
+    rows = []
+    for category, n in category_counts(report).items():
+        cells = [category, str(n)]
+        for name in report.protectors:
+            t = totals_for(name, report.protectors[name],
+                           [r for r in report.runs if r.category == category])
+            cells.append("n/a" if not t.ran else
+                          f"{_pct(t.backup_rate)} · {_f(t.restorable, 3)}")
+        rows.append(cells)
+    return rows
+
+
+def definitions_lines() -> list[str]:
+    """``term — definition`` for every totals column."""
+    return [f"{term} — {text}" for term, text in DEFINITIONS]
+
+
 def progress_line(done: int, total: int, r: RunResult, seconds: float) -> str:
     """One line per finished run, for a run without a terminal (CI): position, scenario,
     protector and outcome, so a long run is never silent."""
     if r.status == "ok":
         outcome = f"{'backed up' if r.backed_up else 'not backed up'}, {scenario_cell(r)[2:]}"
+        if r.restored and r.damage is not None:
+            outcome += f" (damage {_f(r.damage)})"
     else:
         outcome = r.status + (f": {r.reason[:120]}" if r.reason else "")
     return f"[{done}/{total}] {r.scenario} · {r.label}: {outcome} ({seconds:.1f} s)"
@@ -112,7 +191,15 @@ def render_terminal(report: BenchReport, console: Console) -> None:
     for t in report.totals:
         totals.add_row(*total_cells(t))
     console.print(totals)
+    for line in definitions_lines():
+        console.print(line, markup=False, highlight=False)
     console.print(SERVER_NOTE, markup=False)
+    domains = Table(title=DOMAIN_NOTE, title_justify="left")
+    for col in ("domain", "scenarios", *report.protectors.values()):
+        domains.add_column(col.replace(" (", "\n("), justify="right", no_wrap=True)
+    for domain_row in domain_cells(report):
+        domains.add_row(*domain_row)
+    console.print(domains)
     grid = _by_scenario(report)
     per = Table(title=f"per scenario — {CELL_NOTE}", title_justify="left")
     per.add_column("scenario", no_wrap=True)
@@ -144,7 +231,11 @@ def markdown(report: BenchReport) -> str:
         return undo_markdown(report)
     lines = ["| " + " | ".join(TOTAL_COLUMNS) + " |", "|" + "---|" * len(TOTAL_COLUMNS)]
     lines += ["| " + " | ".join(total_cells(t)) + " |" for t in report.totals]
-    lines += ["", SERVER_NOTE, "", CELL_NOTE, ""]
+    lines += ["", *(f"- **{t}** — {d}" for t, d in DEFINITIONS), "", SERVER_NOTE, ""]
+    head = ["domain", "scenarios", *report.protectors.values()]
+    lines += [DOMAIN_NOTE + ":", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in domain_cells(report)]
+    lines += ["", CELL_NOTE, ""]
     head = ["scenario", "category", *report.protectors.values()]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for sid, row in _by_scenario(report).items():
@@ -176,10 +267,18 @@ def cell_html(r: RunResult | None) -> str:
     if r is None or r.status != "ok":
         return f"<td class='na'>{e(scenario_cell(r))}</td>"
     mark = "<span class='yes'>✓</span>" if r.backed_up else "<span class='no'>✗</span>"
+    if not r.restored:
+        left = f"{_f(r.damage_content)}/{_f(r.damage_metadata)}"
+        why = "nothing was restored: the content/metadata the call left behind"
+        return f"<td class='dmg' title='{e(why)}'>{mark} damage {e(left)}</td>"
     sims = "/".join(
         f"<span class='{_level(v)}'>{e(_f(v))}</span>" for v in (r.content, r.metadata)
     )
-    return f"<td>{mark} {sims}</td>"
+    title = f"restorable {_f(r.restorable, 3)}; after the call, before restore: {_f(r.damage, 3)}"
+    if r.rewritten:
+        title += f"; the call ran rewritten: {r.rewritten[:200]}"
+        sims += " <span class='rw'>↻</span>"
+    return f"<td title='{e(title)}'>{mark} {sims}</td>"
 
 
 def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
@@ -192,18 +291,28 @@ def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
         "<h1>preimage regret benchmark</h1>",
         f"<p class='muted'>suite <b>{e(report.suite)}</b> · {e(report.started_at)} · "
         f"preimage {e(report.version)} · {len(report.runs)} runs in {report.seconds:.1f} s</p>",
-        "<h2>Totals</h2><div class='wide'><table><tr>",
+        "<h2>Totals</h2><div class='wide'><table class='totals'><tr>",
         *(f"<th>{e(c)}</th>" for c in TOTAL_COLUMNS),
         "</tr>",
     ]
     for t in report.totals:
         parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in total_cells(t)) + "</tr>")
-    parts.append(f"</table></div><p class='muted'>{e(SERVER_NOTE)}</p>")
+    parts.append("</table></div><dl class='defs'>")
+    parts += [f"<dt>{e(t)}</dt><dd>{e(d)}</dd>" for t, d in DEFINITIONS]
+    parts.append(f"</dl><p class='muted'>{e(SERVER_NOTE)}</p>")
+    parts.append(f"<h2>Per domain</h2><p class='muted'>{e(DOMAIN_NOTE)}.</p>"
+                 "<div class='wide'><table><tr><th>domain</th><th>scenarios</th>")
+    parts += [f"<th>{e(label)}</th>" for label in report.protectors.values()]
+    parts.append("</tr>")
+    for domain_row in domain_cells(report):
+        parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in domain_row) + "</tr>")
+    parts.append("</table></div>")
     for img in images:
         parts.append(f"<img src='{e(img.name)}' alt='{e(img.stem)}'>")
     parts.append(
         f"<h2>Per scenario</h2><p class='muted'>{e(CELL_NOTE)} Hover a scenario for its "
-        f"title. Scenarios per category: {e(categories_line(report))}.</p>"
+        "title, a cell for its restorable score and damage. Scenarios per category: "
+        f"{e(categories_line(report))}.</p>"
         "<div class='wide'><table><tr><th>scenario</th><th>category</th>"
     )
     parts += [f"<th>{e(label)}</th>" for label in report.protectors.values()]

@@ -10,14 +10,22 @@ Definitions (the same for every protector):
   the **backup rate** is the share of scenarios run where that was so;
 * **content / metadata / server** — similarity per fidelity class of the
   state after the protector's restore against the ground truth captured
-  just before the call (:func:`preimage.similarity.score`); **damage** is
-  the ``restorable`` score right after the call, before any restore;
+  just before the call (:func:`preimage.similarity.score`); **restorable**
+  is the same over the content and metadata leaves together (the number
+  ``preimage score --min`` gates on); **damage** is the ``restorable`` score
+  right after the call, before any restore (``damage_content`` /
+  ``damage_metadata`` per class).  A run with nothing to restore from (no
+  backup) is not restored (``restored`` false): its after-restore numbers are
+  the damage itself;
 * **capture s** — wall time of the protector's work before the call
   (deciding + capturing); **restore s** — wall time of its restore;
 * **stored bytes** — what the backup added to its store (blob bytes for
   preimage, the shadow repository for the workspace baseline, the copy for
-  the content-only baseline); **model tokens** — tokens the protector spent
-  on a model (0 for rule tiers and baselines).
+  the content-only baseline); **moved bytes** — what a rewritten call moved
+  into the store's trash instead of deleting it (``rm`` → ``preimage
+  trash``): held by the store, though no blob was written; **model
+  tokens** — tokens the protector spent on a model (0 for rule tiers and
+  baselines).
 
 Scenarios of the ``undo`` suite (intervening changes after the call, see
 :mod:`preimage.bench.intervening`) add **collateral** (intervening changes
@@ -37,6 +45,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Status = Literal["ok", "not covered", "error"]
+#: Below this many runs a 95th percentile is the maximum (nearest rank): report the maximum.
+P95_MIN_RUNS = 20
 
 
 class RunResult(BaseModel):
@@ -53,6 +63,10 @@ class RunResult(BaseModel):
     backed_up: bool = False
     coverage: float = 0.0
     damage: float | None = None
+    damage_content: float | None = None
+    damage_metadata: float | None = None
+    restored: bool = Field(False, description="whether a restore ran (a backup was there)")
+    rewritten: str = Field("", description="the call the protector ran instead (rm → trash)")
     content: float | None = None
     metadata: float | None = None
     server: float | None = None
@@ -60,6 +74,7 @@ class RunResult(BaseModel):
     capture_s: float | None = None
     restore_s: float | None = None
     stored_bytes: int = 0
+    moved_bytes: int = Field(0, description="bytes a rewritten call moved into the trash")
     model_tokens: int = 0
     seconds: float = 0.0
     tier: str = ""
@@ -107,10 +122,15 @@ class Totals(BaseModel):
     metadata: float | None = None
     server: float | None = None
     restorable: float | None = None
+    damage: float | None = Field(None, description="mean restorable right after the call")
     capture_p50_s: float | None = None
-    capture_p95_s: float | None = None
+    capture_p95_s: float | None = Field(
+        None, description=f"None below {P95_MIN_RUNS} runs, where it would be the maximum")
+    capture_max_s: float | None = None
     restore_mean_s: float | None = None
     stored_bytes: int = 0
+    moved_bytes: int = 0
+    rewritten: int = Field(0, description="runs whose call the protector rewrote")
     model_tokens: int = 0
     intervening: int | None = None
     collateral: int | None = None
@@ -223,10 +243,15 @@ def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
         metadata=_mean(vals("metadata")),
         server=_mean(vals("server")),
         restorable=_mean(vals("restorable")),
+        damage=_mean(vals("damage")),
         capture_p50_s=_quantile(vals("capture_s"), 0.5),
-        capture_p95_s=_quantile(vals("capture_s"), 0.95),
+        capture_p95_s=(_quantile(vals("capture_s"), 0.95)
+                       if len(vals("capture_s")) >= P95_MIN_RUNS else None),
+        capture_max_s=max(vals("capture_s"), default=None),
         restore_mean_s=_mean(vals("restore_s")),
         stored_bytes=sum(r.stored_bytes for r in ok),
+        moved_bytes=sum(r.moved_bytes for r in ok),
+        rewritten=sum(1 for r in ok if r.rewritten),
         model_tokens=sum(r.model_tokens for r in ok),
         intervening=total("intervening"),
         collateral=total("collateral"),

@@ -271,9 +271,11 @@ def run_one(
             result.notes.append(f"call exited {outcome.exit_code}: {outcome.output[-300:]}")
         system.settle(sandbox)
         protector.after_call(ctx, protection, outcome.exit_code)
+        result.moved_bytes = protector.moved_bytes(ctx, protection)
         damaged = score_live(truth, truth_store)
-        result.damage = damaged.restorable.score
+        record_damage(result, damaged)
         if protection.backup_id is not None:
+            result.restored = True
             started = time.perf_counter()
             try:
                 result.notes.extend(protector.restore(ctx, protection))
@@ -290,6 +292,13 @@ def run_one(
         if protection.backup_id is not None and not result.backed_up:
             _backed_up_by_evidence(result, damaged, final)
     return run.result
+
+
+def record_damage(result: RunResult, damaged: SimilarityReport) -> None:
+    """The state right after the call, before any restore: what the call destroyed."""
+    result.damage = damaged.restorable.score
+    result.damage_content = damaged.classes["content"].score
+    result.damage_metadata = damaged.classes["metadata"].score
 
 
 def protect(result: RunResult, ctx: RunContext, protector: Protector) -> Protection | None:
@@ -315,6 +324,8 @@ def _record_protection(
     result.rules = list(protection.rules)
     result.targets = list(protection.targets)
     result.notes.extend(protection.notes)
+    if protection.call is not None:
+        result.rewritten = str(protection.call.input.get("command", protection.call.input))
     covered = [protector.covers(ctx, protection, u) for u in ctx.expected]
     result.coverage = sum(covered) / len(covered)
     result.backed_up = all(covered)

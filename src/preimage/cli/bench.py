@@ -7,6 +7,7 @@ runner, the systems and matplotlib load only when the command runs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -38,6 +39,9 @@ DEFAULT_PROTECTORS = "none,workspace,content,preimage"
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
               help="Run sandboxes here and keep them (default: a temp dir, removed after).")
 @click.option("--list", "list_only", is_flag=True, help="List the selected scenarios and exit.")
+@click.option("--require-servers/--allow-missing-servers", "require_servers", default=None,
+              help="Exit 1 when a scenario did not run because its server did not start or "
+                   "its connector is missing (default: required when $CI is set).")
 def bench(
     suite: str,
     quick: bool,
@@ -48,6 +52,7 @@ def bench(
     report_dir: Path | None,
     workdir: Path | None,
     list_only: bool,
+    require_servers: bool | None,
 ) -> None:
     """Run the regret scenarios: seed, destroy as an agent would, restore, score.
 
@@ -112,10 +117,36 @@ def bench(
             render_terminal(report, out)
             if report_dir is not None:
                 out.print(f"report: {report_dir / 'index.html'}")
+        missing = unmet_requirements(report)
+        if missing and (ci_requires_servers() if require_servers is None else require_servers):
+            for line in missing:
+                err.print(f"not run: {line}", markup=False, highlight=False)
+            _fail(f"{len(missing)} scenario(s) did not run because a server or connector is "
+                  "missing; start it (fixtures/setup.sh installs the servers) or pass "
+                  "--allow-missing-servers", 1)
         if any(r.status == "error" for r in report.runs):
             sys.exit(1)
 
     run()
+
+
+#: Reasons a scenario did not run that a required run (CI) treats as a failure.
+UNMET = ("server unavailable", "connector missing", "system plug-in missing")
+
+
+def unmet_requirements(report: object) -> list[str]:
+    """``scenario — reason`` of each scenario that did not run for a missing server or
+    connector (an app marked as not yet available is no failure: it is a known gap)."""
+    from preimage.bench.results import BenchReport
+
+    assert isinstance(report, BenchReport)
+    return [f"{nr.scenario} — {nr.reason}" for nr in report.not_run
+            if nr.reason.startswith(UNMET)]
+
+
+def ci_requires_servers() -> bool:
+    """In CI (``$CI`` set and not ``false``/``0``) a server that does not start fails."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def write_report(report: object, out_dir: Path) -> None:
