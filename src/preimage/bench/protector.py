@@ -31,7 +31,7 @@ _LOCAL_SCHEMES = ("file", "sqlite", "git", "pip")
 # Query parameters that narrow a target to part of what its path addresses.
 _NARROWING = frozenset({
     "tables", "table", "where", "schema", "uids", "search", "labelSelector", "selector",
-    "fieldSelector", "origin",
+    "fieldSelector", "origin", "depth",
 })
 
 
@@ -81,6 +81,10 @@ class Protector:
     def before(self, ctx: RunContext) -> Protection:
         """Act before the call; return what was taken."""
         return Protection()
+
+    def setup(self, ctx: RunContext) -> None:
+        """Install into the run's project before the session's first call (and before the
+        ground truth is taken), as a user installs a tool before working."""
 
     def observe(self, ctx: RunContext, call: CallSpec) -> None:
         """See an earlier call of the session (a navigation) before it runs."""

@@ -8,7 +8,8 @@ from preimage.bench.protector import Protector
 from preimage.bench.workspace import WorkspaceOnly
 from preimage.interface.errors import UsageError
 
-NAMES = ("none", "workspace", "content", "preimage", "declared", "overwrite", "undo")
+NAMES = ("none", "workspace", "content", "preimage", "declared", "overwrite", "undo",
+         "backupper")
 #: What the undo suite compares unless --protectors says otherwise.
 UNDO_PROTECTORS = "workspace,overwrite,undo"
 
@@ -36,6 +37,10 @@ def resolve_protectors(spec: str) -> list[Protector]:
             from preimage.bench.layer_protector import LayerProtector
 
             out.append(LayerProtector())
+        elif name == "backupper":
+            from preimage.bench.backupper import BackUpper
+
+            out.append(BackUpper())
         elif name in ("overwrite", "undo"):
             from preimage.bench.undo_protector import OverwriteProtector, UndoProtector
 

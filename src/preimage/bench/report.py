@@ -50,7 +50,7 @@ CELL_NOTE = (
     "metadata similarity after restore (1.00 = every original leaf back exactly). "
     "\"damage\": nothing was restored (no backup to restore from), so the two numbers are "
     "the state the call left behind, not a restore. ↻: the protector ran a rewritten call "
-    "(rm → a move into preimage's trash). n/a: the baseline has no copier for that system."
+    "(rm → a move into a trash). n/a: the baseline has no copier for that system."
 )
 #: Every column of the totals table, defined where it is shown.
 DEFINITIONS: tuple[tuple[str, str], ...] = (
@@ -161,6 +161,32 @@ def domain_cells(report: BenchReport) -> list[list[str]]:
     return rows
 
 
+#: What the publication states, to show beside our figures (the BackUpper paper, "Back Up
+#: Before You Regret"): the only two numbers it gives for the whole benchmark.
+PUBLISHED_FIGURES = (
+    ("none", "agents without backup tooling back up before the regret moment in",
+     "15.2% of tasks", "backup_rate"),
+    ("backupper", "BackUpper covers every regret-moment action and restores with",
+     "92.2% average similarity", "restorable"),
+)
+
+
+def published_lines(report: BenchReport) -> list[str]:
+    """The publication's figure for each protector it states one for, and ours beside it."""
+    lines = []
+    for name, what, figure, ours in PUBLISHED_FIGURES:
+        if name not in report.protectors:
+            continue
+        t = report.total(name)
+        value = getattr(t, ours)
+        mine = "-" if value is None else (_pct(value) if ours == "backup_rate" else
+                                          f"{value:.1%} restorable")
+        lines.append(f"published: {what} {figure}; here ({report.protectors[name]}, "
+                     f"{t.ran} runs): {mine.replace('_', ' ')}"
+                     + (" backed up" if ours == "backup_rate" else ""))
+    return lines
+
+
 def definitions_lines() -> list[str]:
     """``term — definition`` for every totals column."""
     return [f"{term} — {text}" for term, text in DEFINITIONS]
@@ -200,6 +226,8 @@ def render_terminal(report: BenchReport, console: Console) -> None:
     for domain_row in domain_cells(report):
         domains.add_row(*domain_row)
     console.print(domains)
+    for line in published_lines(report):
+        console.print(line, markup=False, highlight=False)
     grid = _by_scenario(report)
     per = Table(title=f"per scenario — {CELL_NOTE}", title_justify="left")
     per.add_column("scenario", no_wrap=True)
@@ -235,6 +263,7 @@ def markdown(report: BenchReport) -> str:
     head = ["domain", "scenarios", *report.protectors.values()]
     lines += [DOMAIN_NOTE + ":", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cells) + " |" for cells in domain_cells(report)]
+    lines += ["", *(f"- {line}" for line in published_lines(report))]
     lines += ["", CELL_NOTE, ""]
     head = ["scenario", "category", *report.protectors.values()]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -307,6 +336,9 @@ def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
     for domain_row in domain_cells(report):
         parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in domain_row) + "</tr>")
     parts.append("</table></div>")
+    if published_lines(report):
+        parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in published_lines(report))
+                     + "</ul>")
     for img in images:
         parts.append(f"<img src='{e(img.name)}' alt='{e(img.stem)}'>")
     parts.append(

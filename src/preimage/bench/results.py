@@ -82,6 +82,10 @@ class RunResult(BaseModel):
     targets: list[str] = Field(default_factory=list)
     expected: list[str] = Field(default_factory=list)
     call_exit: int | None = None
+    calls: int | None = Field(None, description="a task's calls, every one seen by the protector")
+    moments: int | None = Field(None, description="a task's regret moments")
+    moments_covered: int | None = Field(
+        None, description="regret moments whose state the protector held before the step")
     differences: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     # the undo suite (None elsewhere)

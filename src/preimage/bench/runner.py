@@ -241,6 +241,7 @@ def opened_scene(run: GuardedRun, scenario: Scenario, system: System, protector:
         store = stack.enter_context(Store(root / "store"))
         sandbox.env["PREIMAGE_HOME"] = str(store.home)
         ctx = RunContext(scenario, system, sandbox, call, expected, {}, store, scratch)
+        protector.setup(ctx)
         for earlier in scenario.before:
             protector.observe(ctx, CallSpec.model_validate(sandbox.fill(earlier.model_dump())))
             run_earlier(earlier, system, sandbox, f"earlier call {earlier.tool}")

@@ -65,6 +65,14 @@ class CallSpec(BaseModel):
         return server, tool
 
 
+class Step(CallSpec):
+    """A later call of a multi-turn task: more destruction (``regret``, with the targets it
+    destroys in ``lost``) or unrelated work that follows."""
+
+    regret: bool = False
+    lost: list[str] = Field(default_factory=list, description="targets a regret step destroys")
+
+
 class Scenario(BaseModel):
     """One regret scenario: seed, call, and the state the call destroys."""
 
@@ -91,6 +99,15 @@ class Scenario(BaseModel):
         description="what a person changes right after the call, unseen by any protector: "
         "a scenario with such changes belongs to the undo suite (preimage.bench.intervening)",
     )
+    then: list[Step] = Field(
+        default_factory=list,
+        description="a task's calls after the first regret moment: more regret steps "
+        "(regret: true, lost: [...]) or unrelated work; every one goes through the protector",
+    )
+    task: str = Field("", description="a multi-turn task's request, as the user asks it")
+    family: str = Field("", description="the task family a generated task comes from")
+    ci: bool = Field(False, description="part of the regret suite's CI sample")
+    needs: str = Field("", description="an app the task needs that is not available yet")
     expected_lost: list[str] = Field(min_length=1)
     notes: str = ""
     origin: str = Field("", description="the file the scenario was read from")
@@ -145,8 +162,13 @@ def load_scenarios(extra_dirs: Iterable[Path] = (), *, builtin: bool = True) -> 
             raise UsageError(f"--scenarios {d}: not a directory")
         for path in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
             sources.append((str(path), path.read_text(encoding="utf-8")))
-    for origin, text in sources:
-        sc = parse_scenario(text, origin)
+    parsed = [parse_scenario(text, origin) for origin, text in sources]
+    if builtin:
+        from preimage.bench.tasks import regret_tasks
+
+        parsed += regret_tasks()
+    for sc in parsed:
+        origin = sc.origin
         if sc.id in found:
             raise UsageError(
                 f"scenario {sc.id} is defined twice: {found[sc.id].origin} and {origin}"
@@ -162,7 +184,8 @@ def _order(scenario_id: str) -> tuple[int, str]:
     return _CATEGORY_ORDER.get(scenario_id[:1], 9), scenario_id
 
 
-SUITES = ("all", "quick", "terminal", "sql", "kubernetes", "email", "browser", "undo")
+SUITES = ("all", "quick", "terminal", "sql", "kubernetes", "email", "browser", "undo",
+          "regret", "regret-ci")
 
 
 def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) -> list[Scenario]:
@@ -173,11 +196,12 @@ def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) 
     is the regret scenarios only."""
     import fnmatch
 
-    if suite == "undo":
-        chosen = [s for s in scenarios if s.after]
-        pats = [p for p in patterns if p]
+    pats = [p for p in patterns if p]
+    if suite in ("undo", "regret", "regret-ci"):
+        chosen = [s for s in scenarios if s.after] if suite == "undo" else [
+            s for s in scenarios if s.family and (s.ci or suite == "regret")]
         return [s for s in chosen if not pats or any(fnmatch.fnmatchcase(s.id, p) for p in pats)]
-    scenarios = [s for s in scenarios if not s.after]
+    scenarios = [s for s in scenarios if not s.after and not s.family]
     if suite == "all":
         chosen = list(scenarios)
     elif suite == "quick":
@@ -187,7 +211,6 @@ def select(scenarios: list[Scenario], suite: str, patterns: Iterable[str] = ()) 
         if suite not in names:
             raise UsageError(f"no suite {suite!r}; choose one of: {', '.join(names)}")
         chosen = [s for s in scenarios if suite in (s.category, s.system)]
-    pats = [p for p in patterns if p]
     if pats:
         chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.id, p) for p in pats)]
     return chosen

@@ -34,6 +34,7 @@ def run_bench(
     """
     from preimage.bench.intervening import run_intervening
     from preimage.bench.report import progress_line
+    from preimage.bench.session import run_session
 
     say = progress or (lambda _msg: None)
     done = finished or (lambda _msg: None)
@@ -61,7 +62,9 @@ def run_bench(
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
                 started = time.perf_counter()
-                res = (run_intervening if sc.after else run_one)(
+                runner = (run_intervening if sc.after else
+                          run_session if sc.then or sc.family else run_one)
+                res = runner(
                     sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
                     cache=cache,
                 )
@@ -94,6 +97,8 @@ def _prepare(
     sc: Scenario, systems: dict[str, System], failed: dict[str, str], servers: Path
 ) -> str | None:
     """Start the scenario's system if needed; the reason it cannot run, or ``None``."""
+    if sc.needs:
+        return f"app not available: needs {sc.needs}"
     missing = missing_connector(sc)
     if missing is not None:
         return missing

@@ -105,7 +105,7 @@ def run_shell(command: str, sandbox: Sandbox, cwd: str | None = None) -> CallOut
     try:
         proc = subprocess.run(
             ["bash", "-c", command], cwd=where, env=sandbox.env, capture_output=True,
-            text=True, timeout=SHELL_TIMEOUT,
+            text=True, errors="replace", timeout=SHELL_TIMEOUT,  # a read may print binary
         )
     except subprocess.TimeoutExpired as exc:
         return CallOutcome(124, f"timed out after {exc.timeout}s")

@@ -176,6 +176,8 @@ class ImapSystem(System):
                 return self._store(conn, str(arguments.get("uids", "1:*")), arguments)
             typ, data = conn.uid("SEARCH", search)
             uids = ",".join(data[0].decode().split()) if typ == "OK" and data[0] else ""
+            if tool == "search_messages":  # what an agent reads first: the matching UIDs
+                return CallOutcome(0 if typ == "OK" else 1, uids)
             if tool == "store_flags":
                 return self._store(conn, uids, arguments) if uids else CallOutcome(0, "none")
             if not uids:
