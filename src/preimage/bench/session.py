@@ -10,9 +10,9 @@ regret moment is where it must hold the state first.
 Per (task, protector), in a fresh sandbox:
 
 1. the system seeds the task's state and the earlier calls run;
-2. before each regret moment, the targets it names for the first time are
-   captured into the truth store: the ground truth is each target's state just
-   before the first step that destroyed it;
+2. before the first regret moment, the targets of every regret moment are
+   captured into the truth store: the ground truth is their state before the
+   session's first destructive step;
 3. each call goes through the protector (its time is counted per call) and
    runs as the agent sent it (or as the protector rewrote it);
 4. after the last step the live state is scored (*damage*);
@@ -87,10 +87,13 @@ def run_session(
         missing: list[str] = []
         protector_s = 0.0
         moments = session_moments(ctx)
+        # The state that must survive is every regret target's state before the session's
+        # first destructive step (targets overlap: a namespace a later step names holds the
+        # object an earlier step deleted).
+        every = [u for m in moments if m.regret for u in m.lost]
+        truth.update(capture_truth(list(dict.fromkeys(every)), truth_store))
         for k, moment in enumerate(moments):
             if moment.regret:
-                fresh = [u for u in moment.lost if u not in truth]
-                truth.update(capture_truth(fresh, truth_store))
                 scratch = ctx.scratch / f"moment-{k}"
                 scratch.mkdir()
                 step_ctx = dataclasses.replace(ctx, call=moment.call, expected=moment.lost,
