@@ -155,6 +155,8 @@ def run_session(
         result.expected = list(truth)
         if restorable and not result.backed_up:
             _backed_up_by_evidence(result, damaged, final)
+            if result.backed_up:  # every destroyed leaf came back: each moment was held
+                result.moments_covered = result.moments
     return run.result
 
 
