@@ -166,3 +166,19 @@ def test_latency_panels_name_protectors_and_carry_several_ticks() -> None:
     shown = [t for t in ax.get_yticks() if low <= t <= high]
     plt.close(fig)
     assert len(shown) >= 3
+
+
+def test_time_per_call_counts_every_call_a_task_made() -> None:
+    """A task of 4 calls with 0.4 s of protector time and a one-call scenario with 0.1 s
+    give 0.1 s per call, shown per domain."""
+    task = run("T.x.01", "terminal", "preimage", backed_up=True, content=1.0, metadata=1.0)
+    task.capture_s, task.calls = 0.4, 4
+    single = run("T-a", "terminal", "preimage", backed_up=True, content=1.0, metadata=1.0)
+    single.capture_s = 0.1
+    t = totals_for("preimage", "p", [task, single])
+    assert t.per_call_s is not None and abs(t.per_call_s - 0.1) < 1e-9
+    rep = BenchReport(version="0", suite="t", started_at="now", seconds=1.0,
+                      protectors={"preimage": "p"}, runs=[task, single])
+    from preimage.bench.report import domain_cells
+
+    assert domain_cells(rep) == [["terminal", "2", "100% · 1.000 · 100 ms/call"]]

@@ -143,7 +143,8 @@ def categories_line(report: BenchReport) -> str:
 
 DOMAIN_NOTE = (
     "per domain: backup rate · mean restorable after restore (for no backup: the damage) "
-    "over the domain's scenarios the protector ran"
+    "over the domain's scenarios the protector ran · the protector's time per tool call it "
+    "saw (a task's reads and later work included)"
 )
 
 
@@ -156,7 +157,8 @@ def domain_cells(report: BenchReport) -> list[list[str]]:
             t = totals_for(name, report.protectors[name],
                            [r for r in report.runs if r.category == category])
             cells.append("n/a" if not t.ran else
-                          f"{_pct(t.backup_rate)} · {_f(t.restorable, 3)}")
+                          f"{_pct(t.backup_rate)} · {_f(t.restorable, 3)} · "
+                          f"{_ms(t.per_call_s)}/call")
         rows.append(cells)
     return rows
 

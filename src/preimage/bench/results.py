@@ -131,6 +131,9 @@ class Totals(BaseModel):
     capture_p95_s: float | None = Field(
         None, description=f"None below {P95_MIN_RUNS} runs, where it would be the maximum")
     capture_max_s: float | None = None
+    per_call_s: float | None = Field(
+        None, description="the protector's time over every call it saw (a task's reads and "
+        "later work included), per call")
     restore_mean_s: float | None = None
     stored_bytes: int = 0
     moved_bytes: int = 0
@@ -223,6 +226,13 @@ def _ratio(runs: list[RunResult], num: str, den: str) -> float | None:
     return sum(a for a, _ in pairs) / total if pairs and total > 0 else None
 
 
+def _per_call(runs: list[RunResult]) -> float | None:
+    """Protector time per call seen: a task counts its calls, a one-call scenario one."""
+    timed = [(r.capture_s, r.calls or 1) for r in runs if r.capture_s is not None]
+    calls = sum(n for _, n in timed)
+    return sum(t for t, _ in timed) / calls if calls else None
+
+
 def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
     """Aggregate the runs of one protector."""
     mine = [r for r in runs if r.protector == protector]
@@ -252,6 +262,7 @@ def totals_for(protector: str, label: str, runs: list[RunResult]) -> Totals:
         capture_p95_s=(_quantile(vals("capture_s"), 0.95)
                        if len(vals("capture_s")) >= P95_MIN_RUNS else None),
         capture_max_s=max(vals("capture_s"), default=None),
+        per_call_s=_per_call(ok),
         restore_mean_s=_mean(vals("restore_s")),
         stored_bytes=sum(r.stored_bytes for r in ok),
         moved_bytes=sum(r.moved_bytes for r in ok),
