@@ -99,3 +99,13 @@ def test_widening_parameters_do_not_break_coverage() -> None:
     base = "imap://u@127.0.0.1:143"
     assert uri_covers(f"{base}/Projects?recursive=1", f"{base}/Projects")
     assert not uri_covers(f"{base}/INBOX?uids=1:5", f"{base}/INBOX")
+
+
+def test_a_capture_read_to_a_depth_does_not_hold_the_tree_below() -> None:
+    """file://site?depth=0 (the directory entry only) does not cover file://site; the same
+    depth does, and an unnarrowed parent covers a child."""
+    from preimage.bench.protector import uri_covers
+
+    assert not uri_covers("file:///a/site?depth=0", "file:///a/site")
+    assert uri_covers("file:///a/site?depth=1", "file:///a/site?depth=1")
+    assert uri_covers("file:///a", "file:///a/site/index.html")

@@ -137,6 +137,9 @@ def uri_covers(captured: str, expected: str) -> bool:
     """
     c, e = Target.parse(captured), Target.parse(expected)
     cs, es = _normal(c.scheme), _normal(e.scheme)
+    if any(e.query.get(name) != values for name, values in c.query.items()
+           if name == "depth"):
+        return False  # a tree read to a depth does not hold what lies below it
     if cs == "file" and es in _LOCAL_SCHEMES:
         return _contains(c.path, _local_path(e))
     if cs == "git" and es == "file":
