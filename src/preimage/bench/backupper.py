@@ -17,7 +17,8 @@ exactly as Claude Code runs it; its ``updatedInput`` is the call that runs (a
 ``PostToolUse`` command sees the result.  A regret moment's backup is the action
 BackUpper recorded for that call; the restore is ``backupper restore N
 --direct`` (latest first).  Whether it held the state is judged by the evidence
-only: its restore brought back every leaf the call destroyed
+only, on content as the workspace checkpoint is judged on file bytes: its restore
+brought back every content leaf the call destroyed
 (:func:`preimage.bench.runner._backed_up_by_evidence`).  BackUpper keeps its
 backups in ``.backupper/`` inside the project; stored bytes are what that
 folder grew by.
@@ -53,6 +54,9 @@ class BackUpper(Protector):
 
     name: ClassVar[str] = "backupper"
     label: ClassVar[str] = f"BackUpper {VERSION} (tiers 1-3)"
+    # Judged as the workspace checkpoint is (file bytes): held when its restore brought back
+    # every content leaf the call destroyed; what it keeps of the metadata shows in that column.
+    evidence: ClassVar[tuple[str, ...]] = ("content",)
 
     def _cli(self, ctx: RunContext, *args: str) -> subprocess.CompletedProcess[str]:
         exe = backupper_command()

@@ -77,6 +77,9 @@ class Protector:
 
     name: ClassVar[str] = "none"
     label: ClassVar[str] = "no backup"
+    #: Which leaves a restore must bring back for its backup to count as holding the state
+    #: when :meth:`covers` cannot tell from the backup's targets.
+    evidence: ClassVar[tuple[str, ...]] = ("content", "metadata")
 
     def before(self, ctx: RunContext) -> Protection:
         """Act before the call; return what was taken."""

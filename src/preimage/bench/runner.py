@@ -141,16 +141,17 @@ def _shorten_paths(result: RunResult, root: str) -> None:
 
 
 def _backed_up_by_evidence(
-    result: RunResult, damaged: SimilarityReport, final: SimilarityReport
+    result: RunResult, damaged: SimilarityReport, final: SimilarityReport,
+    classes: tuple[str, ...] = ("content", "metadata"),
 ) -> None:
     """Count a backup whose targets differ from the expected ones when it brought back
     every leaf the call destroyed (a predicate-scoped before-image of exactly the rows a
     DELETE touched holds the affected state without containing the whole table)."""
     lost = {
         (d.item, d.path) for d in damaged.differences
-        if d.fidelity not in _UNRESTORABLE and d.reason in _LOST
+        if d.fidelity in classes and d.reason in _LOST
     }
-    still = {(d.item, d.path) for d in final.differences if d.fidelity not in _UNRESTORABLE}
+    still = {(d.item, d.path) for d in final.differences if d.fidelity in classes}
     still_items = {item for item, _ in still}
 
     def came_back(item: str, path: str) -> bool:
@@ -291,7 +292,7 @@ def run_one(
         result.restorable = final.restorable.score
         result.differences = _differences(final)
         if protection.backup_id is not None and not result.backed_up:
-            _backed_up_by_evidence(result, damaged, final)
+            _backed_up_by_evidence(result, damaged, final, protector.evidence)
     return run.result
 
 

@@ -154,7 +154,7 @@ def run_session(
         result.differences = _differences(final)
         result.expected = list(truth)
         if restorable and not result.backed_up:
-            _backed_up_by_evidence(result, damaged, final)
+            _backed_up_by_evidence(result, damaged, final, protector.evidence)
             if result.backed_up:  # every destroyed leaf came back: each moment was held
                 result.moments_covered = result.moments
     return run.result
