@@ -72,6 +72,11 @@ def _sources_and_destination(args: Args) -> tuple[list[Word], Word] | None:
     return None
 
 
+def _contents_of(text: str) -> bool:
+    """Whether a source operand names a directory's contents (``dir/.``, ``.``)."""
+    return text in (".", "./") or text.rstrip("/").endswith("/.")
+
+
 @shell_extractor("move")
 def move(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
     """``mv``: the sources and what the destination would replace."""
@@ -111,6 +116,10 @@ def _copy_like(cmd: SimpleCommand, rule: Rule, ctx: Context, sources: list[Word]
     dest = dest_paths[0]
     if os.path.isdir(dest) and not os.path.islink(dest) and not no_target_dir:
         landing = [os.path.join(dest, os.path.basename(p.rstrip("/"))) for p in src_paths]
+        # `cp -r dir/. dest`: a source ending in /. copies the directory's contents into
+        # dest itself (its name is "."), so what it may replace is anywhere in dest.
+        if any(_contents_of(w.text) for w in sources):
+            landing.append(dest)
     else:
         landing = [dest]
     overwrites = [p for p in landing if os.path.lexists(p)]
@@ -222,20 +231,47 @@ def find(cmd: SimpleCommand, rule: Rule, ctx: Context) -> Finding:
         i += 1
     expr = [w.text for w in words[i:]]
     destructive = "-delete" in expr
+    writes_to: list[Word] = []   # destinations an -exec cp/mv/ln/install writes into
     writes_file = any(e in expr for e in ("-fprint", "-fprint0", "-fprintf", "-fls"))
     for j, e in enumerate(expr):
         if e in ("-exec", "-execdir", "-ok", "-okdir") and j + 1 < len(expr):
             prog = os.path.basename(expr[j + 1])
             if prog in _FIND_DESTRUCTIVE or (prog in ("sh", "bash") and "rm" in " ".join(expr)):
                 destructive = True
+                writes_to.extend(_exec_destination(prog, expr[j + 2:]))
             elif prog not in ("echo", "ls", "cat", "grep", "wc", "stat", "file", "head",
                               "md5sum", "sha256sum", "du", "test", "printf", "basename"):
                 return unknown(cmd, rule, f"`find -exec {prog}`: the layer cannot tell what it changes")
     if not destructive and not writes_file:
         return finding(cmd, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     starts = starts or [Word(".")]
-    return _paths_finding(cmd, rule, ctx, starts, "find changes files below it",
+    return _paths_finding(cmd, rule, ctx, starts + writes_to,
+                          "find changes files below it (or an -exec writes into it)",
                           impact=Impact.HIGH, wide=True)
+
+
+def _exec_destination(prog: str, args: list[str]) -> list[Word]:
+    """The destination of ``find … -exec cp|mv|ln|install … DEST {} ;``: ``-t DIR``, else
+    the last operand that is not ``{}`` (the found path is a source)."""
+    if prog not in ("cp", "mv", "ln", "install"):
+        return []
+    operands: list[str] = []
+    target = None
+    i = 0
+    while i < len(args) and args[i] not in (";", "+"):
+        arg = args[i]
+        if arg in ("-t", "--target-directory") and i + 1 < len(args):
+            target = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--target-directory="):
+            target = arg.split("=", 1)[1]
+        elif not arg.startswith("-") and "{}" not in arg:
+            operands.append(arg)
+        i += 1
+    if target is not None:
+        return [Word(target)]
+    return [Word(operands[-1])] if operands else []
 
 
 @shell_extractor("rsync")
