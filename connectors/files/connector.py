@@ -113,7 +113,7 @@ class FileConnector(ConnectorBase):
             from preimage.connectors.files.live_servers import owned_folders
 
             root = resolve_root(snapshot.root)
-            owned = owned_folders(root)
+            owned = owned_folders(root, below=depth != 0)
             if owned:
                 where, why = owned[0]
                 more = f" (and {len(owned) - 1} more)" if len(owned) > 1 else ""

@@ -49,8 +49,10 @@ def owner(folder: Path, names: list[str], *, any_pid: bool = True) -> str | None
     return None
 
 
-def owned_folders(root: Path, limit: int = 20) -> list[tuple[Path, str]]:
-    """The folders at or below ``root`` — and above it — that a running server owns.
+def owned_folders(root: Path, limit: int = 20, *, below: bool = True) -> list[tuple[Path, str]]:
+    """The folders at or below ``root`` — and above it — that a running server owns;
+    ``below=False`` looks at ``root`` itself and above only (a ``?depth=0`` restore sets
+    the root's own entry and writes nothing inside it).
 
     Above ``root`` only a server's own data folder counts (a PostgreSQL data directory,
     a Maildir): a PID file in ``/tmp`` or ``/run`` does not make those folders a server's.
@@ -65,6 +67,12 @@ def owned_folders(root: Path, limit: int = 20) -> list[tuple[Path, str]]:
             found.append((above, why))
     if not root.is_dir():
         return found
+    if not below:
+        try:
+            why = owner(root, os.listdir(root))
+        except OSError:
+            why = None
+        return [*found, (root, why)] if why else found
     for here, dirs, files in os.walk(root):
         why = owner(Path(here), files)
         if why:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from preimage import UsageError
+from preimage.bench.library import load_scenarios
 from preimage.bench.protector import uri_covers
-from preimage.bench.scenario import load_scenarios, parse_scenario, select
+from preimage.bench.scenario import parse_scenario, select
 from preimage.bench.systems.base import Sandbox, get_system
 
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from preimage.bench.scenario import load_scenarios, select
+from preimage.bench.library import load_scenarios
+from preimage.bench.scenario import select
 from preimage.bench.tasks import PUBLISHED, PUBLISHED_BROWSER, regret_tasks
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import preimage
 from preimage import Store
 
 
@@ -87,3 +88,25 @@ def test_restore_refuses_a_dovecot_maildir(ws: Path, store: Store) -> None:
         assert "Maildir" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     finally:
         server.stop()
+
+
+def test_a_depth_zero_restore_beside_a_live_server_sets_only_the_folder(
+    ws: Path, store: Store,
+) -> None:
+    """A ``?depth=0`` backup of a folder that holds a live server's folder restores the
+    folder's own entry (its mode) and leaves the server's folder as it is."""
+    from preimage.engine.capture import capture
+    from preimage.engine.restore import restore
+
+    server = ws / "srv"
+    server.mkdir()
+    (server / "daemon.pid").write_text(f"{os.getpid()}\n")   # this process: alive
+    (server / "state").write_text("live\n")
+    bid = capture([f"file://{ws}?depth=0"], store=store, label="entry").id
+    ws.chmod(0o700)
+    (server / "state").write_text("changed by the server\n")
+    restore(bid, store=store)
+    assert ws.stat().st_mode & 0o777 == 0o755
+    assert (server / "state").read_text() == "changed by the server\n"
+    with pytest.raises(preimage.UnsafePathError, match=r"daemon\.pid"):
+        restore(_capture(store, ws), store=store)

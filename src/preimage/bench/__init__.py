@@ -6,8 +6,9 @@ and in total, the regret-moment backup rate, similarity per fidelity class,
 capture latency, restore time, bytes stored and model tokens.
 """
 
+from preimage.bench.library import load_scenarios
 from preimage.bench.results import BenchReport, NotRun, RunResult, Totals
-from preimage.bench.scenario import Scenario, load_scenarios, select
+from preimage.bench.scenario import Scenario, select
 
 __all__ = [
     "BenchReport",

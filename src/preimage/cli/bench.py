@@ -70,9 +70,10 @@ def bench(
 
     @handle_errors
     def run() -> None:
+        from preimage.bench.library import load_scenarios
         from preimage.bench.protectors import UNDO_PROTECTORS, resolve_protectors
         from preimage.bench.report import render_terminal
-        from preimage.bench.scenario import load_scenarios, select
+        from preimage.bench.scenario import select
         from preimage.bench.suite import run_bench
 
         chosen_suite = "quick" if quick else suite

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.bench.tasks import bash, mcp, regret, task
+from preimage.bench.tasks.build import bash, mcp, regret, task
 
 _APPS = ("shop", "blog", "billing", "search", "media")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.bench.tasks import mcp, regret, task
+from preimage.bench.tasks.build import mcp, regret, task
 
 
 def sql(text: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.bench.tasks import bash, regret, task
+from preimage.bench.tasks.build import bash, regret, task
 
 F = "file://{cwd}"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from preimage.bench.tasks import mcp, regret, task
+from preimage.bench.tasks.build import mcp, regret, task
 
 #: Deletes every comment listed on isso's admin page (optionally only one e-mail's).
 DELETE_LISTED = (
