@@ -39,7 +39,10 @@ def _session(script: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[
 
 
 def _targets(store: Store, backup: str) -> set[str]:
-    return {s.target.rsplit("/", 1)[-1] for s in store.catalog.get(backup).snapshots}
+    from preimage.engine.observed_links import held_targets
+
+    held = held_targets(store, store.catalog.get(backup))
+    return {t.rsplit("/", 1)[-1] for t in held}
 
 
 def test_each_call_gets_its_backup_and_the_harness_its_own(tmp_path: Path, home: Path,

@@ -36,6 +36,10 @@ def _live_pairs(
     st: Store, ref: str, only: Sequence[str]
 ) -> Iterator[tuple[BlobStore, list[tuple[SnapshotRow, Snapshot, Snapshot]]]]:
     with pinned_backup(st, ref, "compared") as backup, st.scratch_area() as scratch:
+        if backup.kind == "observed":   # files it linked into the trash become snapshots
+            from preimage.engine.observed_links import materialize
+
+            backup = materialize(st, backup)
         if backup.kind == "trash":  # an rm renamed into the trash: read what it holds now
             from preimage.engine.trash import live_target, trash_snapshots
 

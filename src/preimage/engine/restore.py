@@ -102,6 +102,10 @@ def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Seq
 
         return restore_trash(st, backup, only=only, dry_run=dry_run,
                              conflict=ConflictMode(conflict).value)
+    if backup.kind == "observed":   # files it linked into the trash become snapshots
+        from preimage.engine.observed_links import materialize
+
+        backup = materialize(st, backup)
     selected = select_snapshots(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     check_whole(st, backup, loaded)

@@ -128,13 +128,17 @@ def capture_after(pre_id: str, *, store: Store | None = None) -> Backup | None:
     trash: the trash entry is the delta)."""
     st = open_store(store)
     pre = st.catalog.get(pre_id)
-    if not pre.snapshots:
+    from preimage.engine.observed_links import held_targets
+
+    # an observed backup's files linked into the trash are read later, but are its targets
+    targets = held_targets(st, pre)
+    previous = _previous(st, pre.snapshots) + [None] * (len(targets) - len(pre.snapshots))
+    if not targets:
         return None
     return capture(
-        [Target.parse(row.target) for row in pre.snapshots], store=st,
+        [Target.parse(t) for t in targets], store=st,
         label=f"after: {pre.label}"[:200], tier=POST_CALL, tool_call=pre.tool_call,
-        session=pre.session, kind=POST_CALL, parent_id=pre.id,
-        previous=_previous(st, pre.snapshots),
+        session=pre.session, kind=POST_CALL, parent_id=pre.id, previous=previous,
     )
 
 
@@ -223,6 +227,10 @@ def _undo_pinned(st: Store, pre: BackupRow, post_row: BackupRow | None, post: st
                  only: Sequence[str], dry_run: bool, resolution: Resolution,
                  pins: contextlib.ExitStack) -> UndoResult:
     pre = complete_backup(st, pre.id, "undone")
+    if pre.kind == "observed":   # files it linked into the trash become snapshots
+        from preimage.engine.observed_links import materialize
+
+        pre = materialize(st, pre)
     if post is not None:
         post_row = complete_backup(st, post, "compared")
     if pre.kind == "trash":

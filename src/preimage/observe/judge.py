@@ -2,9 +2,11 @@
 
 :func:`judge` turns one notification into a list of :class:`Change`: ``name``
 (an entry is created, removed or replaced: the syscall does not follow its
-last symlink), ``rmdir`` (an empty directory is removed), ``content`` (the
-bytes of the file a path names), ``meta`` (only its mode, owner, times or
-xattrs).  An empty list means the syscall
+last symlink), ``drop`` (a name is removed and what it named is not kept by
+the call: ``unlink``, the target of a ``rename``), ``rmdir`` (an empty
+directory is removed), ``content`` (the bytes of the file a path names),
+``meta`` (only its mode, owner, times or xattrs).  An empty list means the
+syscall
 changes nothing (a read-only ``openat2``, ``O_CREAT`` on a file that exists,
 ``rmdir`` of a directory that is not empty, a bind to an abstract socket).
 ``foreign`` is a path in a sandbox's private mount, not reachable from here.
@@ -52,7 +54,7 @@ class Unjudgeable(Exception):
 class Change:
     """One path a syscall is about to change, and how."""
 
-    how: Literal["name", "rmdir", "content", "meta", "foreign"]
+    how: Literal["name", "drop", "rmdir", "content", "meta", "foreign"]
     path: str
 
 
@@ -119,7 +121,7 @@ def _rmdir(path: str) -> list[Change]:
     return [Change("rmdir", path)]
 
 
-def _existing(how: Literal["name", "content", "meta"], path: str) -> list[Change]:
+def _existing(how: Literal["name", "drop", "content", "meta"], path: str) -> list[Change]:
     """A syscall that acts on an existing path: on a missing one it fails with ENOENT
     and changes nothing (``rm -f`` of what is not there)."""
     try:
@@ -131,9 +133,15 @@ def _existing(how: Literal["name", "content", "meta"], path: str) -> list[Change
     return [Change(how, path)]
 
 
-def _rename(source: Change, dest: Change) -> list[Change]:
+_RENAME_EXCHANGE = 2
+
+
+def _rename(source: Change, dest: Change, flags: int = 0) -> list[Change]:
     if source.how == "name" and not _existing("name", source.path):
         return []   # no source: the rename fails
+    if dest.how == "name" and not flags & _RENAME_EXCHANGE:
+        # what the target named loses its last name here (an exchange keeps it at the source)
+        dest = Change("drop", dest.path)
     return [source, dest]
 
 
@@ -181,16 +189,18 @@ def judge(n: Notification) -> list[Change]:
     if name in ("ftruncate", "fallocate"):
         return _fd(n, 0)
     if name == "unlink":
-        return _existing("name", _path(n, 0, None, follow=False))
+        return _existing("drop", _path(n, 0, None, follow=False))
     if name == "rmdir":
         return _rmdir(_path(n, 0, None, follow=False))
     if name == "unlinkat":
         path = _path(n, 1, 0, follow=False)
-        return _rmdir(path) if _at_flags(n, 2) & 0x200 else _existing("name", path)
+        return _rmdir(path) if _at_flags(n, 2) & 0x200 else _existing("drop", path)
     if name == "rename":
         return _rename(_renamed(n, 0, None), _renamed(n, 1, None))
-    if name in ("renameat", "renameat2"):
+    if name == "renameat":
         return _rename(_renamed(n, 1, 0), _renamed(n, 3, 2))
+    if name == "renameat2":
+        return _rename(_renamed(n, 1, 0), _renamed(n, 3, 2), _at_flags(n, 4))
     if name in ("mkdir", "mknod"):
         return _created(_path(n, 0, None, follow=False))
     if name in ("mkdirat", "mknodat"):

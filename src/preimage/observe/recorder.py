@@ -14,7 +14,11 @@ file backup:
   records it first, so a restore puts back ``D``'s mtime too.
 
 Content is stored the way every file capture stores it (blobs deduplicated,
-cloned where the file system can).
+cloned where the file system can) — except a regular file whose last name the
+call is about to remove (``unlink``, a ``rename`` over it) on the store's
+file system: that one is hard-linked into the store's trash
+(:mod:`preimage.engine.observed_links`), one ``link(2)`` and one journal line
+whatever its size, and read into the store only when the backup is first used.
 
 The backup is ``complete`` from its first record on, with no expected
 snapshot count until :meth:`Recorder.close` seals it with its count and
@@ -34,6 +38,7 @@ from urllib.parse import quote
 
 from preimage.connectors.files.connector import file_uri
 from preimage.engine.capture import _store_snapshot
+from preimage.engine.observed_links import JOURNAL, journal_line, trash_folder
 from preimage.interface.redact import redact, redact_value
 from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
@@ -72,6 +77,11 @@ class Recorder:
         self._ignore_under = tuple(p.rstrip("/") + "/" for p in ignore)
         self._quota = load_quota(store)
         self._connector = get_connector("file")
+        self.linked = 0
+        self._links: list[tuple[str, str]] = []   # (original, stored): catalog rows at close
+        self._journal: int | None = None
+        self._trash: str | None = None
+        self._trash_dev: int | None = None
 
     # ------------------------------------------------------------ what to record
     def covered(self, path: str) -> bool:
@@ -91,12 +101,58 @@ class Recorder:
         return (path == self._home or path in self._ignore
                 or path.startswith((*_PSEUDO, self._home + "/", *self._ignore_under)))
 
-    def name(self, path: str) -> None:
-        """The entry at ``path`` is about to be created, removed or replaced."""
+    def name(self, path: str, *, dropped: bool = False) -> None:
+        """The entry at ``path`` is about to be created, removed or replaced;
+        ``dropped``: what it names loses that name and is not kept by the call
+        (``unlink``, the target of a ``rename``), so a file it was the last name of
+        can be kept by a hard link instead of a copy."""
         if self.ignored(path) or self.covered(path):
             return
         self.entry(os.path.dirname(path))
+        if dropped:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 \
+                    and self._link(path, st):
+                return
+            self._file(path, st)
+            return
         self._file(path)
+
+    def _link(self, path: str, st: os.stat_result) -> bool:
+        """Keep the file at ``path`` by a hard link in the store's trash; False when it
+        is on another file system (or the link fails: it is copied then)."""
+        folder = self._trash_folder()
+        if st.st_dev != self._trash_dev:
+            return False
+        n = self.linked
+        stored = f"{folder}/{n}"
+        try:
+            os.link(path, stored, follow_symlinks=False)
+        except OSError:
+            return False
+        assert self._journal is not None
+        # before the syscall runs: a supervisor killed after it still left the line
+        os.write(self._journal, journal_line(n, path, st.st_size, st.st_mtime_ns))
+        self.linked += 1
+        self.trees.add(path)
+        self._links.append((path, stored))
+        if self.count == 0 and self.linked == 1:
+            self._finish(None)   # restorable from the first link on (see _record)
+        return True
+
+    def _trash_folder(self) -> str:
+        if self._trash is None:
+            backup_id = self._open()
+            folder = trash_folder(self.store.home, backup_id)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._journal = os.open(folder / JOURNAL, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                                    | os.O_CLOEXEC, 0o600)
+            self._trash = str(folder)
+            self._trash_dev = os.stat(folder).st_dev
+        return self._trash
 
     def foreign(self, path: str, pid: int) -> None:
         """A change inside a process's own mount namespace (a sandbox's private
@@ -225,7 +281,15 @@ class Recorder:
     def close(self) -> None:
         """Seal the backup (its sizes and snapshot count) and release its lease."""
         try:
+            if self._links:
+                assert self.backup_id is not None
+                for original, stored in self._links:
+                    self.store.catalog.add_trash(self.backup_id, original, stored)
+                self._links = []
             if self.backup_id is not None:
                 self._finish(self.count)
         finally:
+            if self._journal is not None:
+                os.close(self._journal)
+                self._journal = None
             self._leases.close()

@@ -113,8 +113,8 @@ class Loop:
             if not kernel.still_valid(self.listener, n.id):
                 return   # the process died (or was replaced) while it was read
             for change in changes:
-                if change.how == "name":
-                    self.recorder.name(change.path)
+                if change.how in ("name", "drop"):
+                    self.recorder.name(change.path, dropped=change.how == "drop")
                 elif change.how == "foreign":
                     self.recorder.foreign(change.path, n.pid)
                 elif change.how == "rmdir":
@@ -332,8 +332,8 @@ def _supervise(
             recorder.close()
             os.close(pidfd)
     outcome = Outcome(returncode, recorder.backup_id,
-                      records=recorder.count, notified=loop.notified, refused=loop.refused,
-                      uncaptured=recorder.uncaptured, notes=outcome_notes)
+                      records=recorder.count + recorder.linked, notified=loop.notified,
+                      refused=loop.refused, uncaptured=recorder.uncaptured, notes=outcome_notes)
     if outcome.returncode < 0:
         outcome.returncode = 128 - outcome.returncode
     outcome.value = reader.value()
