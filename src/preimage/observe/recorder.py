@@ -283,8 +283,7 @@ class Recorder:
         try:
             if self._links:
                 assert self.backup_id is not None
-                for original, stored in self._links:
-                    self.store.catalog.add_trash(self.backup_id, original, stored)
+                self.store.catalog.add_trash_many(self.backup_id, self._links)
                 self._links = []
             if self.backup_id is not None:
                 self._finish(self.count)

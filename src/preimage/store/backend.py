@@ -321,6 +321,12 @@ class Catalog(ABC):
     def add_trash(self, backup_id: str, original: str, stored_at: str) -> None:
         """Record a path moved into the store's trash by ``backup_id``."""
 
+    def add_trash_many(self, backup_id: str, moved: Iterable[tuple[str, str]]) -> None:
+        """Record several ``(original, stored_at)`` paths of ``backup_id`` (a catalog that
+        can should do it in one transaction: a supervised ``rm -rf`` links thousands)."""
+        for original, stored_at in moved:
+            self.add_trash(backup_id, original, stored_at)
+
     @abstractmethod
     def trash(self) -> list[TrashEntry]:
         """Every trash entry."""

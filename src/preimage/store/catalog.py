@@ -672,6 +672,14 @@ class SqliteCatalog(Catalog):
                 (backup_id, original, stored_at),
             )
 
+    def add_trash_many(self, backup_id: str, moved: Iterable[tuple[str, str]]) -> None:
+        """Record several paths moved to the store's trash, in one transaction."""
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO trash (backup_id, original, stored_at) VALUES (?,?,?)",
+                ((backup_id, original, stored_at) for original, stored_at in moved),
+            )
+
     def trash_of(self, backup_id: str) -> list[tuple[str, str]]:
         """``(original, stored_at)`` pairs moved to trash by ``backup_id``."""
         return [(e.original, e.stored_at) for e in self.trash() if e.backup_id == backup_id]
