@@ -174,3 +174,22 @@ def _processes_in(cwd: Path) -> list[str]:
             except OSError:
                 continue
     return out
+
+
+def test_write_through_an_old_descriptor_is_reported_not_captured(
+        tmp_path: Path, store: Store) -> None:
+    """A removed file written later through a descriptor opened before the call is named."""
+    from preimage.store.snapshots import load_snapshot_row
+
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "log.txt").write_text("before\n")
+    with open(box / "log.txt", "a") as held:
+        backup = _run(box, "rm log.txt", store)
+        held.write("written after the rm\n")
+    preimage.restore(backup.id, store=store)
+    row = next(r for r in store.catalog.get(backup.id).snapshots
+               if r.target == f"file://{box}/log.txt")
+    snap = load_snapshot_row(store, row)
+    assert [u.name for u in snap.uncaptured] == [str(box / "log.txt")]
+

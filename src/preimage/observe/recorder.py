@@ -114,7 +114,10 @@ class Recorder:
                 st = os.lstat(path)
             except OSError:
                 st = None
+            # the syscall must be able to remove the name: were it refused, the file would
+            # live on sharing its inode with the link, and a later write would reach both
             if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 \
+                    and os.access(os.path.dirname(path), os.W_OK | os.X_OK) \
                     and self._link(path, st):
                 return
             self._file(path, st)
