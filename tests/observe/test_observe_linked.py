@@ -193,3 +193,23 @@ def test_write_through_an_old_descriptor_is_reported_not_captured(
     snap = load_snapshot_row(store, row)
     assert [u.name for u in snap.uncaptured] == [str(box / "log.txt")]
 
+
+
+def test_export_and_import_keep_a_linked_file_exact(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """An observed backup exported before its first use restores in another store with
+    its ns times."""
+    box = tmp_path / "box"
+    box.mkdir()
+    _tree(box)
+    before = observe.tree_state(box)
+    backup = _run(tmp_path, "rm -rf box", store)
+    env = {**os.environ, "PREIMAGE_SERVICE": "off"}
+    archive = tmp_path / "b.tar.zst"
+    subprocess.run([sys.executable, "-m", "preimage", "export", backup.id, "-o", str(archive)],
+                   env={**env, "PREIMAGE_HOME": str(home)}, check=True, capture_output=True)
+    other = {**env, "PREIMAGE_HOME": str(tmp_path / "other")}
+    for args in (["import", str(archive)], ["restore", backup.id]):
+        subprocess.run([sys.executable, "-m", "preimage", *args], env=other, check=True,
+                       capture_output=True)
+    assert _differences(before, observe.tree_state(box)) == []

@@ -268,6 +268,13 @@ def export_cmd(ref: str, output: Path | None) -> None:
     if output is None and sys.stdout.isatty():
         raise UsageError("the archive is binary — redirect it: preimage export ID > backup.tar.zst")
     with _store() as store:
+        backup = store.catalog.get(ref)
+        if backup.kind == "observed":
+            # files it keeps linked in the trash go in as snapshots: the archive's trash
+            # entries would carry their times only to the microsecond
+            from preimage.engine.observed_links import materialize
+
+            materialize(store, backup)
         if output is None:
             manifest = export_backup(store, ref, sys.stdout.buffer)
             sys.stdout.buffer.flush()
