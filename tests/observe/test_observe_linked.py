@@ -213,3 +213,20 @@ def test_export_and_import_keep_a_linked_file_exact(
         subprocess.run([sys.executable, "-m", "preimage", *args], env=other, check=True,
                        capture_output=True)
     assert _differences(before, observe.tree_state(box)) == []
+
+
+def test_a_file_over_the_per_file_cap_is_not_linked(tmp_path: Path, store: Store) -> None:
+    """A file over the store's per-file cap is reported as not captured, as by any
+    capture, rather than linked and then dropped when the backup is read."""
+    from preimage.store.quota import Quota, save
+
+    save(store, Quota(max_file_size=1000))
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "big.bin").write_bytes(os.urandom(5000))
+    (box / "small.txt").write_text("small\n")
+    outcome = run_command(["rm", "big.bin", "small.txt"], store=store, cwd=str(box), log=None,
+                          post_call=False)
+    assert outcome.backup_id is not None
+    assert [e.original for e in linked(store, outcome.backup_id)] == [str(box / "small.txt")]
+    assert any(u.startswith(f"{box}/big.bin") for u in outcome.uncaptured)

@@ -116,7 +116,11 @@ class Recorder:
                 st = None
             # the syscall must be able to remove the name: were it refused, the file would
             # live on sharing its inode with the link, and a later write would reach both
+            # a file over the store's per-file cap is left to the capture, which reports
+            # it as not captured, as every capture does (reading it later would drop it)
+            cap = self._quota.max_file_size
             if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 \
+                    and (cap is None or st.st_size <= cap) \
                     and os.access(os.path.dirname(path), os.W_OK | os.X_OK) \
                     and self._link(path, st):
                 return
