@@ -230,3 +230,32 @@ def test_a_file_over_the_per_file_cap_is_not_linked(tmp_path: Path, store: Store
     assert outcome.backup_id is not None
     assert [e.original for e in linked(store, outcome.backup_id)] == [str(box / "small.txt")]
     assert any(u.startswith(f"{box}/big.bin") for u in outcome.uncaptured)
+
+
+def test_a_backup_still_being_recorded_is_refused_in_one_line(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """Restoring a call's backup while the call runs says so instead of waiting on it."""
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "a.txt").write_text("a\n")
+    env = {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off"}
+    script = "rm a.txt && touch ../ready; while [ ! -e ../go ]; do sleep 0.02; done"
+    sup = subprocess.Popen([sys.executable, "-m", "preimage", "run", "--no-post", "--",
+                            "bash", "-c", script], cwd=box, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ready").exists():
+            assert time.monotonic() < deadline, "the call's first change never came"
+            time.sleep(0.02)
+        backup_id = next(r.id for r in store.catalog.list_backups(None) if r.kind == "observed")
+        ran = subprocess.run([sys.executable, "-m", "preimage", "restore", backup_id],
+                             env=env, capture_output=True, text=True)
+        assert ran.returncode != 0
+        assert "still being recorded" in ran.stderr
+        assert "Traceback" not in ran.stderr
+    finally:
+        (tmp_path / "go").touch()
+        sup.wait()
+    preimage.restore(backup_id, store=store)
+    assert (box / "a.txt").read_text() == "a\n"

@@ -117,14 +117,21 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def materialize(store: Store, backup: BackupRow) -> BackupRow:
     """Read backup ``backup``'s linked files into the store as snapshots, then drop the
-    links; the backup as it is now (unchanged when it has none).  Waits for the call
-    that records the backup to end (it holds the backup's lease)."""
+    links; the backup as it is now (unchanged when it has none).
+
+    Raises :class:`UsageError` while the call that records the backup still runs
+    (it holds the backup's lease, and seals the snapshot count when it ends)."""
     if backup.kind != "observed":
         return backup
     folder = trash_folder(store.home, backup.id)
     if not folder.is_dir() and not any(t.backup_id == backup.id for t in store.catalog.trash()):
         return backup
     from preimage.engine.trash import _Recorder, entry_target
+    from preimage.interface.errors import UsageError
+
+    if store.catalog.lease_held(backup.id):
+        raise UsageError(f"backup {backup.id} is still being recorded (its call is running); "
+                         "use it once the call has ended")
 
     with _locked(folder), store.catalog.lease(backup.id):
         backup = store.catalog.get(backup.id)

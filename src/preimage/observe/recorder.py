@@ -115,7 +115,7 @@ class Recorder:
             except OSError:
                 st = None
             # the syscall must be able to remove the name: were it refused, the file would
-            # live on sharing its inode with the link, and a later write would reach both
+            # live on sharing its inode with the link, and a later write would reach both;
             # a file over the store's per-file cap is left to the capture, which reports
             # it as not captured, as every capture does (reading it later would drop it)
             cap = self._quota.max_file_size
