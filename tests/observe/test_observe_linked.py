@@ -259,3 +259,21 @@ def test_a_backup_still_being_recorded_is_refused_in_one_line(
         sup.wait()
     preimage.restore(backup_id, store=store)
     assert (box / "a.txt").read_text() == "a\n"
+
+
+def test_a_linked_file_restores_into_another_place(tmp_path: Path, store: Store) -> None:
+    """restore --to of a removed file kept by a link writes it, exact, where asked."""
+    from preimage.engine.elsewhere import restore_to
+
+    box = tmp_path / "box"
+    box.mkdir()
+    _tree(box)
+    before = os.stat(box / "a.txt")
+    body = (box / "a.txt").read_bytes()
+    backup = _run(box, "rm a.txt", store)
+    dest = tmp_path / "elsewhere" / "a.txt"
+    restore_to(backup.id, f"file://{dest}", store=store, only=[f"file://{box}/a.txt"])
+    assert dest.read_bytes() == body
+    assert os.stat(dest).st_mtime_ns == before.st_mtime_ns
+    assert os.getxattr(dest, "user.tag") == b"v0"
+    assert not (box / "a.txt").exists()

@@ -38,6 +38,10 @@ def is_uri(text: str) -> bool:
 
 def _originals(st: Store, ref: str, only: Sequence[str]) -> list[tuple[str, Snapshot]]:
     backup = complete_backup(st, ref, "compared")
+    if backup.kind == "observed":   # files it linked into the trash become snapshots
+        from preimage.engine.observed_links import materialize
+
+        backup = materialize(st, backup)
     if backup.kind == "trash":
         raise UsageError(f"backup {backup.id} holds paths an rm moved into the trash; compare "
                          "it with `preimage score` in place")

@@ -128,6 +128,10 @@ def restore_to(
 def _restore_to(st: Store, backup: BackupRow, pins: contextlib.ExitStack,
                 to: str | Mapping[str, str], only: Sequence[str], dry_run: bool,
                 mode: ConflictMode) -> RelocatedResult:
+    if backup.kind == "observed":   # files it linked into the trash become snapshots
+        from preimage.engine.observed_links import materialize
+
+        backup = materialize(st, backup)
     if backup.kind == "trash":
         raise UsageError(f"backup {backup.id} holds paths an rm moved into the trash; restore "
                          "it in place (without --to), then copy what you need")
