@@ -81,6 +81,7 @@ CASES: list[tuple[str, str, str]] = [
     ("hardlink", "rm", "rm data/h2"),
     ("hardlink", "mv", "mv data/h1 data/h3"),
     ("hardlink", "sed-i", "sed -i 's/linked/LINKED/' data/h2"),
+    ("hardlink", "link", "link README.md data/readme-link"),
     # state deep in the home directory
     ("home", "deep-append", "echo x >> ~/.config/app/a/b/c/d/e/deep.ini"),
     ("home", "rm-config", "rm -rf ~/.config"),

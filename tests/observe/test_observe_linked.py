@@ -277,3 +277,16 @@ def test_a_linked_file_restores_into_another_place(tmp_path: Path, store: Store)
     assert os.stat(dest).st_mtime_ns == before.st_mtime_ns
     assert os.getxattr(dest, "user.tag") == b"v0"
     assert not (box / "a.txt").exists()
+
+
+def test_a_new_hard_link_records_the_file_it_links(tmp_path: Path, store: Store) -> None:
+    """link A B changes A's link count: A is in the backup, and restoring puts it back
+    with one link."""
+    box = tmp_path / "box"
+    box.mkdir()
+    _tree(box)
+    before = observe.tree_state(box)
+    backup = _run(box, "link a.txt b.txt", store)
+    assert f"file://{box}/a.txt" in held_targets(store, backup)
+    preimage.restore(backup.id, store=store)
+    assert _differences(before, observe.tree_state(box)) == []

@@ -159,6 +159,16 @@ def _created(path: str) -> list[Change]:
     return [Change("name", path)]
 
 
+_AT_SYMLINK_FOLLOW = 0x400
+
+
+def _linked(source: str, name: str) -> list[Change]:
+    """A new hard link: the new name, and the file it links — its link count and ctime
+    change, and a restore that removes the new name must leave it as it was."""
+    created = _created(name)
+    return [*created, *_existing("meta", source)] if created else []
+
+
 def _bind(n: Notification) -> list[Change]:
     size = min(n.args[2] & 0xFFFFFFFF, 110)
     if size < 3:
@@ -205,10 +215,12 @@ def judge(n: Notification) -> list[Change]:
         return _created(_path(n, 0, None, follow=False))
     if name in ("mkdirat", "mknodat"):
         return _created(_path(n, 1, 0, follow=False))
-    if name == "link":
-        return _created(_path(n, 1, None, follow=False))
+    if name == "link":   # Linux's link() does not follow a symlink it is given
+        return _linked(_path(n, 0, None, follow=False), _path(n, 1, None, follow=False))
     if name == "linkat":
-        return _created(_path(n, 3, 2, follow=False))
+        return _linked(_path(n, 1, 0, follow=bool(_at_flags(n, 4) & _AT_SYMLINK_FOLLOW),
+                             flags=_at_flags(n, 4)),
+                       _path(n, 3, 2, follow=False))
     if name == "symlink":
         return _created(_path(n, 1, None, follow=False))
     if name == "symlinkat":
