@@ -70,6 +70,52 @@ def diff_snapshots(
         ignored.add(Fidelity.SERVER.value)
     if not include_access:
         ignored.add(Fidelity.ACCESS.value)
+    from preimage.similarity.streamed import DuplicateKey
+
+    try:
+        changes = _paired_changes(before, after, blobs, ignored)
+    except DuplicateKey:
+        changes = _flat_changes(before, after, blobs, ignored)
+    unread = sorted({f"{u.label()}: {u.reason}" for u in (*before.uncaptured, *after.uncaptured)})
+    return StateDiff(target=before.target, changes=changes, uncaptured=unread)
+
+
+def _paired_changes(before: Snapshot, after: Snapshot, blobs: Any,
+                    ignored: set[str]) -> list[ItemChange]:
+    """The changes, item by item (:mod:`.streamed`): only ``after``'s items and the
+    changes are held, however large ``before`` is."""
+    from preimage.similarity.streamed import paired
+
+    removed: list[ItemChange] = []
+    added: list[ItemChange] = []
+    changed: list[ItemChange] = []
+    for p in paired(before.scoring_items(blobs), after.scoring_items(blobs)):
+        if p.r_leaves is None:
+            removed.append(ItemChange(key=p.key, change="removed", label=p.o_label or ""))
+            continue
+        if p.o_leaves is None:
+            added.append(ItemChange(key=p.key, change="added", label=p.r_label or ""))
+            continue
+        fields: set[str] = set()
+        classes: set[str] = set()
+        for path in p.o_leaves.keys() | p.r_leaves.keys():
+            b, a = p.o_leaves.get(path), p.r_leaves.get(path)
+            fidelity = (b or a).fidelity  # type: ignore[union-attr]
+            if fidelity in ignored:
+                continue
+            if b is None or a is None or type(b.value) is not type(a.value) or b.value != a.value:
+                fields.add(path)
+                classes.add(fidelity)
+        if fields:
+            changed.append(ItemChange(key=p.key, change="changed", fields=sorted(fields),
+                                      classes=sorted(classes), label=p.o_label or ""))
+    return [*sorted(removed, key=lambda c: c.key), *sorted(added, key=lambda c: c.key),
+            *sorted(changed, key=lambda c: c.key)]
+
+
+def _flat_changes(before: Snapshot, after: Snapshot, blobs: Any,
+                  ignored: set[str]) -> list[ItemChange]:
+    """The changes, every leaf of both sides held at once (a side repeats a key)."""
     b_leaves, b_items = flatten(before.scoring_items(blobs))
     a_leaves, a_items = flatten(after.scoring_items(blobs))
     changes = [
@@ -99,5 +145,4 @@ def diff_snapshots(
             key=item, change="changed", fields=sorted(fields), classes=sorted(classes),
             label=b_items[item],
         ))
-    unread = sorted({f"{u.label()}: {u.reason}" for u in (*before.uncaptured, *after.uncaptured)})
-    return StateDiff(target=before.target, changes=changes, uncaptured=unread)
+    return changes

@@ -211,12 +211,7 @@ def score(
     differences they explain say so.  The original's uncaptured entries are
     unmatched original leaves (see above).
     """
-    o_leaves, o_items = flatten(original.scoring_items(blobs), original.server_note)
-    r_leaves: Leaves = {}
-    r_items: dict[str, str] = {}
-    if restored is not None:
-        r_leaves, r_items = flatten(restored.scoring_items(blobs), restored.server_note)
-    report = compare(o_leaves, o_items, r_leaves, r_items, remaps)
+    report = _compare_items(original, restored, blobs, remaps)
     oracle = getattr(original, "oracle", None)
     if not original.uncaptured and not isinstance(oracle, SchemaOracle):
         return report
@@ -234,6 +229,30 @@ def score(
     report.set_counts(counts)
     report.uncaptured = len(original.uncaptured)
     return report
+
+
+def _compare_items(original: Snapshot, restored: Snapshot | None, blobs: Any,
+                   remaps: Iterable[IdRemap]) -> SimilarityReport:
+    """:func:`compare` of the two snapshots' items, item by item (:mod:`.streamed`: only
+    the live side's items and the differences are held); the whole way when a side
+    repeats a natural key."""
+    from preimage.similarity.streamed import DuplicateKey, compare_paired, paired
+
+    try:
+        return compare_paired(paired(
+            original.scoring_items(blobs),
+            () if restored is None else restored.scoring_items(blobs),
+            o_note=original.server_note,
+            r_note=None if restored is None else restored.server_note,
+        ), remaps)
+    except DuplicateKey:
+        pass
+    o_leaves, o_items = flatten(original.scoring_items(blobs), original.server_note)
+    r_leaves: Leaves = {}
+    r_items: dict[str, str] = {}
+    if restored is not None:
+        r_leaves, r_items = flatten(restored.scoring_items(blobs), restored.server_note)
+    return compare(o_leaves, o_items, r_leaves, r_items, remaps)
 
 
 def _count_oracle(report: SimilarityReport, counts: dict[str, list[int]],

@@ -107,6 +107,10 @@ class FileConnector(ConnectorBase):
         self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
+        if not isinstance(snapshot.items, list):
+            # items read from the store as they are used: the plan walks them several
+            # times and keeps them by path, so read them once
+            snapshot = snapshot.model_copy(update={"items": list(snapshot.items)})
         depth, left_out = self._checked_scope(snapshot)
         assert isinstance(snapshot, FileSnapshot)
         if not policy.dry_run:

@@ -31,6 +31,7 @@ from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
 from preimage.restoration import ConflictMode, RestorePolicy, RestoreReport
 from preimage.store.backend import BackupRow
+from preimage.store.documents import StoredItems
 from preimage.store.snapshots import load_snapshot_row, pinned_backup
 from preimage.store.store import Store
 
@@ -109,6 +110,11 @@ def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Seq
     selected = select_snapshots(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     check_whole(st, backup, loaded)
+    for _row, _scope, snap in loaded:
+        # items read as they are used (a chunked document) are each read once here, so a
+        # malformed chunk stops the restore before anything is written
+        if isinstance(snap.items, StoredItems):
+            snap.items.validate_all()
     mode = ConflictMode(conflict)
     for row, scope, _snap in loaded:
         caps = capabilities_of(get_connector(row.connector))

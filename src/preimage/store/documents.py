@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from preimage.interface.connector import ItemStream
+from preimage.interface.errors import StoreError
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -209,6 +210,14 @@ def item_adapter(snapshot_type: type[Snapshot]) -> TypeAdapter[Any]:
     return found
 
 
+def _malformed(path: str | None, backup_id: str | None, exc: Exception) -> StoreError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StoreError(
+        f"the snapshot document of {path or 'a target'} in backup {backup_id or '?'} is "
+        f"malformed ({first}); run `preimage check` — nothing was written"
+    )
+
+
 class StoredItems(Sequence[Any]):
     """The items of a chunked snapshot, read back from the store as they are used.
 
@@ -218,23 +227,39 @@ class StoredItems(Sequence[Any]):
     """
 
     def __init__(self, blobs: BlobStore, chunks: list[tuple[str, int]],
-                 item_type: TypeAdapter[Any]) -> None:
+                 item_type: TypeAdapter[Any], *, backup_id: str | None = None,
+                 path: str | None = None) -> None:
         self._blobs = blobs
         self._chunks = chunks
         self._type = item_type
+        self._backup_id = backup_id   # named by errors: the backup these items are read from
+        self._path = path
         self._count = sum(n for _, n in chunks)
         self._cached: tuple[int, list[Any]] | None = None
 
     def _chunk(self, i: int) -> list[Any]:
         if self._cached is not None and self._cached[0] == i:
             return self._cached[1]
-        raw = self._blobs.get_bytes(self._chunks[i][0])
-        items = [self._type.validate_python(x) for x in json.loads(raw)]
+        digest, count = self._chunks[i]
+        raw = self._blobs.get_bytes(digest, backup_id=self._backup_id, path=self._path)
+        try:
+            items = [self._type.validate_python(x) for x in json.loads(raw)]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise _malformed(self._path, self._backup_id, exc) from exc
+        if len(items) != count:   # a head and chunk that disagree: not the stored document
+            raise _malformed(self._path, self._backup_id, ValueError(
+                f"chunk {digest[:12]} holds {len(items)} items, its head says {count}"))
         self._cached = (i, items)
         return items
 
     def __len__(self) -> int:
         return self._count
+
+    def validate_all(self) -> None:
+        """Read every chunk once (verified, validated), holding one at a time: raise
+        :class:`StoreError` or a blob error before a caller relies on the items."""
+        for i in range(len(self._chunks)):
+            self._chunk(i)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self._chunks)):

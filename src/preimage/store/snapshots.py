@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from preimage.interface.errors import (
     StoreError,
@@ -16,7 +17,11 @@ from preimage.interface.registry import get_connector
 from preimage.snapshot_schemas import Snapshot, load_snapshot
 from preimage.store.backend import BackupRow, SnapshotRow
 from preimage.store.documents import (
+    StoredItems,
+    chunk_list,
     expand,
+    is_chunked,
+    item_adapter,
 )
 from preimage.store.store import Store
 
@@ -47,9 +52,12 @@ def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
     conn = get_connector(row.connector)
     raw = store.blobs.get_bytes(row.digest, backup_id=row.backup_id, path=row.target)
     try:
-        document = expand(json.loads(raw), store.blobs, backup_id=row.backup_id,
-                          path=row.target)
-        snap = load_snapshot(document, conn.snapshot_type)
+        document = json.loads(raw)
+        snap = _load_streamed(store, row, document, conn.snapshot_type)
+        if snap is None:
+            document = expand(document, store.blobs, backup_id=row.backup_id,
+                              path=row.target)
+            snap = load_snapshot(document, conn.snapshot_type)
     except (ValueError, TypeError, KeyError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StoreError(
@@ -62,6 +70,27 @@ def load_snapshot_row(store: Store, row: SnapshotRow) -> Snapshot:
             f"catalog says {row.target}; refusing it — run `preimage check`; nothing was written"
         )
     return snap
+
+
+def _load_streamed(store: Store, row: SnapshotRow, document: Any,
+                   snapshot_type: type[Snapshot]) -> Snapshot | None:
+    """A chunked document of the current schema version as a snapshot whose items are
+    read from the store as they are used (:class:`StoredItems`, each chunk verified and
+    validated when it is read), so a restore, diff or score of a million files never
+    holds the document whole; None for any other document (loaded whole, migrated)."""
+    if not isinstance(document, dict) or not is_chunked(document):
+        return None
+    current = snapshot_type.model_fields["schema_version"].default
+    if document.get("schema_version", 1) != current:
+        return None
+    chunks = chunk_list(document)
+    count = document["items"].get("count")
+    if count is not None and sum(n for _, n in chunks) != count:
+        raise ValueError("the chunks' item counts do not add up to the head's count")
+    head = load_snapshot({**document, "items": []}, snapshot_type)
+    items = StoredItems(store.blobs, chunks, item_adapter(snapshot_type),
+                        backup_id=row.backup_id, path=row.target)
+    return head.model_copy(update={"items": items})
 
 
 def complete_backup(st: Store, ref: str, verb: str) -> BackupRow:

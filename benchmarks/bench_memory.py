@@ -1,0 +1,118 @@
+"""Peak memory of capture, diff, score and restore of a large tree of small files.
+
+Usage: python benchmarks/bench_memory.py [--files 100000,1000000] [--baseline PYTHON] [--json]
+
+Each step runs as its own process, measured with ``wait4`` (peak RSS in MiB,
+CPU seconds user + system, wall seconds); the load average is printed with
+them.  The tree is generated: N small files, a thousand per directory.  Steps,
+in order: first capture, unchanged re-capture, diff and score of the unchanged
+tree, then restore after ``rm -rf`` — beside restic's backup and restore of the
+same tree when restic is installed.
+
+``--baseline PYTHON`` runs every preimage step a second time with another
+interpreter (another checkout's environment), each pair back to back in its
+own store, so the two columns come from one run on the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common
+from bench_capture import generate
+
+STEPS = ("capture", "re-capture", "diff", "score", "restore")
+
+
+def _preimage(python: str, home: Path, args: list[str]) -> _common.Measured:
+    env = {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off"}
+    argv = [python, "-m", "preimage", *args]
+    if args[0] == "diff":   # exits 1 when something differs; only its memory counts here
+        argv = ["sh", "-c", " ".join(argv) + " >/dev/null; test $? -le 1"]
+    return _common.measure(argv, env)
+
+
+def one_size(n: int, work: Path, pythons: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows for a tree of ``n`` files: one per step, a column per interpreter."""
+    root = work / f"tree-{n}"
+    generate(root, n)
+    pristine = work / f"pristine-{n}"
+    subprocess.run(["cp", "-a", str(root), str(pristine)], check=True)
+    rows: dict[str, dict[str, Any]] = {s: {"files": n, "step": s} for s in STEPS}
+    for label, python in pythons.items():
+        home = work / f"home-{label}-{n}"
+        first = _preimage(python, home, ["capture", "--json", f"file://{root}"])
+        backup = json.loads(first.stdout)["id"]
+        measured = {
+            "capture": first,
+            "re-capture": _preimage(python, home, ["capture", f"file://{root}"]),
+            "diff": _preimage(python, home, ["diff", backup]),
+            "score": _preimage(python, home, ["score", backup]),
+        }
+        shutil.rmtree(root)
+        measured["restore"] = _preimage(python, home, ["restore", "--json", backup])
+        if subprocess.run(["diff", "-rq", "--no-dereference", str(pristine), str(root)],
+                          capture_output=True).returncode != 0:
+            raise SystemExit(f"{label}: the restored tree of {n} files differs")
+        for step, m in measured.items():
+            rows[step][f"{label}_rss_mib"] = m.rss_mib
+            rows[step][f"{label}_cpu"] = round(m.cpu, 2)
+            rows[step][f"{label}_wall"] = round(m.wall, 2)
+        shutil.rmtree(home)
+    if shutil.which("restic"):
+        repo = work / f"restic-{n}"
+        env = {**os.environ, "RESTIC_PASSWORD": "bench"}
+        subprocess.run(["restic", "init", "-q", "-r", str(repo)], env=env, check=True,
+                       capture_output=True)
+        backup_m = _common.measure(["restic", "-r", str(repo), "backup", "-q", str(root)], env)
+        out = work / f"restic-out-{n}"
+        restore_m = _common.measure(["restic", "-r", str(repo), "restore", "latest", "-q",
+                                     "--target", str(out)], env)
+        for step, m in (("capture", backup_m), ("restore", restore_m)):
+            rows[step]["restic_rss_mib"] = m.rss_mib
+            rows[step]["restic_cpu"] = round(m.cpu, 2)
+        shutil.rmtree(repo)
+        shutil.rmtree(out)
+    shutil.rmtree(root)
+    shutil.rmtree(pristine)
+    return list(rows.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", default="100000")
+    parser.add_argument("--baseline", help="another interpreter to run each step with")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    pythons = {"preimage": sys.executable}
+    if args.baseline:
+        pythons["baseline"] = args.baseline
+    load = os.getloadavg()[0]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        for n in (int(x) for x in args.files.split(",")):
+            rows.extend(one_size(n, Path(tmp), pythons))
+    if args.json:
+        print(json.dumps({"load": load, "rows": rows}, indent=2))
+        return
+    print(f"load average at start {load:.1f} on {os.cpu_count()} cores")
+    for r in rows:
+        cells = [f"{r['files']:>9,} files  {r['step']:<10}"]
+        for label in (*pythons, "restic"):
+            if f"{label}_rss_mib" in r:
+                cells.append(f"{label} {r[f'{label}_rss_mib']:>5} MiB {r[f'{label}_cpu']:>7} s cpu")
+        print("  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
