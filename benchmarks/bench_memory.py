@@ -9,9 +9,10 @@ in order: first capture, unchanged re-capture, diff and score of the unchanged
 tree, then restore after ``rm -rf`` — beside restic's backup and restore of the
 same tree when restic is installed.
 
-``--baseline PYTHON`` runs every preimage step a second time with another
-interpreter (another checkout's environment), each pair back to back in its
-own store, so the two columns come from one run on the same load.
+``--baseline PYTHON`` runs every step but the first capture a second time with
+another interpreter (another checkout's environment, same store format) on the
+same store and backup, each pair back to back, so the two columns come from one
+run on the same load.
 """
 
 from __future__ import annotations
@@ -42,34 +43,40 @@ def _preimage(python: str, home: Path, args: list[str]) -> _common.Measured:
     return _common.measure(argv, env)
 
 
-def one_size(n: int, work: Path, pythons: dict[str, str]) -> list[dict[str, Any]]:
+def one_size(n: int, work: Path, pythons: dict[str, str], *, restic: bool = True
+             ) -> list[dict[str, Any]]:
     """The rows for a tree of ``n`` files: one per step, a column per interpreter."""
     root = work / f"tree-{n}"
     generate(root, n)
     pristine = work / f"pristine-{n}"
     subprocess.run(["cp", "-a", str(root), str(pristine)], check=True)
     rows: dict[str, dict[str, Any]] = {s: {"files": n, "step": s} for s in STEPS}
+    # one store, captured once with the first interpreter: the others read the same
+    # backup (the store format is the same), so each step's pair runs back to back
+    home = work / f"home-{n}"
+    first_label, first_python = next(iter(pythons.items()))
+    first = _preimage(first_python, home, ["capture", "--json", f"file://{root}"])
+    backup = json.loads(first.stdout)["id"]
+    measured: dict[tuple[str, str], _common.Measured] = {("capture", first_label): first}
     for label, python in pythons.items():
-        home = work / f"home-{label}-{n}"
-        first = _preimage(python, home, ["capture", "--json", f"file://{root}"])
-        backup = json.loads(first.stdout)["id"]
-        measured = {
-            "capture": first,
-            "re-capture": _preimage(python, home, ["capture", f"file://{root}"]),
-            "diff": _preimage(python, home, ["diff", backup]),
-            "score": _preimage(python, home, ["score", backup]),
-        }
+        measured["re-capture", label] = _preimage(python, home, ["capture", f"file://{root}"])
+    for step in ("diff", "score"):
+        for label, python in pythons.items():
+            measured[step, label] = _preimage(python, home, [step, backup])
+    for label, python in pythons.items():
         shutil.rmtree(root)
-        measured["restore"] = _preimage(python, home, ["restore", "--json", backup])
+        measured["restore", label] = _preimage(python, home, ["restore", "--json", backup])
         if subprocess.run(["diff", "-rq", "--no-dereference", str(pristine), str(root)],
                           capture_output=True).returncode != 0:
             raise SystemExit(f"{label}: the restored tree of {n} files differs")
-        for step, m in measured.items():
-            rows[step][f"{label}_rss_mib"] = m.rss_mib
-            rows[step][f"{label}_cpu"] = round(m.cpu, 2)
-            rows[step][f"{label}_wall"] = round(m.wall, 2)
-        shutil.rmtree(home)
-    if shutil.which("restic"):
+    for (step, label), m in measured.items():
+        rows[step][f"{label}_rss_mib"] = m.rss_mib
+        rows[step][f"{label}_cpu"] = round(m.cpu, 2)
+        rows[step][f"{label}_wall"] = round(m.wall, 2)
+        print(f"{n} {step} {label}: {m.rss_mib} MiB, {m.cpu:.2f} s cpu", file=sys.stderr,
+              flush=True)
+    shutil.rmtree(home)
+    if restic and shutil.which("restic"):
         repo = work / f"restic-{n}"
         env = {**os.environ, "RESTIC_PASSWORD": "bench"}
         subprocess.run(["restic", "init", "-q", "-r", str(repo)], env=env, check=True,
@@ -92,6 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="100000")
     parser.add_argument("--baseline", help="another interpreter to run each step with")
+    parser.add_argument("--no-restic", action="store_true", help="leave restic's rows out")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     pythons = {"preimage": sys.executable}
@@ -101,7 +109,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         for n in (int(x) for x in args.files.split(",")):
-            rows.extend(one_size(n, Path(tmp), pythons))
+            rows.extend(one_size(n, Path(tmp), pythons, restic=not args.no_restic))
     if args.json:
         print(json.dumps({"load": load, "rows": rows}, indent=2))
         return
