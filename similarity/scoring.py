@@ -45,6 +45,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from preimage.restoration import IdRemap
+from preimage.similarity.leaf_match import (
+    _WEIGHT,
+    SERVER_REASON,
+    _jsonable,
+    _remap_note,
+    _same,
+)
 from preimage.similarity.oracle import FIDELITY as ORACLE_CLASS
 from preimage.similarity.oracle import PATH as ORACLE_PATH
 from preimage.similarity.oracle import REASON as ORACLE_REASON
@@ -56,6 +63,7 @@ from preimage.similarity.report import (
     SimilarityReport,
     merge_reports,
 )
+from preimage.similarity.streamed import DuplicateKey, compare_paired, paired
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, Snapshot, iter_leaves
 from preimage.snapshot_schemas.oracle import SchemaOracle
 
@@ -67,9 +75,7 @@ __all__ = [
 Leaves = dict[tuple[str, str], Leaf]
 
 SERVER = Fidelity.SERVER.value
-SERVER_REASON = "server-assigned: no client can set it, so a restore cannot bring it back"
 UNCAPTURED_PATH = "(not captured)"
-_WEIGHT = {c: i for i, c in enumerate(CLASSES)}  # content first: the class a missing item shows
 
 
 def flatten(
@@ -88,36 +94,6 @@ def flatten(
                 leaf = leaf._replace(note=server_note(item, path))
             leaves[(k, path)] = leaf
     return leaves, labels
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if isinstance(value, dict | list) and not value:
-        return value
-    return str(value)
-
-
-def _remap_note(
-    item: tuple[str, str], path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
-) -> str:
-    """The restore's own account of a changed server leaf, if it reported one: the
-    item's remap of that field, or the remap of the identity the leaf refers to.
-    ``item`` is the item's natural key and label; a remap may name either."""
-    field = path.rsplit(".", 1)[-1]
-    for r in remaps:
-        mine = r.key in item
-        same_leaf = mine and r.field in (path, field)
-        reference = not mine and isinstance(original, str) and len(original) >= 8
-        if (same_leaf or reference) and str(r.old) == str(original):
-            followed = "" if str(r.new) == str(restored) else f" (live: {restored})"
-            whose = "" if same_leaf else f" of {r.key}"
-            return f"the restore re-assigned {r.field}{whose} {r.old} → {r.new}{followed}"
-    return ""
 
 
 def compare(
@@ -236,8 +212,6 @@ def _compare_items(original: Snapshot, restored: Snapshot | None, blobs: Any,
     """:func:`compare` of the two snapshots' items, item by item (:mod:`.streamed`: only
     the live side's items and the differences are held); the whole way when a side
     repeats a natural key."""
-    from preimage.similarity.streamed import DuplicateKey, compare_paired, paired
-
     try:
         return compare_paired(paired(
             original.scoring_items(blobs),

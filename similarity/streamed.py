@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from preimage.restoration import IdRemap
+from preimage.similarity.leaf_match import _WEIGHT, SERVER_REASON, _jsonable, _remap_note, _same
 from preimage.similarity.report import CLASSES, LeafDifference, SimilarityReport
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, iter_leaves
 
@@ -80,14 +81,6 @@ def paired(original: Iterable[Item], restored: Iterable[Item], *,
 
 def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> SimilarityReport:
     """:func:`.scoring.compare` over paired items (see the module docstring)."""
-    from preimage.similarity.scoring import (
-        _WEIGHT,
-        SERVER_REASON,
-        _jsonable,
-        _remap_note,
-        _same,
-    )
-
     remaps = list(remaps)
     counts = {c: [0, 0, 0] for c in CLASSES}  # original, matched, extra
     diffs: list[LeafDifference] = []

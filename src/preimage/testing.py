@@ -100,7 +100,7 @@ from preimage.restoration import Outcome
 from preimage.restoration.revert import compared_leaves, reverter_for
 from preimage.similarity import diff_snapshots, flatten
 from preimage.similarity import score as score_snapshots
-from preimage.similarity.scoring import SERVER_REASON
+from preimage.similarity.leaf_match import SERVER_REASON
 from preimage.snapshot_schemas import Record, Snapshot, load_snapshot
 from preimage.store.store import Store
 
