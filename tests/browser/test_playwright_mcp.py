@@ -134,3 +134,63 @@ def test_playwright_mcp_through_claude_hook(trac_server: TracServer, profile: Pa
     assert _summaries(trac_server, "mcp-hook") == []
     restore(env, backup_id(context))
     assert _summaries(trac_server, "mcp-hook") == ["Crash in mcp-hook"]
+
+
+def _go_back_and_delete(command: list[str], env: dict[str, str], cwd: Path, first: str,
+                        second: str, hook: ClaudeHook | None) -> list[Any]:
+    """Open ``first``, then ``second``, go back (to ``first``: no ``browser_navigate`` says
+    so, only the answer's "Page URL"), and click "Delete ticket" there."""
+
+    async def calls(s: Any, _: Any) -> list[Any]:
+        out = []
+        for tool, args in (("browser_navigate", {"url": first}),
+                           ("browser_navigate", {"url": second}),
+                           ("browser_navigate_back", {})):
+            before = hook(tool, args) if hook else None
+            result = await s.call_tool(tool, args)
+            if hook:
+                hook.after(tool, args, result)
+            out.append((before, result))
+        text = "\n".join(c.text for c in out[-1][1].content if hasattr(c, "text"))
+        saved = re.search(r"\[Snapshot\]\(([^)]+)\)", text)
+        if saved:
+            text = (cwd / saved.group(1)).read_text()
+        ref = re.search(r'button "Delete ticket" \[ref=(\w+)\]', text)
+        assert ref, text[-3000:]
+        click = {"element": "Delete ticket button", "target": ref.group(1)}
+        out.append((hook("browser_click", click) if hook else None,
+                    await s.call_tool("browser_click", click)))
+        return out
+
+    return run_session(command, env, cwd, calls, None)
+
+
+@pytest.mark.parametrize("path", ["proxy", "claude-hook"])
+def test_playwright_mcp_page_is_read_from_the_answers(path: str, trac_server: TracServer,
+                                                      profile: Path, cli_profile: Path,
+                                                      tmp_path: Path) -> None:
+    """After going back (no browser_navigate names the page), the click on "Delete ticket"
+    backs up the ticket the browser is on, not the last one navigated to: its restore
+    brings that ticket back."""
+    milestone = f"back-{path}"
+    first = _ticket(trac_server, milestone)
+    second = _ticket(trac_server, f"{milestone}-other")
+    state, env = _setup(trac_server, profile, cli_profile, tmp_path, tmp_path / "store")
+    urls = [f"{trac_server.url}/ticket/{n}?action=delete" for n in (first, second)]
+    server = _server(state)
+    if path == "proxy":
+        command, cwd, hook = [PREIMAGE, "mcp-proxy", "--name", "browser", "--", *server], \
+            tmp_path, None
+    else:
+        cwd = tmp_path / "project"
+        cwd.mkdir()
+        (cwd / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
+            "command": server[0], "args": server[1:]}}}))
+        command, hook = server, ClaudeHook("browser", cwd, env)
+    *_, (before, click) = _go_back_and_delete(command, env, cwd, *urls, hook)
+    told = (before["hookSpecificOutput"]["additionalContext"] if hook
+            else [c.text for c in click.content if hasattr(c, "text")][-1])
+    assert _summaries(trac_server, milestone) == [], told
+    restore(env, backup_id(told))
+    assert _summaries(trac_server, milestone) == [f"Crash in {milestone}"]
+    assert _summaries(trac_server, f"{milestone}-other") == [f"Crash in {milestone}-other"]

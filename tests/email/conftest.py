@@ -70,6 +70,18 @@ def dovecot_minimal() -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def smtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A loopback SMTP server (aiosmtpd) delivering to a Maildir the tests read."""
+    smtp_fixture = load_fixture("smtp")
+    try:
+        server = smtp_fixture.SmtpServer.start(tmp_path_factory.mktemp("smtp"))
+    except smtp_fixture.SmtpServerError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    server.stop()
+
+
 # ---------------------------------------------------------------- messages
 def make_message(
     n: int,

@@ -106,6 +106,16 @@ MAIL_STEPS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
     ("move_emails copies and expunges", [("get_emails", {"folder": "INBOX", "page_size": 1}),
                                          ("move_emails", {"email_ids": ["1", "5"],
                                                           "target_folder": "Archive"})]),
+    ("search_emails sets \\Seen on what it lists", [("search_emails", {
+        "query": "note", "folder": "INBOX", "page_size": 2})]),
+    ("get_email_headers sets \\Seen", [("get_emails", {"folder": "Archive"}),
+                                       ("search_emails", {"query": "note 1"}),
+                                       ("get_email_headers", {"email_id": "4"})]),
+    ("delete_emails expunges", [("get_emails", {"folder": "INBOX", "page_size": 1}),
+                                ("delete_emails", {"email_ids": ["2", "4"]})]),
+    ("move_email copies and expunges", [("get_emails", {"folder": "INBOX", "page_size": 1}),
+                                        ("move_email", {"email_id": "3",
+                                                        "target_folder": "Archive"})]),
     ("create_folder", [("create_folder", {"folder_name": "Projects"})]),
     ("delete_folder", [("delete_folder", {"folder_name": "Archive"})]),
 ]

@@ -59,6 +59,11 @@ kind: ConfigMap
 metadata: {name: settings, labels: {app: shop}}
 data: {mode: live, limit: "10"}
 ---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: flags}
+data: {beta: "off"}
+---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -72,12 +77,37 @@ spec:
 
 
 def k8s_calls(ns: str) -> list[tuple[str, dict[str, Any]]]:
-    """A delete, a scale to zero, a cordon (each backed up), a read (none)."""
+    """A delete, a scale to zero, a cordon, a read (no backup), an apply over a ConfigMap,
+    a patch of the pod template, a rollout restart, a label and a read through
+    kubectl_generic (each change backed up)."""
     return [("kubectl_delete", {"resourceType": "configmap", "name": "settings",
                                 "namespace": ns}),
             ("kubectl_scale", {"name": "web", "replicas": 0, "namespace": ns}),
             ("node_management", {"operation": "cordon", "nodeName": f"{ns}-node"}),
-            ("kubectl_get", {"resourceType": "pods", "namespace": ns})]
+            ("kubectl_get", {"resourceType": "pods", "namespace": ns}),
+            ("kubectl_apply", {"namespace": ns, "manifest": (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: flags, labels: {by: agent}}"
+                "\ndata: {beta: \"on\", new: \"1\"}\n")}),
+            ("kubectl_patch", {"resourceType": "deployment", "name": "web", "namespace": ns,
+                               "patchType": "merge", "patchData": {"spec": {"template": {
+                                   "metadata": {"annotations": {"patched": "yes"}}}}}}),
+            ("kubectl_rollout", {"subCommand": "restart", "resourceType": "deployment",
+                                 "name": "web", "namespace": ns}),
+            ("kubectl_generic", {"command": "label", "resourceType": "configmap",
+                                 "name": "flags", "namespace": ns, "args": ["tier=gold"],
+                                 "flags": {"overwrite": True}}),
+            ("kubectl_generic", {"command": "get", "resourceType": "configmaps",
+                                 "namespace": ns})]
+
+
+READS = (3, 8)   # the calls above that change nothing and take no backup
+
+
+def _changes(texts: list[str]) -> list[str]:
+    """The notes of the calls that change something, checking the reads took no backup."""
+    for i in READS:
+        assert "preimage backup" not in texts[i], texts[i]
+    return [t for i, t in enumerate(texts) if i not in READS]
 
 
 def _k8s_run(cp: Any, ns: str, env: dict[str, str], project: Path, server: list[str],
@@ -86,10 +116,12 @@ def _k8s_run(cp: Any, ns: str, env: dict[str, str], project: Path, server: list[
     before = objects(cp, ns)
     results = run_session(server, env, project, k8s_calls(ns), hook=hook)
     texts = [told(r, hook is not None) for r in results]
-    assert "preimage backup" not in texts[3]          # kubectl_get: read only
     changed = objects(cp, ns)
     assert "configmaps/settings" not in changed and changed["node"][0] is True
-    for text in reversed(texts[:3]):
+    assert changed["configmaps/flags"][:2] == ({"beta": "on", "new": "1"},
+                                               {"by": "agent", "tier": "gold"})
+    assert changed["deployments/web"][3]["metadata"]["annotations"]["patched"] == "yes"
+    for text in reversed(_changes(texts)):
         restore(clean_env(project), backup_id(text))   # run without KUBECONFIG
     assert objects(cp, ns) == before
 
@@ -122,9 +154,9 @@ def test_kubernetes_mcp_through_claude_hook(control_plane: Any, tmp_path: Path) 
     results = run_session([str(executable("kubernetes"))], server_env, project,
                           k8s_calls("mcp-hook-ns"), hook=hook)
     texts = [context_of(a) for _, a in results]
-    assert "preimage backup" not in texts[3]
     changed = objects(control_plane, "mcp-hook-ns")
     assert "configmaps/settings" not in changed and changed["node"][0] is True
-    for text in reversed(texts[:3]):
+    assert changed["configmaps/flags"][1] == {"by": "agent", "tier": "gold"}
+    for text in reversed(_changes(texts)):
         restore(env, backup_id(text))                 # env: no KUBECONFIG
     assert objects(control_plane, "mcp-hook-ns") == before

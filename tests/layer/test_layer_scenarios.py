@@ -247,6 +247,59 @@ def test_site_setting_carries_adapter_parameters(layer: BackupLayer, world: Worl
     ]
 
 
+def test_kubectl_generic_is_read_as_the_line_it_runs(layer: BackupLayer, world: World) -> None:
+    """kubectl_generic is read as the kubectl line the server builds: a get takes nothing,
+    a label the object, a drain the node and its pods; exec_in_pod is an unknown change
+    that says why."""
+    get = layer.plan(mcp("kubernetes", "kubectl_generic",
+                         {"command": "get", "resourceType": "pods", "namespace": "shop"})(world))
+    assert get.wanted == [] and not any(f.unknown for f in get.findings)
+    label = layer.plan(mcp("kubernetes", "kubectl_generic", {
+        "command": "label", "resourceType": "configmap", "name": "flags", "namespace": "shop",
+        "args": ["tier=gold"], "flags": {"overwrite": True}})(world))
+    assert [t.uri for t in label.wanted] == [f"k8s://{CTX}/shop/configmaps/flags"]
+    drain = layer.plan(mcp("kubernetes", "kubectl_generic", {
+        "command": "drain", "name": "worker-1", "flags": {"ignore-daemonsets": True}})(world))
+    assert sorted(t.uri for t in drain.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
+                                                   f"k8s://{CTX}/_all/pods"]
+    status = layer.plan(mcp("kubernetes", "kubectl_rollout", {
+        "subCommand": "status", "resourceType": "deployment", "name": "web",
+        "namespace": "shop"})(world))
+    assert status.wanted == []
+    exec_ = layer.plan(mcp("kubernetes", "exec_in_pod", {"name": "web-0", "command": "rm -rf /data",
+                                                        "namespace": "shop"})(world))
+    assert any(f.unknown and any("exec_in_pod runs a command" in n for n in f.notes)
+               for f in exec_.findings)
+
+
+def test_browser_page_follows_the_answers_page_url(layer: BackupLayer, world: World,
+                                                   store: object) -> None:
+    """The page a click is read against is the one the last browser answer names ("Page
+    URL", as Claude Code hands over the content blocks), not only the last navigation; a
+    "Page URL" in another server's answer changes nothing."""
+    import json
+
+    from preimage.layer.config import LayerConfig
+    from preimage.layer.deciding.completion import ToolResult
+
+    config = LayerConfig.model_validate({**layer.config.model_dump(),
+                                         "sites": {"http://127.0.0.1:8000": "trac"}})
+    layer = BackupLayer(store=store, config=config, env=world.env)  # type: ignore[arg-type]
+    for earlier in nav("http://127.0.0.1:8000/milestone/a?action=delete")(world):
+        layer.before(earlier)
+    back = ToolCall.mcp("playwright", "browser_navigate_back", {}, cwd=str(world.proj),
+                        session_id="s1")
+    answer = [{"type": "text", "text": "### Ran Playwright code\n```js\nawait page.goBack();\n"
+               "```\n### Page\n- Page URL: http://127.0.0.1:8000/milestone/b?action=delete\n"
+               "- Page Title: Delete milestone b"}]
+    layer.after(back, ToolResult("ok", output=json.dumps(answer)))
+    other = ToolCall.mcp("notes", "read_note", {}, cwd=str(world.proj), session_id="s1")
+    layer.after(other, ToolResult("ok", output="- Page URL: http://127.0.0.1:8000/milestone/c"))
+    plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete milestone"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"web+trac://127.0.0.1:8000/milestone/b?profile={world.profile}"]
+
+
 def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: World) -> None:
     """A name from a loop variable widens to the whole kind; an object wholly named by a
     variable is not guessed (no bogus target): the layer says it cannot address it."""
@@ -262,6 +315,21 @@ def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: Wor
     assert f"k8s://{CTX}/_/persistentvolumes" in uris
     assert not any(u.startswith(f"k8s://{CTX}/default") for u in uris), uris
     assert any("names no object" in n for n in plan.notes), plan.notes
+
+
+def test_kubectl_drain_names_a_node_not_a_kind(layer: BackupLayer, world: World) -> None:
+    """`kubectl drain NODE` captures that node and the pods it may evict; cordon the node
+    alone; a node named by a variable or chosen by -l widens to every node."""
+    plan = layer.plan(sh("kubectl drain worker-1 --ignore-daemonsets --pod-selector app=web")(world))
+    assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
+                                                  f"k8s://{CTX}/_all/pods"]
+    plan = layer.plan(sh("kubectl cordon worker-1 worker-2")(world))
+    assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
+                                                  f"k8s://{CTX}/_/nodes/worker-2"]
+    plan = layer.plan(sh('for n in a b; do kubectl uncordon "$n"; done')(world))
+    assert [t.uri for t in plan.wanted] == [f"k8s://{CTX}/_/nodes"]
+    plan = layer.plan(sh("kubectl drain -l pool=spot")(world))
+    assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes", f"k8s://{CTX}/_all/pods"]
 
 
 def test_web_target_profile_prefers_the_one_preimage_is_given(store: object, world: World,

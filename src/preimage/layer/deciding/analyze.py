@@ -18,6 +18,7 @@ from preimage.layer.deciding import (  # noqa: F401  (importing registers the ex
     ex_text,
     ex_tools,
     ex_vcs,
+    mcp_kubernetes,
 )
 from preimage.layer.deciding.extract import SHELL_EXTRACTORS, TOOL_EXTRACTORS, finding, unknown
 from preimage.layer.deciding.rules import Rule, RuleSet, render, template_fields
@@ -97,7 +98,8 @@ def _templated(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Fi
     return finding(source, rule, targets=targets)
 
 
-def _run(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
+def run_rule(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
+    """The finding ``rule`` gives ``source`` (an extractor's failure is an unknown finding)."""
     try:
         if rule.extract:
             table = SHELL_EXTRACTORS if isinstance(source, SimpleCommand) else TOOL_EXTRACTORS
@@ -128,7 +130,7 @@ def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding]
                 if rule is None:
                     findings.append(unknown(cmd, None, f"no rule knows `{cmd.name}`"))
                 else:
-                    findings.append(_run(cmd, rule, ctx))
+                    findings.append(run_rule(cmd, rule, ctx))
             redirect = redirect_finding(cmd, ctx)
             if redirect is not None:
                 findings.append(redirect)
@@ -140,4 +142,4 @@ def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding]
         what = f"MCP tool {call.mcp_tool.tool!r} of server {call.mcp_tool.server!r}" \
             if call.mcp_tool else f"tool {call.tool!r}"
         return [unknown(call, None, f"no rule knows the {what}")], []
-    return [_run(call, rule, ctx)], []
+    return [run_rule(call, rule, ctx)], []

@@ -331,6 +331,10 @@ class BackupLayer:
         from preimage.layer.deciding.completion import complete
 
         completion = complete(call, result, decision)
+        if result.output and call.mcp_tool is not None:
+            from preimage.layer.deciding.mcp_playwright import remember_page
+
+            remember_page(call, result.output, self.context(call))   # the page it is on now
         if completion.backup_id:
             self._capture_after(completion)
         return completion

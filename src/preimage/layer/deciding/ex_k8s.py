@@ -23,7 +23,7 @@ from preimage.layer.context import Context
 from preimage.layer.deciding.extract import finding, shell_extractor, tool_extractor, unknown
 from preimage.layer.deciding.rules import Rule
 from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
-from preimage.layer.reading.argv import parse_args
+from preimage.layer.reading.argv import Args, parse_args
 from preimage.layer.reading.shell import SimpleCommand, read_small, resolve
 from preimage.layer.reading.words import Word
 
@@ -33,7 +33,8 @@ KUBECTL_OPTS = ["-n", "--namespace", "--context", "--kubeconfig", "-l", "--selec
                 "--patch", "--type", "--replicas", "--timeout", "--grace-period", "-c",
                 "--container", "--image", "--port", "--for", "--patch-file", "--kube-context",
                 "--version", "--values", "--set", "--set-string", "--revision", "--cascade",
-                "--field-manager", "--prune-allowlist", "--overwrite", "--dry-run", "-i"]
+                "--field-manager", "--pod-selector", "--prune-allowlist", "--overwrite",
+                "--dry-run", "-i"]
 ALIASES = {
     "po": "pods", "pod": "pods", "svc": "services", "service": "services", "deploy": "deployments",
     "deployment": "deployments", "rs": "replicasets", "replicaset": "replicasets",
@@ -159,11 +160,13 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
         targets.append(PlannedTarget(k8s_uri(ctx_name, ns), why, external=True))
         notes.append("kustomize output is not expanded; the whole namespace is captured")
     rest = args.texts[1:]
+    if verb in NODE_VERBS and not files:
+        return verb, node_targets(ctx_name, verb, rest, args, dynamic_names(args)), True, notes
     if verb in ("scale", "autoscale", "rollout", "set") and rest and "/" not in rest[0] \
             and rest[0] in ("restart", "undo", "pause", "resume", "image", "env", "resources"):
         rest = rest[1:]
     wide = bool(selector) or args.has("--all") or all_ns
-    dynamic = {w.text for w in args.positionals[1:] if w.dynamic}
+    dynamic = dynamic_names(args)
     if rest and not files:
         kinds: list[tuple[str, str | None]] = []
         if "/" in rest[0] or rest[0] in dynamic:
@@ -213,6 +216,33 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
                                      external=True))
         wide = True
     return verb, targets, wide, notes
+
+
+# `kubectl drain|cordon|uncordon NODE...` name nodes, not a kind: the first word is a node.
+NODE_VERBS = ("drain", "cordon", "uncordon")
+
+
+def dynamic_names(args: Args) -> set[str]:
+    """The positional words a shell variable supplies (known only when the line runs)."""
+    return {w.text for w in args.positionals[1:] if w.dynamic}
+
+
+def node_targets(ctx_name: str, verb: str, names: list[str], args: Args,
+                 dynamic: set[str]) -> list[PlannedTarget]:
+    """The nodes a drain/cordon/uncordon names (all nodes for ``-l`` or a name from a
+    variable) and, for a drain, every pod it may evict: the pods of any namespace."""
+    why = f"kubectl {verb} changes it"
+    named = [n for n in names if n not in dynamic]
+    if not named or len(named) < len(names) or args.value("-l", "--selector"):
+        targets = [PlannedTarget(k8s_uri(ctx_name, None, "nodes"), why, external=True)]
+    else:
+        targets = [PlannedTarget(k8s_uri(ctx_name, None, "nodes", n), why, external=True)
+                   for n in named]
+    if verb == "drain":
+        targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, "pods"),
+                                     f"drain evicts the pods on {' '.join(names) or 'the nodes'}",
+                                     external=True))
+    return targets
 
 
 @shell_extractor("kubectl")
@@ -266,28 +296,10 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         words += ["-f", "-"]
     elif isinstance(a.get("filename"), str):
         words += ["-f", str(a["filename"])]
-    # The server reads its kubeconfig from its own environment (its definition's env
-    # on top of the launcher's): the backup and its restore read the same file.
-    from preimage.layer.deciding.mcp_launch import server_env, server_spec
-
-    spec = server_spec(call, ctx)
-    env = server_env(spec, ctx)
-    inline = [v for v in ("KUBECONFIG_YAML", "KUBECONFIG_JSON", "K8S_SERVER") if env.get(v)]
-    if inline:   # mcp-server-kubernetes builds a kubeconfig of its own from these
-        return unknown(call, rule, f"the Kubernetes MCP server reads its cluster from "
-                       f"{inline[0]} in its environment, which preimage does not read: give it "
-                       "a kubeconfig file (KUBECONFIG or KUBECONFIG_PATH)")
-    if env.get("KUBECONFIG_PATH"):   # the server's order: KUBECONFIG_PATH before KUBECONFIG
-        env["KUBECONFIG"] = env["KUBECONFIG_PATH"]
-    # A kubeconfig of the server's own definition travels in the target URIs: the capture
-    # and a later `preimage restore` read that file, whatever their environment says.
-    own_env: dict[str, Any] = spec["env"] if isinstance(spec.get("env"), dict) else {}
-    # (A server the proxy started inherits the proxy's environment: its KUBECONFIG is the
-    # server's own setting too.)
-    defined = own_env.get("KUBECONFIG_PATH") or own_env.get("KUBECONFIG") or (
-        env.get("KUBECONFIG") if spec.get("harness") == "mcp-proxy" else None)
-    own = env["KUBECONFIG"] if defined and (
-        defined != ctx.env.get("KUBECONFIG") or spec.get("harness") == "mcp-proxy") else None
+    got = server_kubeconfig(call, rule, ctx)
+    if isinstance(got, Finding):
+        return got
+    env, own = got
     if verb == "node":   # node_management: cordon / uncordon / drain NODE
         ctx_name, _ = kube_context(a.get("context"), env, ctx.home)
         node = str(a.get("nodeName") or "")
@@ -310,7 +322,7 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         return finding(call, rule, outside_workspace=True, wide=True, targets=[PlannedTarget(
             k8s_uri(ctx_name, ns, kubeconfig=own), f"helm {verb} changes objects in it",
             external=True)])
-    if a.get("dryRun"):
+    if a.get("dryRun") or (verb == "rollout" and a.get("subCommand") in ("status", "history")):
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     _, targets, wide, notes = kubectl_targets([Word(w) for w in words], ctx.workspace, env,
                                               ctx.home, manifest if isinstance(manifest, str) else None)
@@ -319,6 +331,36 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     if own:
         targets = [replace(t, uri=with_kubeconfig(t.uri, own)) for t in targets]
     return finding(call, rule, targets=targets, wide=wide, notes=notes, outside_workspace=True)
+
+
+def server_kubeconfig(call: ToolCall, rule: Rule,
+                      ctx: Context) -> Finding | tuple[dict[str, str], str | None]:
+    """``(the server's environment, the kubeconfig of its own definition or None)`` of a
+    Kubernetes MCP server, or the unknown finding when it builds a kubeconfig preimage
+    does not read."""
+    # The server reads its kubeconfig from its own environment (its definition's env
+    # on top of the launcher's): the backup and its restore read the same file.
+    from preimage.layer.deciding.mcp_launch import server_env, server_spec
+
+    spec = server_spec(call, ctx)
+    env = server_env(spec, ctx)
+    inline = [v for v in ("KUBECONFIG_YAML", "KUBECONFIG_JSON", "K8S_SERVER") if env.get(v)]
+    if inline:   # mcp-server-kubernetes builds a kubeconfig of its own from these
+        return unknown(call, rule, f"the Kubernetes MCP server reads its cluster from "
+                       f"{inline[0]} in its environment, which preimage does not read: give it "
+                       "a kubeconfig file (KUBECONFIG or KUBECONFIG_PATH)")
+    if env.get("KUBECONFIG_PATH"):   # the server's order: KUBECONFIG_PATH before KUBECONFIG
+        env["KUBECONFIG"] = env["KUBECONFIG_PATH"]
+    # A kubeconfig of the server's own definition travels in the target URIs: the capture
+    # and a later `preimage restore` read that file, whatever their environment says.
+    own_env: dict[str, Any] = spec["env"] if isinstance(spec.get("env"), dict) else {}
+    # (A server the proxy started inherits the proxy's environment: its KUBECONFIG is the
+    # server's own setting too.)
+    defined = own_env.get("KUBECONFIG_PATH") or own_env.get("KUBECONFIG") or (
+        env.get("KUBECONFIG") if spec.get("harness") == "mcp-proxy" else None)
+    own = env["KUBECONFIG"] if defined and (
+        defined != ctx.env.get("KUBECONFIG") or spec.get("harness") == "mcp-proxy") else None
+    return env, own
 
 
 def with_kubeconfig(uri: str, path: str) -> str:

@@ -96,7 +96,10 @@ def build_server(upstream: ClientSession, name: str, layer: BackupLayer,
             raise
         done = await on_layer(layer.after, call, ToolResult(
             "error" if result.isError else "ok",
-            duration_ms=round((time.perf_counter() - started) * 1000, 1)), decision)
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            # what the answer says of the state it left (the page a browser is on)
+            output="\n".join(c.text for c in result.content if isinstance(c, types.TextContent))),
+            decision)
         log({"event": "completed", "harness": "mcp-proxy", **done.to_dict()})
         noted: types.CallToolResult = with_note(result, proxy_note(decision, done))
         return noted
