@@ -173,8 +173,10 @@ def test_playwright_mcp_page_is_read_from_the_answers(path: str, trac_server: Tr
     backs up the ticket the browser is on, not the last one navigated to: its restore
     brings that ticket back."""
     milestone = f"back-{path}"
-    first = _ticket(trac_server, milestone)
+    # the other ticket first: Trac re-creates a deleted ticket under the next free number,
+    # which is its own only when it was the newest
     second = _ticket(trac_server, f"{milestone}-other")
+    first = _ticket(trac_server, milestone)
     state, env = _setup(trac_server, profile, cli_profile, tmp_path, tmp_path / "store")
     urls = [f"{trac_server.url}/ticket/{n}?action=delete" for n in (first, second)]
     server = _server(state)

@@ -42,6 +42,7 @@ def seed(mail: Any, user: str) -> None:
     mail.add_user(user)
     c = mailbox(mail, user)
     c.create("Archive")
+    c.create("Sent")
     for i in range(1, 6):
         m = EmailMessage()
         m["From"], m["To"], m["Subject"] = "a@example.org", f"{user}@example.org", f"note {i}"
@@ -56,25 +57,27 @@ def seed(mail: Any, user: str) -> None:
 
 
 def state(mail: Any, user: str) -> dict[str, Any]:
-    """The folders, and INBOX's and Archive's messages: (Message-ID, flags), by Message-ID —
+    """The folders, and INBOX's, Archive's and Sent's messages: (Message-ID and Subject,
+    flags), by those headers —
     what a restore must bring back (UIDs are the server's to assign)."""
     import re
 
     c = mailbox(mail, user)
     out: dict[str, Any] = {"folders": sorted(
         line.decode().rsplit(" ", 1)[-1].strip('"') for line in c.list()[1])}
-    for folder in ("INBOX", "Archive"):
+    for folder in ("INBOX", "Archive", "Sent"):
         status, count = c.select(folder, readonly=True)
         if status != "OK":
             out[folder] = None
             continue
         rows = []
-        status, data = (c.fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+        status, data = (c.fetch("1:*", "(FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID SUBJECT)])")
                         if int(count[0] or 0) else ("OK", []))
         for item in data if status == "OK" else []:
             if isinstance(item, tuple):
                 flags = re.search(rb"FLAGS \(([^)]*)\)", item[0])
-                mid = item[1].decode().split(":", 1)[1].strip()
+                # a sent copy has no Message-ID (the server sets none): its Subject tells
+                mid = " ".join(item[1].decode().split())
                 words = flags.group(1).decode().split() if flags else []
                 rows.append((mid, tuple(sorted(w for w in words if w != "\\Recent"))))
         out[folder] = sorted(rows)
@@ -82,12 +85,13 @@ def state(mail: Any, user: str) -> dict[str, Any]:
     return out
 
 
-def mail_config(mail: Any, user: str, folder: Path) -> Path:
-    """emails-mcp's config file (its documented JSON), plain IMAP on loopback."""
+def mail_config(mail: Any, user: str, folder: Path, smtp: Any) -> Path:
+    """emails-mcp's config file (its documented JSON), plain IMAP and SMTP on loopback."""
     path = folder / "mail.json"
     path.write_text(json.dumps([{"email": user, "password": mail.password, "name": user,
                                  "imap_server": mail.host, "imap_port": mail.port,
-                                 "smtp_server": mail.host, "smtp_port": 1, "use_ssl": False,
+                                 "smtp_server": smtp.host, "smtp_port": smtp.port,
+                                 "use_ssl": False,
                                  "use_starttls": False}]))
     return path
 
@@ -116,6 +120,14 @@ MAIL_STEPS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
     ("move_email copies and expunges", [("get_emails", {"folder": "INBOX", "page_size": 1}),
                                         ("move_email", {"email_id": "3",
                                                         "target_folder": "Archive"})]),
+    ("send_email appends to Sent", [("send_email", {
+        "to": "bob@example.org", "subject": "status", "body": "all good"})]),
+    ("reply_email sets \\Seen and appends to Sent", [
+        ("get_emails", {"folder": "INBOX", "page_size": 1}),
+        ("reply_email", {"email_id": "2", "body": "thanks"})]),
+    ("forward_email sets \\Seen and appends to Sent", [
+        ("get_emails", {"folder": "INBOX", "page_size": 1}),
+        ("forward_email", {"email_id": "5", "to": "carol@example.org"})]),
     ("create_folder", [("create_folder", {"folder_name": "Projects"})]),
     ("delete_folder", [("delete_folder", {"folder_name": "Archive"})]),
 ]
@@ -138,18 +150,21 @@ def _mail_steps(mail: Any, user: str, project: Path, env: dict[str, str], server
         assert state(mail, user) == before, f"{label}: not restored exactly"
 
 
-def test_emails_mcp_through_proxy(dovecot: Any, tmp_path: Path) -> None:
+def test_emails_mcp_through_proxy(dovecot: Any, smtp: Any, tmp_path: Path) -> None:
     """emails-mcp behind the proxy with its --config_file: each reading tool that sets
     \\Seen and each flag, delete and move tool is backed up and restores every folder's
     messages and flags exactly (the numbers are sequence numbers in the folder the
     session selected)."""
     mail = dovecot
     seed(mail, "mcpproxyuser")
-    mail_config(mail, "mcpproxyuser", tmp_path)
+    mail_config(mail, "mcpproxyuser", tmp_path, smtp)
     env = clean_env(tmp_path)
     server = [PREIMAGE, "mcp-proxy", "--name", "mail", "--",
               str(executable("emails-mcp")), "--config_file", "mail.json"]
+    sent = len(smtp.delivered())
     _mail_steps(mail, "mcpproxyuser", tmp_path, env, server, None)
+    # the three sends went out (a restore takes back only their copies in Sent)
+    assert len(smtp.delivered()) == sent + 3 and "status" in smtp.delivered()
     # A session whose first call names numbers before any folder was selected: the server
     # has none selected (its STORE fails), the layer captures those numbers in every
     # folder, and the model hears why (the decision's notes reach it through the proxy).
@@ -158,16 +173,18 @@ def test_emails_mcp_through_proxy(dovecot: Any, tmp_path: Path) -> None:
     assert "no folder is known to be selected" in note_of(result), note_of(result)
 
 
-def test_emails_mcp_through_claude_hook(dovecot: Any, tmp_path: Path) -> None:
+def test_emails_mcp_through_claude_hook(dovecot: Any, smtp: Any, tmp_path: Path) -> None:
     """emails-mcp defined in .mcp.json with a relative --config_file: the hook reads the
     account from that file and the selected folder from the session's earlier calls."""
     mail = dovecot
     seed(mail, "mcphookuser")
     project = tmp_path / "project"
     project.mkdir()
-    mail_config(mail, "mcphookuser", project)
+    mail_config(mail, "mcphookuser", project, smtp)
     server = [str(executable("emails-mcp")), "--config_file", "mail.json"]
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"inbox": {
         "command": server[0], "args": server[1:]}}}))
     env = clean_env(tmp_path)
+    sent = len(smtp.delivered())
     _mail_steps(mail, "mcphookuser", project, env, server, ClaudeHook("inbox", project, env))
+    assert len(smtp.delivered()) == sent + 3
