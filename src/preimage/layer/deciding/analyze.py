@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-from urllib.parse import unquote, urlsplit
 
 from preimage.layer.call import ToolCall
 from preimage.layer.context import Context
@@ -20,10 +18,13 @@ from preimage.layer.deciding import (  # noqa: F401  (importing registers the ex
     ex_vcs,
     mcp_kubernetes,
 )
-from preimage.layer.deciding.extract import SHELL_EXTRACTORS, TOOL_EXTRACTORS, finding, unknown
-from preimage.layer.deciding.rules import Rule, RuleSet, render, template_fields
-from preimage.layer.decision import Finding, Impact, PlannedTarget, Tier
-from preimage.layer.reading.shell import SimpleCommand, parse
+from preimage.layer.deciding.extract import (
+    run_rule,
+    unknown,
+)
+from preimage.layer.deciding.rules import RuleSet
+from preimage.layer.decision import Finding
+from preimage.layer.reading.shell import parse
 
 _KIND_HINTS = (
     ("postgres", r"postgres|\bpg\b|supabase|neon|timescale"),
@@ -75,45 +76,6 @@ def mcp_kind(call: ToolCall, ctx: Context) -> str | None:
             if re.search(rx, launch, re.I):
                 return kind
     return None
-
-
-def _templated(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
-    if isinstance(source, SimpleCommand):
-        fields = template_fields(cwd=source.cwd, workspace=ctx.workspace, home=ctx.home,
-                                 env=source.env, cmd=source, rule=rule)
-    else:
-        fields = template_fields(cwd=source.cwd, workspace=ctx.workspace, home=ctx.home,
-                                 env=ctx.env, tool_input=source.input)
-    targets = []
-    for tpl in rule.targets:
-        uri = render(tpl, fields)
-        if uri is None:
-            return unknown(source, rule, f"rule {rule.name}: cannot fill {tpl}")
-        targets.append(PlannedTarget(uri, f"rule {rule.name}",
-                                     external=not uri.startswith(("file:", "git:", "pip:"))))
-    if rule.params.get("creates_missing") and all(
-            t.uri.startswith("file://") and os.path.lexists(unquote(urlsplit(t.uri).path))
-            for t in targets):  # it only creates these when they are missing: nothing to do
-        return finding(source, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
-    return finding(source, rule, targets=targets)
-
-
-def run_rule(source: SimpleCommand | ToolCall, rule: Rule, ctx: Context) -> Finding:
-    """The finding ``rule`` gives ``source`` (an extractor's failure is an unknown finding)."""
-    try:
-        if rule.extract:
-            table = SHELL_EXTRACTORS if isinstance(source, SimpleCommand) else TOOL_EXTRACTORS
-            fn = table.get(rule.extract)
-            if fn is None:
-                return unknown(source, rule, f"rule {rule.name}: no extractor {rule.extract!r}")
-            return fn(source, rule, ctx)  # type: ignore[arg-type]
-        if rule.tier == "read-only":
-            return finding(source, rule, impact=Impact.NONE)
-        if rule.tier == "workspace" or not rule.targets:
-            return finding(source, rule, tier=Tier.WORKSPACE)
-        return _templated(source, rule, ctx)
-    except Exception as exc:  # an extractor bug must never stop the agent's call
-        return unknown(source, rule, f"rule {rule.name} failed ({type(exc).__name__}: {exc})")
 
 
 def analyze(call: ToolCall, ctx: Context, rules: RuleSet) -> tuple[list[Finding], list[str]]:

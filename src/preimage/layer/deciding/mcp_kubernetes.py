@@ -62,7 +62,7 @@ def generic_argv(a: dict[str, Any]) -> list[str]:
 @tool_extractor("mcp_kubectl_generic")
 def mcp_kubectl_generic(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """``kubectl_generic``: the kubectl line it runs, read by the shell rules."""
-    from preimage.layer.deciding.analyze import run_rule
+    from preimage.layer.deciding.extract import run_rule
     from preimage.layer.deciding.rules import load_rules
     from preimage.layer.reading.shell import parse
 
