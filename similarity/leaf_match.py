@@ -41,3 +41,15 @@ def _remap_note(
             whose = "" if same_leaf else f" of {r.key}"
             return f"the restore re-assigned {r.field}{whose} {r.old} → {r.new}{followed}"
     return ""
+
+
+def difference_reason(got: Any, leaf: Any, fidelity: str) -> str:
+    """Why a leaf of the original differs from what the other side has (``got``: its leaf
+    at the same path, or ``None``)."""
+    if got is None:
+        return "missing field"
+    if got.fidelity != fidelity:
+        return "changed class"
+    if type(got.value) is not type(leaf.value) and None not in (got.value, leaf.value):
+        return "changed type"
+    return "changed value"

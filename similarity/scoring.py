@@ -51,6 +51,7 @@ from preimage.similarity.leaf_match import (
     _jsonable,
     _remap_note,
     _same,
+    difference_reason,
 )
 from preimage.similarity.oracle import FIDELITY as ORACLE_CLASS
 from preimage.similarity.oracle import PATH as ORACLE_PATH
@@ -129,14 +130,7 @@ def compare(
         if key not in rest_items:
             whole_item(key, "missing item", fidelity)
             continue
-        if got is None:
-            reason = "missing field"
-        elif got.fidelity != fidelity:
-            reason = "changed class"
-        elif type(got.value) is not type(leaf.value) and None not in (got.value, leaf.value):
-            reason = "changed type"
-        else:
-            reason = "changed value"
+        reason = difference_reason(got, leaf, fidelity)
         note = ""
         if fidelity == SERVER:
             remapped = _remap_note(

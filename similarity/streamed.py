@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from preimage.restoration import IdRemap
-from preimage.similarity.leaf_match import _WEIGHT, SERVER_REASON, _jsonable, _remap_note, _same
+from preimage.similarity.leaf_match import (
+    _WEIGHT,
+    SERVER_REASON,
+    _jsonable,
+    _remap_note,
+    _same,
+    difference_reason,
+)
 from preimage.similarity.report import CLASSES, LeafDifference, SimilarityReport
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, iter_leaves
 
@@ -107,14 +114,7 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
             if p.r_leaves is None:
                 whole_item("missing item", fidelity)
                 continue
-            if got is None:
-                reason = "missing field"
-            elif got.fidelity != fidelity:
-                reason = "changed class"
-            elif type(got.value) is not type(leaf.value) and None not in (got.value, leaf.value):
-                reason = "changed type"
-            else:
-                reason = "changed value"
+            reason = difference_reason(got, leaf, fidelity)
             note = ""
             if fidelity == SERVER:
                 remapped = _remap_note((p.key, o_label), path, leaf.value,

@@ -32,7 +32,7 @@ from preimage.engine.backups import (
     select_snapshots,
 )
 from preimage.engine.capture import capture
-from preimage.engine.resume import resumable
+from preimage.engine.resume import journal_entry
 from preimage.interface.connector import capabilities_of, relocate
 from preimage.interface.errors import PreimageError, RestoreError, UsageError
 from preimage.interface.registry import get_connector
@@ -170,16 +170,7 @@ def _restore_to(st: Store, backup: BackupRow, pins: contextlib.ExitStack,
                                    for row, _, r in moved)})
     at_destinations = [(replace(row, target=r.snapshot.target), scope, r.snapshot)
                        for row, scope, r in moved]
-    entry = st.catalog.running_restore(backup.id, key)
-    undo: str | None = None
-    restore_id = 0
-    if entry is not None:
-        if entry.undo_backup:
-            pins.enter_context(st.catalog.pin(entry.undo_backup))
-        if entry.undo_backup and resumable(st, entry.undo_backup, at_destinations):
-            restore_id, undo = entry.id, entry.undo_backup
-        else:
-            st.catalog.finish_restore(entry.id, "superseded")
+    restore_id, undo = journal_entry(st, backup.id, key, at_destinations, pins)
     if undo is None:
         undo = capture(
             [Target.parse(r.snapshot.target) for _, _, r in moved], store=st,

@@ -18,7 +18,7 @@ from preimage.engine.backups import (
     select_snapshots,
 )
 from preimage.engine.capture import capture
-from preimage.engine.resume import resumable
+from preimage.engine.resume import journal_entry
 from preimage.interface.connector import capabilities_of
 from preimage.interface.errors import (
     BlobCorruptError,
@@ -139,16 +139,7 @@ def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Seq
         if dry_run:
             return RestoreResult(backup.id, None, plans, True)
     only_key = json.dumps(sorted(only))
-    entry = st.catalog.running_restore(backup.id, only_key)
-    undo: str | None = None
-    restore_id = 0
-    if entry is not None:
-        if entry.undo_backup:
-            pins.enter_context(st.catalog.pin(entry.undo_backup))
-        if entry.undo_backup and resumable(st, entry.undo_backup, loaded):
-            restore_id, undo = entry.id, entry.undo_backup
-        else:
-            st.catalog.finish_restore(entry.id, "superseded")
+    restore_id, undo = journal_entry(st, backup.id, only_key, loaded, pins)
     if undo is None:
         undo_backup = capture(
             [Target.parse(row.target) for row, _, _ in loaded],

@@ -4,6 +4,7 @@ has it."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from preimage.interface.blobs import BlobStore
@@ -73,3 +74,20 @@ def resumable(st: Store, undo_id: str, loaded: list[tuple[SnapshotRow, Any, Snap
 
 def content_fields(fields: dict[str, tuple[str, Any]]) -> dict[str, Any]:
     return {p: v for p, (fidelity, v) in fields.items() if fidelity == "content"}
+
+
+def journal_entry(st: Store, backup_id: str, key: str, loaded: list[tuple[SnapshotRow, Any, Snapshot]],
+                  pins: contextlib.ExitStack) -> tuple[int, str | None]:
+    """The running restore of ``backup_id`` under ``key`` that this one resumes, as
+    ``(restore id, its undo backup)`` — pinned while the restore reads it — or ``(0, None)``
+    when there is none or its undo backup no longer describes the live state (that entry
+    is marked superseded, and the caller takes a fresh undo backup)."""
+    entry = st.catalog.running_restore(backup_id, key)
+    if entry is None:
+        return 0, None
+    if entry.undo_backup:
+        pins.enter_context(st.catalog.pin(entry.undo_backup))
+    if entry.undo_backup and resumable(st, entry.undo_backup, loaded):
+        return entry.id, entry.undo_backup
+    st.catalog.finish_restore(entry.id, "superseded")
+    return 0, None
