@@ -14,6 +14,7 @@ claude-code   PreToolUse / PostToolUse(+Fail)  hookSpecificOutput JSON     yes /
 codex         PreToolUse / PostToolUse         hookSpecificOutput JSON     yes / yes (no ask)
 gemini        BeforeTool / AfterTool           decision + hookSpecificOutput yes / yes (no ask)
 opencode      tool.execute.before / .after     JSON for preimage's plugin  yes / yes (no ask)
+qwen          PreToolUse / PostToolUse(+Fail)  hookSpecificOutput JSON     yes / refuses (no ask)
 ============  ==============================  ===========================  =================
 
 Adapters are found by name in :data:`HARNESSES` and imported on first use.
@@ -34,9 +35,10 @@ HARNESSES: dict[str, str] = {
     "codex": "preimage.layer.harnesses.codex:Codex",
     "gemini": "preimage.layer.harnesses.gemini:Gemini",
     "opencode": "preimage.layer.harnesses.opencode:OpenCode",
+    "qwen": "preimage.layer.harnesses.qwen:Qwen",
 }
 
-ALIASES = {"claude": "claude-code", "gemini-cli": "gemini", "codex-cli": "codex"}
+ALIASES = {"claude": "claude-code", "gemini-cli": "gemini", "codex-cli": "codex", "qwen-code": "qwen"}
 
 _loaded: dict[str, Harness] = {}
 

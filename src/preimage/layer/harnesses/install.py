@@ -38,7 +38,7 @@ from preimage.layer.harnesses.install_record import InstallRecord
 
 HOOK_TIMEOUT_SECONDS = 60   # above the layer's own 45 s deadline, so preimage answers first
 # Folders install may have created, removed again by uninstall when it leaves them empty.
-_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", "plugin"})
+_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", ".qwen", "plugin"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ SPECS = {
     "codex": HookSpec(("PreToolUse", "PostToolUse"), "*", HOOK_TIMEOUT_SECONDS),
     "gemini": HookSpec(("BeforeTool", "AfterTool"), ".*", HOOK_TIMEOUT_SECONDS * 1000,
                        (("name", "preimage"),)),
+    "qwen": HookSpec(("PreToolUse", "PostToolUse", "PostToolUseFailure"), "*",
+                     HOOK_TIMEOUT_SECONDS, (("name", "preimage"),)),
 }
 
 
