@@ -285,7 +285,7 @@ def test_hook_client_imports_only_the_standard_library(service: Service, tmp_pat
 
     own = {"preimage", "preimage._entry", "preimage.layer", "preimage.services",
            "preimage.services.hook_client",
-           "preimage.services.wire"}
+           "preimage.services.wire", "preimage.services.lean_json"}
     extra = modules(proc.stderr) - modules(baseline) - own
     foreign = sorted(m for m in extra if m.split(".")[0] not in sys.stdlib_module_names)
     assert foreign == []

@@ -15,11 +15,11 @@ begun stays ``open`` in the catalog — and ``--on-failure ask|deny`` apply.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
+from preimage.services import lean_json as json
 from preimage.services import wire
 
 TYPE_CHECKING = False  # typing is not imported: this is the hook's path
@@ -164,10 +164,8 @@ def mark_boundary(harness: str, text: str) -> None:
         record["command"] = tool_input["command"]
     mark = {"event": "begin" if event in _BEGIN_EVENTS else "end", "call": str(call),
             "record": record}
-    import socket
-
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        with wire.unix_socket() as sock:
             sock.settimeout(ANSWER_MARGIN)
             sock.connect(path)
             sock.sendall((json.dumps(mark) + "\n").encode())
