@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from preimage.connectors.postgres.apply import PgRestorer
 from preimage.connectors.postgres.capture import audit_state, prepare_session, read_state
 from preimage.connectors.postgres.connection import DatabaseMissingError, connect
-from preimage.connectors.postgres.oracle import OracleRun
 from preimage.connectors.postgres.oracle import start as start_oracle
 from preimage.connectors.postgres.scope import PgScope, parse_scope
 from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.dump_run import DumpRun
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.interface.target import Target
 from preimage.restoration import Relocation, RestorePolicy, RestoreReport
@@ -89,11 +89,11 @@ class PostgresConnector(ConnectorBase):
                         base.update(scope="tables")
                         items = read_state(cur, scope, blobs)
                     uncaptured = audit_state(cur, scope, items)
-                    oracle = dump.finish(blobs) if isinstance(dump, OracleRun) else dump
+                    oracle = dump.finish(blobs) if isinstance(dump, DumpRun) else dump
                 except ValueError as exc:
                     raise InvalidTargetError(target.redacted, str(exc)) from exc
                 finally:
-                    if isinstance(dump, OracleRun):
+                    if isinstance(dump, DumpRun):
                         dump.close()
                 version = conn.info.server_version
         except psycopg.errors.InsufficientPrivilege as exc:

@@ -31,11 +31,10 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from typing import IO, Any
+from typing import Any
 
 from preimage.connectors.postgres.scope import PgScope
-from preimage.interface.blobs import BlobStore
+from preimage.interface.dump_run import DumpRun, spawn
 from preimage.snapshot_schemas.oracle import SchemaOracle
 
 Cursor = Any
@@ -106,51 +105,10 @@ def _scope_args(scope: PgScope) -> list[str]:
     return out
 
 
-class OracleRun:
-    """A ``pg_dump`` running beside the capture, in its snapshot."""
-
-    def __init__(self, tool: str, proc: subprocess.Popen[bytes], out: IO[bytes],
-                 err: IO[bytes]) -> None:
-        self.tool = tool
-        self._proc = proc
-        self._out = out
-        self._err = err
-
-    def finish(self, blobs: BlobStore) -> SchemaOracle:
-        """Wait for ``pg_dump`` (the capture transaction must still be open) and store its
-        normalized output."""
-        try:
-            try:
-                code = self._proc.wait(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                return SchemaOracle(tool=self.tool, reason=f"{self.tool} took over {TIMEOUT} s "
-                                    "and was stopped")
-            if code != 0:
-                self._err.seek(0)
-                lines = self._err.read().decode(errors="replace").strip().splitlines()
-                why = lines[-1] if lines else f"exited with status {code}"
-                return SchemaOracle(tool=self.tool, reason=f"{self.tool} failed: {why}")
-            self._out.seek(0)
-            normalized = normalize(self._out.read().decode("utf-8", errors="replace"))
-            text = "".join(line + "\n" for line in normalized)
-            digest = blobs.put_bytes(text.encode())
-            return SchemaOracle(tool=self.tool, ran=True, digest=digest, lines=len(normalized))
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Stop ``pg_dump`` if it still runs, and drop its files."""
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
-        self._out.close()
-        self._err.close()
-
-
-def start(cur: Cursor, scope: PgScope) -> OracleRun | SchemaOracle | None:
-    """Start ``pg_dump`` in the capture transaction's snapshot: an :class:`OracleRun` to
-    :meth:`~OracleRun.finish` before the transaction ends, a :class:`SchemaOracle` saying
-    why it could not start, or ``None`` for a row scope (no schema to compare)."""
+def start(cur: Cursor, scope: PgScope) -> DumpRun | SchemaOracle | None:
+    """Start ``pg_dump`` in the capture transaction's snapshot: a :class:`DumpRun` to
+    :meth:`~DumpRun.finish` before the transaction ends, a :class:`SchemaOracle` saying why
+    it could not start, or ``None`` for a row scope (no schema to compare)."""
     from psycopg.conninfo import make_conninfo
 
     if scope.scope == "rows":
@@ -181,16 +139,7 @@ def start(cur: Cursor, scope: PgScope) -> OracleRun | SchemaOracle | None:
     args = [program, "--schema-only", "--no-password", f"--snapshot={snapshot}",
             f"--lock-wait-timeout={LOCK_WAIT}", *_scope_args(scope),
             "-d", make_conninfo("", **params)]
-    # both files live as long as the OracleRun, which closes them
-    out = tempfile.TemporaryFile()  # noqa: SIM115
-    err = tempfile.TemporaryFile()  # noqa: SIM115
-    try:
-        proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-    except OSError as exc:
-        out.close()
-        err.close()
-        return SchemaOracle(tool=tool, reason=f"cannot run {program}: {exc.strerror}")
-    return OracleRun(tool, proc, out, err)
+    return spawn(tool, args, env, normalize, TIMEOUT)
 
 
 def normalize(text: str) -> list[str]:

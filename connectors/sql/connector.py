@@ -39,13 +39,13 @@ from preimage.connectors.sql import mysql, mysql_direct, mysql_rows
 from preimage.connectors.sql.address import SCOPE_PARAMS, scope_tables
 from preimage.connectors.sql.audit import sqlite_audit
 from preimage.connectors.sql.grants import audit_grants, read_grants
-from preimage.connectors.sql.oracle import DumpRun
 from preimage.connectors.sql.oracle import start as start_oracle
 from preimage.connectors.sql.revert import SqlReverter
 from preimage.connectors.sql.rows import encode_rows, put_while_reading
 from preimage.connectors.sql.tables import inspector, reflect
 from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
+from preimage.interface.dump_run import DumpRun
 from preimage.interface.errors import (
     InvalidTargetError,
     RestoreConflictError,

@@ -24,10 +24,8 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from typing import IO
 
-from preimage.interface.blobs import BlobStore
+from preimage.interface.dump_run import DumpRun, spawn
 from preimage.interface.target import Target
 from preimage.snapshot_schemas.oracle import SchemaOracle
 
@@ -68,46 +66,6 @@ def tool_version(program: str) -> str:
     return f"{name} {found.group(1)}" if proc.returncode == 0 and found else name
 
 
-class DumpRun:
-    """A dump tool running beside the capture."""
-
-    def __init__(self, tool: str, proc: subprocess.Popen[bytes], out: IO[bytes],
-                 err: IO[bytes]) -> None:
-        self.tool = tool
-        self._proc = proc
-        self._out = out
-        self._err = err
-
-    def finish(self, blobs: BlobStore) -> SchemaOracle:
-        """Wait for the dump and store its normalized output."""
-        try:
-            try:
-                code = self._proc.wait(timeout=_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                return SchemaOracle(tool=self.tool, reason=f"{self.tool} took over "
-                                    f"{_TIMEOUT} s and was stopped")
-            if code != 0:
-                self._err.seek(0)
-                lines = self._err.read().decode(errors="replace").strip().splitlines()
-                why = lines[-1] if lines else f"exited with status {code}"
-                return SchemaOracle(tool=self.tool, reason=f"{self.tool} failed: {why}")
-            self._out.seek(0)
-            normalized = normalize(self._out.read().decode("utf-8", errors="replace"))
-            text = "".join(line + "\n" for line in normalized)
-            return SchemaOracle(tool=self.tool, ran=True, digest=blobs.put_bytes(text.encode()),
-                                lines=len(normalized))
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Stop the dump if it still runs, and drop its files."""
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
-        self._out.close()
-        self._err.close()
-
-
 def start(target: Target, database: str, tables: list[str] | None, *,
           mariadb: bool) -> DumpRun | SchemaOracle:
     """Start the dump of ``database`` (``tables``: only those, with their triggers)."""
@@ -134,16 +92,7 @@ def start(target: Target, database: str, tables: list[str] | None, *,
     password = target.resolve_password()
     if password is not None:
         env["MYSQL_PWD"] = password  # never in the arguments: others can read those
-    # both files live as long as the DumpRun, which closes them
-    out = tempfile.TemporaryFile()  # noqa: SIM115
-    err = tempfile.TemporaryFile()  # noqa: SIM115
-    try:
-        proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-    except OSError as exc:
-        out.close()
-        err.close()
-        return SchemaOracle(tool=tool, reason=f"cannot run {program}: {exc.strerror}")
-    return DumpRun(tool, proc, out, err)
+    return spawn(tool, args, env, normalize, _TIMEOUT)
 
 
 def normalize(text: str) -> list[str]:
