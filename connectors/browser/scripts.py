@@ -173,8 +173,10 @@ const writeDb = async (d, merge) => {
       } else if (os.keyPath === null) os.put(value, key); else os.put(value);
     }
     await done(tx);
-    if (s.autoIncrement && s.nextKey !== null && !merge) {
+    if (s.autoIncrement && s.nextKey !== null) {
       // Where does the key generator stand now?  Probe in a transaction that is aborted.
+      // Only ever moved forward, so a merge may too: a key handed out before the capture
+      // is not handed out again, and a generator the agent moved further stays.
       const p = db.transaction(s.name, 'readwrite');
       const ps = p.objectStore(s.name);
       const cur = await req(ps.keyPath === null ? ps.add(0) : ps.add({}));

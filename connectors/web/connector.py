@@ -241,8 +241,11 @@ class WebAppConnector(ConnectorBase):
         want_refs = {r.ref for r in snapshot.items}
         differs = {r.ref for r in wanted if r.ref in live and _fields(live[r.ref]) != _fields(r)}
         missing = {r.ref for r in wanted if r.ref not in live}
-        extras = [live[ref] for ref in listed if ref not in want_refs
-                  and (exact is None or live[ref].natural_key() in exact)]
+        # A record created after the capture is deleted only when the restore's scope
+        # holds it: `--only` names what to put back, and leaves the rest as it is.
+        extras = [live[ref] for ref in listed if ref not in want_refs and (
+            policy.in_scope(live[ref].name) or policy.in_scope(live[ref].ref)
+            if exact is None else live[ref].natural_key() in exact)]
         if policy.conflict is ConflictMode.REFUSE and (differs or missing or extras):
             raise RestoreConflictError(
                 snapshot.target, sorted(differs | missing | {e.ref for e in extras})

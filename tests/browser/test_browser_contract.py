@@ -13,6 +13,7 @@ from preimage.connectors.browser.pages import session_tab
 from preimage.testing import ConnectorContract
 
 from .conftest import SHOP_HOST, clear_site_data, seeded_tab
+from .observers import Observed, observe_browser
 
 pytestmark = pytest.mark.browser
 
@@ -21,8 +22,6 @@ class TestBrowserConnectorContract(ConnectorContract):
     """capture → mutate → restore → score on one origin of the agent's profile."""
 
     connector = "browser"
-    observer_exempt = (
-        "no independent observer written for it yet")
 
     @pytest.fixture
     def shop_tab(self, profile: Path, shop_site: Any) -> Iterator[Any]:
@@ -53,6 +52,11 @@ class TestBrowserConnectorContract(ConnectorContract):
             }])
 
         return damage
+
+    @pytest.fixture
+    def observe(self, profile: Path, shop_site: Any, shop_tab: Any) -> Callable[[str], Observed]:
+        """The shop origin read through Playwright's cookie jar and page JavaScript."""
+        return observe_browser(lambda: browser_context(profile), shop_site.origin)
 
     @pytest.fixture
     def malformed_uris(self, profile: Path) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,6 +13,7 @@ from fixtures.trac import TracServer
 from preimage.testing import ConnectorContract
 
 from .conftest import moderator_deletes
+from .observers import Observed, observe_isso, observe_trac
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
@@ -22,8 +22,6 @@ class TestIssoAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one isso thread, through the agent's profile."""
 
     connector = "web+isso"
-    observer_exempt = (
-        "no independent observer written for it yet")
 
     @pytest.fixture
     def thread(self, isso_server: IssoServer, request: pytest.FixtureRequest) -> tuple[str, dict[str, int]]:
@@ -58,6 +56,10 @@ class TestIssoAdapterContract(ConnectorContract):
 
         return damage
 
+    @pytest.fixture
+    def observe(self, isso_server: IssoServer) -> Callable[[str], Observed]:
+        """The thread read from isso's own SQLite database."""
+        return observe_isso(isso_server.db)
 
     @pytest.fixture
     def malformed_uris(self, isso_server: IssoServer, profile: Path) -> list[str]:
@@ -98,8 +100,6 @@ class TestTracAdapterContract(ConnectorContract):
     """capture → mutate → restore → score on one Trac milestone and its tickets."""
 
     connector = "web+trac"
-    observer_exempt = (
-        "no independent observer written for it yet")
 
     @pytest.fixture
     def milestone(
@@ -152,14 +152,18 @@ class TestTracAdapterContract(ConnectorContract):
         return damage
 
     @pytest.fixture
+    def observe(self, trac_server: TracServer) -> Callable[[str], Observed]:
+        """The milestone and its tickets read from Trac's own SQLite database."""
+        return observe_trac(trac_server.env / "db" / "trac.db")
+
+    @pytest.fixture
     def malformed_uris(self, trac_server: TracServer, profile: Path) -> list[str]:
         return ["web+trac://", f"web+trac://127.0.0.1:{trac_server.port}/milestone/x?profile="]
 
     @pytest.fixture
     def sub_scope(self, target_uri: str) -> str:
         """The deleted ticket (reported by carol); the changed one stays changed."""
-        micros = int(datetime(2024, 6, 3, 10, tzinfo=UTC).timestamp()) * 1_000_000
-        return f"{target_uri}#{quote(f'ticket:{micros} carol')}"
+        return f"{target_uri}#{quote('ticket:2024-06-03T10:00:00Z carol')}"
 
     @pytest.fixture
     def elsewhere_uri(self, second_trac: tuple[TracServer, Path]) -> str:
