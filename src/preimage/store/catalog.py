@@ -30,7 +30,7 @@ from preimage.interface.errors import (
     UsageError,
 )
 from preimage.store.backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
-from preimage.store.pins import pinned_file, unpinned_file
+from preimage.store.pins import locked_file, pinned_file, unpinned_file
 
 __all__ = ["BackupRow", "SnapshotRow", "SqliteCatalog"]
 
@@ -489,15 +489,7 @@ class SqliteCatalog(Catalog):
     def lease(self, backup_id: str) -> Iterator[None]:
         """An exclusive ``flock`` on ``locks/capture-<id>.lock`` for the capture's life."""
         path = self._lock_path(f"capture-{backup_id}")
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:   # a cleanup may have unlinked the file between open and flock
-                if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)
+        fd = locked_file(path, fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -30,19 +30,34 @@ def _path(locks: Path, backup_id: str) -> Path:
     return locks / f"read-{backup_id}.lock"
 
 
+
+def locked_file(path: Path, op: int) -> int:
+    """``path`` opened (created 0600) and locked with ``flock`` ``op``: the descriptor.
+
+    Whoever releases such a lock may unlink the file, so a lock taken on a file that was
+    unlinked between the open and the ``flock`` is dropped and taken again on the file now
+    at ``path``.  Raises :class:`OSError` as ``flock`` does (``EWOULDBLOCK`` with
+    ``LOCK_NB``), the descriptor closed."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, op)
+        except OSError:
+            os.close(fd)
+            raise
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
 @contextmanager
 def pinned_file(locks: Path, backup_id: str) -> Iterator[None]:
     """A shared pin on ``backup_id`` for the block (see the module docstring)."""
     path = _path(locks, backup_id)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        try:   # a forget may have unlinked the file between open and flock
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    fd = locked_file(path, fcntl.LOCK_SH)
     try:
         yield
     finally:
@@ -59,22 +74,13 @@ def pinned_file(locks: Path, backup_id: str) -> Iterator[None]:
 def unpinned_file(locks: Path, backup_id: str) -> Iterator[bool]:
     """True inside the block when nobody pins ``backup_id`` (and nobody can until it ends)."""
     path = _path(locks, backup_id)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                yield False
-                return
-            raise
-        try:   # the last reader out may have unlinked the file between open and flock
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    try:
+        fd = locked_file(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            yield False
+            return
+        raise
     try:
         yield True
     finally:
