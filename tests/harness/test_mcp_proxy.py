@@ -7,16 +7,14 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 import pytest
 from harnesses import BIN, backups, preimage
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_clients import run_apart
 
 from preimage.layer.harnesses.mcp_proxy import http_client
 
@@ -39,25 +37,6 @@ def rows(path: Path) -> list[tuple[Any, ...]]:
         got = con.execute("SELECT id, item FROM orders ORDER BY id").fetchall()
     con.close()
     return got
-
-
-def run_apart(go: Callable[[], Awaitable[T]]) -> T:
-    """``anyio.run(go)`` on a thread of its own: another test's session fixture (Playwright's
-    sync API) may keep an event loop running on this one, and a loop cannot nest."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = anyio.run(go)
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def call_through_proxy(db: Path, cwd: Path, calls: list[tuple[str, dict[str, Any]]],
