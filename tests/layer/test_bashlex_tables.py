@@ -43,8 +43,10 @@ print(json.dumps(out))
 """
 
 
-def _parse(mode: str, cache: Path) -> list[object]:
+def _parse(mode: str, cache: Path, path: Path | None = None) -> list[object]:
     env = {**os.environ, "PREIMAGE_CACHE_DIR": str(cache)}
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, mode, json.dumps(COMMANDS)],
                           capture_output=True, text=True, env=env, timeout=300, check=True)
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
@@ -70,3 +72,19 @@ def test_corrupt_cache_falls_back_to_building(tmp_path: Path) -> None:
     table.write_bytes(b"not marshal data")
     assert _parse("cached", cache) == _parse("plain", cache)
     assert table.read_bytes() != b"not marshal data"
+
+
+def test_installations_of_one_bashlex_share_one_table(tmp_path: Path) -> None:
+    """Two copies of the same bashlex (two environments, files of other times) use one
+    table in the cache instead of one each."""
+    import shutil
+
+    import bashlex
+
+    cache = tmp_path / "cache"
+    for n in (1, 2):
+        copy = tmp_path / f"env{n}"
+        shutil.copytree(Path(bashlex.__file__).parent, copy / "bashlex")
+        os.utime(copy / "bashlex" / "parser.py", ns=(n * 10**18, n * 10**18))
+        assert _parse("cached", cache, copy) == _parse("plain", cache, copy)
+    assert len(list(cache.glob("bashlex-lalr-*.marshal"))) == 1

@@ -332,6 +332,19 @@ def test_kubectl_drain_names_a_node_not_a_kind(layer: BackupLayer, world: World)
     assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes", f"k8s://{CTX}/_all/pods"]
 
 
+def test_kubectl_switches_do_not_swallow_the_kind(layer: BackupLayer, world: World) -> None:
+    """`--overwrite` or a bare `--cascade` before the kind leave the kind and the name read
+    as such, and KEY=VALUE / KEY- words are not taken for objects."""
+    for line in ("kubectl label --overwrite deploy web tier=x -n shop",
+                 "kubectl annotate --overwrite deploy web note=x -n shop",
+                 "kubectl label deploy web tier- -n shop",
+                 "kubectl set env deploy/web MODE=safe -n shop",
+                 "kubectl delete --cascade deploy web -n shop"):
+        plan = layer.plan(sh(line)(world))
+        uris = [t.uri for t in plan.wanted if "replicasets" not in t.uri]
+        assert uris == [f"k8s://{CTX}/shop/deployments/web"], line
+
+
 def test_web_target_profile_prefers_the_one_preimage_is_given(store: object, world: World,
                                                                layer: BackupLayer) -> None:
     """The agent's browser holds its profile open: a profile set for the site, or

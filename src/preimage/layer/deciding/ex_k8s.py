@@ -32,9 +32,11 @@ KUBECTL_OPTS = ["-n", "--namespace", "--context", "--kubeconfig", "-l", "--selec
                 "--server", "--cluster", "--user", "--token", "--as", "--as-group", "-p",
                 "--patch", "--type", "--replicas", "--timeout", "--grace-period", "-c",
                 "--container", "--image", "--port", "--for", "--patch-file", "--kube-context",
-                "--version", "--values", "--set", "--set-string", "--revision", "--cascade",
-                "--field-manager", "--pod-selector", "--prune-allowlist", "--overwrite",
-                "--dry-run", "-i"]
+                "--version", "--values", "--set", "--set-string", "--revision",
+                "--field-manager", "--pod-selector", "--prune-allowlist"]
+# Not here, though they look like it: --overwrite and -i/--stdin are switches, and a bare
+# --cascade or --dry-run takes its default (kubectl reads a value only after `=`), so none
+# of them may swallow the word after it — that word is a kind or a name.
 ALIASES = {
     "po": "pods", "pod": "pods", "svc": "services", "service": "services", "deploy": "deployments",
     "deployment": "deployments", "rs": "replicasets", "replicaset": "replicasets",
@@ -159,14 +161,17 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
     if args.values("-k", "--kustomize"):
         targets.append(PlannedTarget(k8s_uri(ctx_name, ns), why, external=True))
         notes.append("kustomize output is not expanded; the whole namespace is captured")
-    rest = args.texts[1:]
+    dynamic = dynamic_names(args)
+    # `label`/`annotate`/`taint`/`set env` take KEY=VALUE and KEY- words after the object:
+    # no object's name has an `=` in it or ends in `-`.
+    rest = [r for r in args.texts[1:]
+            if r in dynamic or not ("=" in r or (verb in EDIT_VERBS and r.endswith("-")))]
     if verb in NODE_VERBS and not files:
         return verb, node_targets(ctx_name, verb, rest, args, dynamic_names(args)), True, notes
     if verb in ("scale", "autoscale", "rollout", "set") and rest and "/" not in rest[0] \
             and rest[0] in ("restart", "undo", "pause", "resume", "image", "env", "resources"):
         rest = rest[1:]
     wide = bool(selector) or args.has("--all") or all_ns
-    dynamic = dynamic_names(args)
     if rest and not files:
         kinds: list[tuple[str, str | None]] = []
         if "/" in rest[0] or rest[0] in dynamic:
@@ -220,6 +225,7 @@ def kubectl_targets(words: list[Word], cmd_cwd: str, env: dict[str, str], home: 
 
 # `kubectl drain|cordon|uncordon NODE...` name nodes, not a kind: the first word is a node.
 NODE_VERBS = ("drain", "cordon", "uncordon")
+EDIT_VERBS = ("label", "annotate", "taint")
 
 
 def dynamic_names(args: Args) -> set[str]:

@@ -6,8 +6,8 @@ bashlex (0.18) builds its LALR table with its bundled PLY every time
 that reads a shell command.  :func:`install` wraps that one import: the
 first build's action/goto tables and production list are written to the
 user cache (``marshal``: plain dicts, tuples and strings, nothing that runs
-code on load), keyed by the versions of bashlex and Python and by the
-grammar file's size and time; later imports rebuild the parser from them.
+code on load), keyed by the Python version and the grammar file's
+content; later imports rebuild the parser from them.
 Anything unexpected — a missing or stale cache, another bashlex, an
 unwritable cache directory — falls back to bashlex's own build.
 """
@@ -21,6 +21,7 @@ import marshal
 import os
 import sys
 import types
+import zlib
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
@@ -38,8 +39,11 @@ def cache_dir() -> Path:
 
 
 def _cache_file(grammar: str) -> Path:
-    st = os.stat(grammar)
-    tag = f"{FORMAT}-{sys.version_info[0]}{sys.version_info[1]}-{st.st_size}-{st.st_mtime_ns}"
+    # Keyed by the grammar's bytes, not its file's time: every virtual environment holding
+    # the same bashlex shares one table instead of leaving one file each in the cache.
+    with open(grammar, "rb") as fh:
+        text = fh.read()
+    tag = f"{FORMAT}-{sys.version_info[0]}{sys.version_info[1]}-{len(text)}-{zlib.crc32(text):08x}"
     return cache_dir() / f"bashlex-lalr-{tag}.marshal"
 
 
