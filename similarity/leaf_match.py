@@ -10,14 +10,15 @@ from preimage.restoration import IdRemap
 from preimage.similarity.report import CLASSES
 
 SERVER_REASON = "server-assigned: no client can set it, so a restore cannot bring it back"
-_WEIGHT = {c: i for i, c in enumerate(CLASSES)}  # content first: the class a missing item shows
+CLASS_WEIGHT = {c: i for i, c in enumerate(CLASSES)}  # content first: the class a missing item shows
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equal and of one type: 1 and True, or 1 and 1.0, are different leaves."""
     return type(a) is type(b) and a == b
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, dict | list) and not value:
@@ -25,7 +26,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _remap_note(
+def remap_note(
     item: tuple[str, str], path: str, original: Any, restored: Any, remaps: Iterable[IdRemap]
 ) -> str:
     """The restore's own account of a changed server leaf, if it reported one: the

@@ -46,12 +46,12 @@ from typing import Any
 
 from preimage.restoration import IdRemap
 from preimage.similarity.leaf_match import (
-    _WEIGHT,
+    CLASS_WEIGHT,
     SERVER_REASON,
-    _jsonable,
-    _remap_note,
-    _same,
     difference_reason,
+    jsonable,
+    remap_note,
+    same_value,
 )
 from preimage.similarity.oracle import FIDELITY as ORACLE_CLASS
 from preimage.similarity.oracle import PATH as ORACLE_PATH
@@ -117,14 +117,14 @@ def compare(
     def whole_item(key: str, reason: str, fidelity: str) -> None:
         entry = whole.setdefault((key, reason), [0, fidelity])
         entry[0] += 1
-        if _WEIGHT.get(fidelity, 9) < _WEIGHT.get(entry[1], 9):
+        if CLASS_WEIGHT.get(fidelity, 9) < CLASS_WEIGHT.get(entry[1], 9):
             entry[1] = fidelity
 
     for (key, path), leaf in original.items():
         fidelity = leaf.fidelity
         counts[fidelity][0] += 1
         got = restored.get((key, path))
-        if got is not None and got.fidelity == fidelity and _same(got.value, leaf.value):
+        if got is not None and got.fidelity == fidelity and same_value(got.value, leaf.value):
             counts[fidelity][1] += 1
             continue
         if key not in rest_items:
@@ -133,15 +133,15 @@ def compare(
         reason = difference_reason(got, leaf, fidelity)
         note = ""
         if fidelity == SERVER:
-            remapped = _remap_note(
+            remapped = remap_note(
                 (key, orig_items.get(key, key)), path, leaf.value, got.value if got else None,
                 remaps,
             )
             note = "; ".join(n for n in (leaf.note or SERVER_REASON, remapped) if n)
         diffs.append(LeafDifference(
             item=orig_items.get(key, key), key=key, path=path, fidelity=fidelity,
-            reason=reason, original=_jsonable(leaf.value),
-            restored=_jsonable(got.value) if got else None, note=note, display=leaf.display,
+            reason=reason, original=jsonable(leaf.value),
+            restored=jsonable(got.value) if got else None, note=note, display=leaf.display,
         ))
     for (key, path), leaf in restored.items():
         if (key, path) in original:
@@ -152,7 +152,7 @@ def compare(
             continue
         diffs.append(LeafDifference(
             item=rest_items.get(key, key), key=key, path=path, fidelity=leaf.fidelity,
-            reason="extra field", restored=_jsonable(leaf.value), display=leaf.display,
+            reason="extra field", restored=jsonable(leaf.value), display=leaf.display,
         ))
     for (key, reason), (n, fidelity) in whole.items():
         label = (orig_items if reason == "missing item" else rest_items).get(key, key)
@@ -161,7 +161,7 @@ def compare(
         ))
     report = SimilarityReport(items_original=len(orig_items), items_restored=len(rest_items))
     report.set_counts(counts)
-    diffs.sort(key=lambda d: (_WEIGHT.get(d.fidelity, 9), d.item, d.path))
+    diffs.sort(key=lambda d: (CLASS_WEIGHT.get(d.fidelity, 9), d.item, d.path))
     report.differences = diffs
     return report
 
@@ -195,7 +195,7 @@ def score(
         ))
     if isinstance(oracle, SchemaOracle):
         _count_oracle(report, counts, oracle, getattr(restored, "oracle", None), blobs)
-    report.differences.sort(key=lambda d: _WEIGHT.get(d.fidelity, 9))  # stable: classes first
+    report.differences.sort(key=lambda d: CLASS_WEIGHT.get(d.fidelity, 9))  # stable: classes first
     report.set_counts(counts)
     report.uncaptured = len(original.uncaptured)
     return report

@@ -18,12 +18,12 @@ from typing import Any
 
 from preimage.restoration import IdRemap
 from preimage.similarity.leaf_match import (
-    _WEIGHT,
+    CLASS_WEIGHT,
     SERVER_REASON,
-    _jsonable,
-    _remap_note,
-    _same,
     difference_reason,
+    jsonable,
+    remap_note,
+    same_value,
 )
 from preimage.similarity.report import CLASSES, LeafDifference, SimilarityReport
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, iter_leaves
@@ -100,7 +100,7 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
         def whole_item(reason: str, fidelity: str, whole: dict[str, list[Any]] = whole) -> None:
             entry = whole.setdefault(reason, [0, fidelity])
             entry[0] += 1
-            if _WEIGHT.get(fidelity, 9) < _WEIGHT.get(entry[1], 9):
+            if CLASS_WEIGHT.get(fidelity, 9) < CLASS_WEIGHT.get(entry[1], 9):
                 entry[1] = fidelity
 
         o_label = p.o_label if p.o_label is not None else p.key
@@ -108,7 +108,7 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
             fidelity = leaf.fidelity
             counts[fidelity][0] += 1
             got = None if p.r_leaves is None else p.r_leaves.get(path)
-            if got is not None and got.fidelity == fidelity and _same(got.value, leaf.value):
+            if got is not None and got.fidelity == fidelity and same_value(got.value, leaf.value):
                 counts[fidelity][1] += 1
                 continue
             if p.r_leaves is None:
@@ -117,13 +117,13 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
             reason = difference_reason(got, leaf, fidelity)
             note = ""
             if fidelity == SERVER:
-                remapped = _remap_note((p.key, o_label), path, leaf.value,
+                remapped = remap_note((p.key, o_label), path, leaf.value,
                                        got.value if got else None, remaps)
                 note = "; ".join(n for n in (leaf.note or SERVER_REASON, remapped) if n)
             diffs.append(LeafDifference(
                 item=o_label, key=p.key, path=path, fidelity=fidelity,
-                reason=reason, original=_jsonable(leaf.value),
-                restored=_jsonable(got.value) if got else None, note=note, display=leaf.display,
+                reason=reason, original=jsonable(leaf.value),
+                restored=jsonable(got.value) if got else None, note=note, display=leaf.display,
             ))
         r_label = p.r_label if p.r_label is not None else p.key
         for path, leaf in (p.r_leaves or {}).items():
@@ -135,7 +135,7 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
                 continue
             diffs.append(LeafDifference(
                 item=r_label, key=p.key, path=path, fidelity=leaf.fidelity,
-                reason="extra field", restored=_jsonable(leaf.value), display=leaf.display,
+                reason="extra field", restored=jsonable(leaf.value), display=leaf.display,
             ))
         for reason, (n, fidelity) in whole.items():
             diffs.append(LeafDifference(
@@ -144,6 +144,6 @@ def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> Sim
             ))
     report = SimilarityReport(items_original=n_original, items_restored=n_restored)
     report.set_counts(counts)
-    diffs.sort(key=lambda d: (_WEIGHT.get(d.fidelity, 9), d.item, d.path))
+    diffs.sort(key=lambda d: (CLASS_WEIGHT.get(d.fidelity, 9), d.item, d.path))
     report.differences = diffs
     return report
