@@ -130,3 +130,37 @@ def test_a_snapshot_whose_entries_do_not_form_a_tree_is_refused_before_anything_
     assert root.is_dir() and not (root / "a").is_symlink()
     assert (root / "a" / "b").read_text() == "changed\n"
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_trash_member_linking_outside_its_entry_is_refused(
+    source: tuple[Store, str, Path], store: Store, tmp_path: Path
+) -> None:
+    """A hard link in a trash entry that names a file outside that entry (another entry,
+    or a path climbing out) is refused and nothing is imported."""
+    src, backup_id, _root = source
+    members = _export(src, backup_id)
+    manifest = json.loads(members["preimage-backup.json"])
+    manifest["trash"] = [{"n": 0, "original": "/tmp/x", "name": "x"},
+                         {"n": 1, "original": "/tmp/y", "name": "y"}]
+    members["preimage-backup.json"] = json.dumps(manifest).encode()
+    members["preimage-backup.sha256"] = hashlib.sha256(
+        members["preimage-backup.json"]).hexdigest().encode()
+    for linkname in ("trash/0/x", "trash/1/../0/x"):
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in members.items():
+                if name == "preimage-backup.sha256":
+                    info = tarfile.TarInfo("trash/0/x")
+                    info.size = 2
+                    tar.addfile(info, io.BytesIO(b"x\n"))
+                    link = tarfile.TarInfo("trash/1/y")
+                    link.type, link.linkname = tarfile.LNKTYPE, linkname
+                    tar.addfile(link)
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        archive = io.BytesIO(zstandard.ZstdCompressor().compress(raw.getvalue()))
+        with pytest.raises(preimage.StoreError, match="nothing was imported"):
+            import_backup(store, archive)
+        assert store.catalog.count() == 0
+        assert not list(store.home.glob("trash/*/*"))

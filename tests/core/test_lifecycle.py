@@ -285,3 +285,41 @@ def test_a_killed_capture_does_not_look_like_a_running_one(store: Store) -> None
         seen = {r.id: r.status for r in list_backups(store=store)}
         assert seen == {"0000000000dead": "abandoned", "0000000000live": "open"}
         assert preimage.show("0000000000dead", store=store).status == "abandoned"
+
+
+def _meta(top: Path) -> dict[str, tuple[object, ...]]:
+    out: dict[str, tuple[object, ...]] = {}
+    for p in [top, *sorted(top.rglob("*"))]:
+        st = p.lstat()
+        xattrs = {} if p.is_symlink() else {n: os.getxattr(p, n) for n in os.listxattr(p)}
+        link = os.readlink(p) if p.is_symlink() else None
+        out[str(p.relative_to(top))] = (st.st_mode, st.st_mtime_ns, st.st_nlink, link,
+                                        sorted(xattrs.items()))
+    return out
+
+
+def test_an_exported_trash_entry_comes_back_with_its_exact_metadata(
+        tmp_path: Path, store: Store) -> None:
+    """A trashed tree (the only copy of what a call removed) keeps through export and
+    import its ns times, modes with setgid and group-write bits, extended attributes,
+    hard links and symlinks."""
+    root = _files(tmp_path / "t", "a")
+    backup = preimage.capture([f"file://{root}"], store=store)
+    gone = store.trash_path(backup.id) / "gone"
+    (gone / "sub").mkdir(parents=True)
+    (gone / "sub" / "data.bin").write_bytes(b"\0\1kept" * 100)
+    os.link(gone / "sub" / "data.bin", gone / "twin.bin")
+    (gone / "link").symlink_to("sub/data.bin")
+    os.setxattr(gone / "sub" / "data.bin", "user.origin", b"agent\0run")
+    os.chmod(gone / "sub" / "data.bin", 0o664)
+    os.chmod(gone / "sub", 0o2775)
+    for n, p in enumerate([gone / "sub" / "data.bin", gone / "sub", gone]):
+        os.utime(p, ns=(1_700_000_000_123_456_789 + n, 1_700_000_000_987_654_321 + n))
+    before = _meta(gone)
+    store.catalog.add_trash(backup.id, str(root / "gone"), str(gone))
+    buf = io.BytesIO()
+    export_backup(store, backup.id, buf)
+    with Store(tmp_path / "other-home") as other:
+        import_backup(other, io.BytesIO(buf.getvalue()))
+        [entry] = other.catalog.trash()
+        assert _meta(Path(entry.stored_at)) == before

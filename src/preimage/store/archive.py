@@ -124,9 +124,74 @@ def _export(store: Store, backup: BackupRow, out: IO[bytes]) -> dict[str, Any]:
             info.mtime = int(manifest["exported_at"])
             tar.addfile(info, io.BufferedReader(_ChunkReader(store.blobs.chunks(digest))))
         for entry, path in zip(manifest["trash"], trash_paths, strict=True):
-            tar.add(path, arcname=f"trash/{entry['n']}/{entry['name']}", recursive=True)
+            _add_tree(tar, path, f"trash/{entry['n']}/{entry['name']}")
         _add_bytes(tar, MANIFEST_SUM, hashlib.sha256(raw).hexdigest().encode())
     return manifest
+
+
+# tar keeps times to the second (pax: a float, so to the microsecond), and neither
+# tarfile nor the "tar" extraction filter keeps extended attributes or a file's
+# setuid/setgid/sticky and group/other write bits.  A trashed file is the only copy of
+# what the call removed, so each member carries its times in nanoseconds and its
+# extended attributes in pax records of its own, and import puts them back.
+PAX_TIMES = "PREIMAGE.times_ns"
+PAX_XATTRS = "PREIMAGE.xattrs"
+
+
+def _add_tree(tar: tarfile.TarFile, top: str, arcname: str) -> None:
+    """``top`` and everything under it (never following a symlink), with exact metadata."""
+    walk: list[tuple[str, str]] = [(top, arcname)]
+    if os.path.isdir(top) and not os.path.islink(top):
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            rel = os.path.relpath(dirpath, top)
+            base = arcname if rel == "." else f"{arcname}/{rel}"
+            walk += [(os.path.join(dirpath, n), f"{base}/{n}") for n in dirnames + sorted(filenames)]
+    for path, name in walk:
+        info = tar.gettarinfo(path, name)
+        st = os.lstat(path)
+        info.pax_headers = {PAX_TIMES: f"{st.st_atime_ns} {st.st_mtime_ns}"}
+        xattrs = _xattrs(path)
+        if xattrs:
+            info.pax_headers[PAX_XATTRS] = json.dumps(xattrs, sort_keys=True)
+        if info.isreg():
+            with open(path, "rb") as fh:
+                tar.addfile(info, fh)
+        else:
+            tar.addfile(info)
+
+
+def _xattrs(path: str) -> dict[str, str]:
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:   # a file system without extended attributes has none to keep
+        return {}
+    return {n: os.getxattr(path, n, follow_symlinks=False).hex() for n in names}
+
+
+def _put_back(member: tarfile.TarInfo, path: Path) -> None:
+    """The extended attributes (the mode bits the extraction filter cleared and the times
+    come last, deepest first, once every member is in place)."""
+    raw = member.pax_headers.get(PAX_XATTRS)
+    if raw:
+        try:
+            for name, value in json.loads(raw).items():
+                os.setxattr(path, name, bytes.fromhex(value), follow_symlinks=False)
+        except OSError as exc:
+            raise _bad(f"the extended attributes of the trashed {member.name} cannot be set "
+                       f"here ({exc.strerror}); import into a store on a file system that "
+                       "holds them") from exc
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise _bad(f"the extended attributes of {member.name} do not read") from exc
+
+
+def _times(member: tarfile.TarInfo) -> tuple[int, int]:
+    raw = member.pax_headers.get(PAX_TIMES, "")
+    parts = raw.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
+    seconds = int(member.mtime * 1_000_000_000)   # an archive from before the record
+    return seconds, seconds
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -200,6 +265,7 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
     summed = False
     trash_dir = store.trash_path(backup_id) if manifest.get("trash") else None
     trash_entries: list[tuple[str, str]] = []
+    trash_times: list[tuple[tarfile.TarInfo, Path]] = []
     with store.catalog.lease(backup_id):
         store.catalog.add_backup(
             backup_id, label=backup.get("label", ""), kind=backup.get("kind", "capture"),
@@ -226,7 +292,12 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
                     new_bytes += store.blobs.bytes_written - before
                     got.add(digest)
                 elif member.name.startswith("trash/") and trash_dir is not None:
-                    _extract_trash(tar, member, trash_dir, manifest["trash"], trash_entries)
+                    _extract_trash(tar, member, trash_dir, manifest["trash"], trash_entries,
+                                   trash_times)
+            for member, path in reversed(trash_times):   # a directory after its entries
+                if not member.issym():   # after a second name's extraction reset it
+                    os.chmod(path, member.mode & 0o7777)
+                os.utime(path, ns=_times(member), follow_symlinks=False)
             if not summed:
                 raise _bad("it ends before its checksum (truncated)")
             missing = wanted - got
@@ -308,7 +379,8 @@ def _read_chunks(fh: IO[bytes]) -> Iterator[bytes]:
 
 
 def _extract_trash(tar: tarfile.TarFile, member: tarfile.TarInfo, trash_dir: Path,
-                   entries: list[dict[str, Any]], out: list[tuple[str, str]]) -> None:
+                   entries: list[dict[str, Any]], out: list[tuple[str, str]],
+                   placed: list[tuple[tarfile.TarInfo, Path]]) -> None:
     parts = member.name.split("/")
     if len(parts) < 3 or not parts[1].isdigit() or ".." in parts:
         raise _bad(f"unexpected member {member.name}")
@@ -318,6 +390,15 @@ def _extract_trash(tar: tarfile.TarFile, member: tarfile.TarInfo, trash_dir: Pat
     dest = trash_dir / parts[1]
     dest.mkdir(mode=0o700, exist_ok=True)
     member.name = "/".join(parts[2:])
+    if member.islnk():   # a second name of a file archived earlier in the same entry
+        target = member.linkname.split("/")
+        if len(target) < 3 or target[:2] != parts[:2] or ".." in target:
+            raise _bad(f"member {member.name} links outside its trash entry")
+        member.linkname = "/".join(target[2:])
     tar.extract(member, dest, filter="tar")
+    path = dest / member.name
+    if member.isfile() or member.isdir() or member.issym():   # the filter let it through
+        _put_back(member, path)
+        placed.append((member, path))
     if len(parts) == 3:
         out.append((entry["original"], str(dest / parts[2])))
