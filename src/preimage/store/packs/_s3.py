@@ -96,7 +96,7 @@ class S3Storage:
         return self.loc.url
 
     # ------------------------------------------------------------ errors
-    def _error(self, exc: Exception, name: str = "") -> Exception:
+    def _error(self, exc: Exception, name: str = "", op: str = "") -> Exception:
         """Map an obstore exception to the store's errors (never echoing a secret)."""
         from obstore import exceptions as ox
 
@@ -122,6 +122,8 @@ class S3Storage:
                 where=where,
             )
         reason = _first_cause(text)
+        if op:   # which request it was: a bare "404" names neither
+            reason += f" (to {op} {name})" if name else f" (to {op})"
         return RemoteUnavailableError(f"the object store at {where}", reason)
 
     # ------------------------------------------------------------ operations
@@ -136,20 +138,20 @@ class S3Storage:
                 return False
             raise
         except Exception as exc:
-            raise self._error(exc, name) from None
+            raise self._error(exc, name, "put") from None
         return True
 
     def get(self, name: str) -> bytes:
         try:
             return bytes(self._obs.get(self._store, name).bytes())
         except Exception as exc:
-            raise self._error(exc, name) from None
+            raise self._error(exc, name, "get") from None
 
     def get_range(self, name: str, start: int, length: int) -> bytes | memoryview:
         try:   # a view of the buffer obstore filled: megabytes per call, not copied again
             return memoryview(self._obs.get_range(self._store, name, start=start, length=length))
         except Exception as exc:
-            raise self._error(exc, name) from None
+            raise self._error(exc, name, "read part of") from None
 
     def list(self, prefix: str) -> Iterator[tuple[str, int]]:
         try:
@@ -157,7 +159,7 @@ class S3Storage:
                 for meta in batch:
                     yield str(meta["path"]), int(meta["size"])
         except Exception as exc:
-            raise self._error(exc) from None
+            raise self._error(exc, op=f"list {prefix or 'the bucket'}") from None
 
     def delete(self, names: Sequence[str]) -> None:
         if not names:
@@ -166,7 +168,7 @@ class S3Storage:
             for i in range(0, len(names), 1000):
                 self._obs.delete(self._store, list(names[i : i + 1000]))
         except Exception as exc:
-            err = self._error(exc)
+            err = self._error(exc, op=f"delete {len(names)} objects")
             if not isinstance(err, ObjectMissing):
                 raise err from None
 
