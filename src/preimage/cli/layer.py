@@ -66,7 +66,8 @@ def _hook_command(ctx: click.Context, mode: str | None, policy: str | None,
     """A tool-call hook: the harness's JSON in on stdin, its answer out on stdout.
 
     claude-code: PreToolUse / PostToolUse(Failure); codex: PreToolUse / PostToolUse;
-    gemini: BeforeTool / AfterTool; opencode: what preimage's OpenCode plugin sends.
+    gemini: BeforeTool / AfterTool; qwen: PreToolUse / PostToolUse(Failure); opencode,
+    kilo: what preimage's plugin for OpenCode (or Kilo Code CLI) sends.
     """
     from preimage.layer.harnesses.hook import handle, log
 
@@ -90,7 +91,7 @@ def _hook_command(ctx: click.Context, mode: str | None, policy: str | None,
     os._exit(outcome.exit_code)  # a capture thread that overran its deadline must not hold the harness
 
 
-for _name in ("claude-code", "codex", "gemini", "opencode"):
+for _name in ("claude-code", "codex", "gemini", "opencode", "qwen", "kilo"):
     hook.add_command(_hook_command, name=_name)
 
 

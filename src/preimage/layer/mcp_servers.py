@@ -20,6 +20,9 @@ gemini        ``~/.gemini/settings.json``, ``.gemini/settings.json``: ``mcpServe
 opencode      ``$XDG_CONFIG_HOME/opencode/opencode.json(c)``, ``$OPENCODE_CONFIG``,
               ``opencode.json(c)`` and ``.opencode/opencode.json(c)``: ``mcp.<name>``
               ``command`` (a list: the program and its arguments)/``environment``/``url``
+kilo          ``$KILO_CONFIG_DIR`` (``$XDG_CONFIG_HOME/kilo``) ``kilo.json(c)``/
+              ``opencode.json(c)``, ``$KILO_CONFIG``, and each of those names in the
+              project, its ``.kilo/`` and ``.kilocode/``: ``mcp.<name>`` as OpenCode's
 ============  =========================================================================
 
 Project files are looked for in the workspace and each folder above it.  Variables in
@@ -43,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 Spec = dict[str, Any]
-ORDER = ("claude-code", "codex", "gemini", "opencode")
+ORDER = ("claude-code", "codex", "gemini", "opencode", "kilo")
+_OPENCODE_SHAPE = frozenset({"opencode", "kilo"})   # Kilo Code CLI is an OpenCode fork
 _launched: dict[str, Spec] = {}
 
 
@@ -89,7 +93,7 @@ def server_names(harness: str, workspace: str, home: str,
 def read(harness: str, workspace: str, home: str, env: Mapping[str, str]) -> dict[str, Spec]:
     """The definitions in one harness's files (a later file wins for the same name)."""
     reader = {"claude-code": _claude, "codex": _codex, "gemini": _gemini,
-              "opencode": _opencode}.get(harness)
+              "opencode": _opencode, "kilo": _kilo}.get(harness)
     out: dict[str, Spec] = {}
     if reader is None:
         return out
@@ -147,12 +151,42 @@ def _opencode(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
         yield from _entries(path, _load_json(path).get("mcp"))
 
 
+# Kilo Code CLI's settings files: these names in its global folder (``config.json`` there
+# only), and in each project folder, its ``.kilo/`` and its older ``.kilocode/``.
+KILO_CONFIG_NAMES = ("config.json", "kilo.json", "kilo.jsonc", "opencode.json", "opencode.jsonc")
+KILO_PROJECT_FOLDERS = (".kilo", ".kilocode")
+
+
+def kilo_global_folder(env: Mapping[str, str], home: Path) -> Path:
+    """Kilo Code CLI's global folder: ``$KILO_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/kilo``."""
+    if env.get("KILO_CONFIG_DIR"):
+        return Path(env["KILO_CONFIG_DIR"])
+    base = env.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else home / ".config") / "kilo"
+
+
+def kilo_config_files(workspace: Path, env: Mapping[str, str], home: Path) -> list[Path]:
+    """Every settings file Kilo Code CLI may read for ``workspace``, outermost first."""
+    files = [kilo_global_folder(env, home) / n for n in KILO_CONFIG_NAMES]
+    if env.get("KILO_CONFIG"):
+        files.append(Path(env["KILO_CONFIG"]))
+    for f in reversed(_upwards(workspace)):
+        files += [f / n for n in KILO_CONFIG_NAMES[1:]]
+        files += [f / d / n for d in KILO_PROJECT_FOLDERS for n in KILO_CONFIG_NAMES[1:]]
+    return files
+
+
+def _kilo(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
+    for path in kilo_config_files(workspace, env, home):
+        yield from _entries(path, _load_json(path).get("mcp"))
+
+
 # ------------------------------------------------------------------ shape
 def _normalise(harness: str, raw: dict[str, Any], env: Mapping[str, str]) -> Spec | None:
     """``command``/``args``/``env``/``url`` from one harness's entry (``None``: disabled)."""
     if raw.get("enabled") is False or raw.get("disabled") is True:
         return None
-    if harness == "opencode":
+    if harness in _OPENCODE_SHAPE:
         command = raw.get("command")
         argv = [str(a) for a in command] if isinstance(command, list) else (
             [command] if isinstance(command, str) else [])
@@ -161,7 +195,7 @@ def _normalise(harness: str, raw: dict[str, Any], env: Mapping[str, str]) -> Spe
     else:
         spec = {"command": raw.get("command"), "args": raw.get("args"), "env": raw.get("env"),
                 "url": raw.get("url") or raw.get("httpUrl")}
-    expand = _expand_opencode if harness == "opencode" else _expand_shell
+    expand = _expand_opencode if harness in _OPENCODE_SHAPE else _expand_shell
     args = spec["args"] if isinstance(spec["args"], list) else []
     variables = spec["env"] if isinstance(spec["env"], dict) else {}
     return {

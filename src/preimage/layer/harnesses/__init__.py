@@ -15,6 +15,7 @@ codex         PreToolUse / PostToolUse         hookSpecificOutput JSON     yes /
 gemini        BeforeTool / AfterTool           decision + hookSpecificOutput yes / yes (no ask)
 opencode      tool.execute.before / .after     JSON for preimage's plugin  yes / yes (no ask)
 qwen          PreToolUse / PostToolUse(+Fail)  hookSpecificOutput JSON     yes / refuses (no ask)
+kilo          tool.execute.before / .after     JSON for preimage's plugin  yes / yes (no ask)
 ============  ==============================  ===========================  =================
 
 Adapters are found by name in :data:`HARNESSES` and imported on first use.
@@ -36,9 +37,11 @@ HARNESSES: dict[str, str] = {
     "gemini": "preimage.layer.harnesses.gemini:Gemini",
     "opencode": "preimage.layer.harnesses.opencode:OpenCode",
     "qwen": "preimage.layer.harnesses.qwen:Qwen",
+    "kilo": "preimage.layer.harnesses.kilo:Kilo",
 }
 
-ALIASES = {"claude": "claude-code", "gemini-cli": "gemini", "codex-cli": "codex", "qwen-code": "qwen"}
+ALIASES = {"claude": "claude-code", "gemini-cli": "gemini", "codex-cli": "codex", "qwen-code": "qwen",
+           "kilocode": "kilo", "kilo-code": "kilo"}
 
 _loaded: dict[str, Harness] = {}
 

@@ -8,7 +8,8 @@ second time; ``uninstall`` removes only preimage's own entries.
 Which ``preimage`` the harness runs:
 
 * **project scope** (a file teams commit: ``.claude/settings.json``,
-  ``.codex/hooks.json``, ``.gemini/settings.json``, ``.opencode/plugin/``): always the
+  ``.codex/hooks.json``, ``.gemini/settings.json``, ``.opencode/plugin/``,
+  ``.kilo/plugin/``): always the
   bare name ``preimage``, resolved on each machine's ``PATH`` — never the absolute
   path of one machine's virtualenv;
 * **user scope** (the user's own ``~/.claude/settings.json`` …): the bare name when
@@ -29,16 +30,20 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from preimage.interface.errors import UsageError
 from preimage.layer.harnesses import get_harness, install_record, jsonc
 from preimage.layer.harnesses._base import Harness, Scope
 from preimage.layer.harnesses.install_record import InstallRecord
 
+if TYPE_CHECKING:
+    from preimage.layer.harnesses.opencode import OpenCode
+
 HOOK_TIMEOUT_SECONDS = 60   # above the layer's own 45 s deadline, so preimage answers first
 # Folders install may have created, removed again by uninstall when it leaves them empty.
-_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", ".qwen", "plugin"})
+_SETTINGS_FOLDERS = frozenset({".claude", ".codex", ".gemini", ".opencode", ".qwen", ".kilo",
+                               "plugin"})
 
 
 @dataclass(frozen=True)
@@ -306,24 +311,43 @@ NOT_FOUND = "cannot run:"   # a status saying the hook's preimage is not found f
 
 
 # ------------------------------------------------------------------ OpenCode's plugin file
-def plan_plugin_install(path: Path, source: str) -> Change:
-    """Write preimage's OpenCode plugin (refusing to replace a file that is not ours)."""
-    from preimage.layer.harnesses.opencode import PLUGIN_MARK
+def _plugin_harness(adapter: Harness) -> OpenCode | None:
+    """``adapter`` when it is OpenCode or a fork loading the same plugins (Kilo Code CLI)."""
+    from preimage.layer.harnesses.opencode import OpenCode
 
+    return adapter if isinstance(adapter, OpenCode) else None
+
+
+def plan_plugin_install(adapter: OpenCode, path: Path, source: str) -> Change:
+    """Write preimage's plugin (refusing to replace a file that is not ours)."""
     before = path.read_text() if path.exists() else None
-    if before is not None and PLUGIN_MARK not in before:
+    if before is not None and adapter.plugin_mark not in before:
         raise UsageError(f"{path} exists and is not preimage's plugin; nothing was changed")
     return Change(path, before, source, installing=True)
 
 
-def plan_plugin_uninstall(path: Path) -> Change:
-    """Remove preimage's OpenCode plugin file (and nothing else)."""
-    from preimage.layer.harnesses.opencode import PLUGIN_MARK
-
+def plan_plugin_uninstall(adapter: OpenCode, path: Path) -> Change:
+    """Remove preimage's plugin file (and nothing else)."""
     before = path.read_text() if path.exists() else None
-    if before is None or PLUGIN_MARK not in before:
+    if before is None or adapter.plugin_mark not in before:
         return Change(path, before, before)
     return Change(path, before, None, record=install_record.read(path))
+
+
+def plugin_status(adapter: OpenCode, path: Path) -> str:
+    """Whether ``path`` is preimage's plugin, and the options baked into it."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return "not installed"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if adapter.plugin_mark not in text:
+        return "not installed (another plugin file)"
+    found = re.search(r"^const ARGS = (\[.*\])$", text, re.M)
+    exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
+    return _describe("installed", exe.group(1) if exe else "preimage",
+                     json.loads(found.group(1)) if found else [])
 
 
 # ------------------------------------------------------------------ per harness
@@ -347,11 +371,10 @@ def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None 
     _check_scope(adapter, scope)
     path = adapter.settings_path(scope, project)
     options = hook_options(mode, on_failure, approve)
-    if adapter.name == "opencode":
-        from preimage.layer.harnesses.opencode import plugin_source
-
-        return plan_plugin_install(path, plugin_source(preimage_executable(scope), options,
-                                                       on_failure or "ask"))
+    plugin = _plugin_harness(adapter)
+    if plugin is not None:
+        return plan_plugin_install(plugin, path, plugin.plugin_source(
+            preimage_executable(scope), options, on_failure or "ask"))
     return plan_json_install(adapter, path, hook_command(adapter.name, scope, options))
 
 
@@ -360,8 +383,9 @@ def plan_uninstall(harness: str, scope: Scope, project: Path) -> Change:
     adapter = get_harness(harness)
     _check_scope(adapter, scope)
     path = adapter.settings_path(scope, project)
-    if adapter.name == "opencode":
-        return plan_plugin_uninstall(path)
+    plugin = _plugin_harness(adapter)
+    if plugin is not None:
+        return plan_plugin_uninstall(plugin, path)
     return plan_json_uninstall(adapter, path)
 
 
@@ -369,21 +393,9 @@ def status(harness: str, scope: Scope, project: Path) -> str:
     """Whether preimage's hook is installed for ``harness`` in ``scope``."""
     adapter = get_harness(harness)
     path = adapter.settings_path(scope, project)
-    if adapter.name == "opencode":
-        from preimage.layer.harnesses.opencode import PLUGIN_MARK
-
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return "not installed"
-        except OSError as exc:
-            return f"unreadable: {exc.strerror}"
-        if PLUGIN_MARK not in text:
-            return "not installed (another plugin file)"
-        found = re.search(r"^const ARGS = (\[.*\])$", text, re.M)
-        exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
-        return _describe("installed", exe.group(1) if exe else "preimage",
-                         json.loads(found.group(1)) if found else [])
+    plugin = _plugin_harness(adapter)
+    if plugin is not None:
+        return plugin_status(plugin, path)
     state = json_status(adapter, path)
     if adapter.name == "codex" and state.startswith(("installed", "partly")):
         from preimage.layer.harnesses.codex_trust import TRUST_HINT, trusted

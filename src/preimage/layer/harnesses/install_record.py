@@ -4,11 +4,12 @@
 the comments Gemini CLI allows), and may create the folders it lives in — where the
 harness then puts files of its own (OpenCode installs its plugin package into every
 config folder it reads: ``node_modules/``, ``package.json``, a lock file, and a
-``.gitignore`` hiding them).  The first ``install`` of a file records, in preimage's
-config directory (never in the project), the file's text as it was and the folders it
-created.  ``uninstall`` then writes the old text back byte for byte when what remains
-after taking preimage's hooks out means the same, and removes from the folders it
-created what the harness put there because of them — and nothing it does not know.
+``.gitignore`` hiding them; Kilo Code CLI, its fork, does the same).  The first
+``install`` of a file records, in preimage's config directory (never in the project), the
+file's text as it was and the folders it created.  ``uninstall`` then writes the old text
+back byte for byte when what remains after taking preimage's hooks out means the same,
+and removes from the folders it created what the harness put there because of them —
+and nothing it does not know.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from pathlib import Path
 __all__ = ["HARNESS_LEFTOVERS", "InstallRecord", "created_folders", "forget", "keep", "read",
            "remove_leftovers"]
 
-# What a harness writes into a config folder of its own accord (OpenCode: its plugin
-# package, its lock files and the .gitignore that hides them).
+# What a harness writes into a config folder of its own accord (OpenCode and Kilo Code CLI:
+# their plugin package, its lock files and the .gitignore that hides them).
 HARNESS_LEFTOVERS = ("node_modules", "package.json", "package-lock.json", "bun.lock",
-                     "bun.lockb", ".gitignore")
-# The lines OpenCode writes into that .gitignore: one with other lines is the user's.
-_OPENCODE_GITIGNORE = {"node_modules", "package.json", "package-lock.json", "bun.lock",
-                       ".gitignore"}
+                     "bun.lockb", "pnpm-lock.yaml", "yarn.lock", ".gitignore")
+# The lines OpenCode (and Kilo Code CLI, with a few more) writes into that .gitignore: one
+# with other lines is the user's.
+_HARNESS_GITIGNORE = {"node_modules", "package.json", "package-lock.json", "bun.lock",
+                      ".gitignore", "pnpm-lock.yaml", "yarn.lock", "agent-manager.json"}
+# The plugin packages they install there.
+_PLUGIN_PACKAGES = {"@opencode-ai/plugin", "@kilocode/plugin"}
 
 
 @dataclass(frozen=True)
@@ -124,11 +128,11 @@ def _harness_made(entry: Path) -> bool:
             return False
         deps = doc.get("dependencies") if isinstance(doc, dict) else None
         return (isinstance(doc, dict) and set(doc) <= {"dependencies", "private"}
-                and isinstance(deps, dict) and set(deps) <= {"@opencode-ai/plugin"})
+                and isinstance(deps, dict) and set(deps) <= _PLUGIN_PACKAGES)
     if entry.name == ".gitignore":
         try:
             lines = {line.strip() for line in entry.read_text().splitlines() if line.strip()}
         except OSError:
             return False
-        return lines <= _OPENCODE_GITIGNORE
+        return lines <= _HARNESS_GITIGNORE
     return True

@@ -29,7 +29,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from preimage.layer.call import ToolCall
 from preimage.layer.config import LayerConfig
@@ -57,6 +57,7 @@ class OpenCode(Harness):
     binary = "opencode"
     pre_events = ("tool.execute.before",)
     post_events = ("tool.execute.after",)
+    plugin_mark: ClassVar[str] = PLUGIN_MARK   # the line that says a plugin file is preimage's
 
     def event(self, payload: Any) -> HookEvent:
         if not isinstance(payload, dict):
@@ -71,7 +72,7 @@ class OpenCode(Harness):
         args = dict(raw.input)
         name = TOOLS.get(raw.tool)
         if name is None:
-            server = _mcp_server(raw.tool, raw.cwd)
+            server = _mcp_server(self.name, raw.tool, raw.cwd)
             if server is not None:
                 raw.tool = f"mcp__{server}__{raw.tool[len(_sanitize(server)) + 1:]}"
             return raw
@@ -120,24 +121,32 @@ class OpenCode(Harness):
             return (Path(base) if base else home() / ".config") / "opencode" / "plugin" / PLUGIN_FILE
         return project / ".opencode" / "plugin" / PLUGIN_FILE
 
+    def plugin_source(self, preimage: str, args: list[str], on_failure: str) -> str:
+        """The plugin file, for ``preimage`` (a name on PATH or an absolute path)."""
+        return plugin_source(preimage, args, on_failure, harness=self.name, title=self.title)
+
 
 def _sanitize(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
 
 
-def _mcp_server(tool: str, cwd: str) -> str | None:
-    """The configured MCP server whose (sanitised) name prefixes ``tool``, longest first."""
+def _mcp_server(harness: str, tool: str, cwd: str) -> str | None:
+    """The MCP server configured for ``harness`` whose (sanitised) name prefixes ``tool``,
+    longest first."""
     from preimage.layer.mcp_servers import server_names
 
-    names = sorted(server_names("opencode", cwd, str(home())), key=len, reverse=True)
+    names = sorted(server_names(harness, cwd, str(home())), key=len, reverse=True)
     return next((n for n in names if tool.startswith(_sanitize(n) + "_")), None)
 
 
-def plugin_source(preimage: str, args: list[str], on_failure: str) -> str:
-    """The plugin file, for ``preimage`` (a name on PATH or an absolute path)."""
+def plugin_source(preimage: str, args: list[str], on_failure: str, *,
+                  harness: str = "opencode", title: str = "OpenCode") -> str:
+    """The plugin file of ``harness`` (OpenCode or a fork of it that loads the same
+    plugins), for ``preimage`` (a name on PATH or an absolute path)."""
     from importlib.resources import files
 
     text = (files("preimage.layer.harnesses") / "opencode_plugin.js").read_text()
-    return (text.replace("@@PREIMAGE@@", preimage.replace("\\", "\\\\").replace('"', '\\"'))
+    return (text.replace("@@HARNESS@@", harness).replace("@@TITLE@@", title)
+            .replace("@@PREIMAGE@@", preimage.replace("\\", "\\\\").replace('"', '\\"'))
             .replace("@@ARGS@@", json.dumps(args))
             .replace("@@ON_FAILURE@@", "deny" if on_failure != "allow" else "allow"))

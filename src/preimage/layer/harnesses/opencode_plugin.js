@@ -1,6 +1,6 @@
-// preimage for OpenCode: backs up what each tool call is about to change, before it runs.
-// Written by `preimage install opencode`; `preimage uninstall opencode` removes it.
-// Every tool call is sent to `preimage hook opencode` (JSON on stdin, JSON on stdout):
+// preimage for @@TITLE@@: backs up what each tool call is about to change, before it runs.
+// Written by `preimage install @@HARNESS@@`; `preimage uninstall @@HARNESS@@` removes it.
+// Every tool call is sent to `preimage hook @@HARNESS@@` (JSON on stdin, JSON on stdout):
 //   before: {block} refuses the call (the reason reaches the model), {args} rewrites it,
 //           {note} is appended to the tool's output so the model learns the backup ID;
 //   after:  the call's completion is recorded against its backup.
@@ -19,7 +19,7 @@ function ask(payload) {
     let err = ""
     let child
     try {
-      child = spawn(PREIMAGE, ["hook", "opencode", ...ARGS], { stdio: ["pipe", "pipe", "pipe"] })
+      child = spawn(PREIMAGE, ["hook", "@@HARNESS@@", ...ARGS], { stdio: ["pipe", "pipe", "pipe"] })
     } catch (e) {
       resolve({ failed: `cannot run ${PREIMAGE}: ${e.message}` })
       return
