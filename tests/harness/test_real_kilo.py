@@ -2,7 +2,8 @@
 scripted model, with preimage put there by ``preimage install kilo`` as a user would.
 
 Two runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
-with Kilo's `write` tool, then `uninstall`) and **unrunnable** (the plugin cannot start
+with Kilo's `write` tool, a `DELETE` through MCP server `shop` — mcp-server-sqlite, named only
+in Kilo's own kilo.json — then `uninstall`) and **unrunnable** (the plugin cannot start
 `preimage`: Kilo must not run the `rm`).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,9 +62,20 @@ class Ran:
         return [e for e in map(json.loads, lines) if e.get("event") == "decision"]
 
 
+ROWS = [(1, "apple"), (2, "pear")]
+
+
+def rows(db: Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as con:
+        got = con.execute("SELECT id, item FROM orders ORDER BY id").fetchall()
+    con.close()
+    return got
+
+
 def start(model: ModelServer, root: Path, calls: list[Call],
-          extra: dict[str, str] | None = None) -> Ran:
-    """A project with `build/` and `notes.txt`, `preimage install kilo` there, one Kilo run."""
+          extra: dict[str, str] | None = None, mcp: bool = False) -> Ran:
+    """A project with `build/` and `notes.txt` (with ``mcp``, `shop.db` and MCP server `shop`
+    in kilo.json), `preimage install kilo` there, one Kilo run."""
     route = model.route(Script(calls))
     store = root / "preimage"
     box = Sandbox("kilo", root, route.url, path_dirs=[BIN], extra_env={
@@ -74,6 +87,13 @@ def start(model: ModelServer, root: Path, calls: list[Call],
     (build / "run.sh").write_text("#!/bin/sh\necho run\n")
     os.chmod(build / "run.sh", 0o750)
     (box.project / "notes.txt").write_text("hello\n")
+    if mcp:
+        with sqlite3.connect(box.project / "shop.db") as con:
+            con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
+            con.executemany("INSERT INTO orders (id, item) VALUES (?, ?)", ROWS)
+        con.close()
+        box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"),
+                                    "--db-path", str(box.project / "shop.db")])
     before = tree(build)
     listing = {p.name for p in box.project.iterdir()}
     env = box.env()
@@ -86,12 +106,14 @@ def start(model: ModelServer, root: Path, calls: list[Call],
 
 @pytest.fixture(scope="module")
 def work(model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Ran:
-    """`ls -la`, `rm -rf build`, an overwrite of notes.txt, in a project with preimage's plugin."""
+    """`ls -la`, `rm -rf build`, an overwrite of notes.txt and an MCP `DELETE`, in a project
+    with preimage's plugin."""
     root = tmp_path_factory.mktemp("kilo-work")
     notes = root / "project" / "notes.txt"
     return start(model, root, [
         shell("ls -la"), shell("rm -rf build"),
-        Call("write", {"filePath": str(notes), "content": "overwritten\n"})])
+        Call("write", {"filePath": str(notes), "content": "overwritten\n"}),
+        Call("shop_write_query", {"query": "DELETE FROM orders"})], mcp=True)
 
 
 def test_kilo_read_only_call_takes_no_backup(work: Ran) -> None:
@@ -130,6 +152,17 @@ def test_kilo_file_write_is_backed_up_and_restored(work: Ran) -> None:
     assert backup["id"] in work.route.seen_after_tools()
     preimage("restore", backup["id"], env=work.env)
     assert notes.read_text() == "hello\n"
+
+
+def test_kilo_mcp_delete_is_backed_up_and_restored(work: Ran) -> None:
+    """`shop_write_query` (DELETE) is read as MCP server `shop` from Kilo's kilo.json, its
+    SQLite file is backed up first, the model is told, and restore brings the rows back."""
+    db = work.box.project / "shop.db"
+    assert rows(db) == []
+    (backup,) = [b for b in work.backups() if b["tool_call"]["tool"] == "mcp__shop__write_query"]
+    assert backup["id"] in work.route.seen_after_tools()
+    preimage("restore", backup["id"], env=work.env)
+    assert rows(db) == ROWS
 
 
 def test_kilo_install_list_and_uninstall_leave_the_project_as_it_was(work: Ran) -> None:
