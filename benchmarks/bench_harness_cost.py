@@ -5,7 +5,7 @@ Run: python benchmarks/bench_harness_cost.py [--runs 3] [--calls 4] [--harness N
      [--in-process]
 
 Each pinned harness binary (fixtures/harnesses.py: Claude Code, Codex, Gemini CLI,
-OpenCode) is driven by the scripted model server on loopback.  One run's script makes
+OpenCode, Qwen Code, Kilo Code CLI) is driven by the scripted model server on loopback.  One run's script makes
 ``--calls`` read-only calls (``ls -la``) and as many protected ones (``echo … > f``,
 which preimage captures before it runs), alternating.  The model server notes when it
 sent each tool call and when the harness's next request, carrying the call's result,
@@ -53,6 +53,8 @@ def shell(harness: str, command: str) -> Call:
         "codex": ("exec_command", {"cmd": command}),
         "gemini": ("run_shell_command", {"command": command}),
         "opencode": ("bash", {"command": command, "description": "scripted"}),
+        "qwen": ("run_shell_command", {"command": command}),
+        "kilo": ("bash", {"command": command, "description": "scripted"}),
     }[harness]
     return Call(name, args)
 
@@ -124,7 +126,7 @@ def _floor_hooks(harness: str, box: Sandbox) -> None:
 
     adapter = get_harness(harness)
     path = box.home / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
-                       "gemini": ".gemini/settings.json"}[harness]
+                       "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[harness]
     plan_json_install(adapter, path, "cat > /dev/null").apply()
 
 
@@ -163,8 +165,8 @@ def main() -> None:
                 got = samples.setdefault(harness, {})
                 for _ in range(opts.runs):
                     for arm in arms:
-                        if arm == "floor" and harness == "opencode":
-                            continue   # its hook is a plugin, not a command
+                        if arm == "floor" and harness in ("opencode", "kilo"):
+                            continue   # their hook is a plugin, not a command
                         pairs, captures = one_run(model, harness,
                                                   Path(tempfile.mkdtemp(dir=base)),
                                                   opts.calls, arm, runtime)
