@@ -1,10 +1,11 @@
 """Kilo Code CLI (an OpenCode fork loading the same plugins), its real binary driven by the
 scripted model, with preimage put there by ``preimage install kilo`` as a user would.
 
-Two runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
+Three runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
 with Kilo's `write` tool, a `DELETE` through MCP server `shop` — mcp-server-sqlite, named only
-in Kilo's own kilo.json — then `uninstall`) and **unrunnable** (the plugin cannot start
-`preimage`: Kilo must not run the `rm`).
+in Kilo's own kilo.json — then `uninstall`) **unrunnable** (the plugin cannot start
+`preimage`: Kilo must not run the `rm`) and **sandboxed** (Kilo's sandbox on, where the store
+is read-only: the `rm` is copied first, not moved).
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 
 
 def start(model: ModelServer, root: Path, calls: list[Call],
-          extra: dict[str, str] | None = None, mcp: bool = False) -> Ran:
+          extra: dict[str, str] | None = None, mcp: bool = False,
+          settings: dict[str, Any] | None = None) -> Ran:
     """A project with `build/` and `notes.txt` (with ``mcp``, `shop.db` and MCP server `shop`
-    in kilo.json), `preimage install kilo` there, one Kilo run."""
+    in kilo.json; ``settings`` merged into kilo.json), `preimage install kilo` there, one Kilo
+    run."""
     route = model.route(Script(calls))
     store = root / "preimage"
     box = Sandbox("kilo", root, route.url, path_dirs=[BIN], extra_env={
@@ -94,6 +97,12 @@ def start(model: ModelServer, root: Path, calls: list[Call],
         con.close()
         box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"),
                                     "--db-path", str(box.project / "shop.db")])
+    if settings:
+        config = box.project / "kilo.json"
+        doc = json.loads(config.read_text())
+        for key, value in settings.items():
+            doc[key] = {**doc[key], **value} if isinstance(doc.get(key), dict) else value
+        config.write_text(json.dumps(doc))
     before = tree(build)
     listing = {p.name for p in box.project.iterdir()}
     env = box.env()
@@ -190,3 +199,26 @@ def test_kilo_refuses_the_call_when_preimage_cannot_run(
     told = ran.route.seen_after_tools()
     assert "NOT backed up" in told and "cannot run" in told
     assert ran.backups() == []
+
+
+def test_kilo_in_its_sandbox_gets_the_copy_not_the_trash_move(
+        model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With Kilo's sandbox on (its shell commands see everything outside the project
+    read-only, the store included), the `rm` is not rewritten into a trash move that could
+    not write there: it runs as written, after the tree was copied, and restore brings it
+    back exactly."""
+    root = tmp_path_factory.mktemp("kilo-sandboxed")
+    outside = root / "outside"
+    outside.mkdir()
+    ran = start(model, root, [shell(f"touch {outside}/probe"), shell("rm -rf build")],
+                settings={"sandbox": {"enabled": True},
+                          "permission": {"external_directory": "allow"}})
+    assert "Read-only file system" in ran.route.tool_results[0]   # the sandbox is on
+    build = ran.box.project / "build"
+    assert not build.exists()
+    (backup,) = [b for b in ran.backups() if "build" in json.dumps(b["tool_call"]["input"])]
+    assert backup["kind"] != "trash" and backup["stored_bytes"] > 0
+    assert backup["tool_call"]["input"]["command"] == "rm -rf build"
+    assert backup["id"] in ran.route.seen_after_tools()
+    preimage("restore", backup["id"], env=ran.env)
+    assert tree(build) == ran.build_before
