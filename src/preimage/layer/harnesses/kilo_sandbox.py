@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from preimage.layer.harnesses import jsonc
-from preimage.layer.mcp_servers import kilo_config_files
+from preimage.layer.mcp_servers import KILO_CONFIG_NAMES, KILO_PROJECT_FOLDERS, kilo_global_folder
 
 __all__ = ["may_sandbox"]
 
@@ -39,8 +39,7 @@ def may_sandbox(cwd: str, env: Mapping[str, str], home: Path) -> str | None:
         reason = _settings_say(inline, "KILO_CONFIG_CONTENT")
         if reason:
             return reason
-    files = kilo_config_files(Path(cwd or ".").absolute(), env, home)
-    for path in (f for f in files if os.path.lexists(f)):
+    for path in _existing_config_files(cwd, env, home):
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -58,6 +57,29 @@ def may_sandbox(cwd: str, env: Mapping[str, str], home: Path) -> str | None:
         if not isinstance(doc, dict) or doc.get("enabled") is not False:
             return f"{path} turns the sandbox on"
     return None
+
+
+def _existing_config_files(cwd: str, env: Mapping[str, str], home: Path) -> Iterator[Path]:
+    """The settings files of :func:`preimage.layer.mcp_servers.kilo_config_files` that exist,
+    found with plain string paths: this runs before every call Kilo makes."""
+    folder = str(kilo_global_folder(env, home))
+    names = [os.path.join(folder, n) for n in KILO_CONFIG_NAMES]
+    if env.get("KILO_CONFIG"):
+        names.append(env["KILO_CONFIG"])
+    here = os.path.abspath(cwd or ".")
+    while True:
+        names += [os.path.join(here, n) for n in KILO_CONFIG_NAMES[1:]]
+        for sub in KILO_PROJECT_FOLDERS:
+            inner = os.path.join(here, sub)
+            if os.path.isdir(inner):
+                names += [os.path.join(inner, n) for n in KILO_CONFIG_NAMES[1:]]
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    for name in names:
+        if os.path.lexists(name):
+            yield Path(name)
 
 
 def _settings_say(text: str, where: str) -> str | None:
