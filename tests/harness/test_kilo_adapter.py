@@ -116,16 +116,23 @@ def test_kilo_sandbox_turned_off_keeps_the_trash_move(home: Path, user_home: Pat
 def test_kilo_install_beside_another_plugin_and_uninstall(home: Path, user_home: Path,
                                                           tmp_path: Path) -> None:
     """Install writes .kilo/plugin/preimage.js next to the user's own plugin, never over a
-    file that is not preimage's; uninstall removes only preimage's file."""
+    file that is not preimage's; uninstall gives the user's .kilo/ back byte for byte (the
+    .gitignore Kilo wrote there before install stays: install did not cause it)."""
     project = tmp_path / "project"
     plugins = project / ".kilo" / "plugin"
     plugins.mkdir(parents=True)
     (plugins / "mine.ts").write_text("export const Mine = async () => ({})\n")
+    (project / ".kilo" / "kilo.jsonc").write_text('{\n  // mine\n  "model": "x/y",\n}\n')
+    (project / ".kilo" / ".gitignore").write_text("node_modules\npackage.json\n.gitignore\n")
+    before = {str(p.relative_to(project)): p.read_bytes() for p in project.rglob("*")
+              if p.is_file()}
     assert cli("install", "kilo", cwd=project).returncode == 0
     text = (plugins / "preimage.js").read_text()
     assert "preimage for Kilo Code CLI" in text and '"hook", "kilo"' in text
     assert cli("uninstall", "kilo", cwd=project).returncode == 0
-    assert sorted(p.name for p in plugins.iterdir()) == ["mine.ts"]
+    after = {str(p.relative_to(project)): p.read_bytes() for p in project.rglob("*")
+             if p.is_file()}
+    assert after == before
     (plugins / "preimage.js").write_text("// someone else's\n")
     refused = cli("install", "kilo", cwd=project)
     assert refused.returncode == 2 and "not preimage's plugin" in refused.stderr
