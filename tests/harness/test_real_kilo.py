@@ -2,7 +2,7 @@
 scripted model, with preimage put there by ``preimage install kilo`` as a user would.
 
 Three runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
-with Kilo's `write` tool, a `DELETE` through MCP server `shop` — mcp-server-sqlite, named only
+with Kilo's `write` tool, an `edit` of `README.md`, a `DELETE` through MCP server `shop` — mcp-server-sqlite, named only
 in Kilo's own kilo.json — then `uninstall`) **unrunnable** (the plugin cannot start
 `preimage`: Kilo must not run the `rm`) and **sandboxed** (Kilo's sandbox on, where the store
 is read-only: the `rm` is copied first, not moved).
@@ -90,6 +90,7 @@ def start(model: ModelServer, root: Path, calls: list[Call],
     (build / "run.sh").write_text("#!/bin/sh\necho run\n")
     os.chmod(build / "run.sh", 0o750)
     (box.project / "notes.txt").write_text("hello\n")
+    (box.project / "README.md").write_text("# shop\nversion 1\n")
     if mcp:
         with sqlite3.connect(box.project / "shop.db") as con:
             con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
@@ -115,13 +116,15 @@ def start(model: ModelServer, root: Path, calls: list[Call],
 
 @pytest.fixture(scope="module")
 def work(model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Ran:
-    """`ls -la`, `rm -rf build`, an overwrite of notes.txt and an MCP `DELETE`, in a project
-    with preimage's plugin."""
+    """`ls -la`, `rm -rf build`, an overwrite of notes.txt, an edit of README.md and an MCP
+    `DELETE`, in a project with preimage's plugin."""
     root = tmp_path_factory.mktemp("kilo-work")
     notes = root / "project" / "notes.txt"
     return start(model, root, [
         shell("ls -la"), shell("rm -rf build"),
         Call("write", {"filePath": str(notes), "content": "overwritten\n"}),
+        Call("edit", {"filePath": str(notes.with_name("README.md")), "oldString": "version 1",
+                      "newString": "version 2"}),
         Call("shop_write_query", {"query": "DELETE FROM orders"})], mcp=True)
 
 
@@ -161,6 +164,16 @@ def test_kilo_file_write_is_backed_up_and_restored(work: Ran) -> None:
     assert backup["id"] in work.route.seen_after_tools()
     preimage("restore", backup["id"], env=work.env)
     assert notes.read_text() == "hello\n"
+
+
+def test_kilo_edit_is_backed_up_and_restored(work: Ran) -> None:
+    """Kilo's `edit` of README.md is backed up first, the model is told, restore undoes it."""
+    readme = work.box.project / "README.md"
+    assert readme.read_text() == "# shop\nversion 2\n"
+    (backup,) = [b for b in work.backups() if b["tool_call"]["tool"] == "Edit"]
+    assert backup["id"] in work.route.seen_after_tools()
+    preimage("restore", backup["id"], env=work.env)
+    assert readme.read_text() == "# shop\nversion 1\n"
 
 
 def test_kilo_mcp_delete_is_backed_up_and_restored(work: Ran) -> None:
