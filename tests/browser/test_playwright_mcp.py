@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harnesses import backups
 from mcp_clients import PREIMAGE, ClaudeHook, Hook, backup_id, restore, run_session
 from mcp_packages import PINNED, executable
 
@@ -196,3 +197,32 @@ def test_playwright_mcp_page_is_read_from_the_answers(path: str, trac_server: Tr
     restore(env, backup_id(told))
     assert _summaries(trac_server, milestone) == [f"Crash in {milestone}"]
     assert _summaries(trac_server, f"{milestone}-other") == [f"Crash in {milestone}-other"]
+
+
+@pytest.mark.harness
+def test_playwright_mcp_in_claude_code(trac_server: TracServer, profile: Path,
+                                      cli_profile: Path, tmp_path: Path) -> None:
+    """The real Claude Code, @playwright/mcp in .mcp.json on the system Chromium: the model
+    opens a ticket's delete page and clicks "Delete ticket"; the hook follows the page from
+    the server's answers, backs the ticket up through the Trac adapter before the click,
+    the model is told the ID, and `preimage restore` brings the ticket back."""
+    from mcp_claude_code import claude_code_run
+
+    number = _ticket(trac_server, "mcp-claude")
+    state, env = _setup(trac_server, profile, cli_profile, tmp_path, tmp_path / "unused")
+    server = _server(state)
+    ran = claude_code_run(tmp_path / "run", "browser",
+                          {"command": server[0], "args": server[1:]},
+                          [("browser_navigate",
+                            {"url": f"{trac_server.url}/ticket/{number}?action=delete"}),
+                           ("browser_click", {"element": "Delete ticket button",
+                                              "target": "input[value='Delete ticket']"})],
+                          extra_env={k: env[k] for k in ("PREIMAGE_CONFIG_DIR",
+                                                         "PREIMAGE_BROWSER_PROFILE")})
+    assert _summaries(trac_server, "mcp-claude") == [], ran.route.tool_results
+    backup = ran.backup_of("browser_click")
+    assert ran.told(backup)
+    assert not any(b.get("tool_call", {}).get("tool", "").endswith("browser_navigate")
+                   for b in backups(ran.env))
+    ran.restore(backup["id"])
+    assert _summaries(trac_server, "mcp-claude") == ["Crash in mcp-claude"]

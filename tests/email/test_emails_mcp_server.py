@@ -188,3 +188,30 @@ def test_emails_mcp_through_claude_hook(dovecot: Any, smtp: Any, tmp_path: Path)
     sent = len(smtp.delivered())
     _mail_steps(mail, "mcphookuser", project, env, server, ClaudeHook("inbox", project, env))
     assert len(smtp.delivered()) == sent + 3
+
+
+@pytest.mark.harness
+def test_emails_mcp_in_claude_code(dovecot: Any, smtp: Any, tmp_path: Path) -> None:
+    """The real Claude Code, emails-mcp in .mcp.json with its --config_file beside it: the
+    model lists INBOX (which sets \\Seen) and deletes message 4 of that listing; the hook
+    backs up both calls before they run, the model is told the IDs, and restoring them
+    newest first brings every folder's messages and flags back exactly."""
+    from mcp_claude_code import claude_code_run
+
+    mail = dovecot
+    seed(mail, "mcpclaudeuser")
+    project = tmp_path / "run" / "project"
+    project.mkdir(parents=True)
+    mail_config(mail, "mcpclaudeuser", project, smtp)
+    before = state(mail, "mcpclaudeuser")
+    ran = claude_code_run(tmp_path / "run", "inbox", {
+        "command": str(executable("emails-mcp")), "args": ["--config_file", "mail.json"]},
+        [("get_emails", {"folder": "INBOX", "page_size": 2}),
+         ("delete_email", {"email_id": "4"})])
+    after = state(mail, "mcpclaudeuser")
+    assert len(after["INBOX"]) == 4 and after != before
+    listed, deleted = ran.backup_of("get_emails"), ran.backup_of("delete_email")
+    assert ran.told(listed) and ran.told(deleted)
+    for backup in (deleted, listed):
+        ran.restore(backup["id"], PREIMAGE_IMAP_PASSWORD=mail.password)
+    assert state(mail, "mcpclaudeuser") == before

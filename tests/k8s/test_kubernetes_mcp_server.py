@@ -160,3 +160,29 @@ def test_kubernetes_mcp_through_claude_hook(control_plane: Any, tmp_path: Path) 
     for text in reversed(_changes(texts)):
         restore(env, backup_id(text))                 # env: no KUBECONFIG
     assert objects(control_plane, "mcp-hook-ns") == before
+
+
+@pytest.mark.harness
+def test_kubernetes_mcp_in_claude_code(control_plane: Any, tmp_path: Path) -> None:
+    """The real Claude Code, mcp-server-kubernetes in .mcp.json with KUBECONFIG in its env
+    only: the model deletes a ConfigMap and scales a Deployment to zero; the hook backs up
+    each object before the call, the model is told the IDs, and `preimage restore` run
+    without a kubeconfig brings both objects back exactly."""
+    from mcp_claude_code import claude_code_run
+
+    ns = "mcp-claude-ns"
+    k8s_world(control_plane, ns)
+    before = objects(control_plane, ns)
+    ran = claude_code_run(tmp_path, "cluster", {
+        "command": str(executable("kubernetes")), "args": [],
+        "env": {"KUBECONFIG": str(control_plane.kubeconfig_path)}},
+        [("kubectl_delete", {"resourceType": "configmap", "name": "settings", "namespace": ns}),
+         ("kubectl_scale", {"name": "web", "replicas": 0, "namespace": ns})])
+    changed = objects(control_plane, ns)
+    assert "configmaps/settings" not in changed and changed["deployments/web"][2] == 0
+    deleted, scaled = ran.backup_of("kubectl_delete"), ran.backup_of("kubectl_scale")
+    assert ran.told(deleted) and ran.told(scaled)
+    assert "KUBECONFIG" not in ran.env
+    for backup in (scaled, deleted):
+        ran.restore(backup["id"])
+    assert objects(control_plane, ns) == before

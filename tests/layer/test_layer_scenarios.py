@@ -300,6 +300,34 @@ def test_browser_page_follows_the_answers_page_url(layer: BackupLayer, world: Wo
         f"web+trac://127.0.0.1:8000/milestone/b?profile={world.profile}"]
 
 
+def test_browser_page_url_after_a_long_answer(layer: BackupLayer, world: World,
+                                              store: object) -> None:
+    """A "Page URL" that comes after a long result (a script's output of 6,000 characters)
+    is still read from the answer the hook hands over, though the log keeps only its start."""
+    from preimage.layer.config import LayerConfig
+    from preimage.layer.harnesses.claude_code import ClaudeCode
+
+    config = LayerConfig.model_validate({**layer.config.model_dump(),
+                                         "sites": {"http://127.0.0.1:8000": "trac"}})
+    layer = BackupLayer(store=store, config=config, env=world.env)  # type: ignore[arg-type]
+    for earlier in nav("http://127.0.0.1:8000/milestone/a?action=delete")(world):
+        layer.before(earlier)
+    args = {"function": "() => document.body.innerText"}
+    answer = [{"type": "text", "text": "### Result\n" + "x" * 6000 + "\n### Page\n"
+               "- Page URL: http://127.0.0.1:8000/milestone/b?action=delete\n"}]
+    payload = {"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": str(world.proj),
+               "tool_name": "mcp__playwright__browser_evaluate", "tool_input": args,
+               "tool_response": answer}
+    result = ClaudeCode().result(payload, failed=False)
+    assert len(result.output) < 2200
+    evaluate = ToolCall.mcp("playwright", "browser_evaluate", args, cwd=str(world.proj),
+                            session_id="s1")
+    layer.after(evaluate, result)
+    plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete milestone"})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"web+trac://127.0.0.1:8000/milestone/b?profile={world.profile}"]
+
+
 def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: World) -> None:
     """A name from a loop variable widens to the whole kind; an object wholly named by a
     variable is not guessed (no bogus target): the layer says it cannot address it."""

@@ -120,3 +120,25 @@ def test_postgres_mcp_argument_form_and_restricted_mode(pg_server: Any, tmp_path
         env, tmp_path, [("execute_sql", {"sql": "DELETE FROM orders"})])
     assert "preimage backup" not in note_of(refused)
     assert dump(pg, "mcpargshop") == original
+
+
+@pytest.mark.harness
+def test_postgres_mcp_in_claude_code(pg_server: Any, tmp_path: Path) -> None:
+    """The real Claude Code, postgres-mcp in .mcp.json with DATABASE_URI in its env only:
+    the model's `DROP TABLE` is backed up by the hook before the server runs it, the model
+    is told the backup's ID, and `preimage restore` brings the database back
+    pg_dump-identical."""
+    from mcp_claude_code import claude_code_run
+
+    pg = pg_server
+    shop(pg, "mcpclaudeshop")
+    original = dump(pg, "mcpclaudeshop")
+    ran = claude_code_run(tmp_path, "shop", {
+        "command": str(executable("postgres-mcp")), "args": [],
+        "env": {"DATABASE_URI": pg.uri("mcpclaudeshop", password=True)}},
+        [("execute_sql", {"sql": "DROP TABLE orders"})])
+    assert pg.psql("SELECT to_regclass('orders')", db="mcpclaudeshop").strip() == ""
+    backup = ran.backup_of("execute_sql")
+    assert ran.told(backup)
+    ran.restore(backup["id"], PGPASSWORD=pg.password)
+    assert dump(pg, "mcpclaudeshop") == original

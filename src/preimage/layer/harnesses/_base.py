@@ -127,8 +127,17 @@ class Harness:
 
 
 def _shorten(value: Any, limit: int = 2000) -> str:
+    """The start of a tool's answer (for the log), plus the last ``Page URL`` line the
+    answer names when it lies beyond the cut: the layer reads the browser's page from it
+    after each call, and @playwright/mcp puts it after results of any length."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
+    if len(text) <= limit:
+        return text
+    from preimage.layer.deciding.mcp_playwright import page_url_of
+
+    head = text[:limit] + f"… ({len(text)} chars)"
+    url = page_url_of(text)
+    return head if url is None or url == page_url_of(head) else f"{head}\n- Page URL: {url}"
 
 
 def home() -> Path:
