@@ -247,6 +247,8 @@ class Planner:
             f = snap_folders[name]
             live = self.live.get(name)
             changed = False
+            if live is not None and f.selectable and not live.info.selectable:
+                live = None   # only a name above a folder that lives on: create it again
             if live is None:
                 if f.selectable or name not in selectable_below:
                     plan.create.append(f)

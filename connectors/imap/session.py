@@ -203,17 +203,36 @@ class ImapSession:
     # ------------------------------------------------------------ folders
     @_guarded("listing folders")
     def folders(self) -> list[FolderInfo]:
-        """Every folder of the account (LIST "" "*")."""
+        """Every folder of the account (LIST "" "*").
+
+        A parent deleted while a folder below it lives on is listed by Dovecot (Maildir++)
+        with ``\\HasChildren`` and without ``\\Noselect``, yet cannot be opened (STATUS:
+        "Mailbox doesn't exist"): such a name is marked ``\\NonExistent`` here, as RFC 5258
+        has servers mark it, so nothing tries to read its messages and a restore creates it.
+        """
         out = []
         for attrs, sep, name in self._client.list_folders():
-            out.append(
-                FolderInfo(
-                    name=text(name),
-                    separator=text(sep) if sep else None,
-                    attributes=frozenset(text(a) for a in attrs),
-                )
+            info = FolderInfo(
+                name=text(name),
+                separator=text(sep) if sep else None,
+                attributes=frozenset(text(a) for a in attrs),
             )
+            if (info.selectable and "\\haschildren" in {a.lower() for a in info.attributes}
+                    and self._placeholder(info.name)):
+                info = FolderInfo(info.name, info.separator, info.attributes | {"\\NonExistent"})
+            out.append(info)
         return out
+
+    def _placeholder(self, folder: str) -> bool:
+        """Whether the server refuses STATUS of a listed ``folder`` because it does not exist."""
+        try:
+            self._client.folder_status(folder, [b"MESSAGES"])
+        except imaplib.IMAP4.error as exc:
+            words = text(exc).lower()
+            if any(w in words for w in ("nonexistent", "doesn't exist", "does not exist")):
+                return True
+            raise
+        return False
 
     @_guarded("listing subscriptions")
     def subscribed(self) -> set[str]:

@@ -128,9 +128,29 @@ MAIL_STEPS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
     ("forward_email sets \\Seen and appends to Sent", [
         ("get_emails", {"folder": "INBOX", "page_size": 1}),
         ("forward_email", {"email_id": "5", "to": "carol@example.org"})]),
+    ("export_emails sets \\Seen on what it writes out", [("export_emails", {"folder": "INBOX"})]),
+    ("import_emails appends, creating a folder", [("import_emails", {
+        "import_path": "import.json"})]),
     ("create_folder", [("create_folder", {"folder_name": "Projects"})]),
     ("delete_folder", [("delete_folder", {"folder_name": "Archive"})]),
 ]
+
+
+def import_file(folder: Path) -> None:
+    """``folder/import.json``: the server's own export of Archive (run with no preimage in
+    between), with a copy of its message named for a folder that does not exist yet."""
+    import re
+
+    (result, _), = run_session([str(executable("emails-mcp")), "--config_file", "mail.json"],
+                               clean_env(folder), folder,
+                               [("export_emails", {"folder": "Archive"})])
+    text = note_of(result)
+    written = re.search(r"exported \d+ emails to (\S+)", text)
+    assert written, text
+    doc = json.loads(Path(written.group(1)).read_text())
+    Path(written.group(1)).unlink()
+    doc["emails"].append({**doc["emails"][0], "email_id": "2", "folder": "Imported"})
+    (folder / "import.json").write_text(json.dumps(doc))
 
 
 def _mail_steps(mail: Any, user: str, project: Path, env: dict[str, str], server: list[str],
@@ -158,6 +178,7 @@ def test_emails_mcp_through_proxy(dovecot: Any, smtp: Any, tmp_path: Path) -> No
     mail = dovecot
     seed(mail, "mcpproxyuser")
     mail_config(mail, "mcpproxyuser", tmp_path, smtp)
+    import_file(tmp_path)
     env = clean_env(tmp_path)
     server = [PREIMAGE, "mcp-proxy", "--name", "mail", "--",
               str(executable("emails-mcp")), "--config_file", "mail.json"]
@@ -181,6 +202,7 @@ def test_emails_mcp_through_claude_hook(dovecot: Any, smtp: Any, tmp_path: Path)
     project = tmp_path / "project"
     project.mkdir()
     mail_config(mail, "mcphookuser", project, smtp)
+    import_file(project)
     server = [str(executable("emails-mcp")), "--config_file", "mail.json"]
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"inbox": {
         "command": server[0], "args": server[1:]}}}))

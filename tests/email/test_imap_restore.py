@@ -132,6 +132,24 @@ def test_deleted_folders_come_back_with_subscription_and_special_use(
     assert scores(backup.id, store) == (1.0, 1.0)
 
 
+def test_deleted_parent_of_a_living_folder_comes_back(account: Account, store: Store) -> None:
+    """A folder deleted while the one below it lives on (Dovecot still lists its name, but
+    it cannot be opened) is captured as absent and re-created with its mail by a restore."""
+    account.seed({"Clients": [(make_message(20), ["\\Seen"], date_of(20))],
+                  "Clients/Acme": [(make_message(21), [], date_of(21))]})
+    before = account.state()
+    backup = preimage.capture([account.uri("Clients", recursive="1")], store=store)
+    run(account, ("delete_folder", "Clients"))
+    c = account.client()
+    listed = {name for _f, _d, name in c.list_folders()}
+    c.logout()
+    assert "Clients" in listed    # the name Dovecot keeps above Clients/Acme
+    preimage.capture([account.uri("Clients", recursive="1")], store=store)   # readable now
+    (report,) = preimage.restore(backup.id, store=store).reports
+    assert report.ok
+    assert account.state() == before
+
+
 def test_overwrite_removes_what_arrived_after_the_capture_and_merge_keeps_it(
     account: Account, store: Store
 ) -> None:

@@ -14,11 +14,19 @@ get_emails             SELECT folder; FETCH RFC822 of one page (newest first): s
                        ``\\Seen`` on that page's messages
 search_emails          SELECT folder; SEARCH; FETCH RFC822 of the hits: ``\\Seen``
 export_emails          get_emails over a folder (or every folder): ``\\Seen``; the
-                       last folder stays selected
+                       last folder stays selected; writes a new file named by the time
+                       (``FOLDER_export_YYYYmmdd_HHMMSS.json``) in its export folder or
+                       the folder it runs in (its ``export_path`` is not used)
+import_emails          reads a JSON export (``emails[].folder``), an ``.eml`` file or a
+                       folder of them; SELECTs and APPENDs to each named folder (creating
+                       it; INBOX when it cannot), or to ``target_folder``/INBOX
 read_email,            FETCH RFC822 (+ STORE +FLAGS \\Seen) of a sequence number in
 get_email_headers      the selected folder
 reply_email,           FETCH RFC822 (``\\Seen``); sends; APPENDs the sent message to
-forward_email          the first of Sent, INBOX.Sent, Sent Messages, Sent Items
+forward_email          ``Sent`` (0.1.12 tries INBOX.Sent, Sent Messages, Sent Items only
+                       when that APPEND raises, not when it is refused: on an account
+                       whose folders are all below ``INBOX.`` no copy is kept; the layer
+                       captures the first of those that exists, which is wider)
 send_email             sends; APPENDs it to that Sent folder
 mark_emails            STORE ±\\Seen / ±\\Flagged on sequence numbers
 delete_email(s)        STORE +\\Deleted, EXPUNGE: every message already flagged
@@ -188,6 +196,11 @@ def emails_mcp(call: ToolCall, rule: Rule, ctx: Context, spec: Spec) -> Finding:
     remember_password(acct.scheme, acct.user, acct.host, acct.port, acct.password)
     key = _selected_key(call, acct)
     selected = ctx.session_get(key)
+    if tool == "import_emails":   # SELECTs each folder it appends to: the last stays selected
+        folders = import_folders(a, server_cwd(spec, ctx))
+        ctx.session_set(key, folders[0] if isinstance(folders, list) and len(folders) == 1
+                        else None)
+        return _import(call, rule, folders, acct)
     if tool in _SELECTING:
         folder = str(a.get("folder") or "INBOX")
         if tool == "export_emails" and a.get("export_all_folders"):
@@ -232,10 +245,6 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
                        impact=Impact.HIGH if tool == "delete_folder" else Impact.LOW,
                        targets=[PlannedTarget(imap_uri(base, name, recursive=True),
                                               f"{tool} changes it", external=True)])
-    if tool == "import_emails":   # appends what a local file holds, to folders it names
-        return finding(call, rule, outside_workspace=True, wide=True, targets=[PlannedTarget(
-            imap_uri(base), "import_emails appends messages to the folders its file names",
-            external=True)])
     sent = next((f for f in SENT_FOLDERS if f in box.folders()), None)
     sends = tool in ("send_email", "reply_email", "forward_email")
     if sends and sent:
@@ -284,4 +293,38 @@ def _plan(call: ToolCall, rule: Rule, tool: str, a: dict[str, Any], acct: Accoun
                    outside_workspace=True, wide=not selected)
 
 
-__all__ = ["Account", "account", "emails_mcp"]
+def import_folders(a: dict[str, Any], cwd: str) -> list[str] | str:
+    """The folders ``import_emails`` appends to, read from its file as the server reads it
+    (a JSON export's ``emails[].folder`` when ``preserve_folders``, else ``target_folder``
+    or INBOX — and INBOX, where the server falls back when it cannot create a folder); or
+    why the file cannot be read (the server then reads no more of it either)."""
+    path = str(a.get("import_path") or "")
+    if not path:
+        return "import_emails names no file"
+    path = path if os.path.isabs(path) else os.path.join(cwd, path)
+    fallback = str(a.get("target_folder") or "INBOX")
+    preserve = a.get("preserve_folders", True) not in (False, "false", "False", 0)
+    if not path.lower().endswith(".json"):   # .eml files and folders of them name no folder
+        return [fallback] if os.path.exists(path) else f"the import file {path} does not exist"
+    doc = read_json_file(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("emails"), list):
+        return f"the import file {path} is not an emails-mcp export (no 'emails' list)"
+    named = {str(e["folder"]) for e in doc["emails"]
+             if preserve and isinstance(e, dict) and e.get("folder")}
+    unnamed = any(not (isinstance(e, dict) and e.get("folder")) for e in doc["emails"])
+    return sorted(named | ({fallback} if unnamed or not preserve else set()) | {"INBOX"})
+
+
+def _import(call: ToolCall, rule: Rule, folders: list[str] | str, acct: Account) -> Finding:
+    """``import_emails``: each folder its file names, whole (a folder it creates is taken
+    away again by a restore); when the file cannot be read, the whole account."""
+    if isinstance(folders, str):
+        return finding(call, rule, outside_workspace=True, wide=True, notes=[
+            f"{folders}: the whole account is captured"], targets=[PlannedTarget(
+                imap_uri(acct.base), "import_emails appends messages", external=True)])
+    return finding(call, rule, outside_workspace=True, targets=[
+        PlannedTarget(imap_uri(acct.base, f, recursive=True),
+                      "import_emails appends messages to it", external=True) for f in folders])
+
+
+__all__ = ["Account", "account", "emails_mcp", "import_folders"]
