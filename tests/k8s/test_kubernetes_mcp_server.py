@@ -186,3 +186,85 @@ def test_kubernetes_mcp_in_claude_code(control_plane: Any, tmp_path: Path) -> No
     for backup in (scaled, deleted):
         ran.restore(backup["id"])
     assert objects(control_plane, ns) == before
+
+
+def drain_world(cp: Any, ns: str) -> str:
+    """A Node object and two pods bound to it (``spec.nodeName``; the control plane runs no
+    kubelet, so they stay Pending there, as pods on a node that stopped reporting do)."""
+    node = f"{ns}-worker"
+    cp.kubectl("create", "namespace", ns)
+    cp.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}))
+    for name in ("cache", "worker"):
+        cp.kubectl("create", "-n", ns, "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 30,
+                     "containers": [{"name": name, "image": "registry.invalid/app:1"}]}}))
+    return node
+
+
+def on_node(cp: Any, ns: str, node: str) -> dict[str, Any]:
+    """The node's schedulability and the pods bound to it: name, labels, node, containers."""
+    doc = json.loads(cp.kubectl("get", "node", node, "-o", "json").stdout)
+    pods = json.loads(cp.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+    return {"unschedulable": doc["spec"].get("unschedulable"),
+            "pods": sorted((p["metadata"]["name"], p["metadata"].get("labels"),
+                            p["spec"].get("nodeName"), p["spec"]["containers"]) for p in pods)}
+
+
+@pytest.mark.parametrize("path", ["proxy", "claude-hook"])
+def test_kubernetes_mcp_drain_evicts_and_restores(control_plane: Any, tmp_path: Path,
+                                                  path: str) -> None:
+    """node_management drain, as the server runs it (`kubectl drain NODE --force
+    --grace-period 0 --ignore-daemonsets`): the eviction API really deletes the pods bound to
+    the node and the node is cordoned; the backup taken before it restores both pods and
+    the node's schedulability exactly."""
+    ns = f"mcp-drain-{path}"
+    node = drain_world(control_plane, ns)
+    before = on_node(control_plane, ns, node)
+    assert len(before["pods"]) == 2 and not before["unschedulable"]
+    env = clean_env(tmp_path)
+    kubeconfig = {"KUBECONFIG": str(control_plane.kubeconfig_path)}
+    drain = ("node_management", {"operation": "drain", "nodeName": node, "force": True,
+                                 "gracePeriod": 0, "confirmDrain": True})
+    if path == "proxy":
+        server = [PREIMAGE, "mcp-proxy", "--name", "cluster", "--", str(executable("kubernetes"))]
+        hook = None
+        project = tmp_path
+    else:
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"k8s": {
+            "command": str(executable("kubernetes")), "args": [], "env": kubeconfig}}}))
+        server, hook = [str(executable("kubernetes"))], ClaudeHook("k8s", project, env)
+    (answer,) = run_session(server, {**env, **kubeconfig}, project, [drain], hook=hook)
+    drained = on_node(control_plane, ns, node)
+    assert drained == {"unschedulable": True, "pods": []}, told(answer, hook is not None)
+    restore(env, backup_id(told(answer, hook is not None)))   # no KUBECONFIG
+    assert on_node(control_plane, ns, node) == before
+
+
+def test_kubernetes_mcp_exec_in_pod_is_asked_or_refused(control_plane: Any,
+                                                        tmp_path: Path) -> None:
+    """exec_in_pod cannot be backed up (what a command changes inside a container is out of
+    reach): the Claude Code hook hands it to the user with that reason, and the proxy, which
+    cannot ask, refuses it without forwarding, saying the same."""
+    ns = "mcp-exec-ns"
+    control_plane.kubectl("create", "namespace", ns)
+    call = ("exec_in_pod", {"name": "web-0", "namespace": ns, "command": "rm -rf /data"})
+    env = clean_env(tmp_path)
+    kubeconfig = {"KUBECONFIG": str(control_plane.kubeconfig_path)}
+    (refused, _), = run_session([PREIMAGE, "mcp-proxy", "--name", "cluster", "--",
+                                 str(executable("kubernetes"))], {**env, **kubeconfig},
+                                tmp_path, [call])
+    text = " ".join(c.text for c in refused.content if hasattr(c, "text"))
+    assert refused.isError and "NOT backed up" in text and "inside a container" in text, text
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"k8s": {
+        "command": str(executable("kubernetes")), "args": [], "env": kubeconfig}}}))
+    answer = ClaudeHook("k8s", project, env)(*call)
+    spec = answer["hookSpecificOutput"]
+    assert spec["permissionDecision"] == "ask", answer
+    assert "inside a container" in spec["permissionDecisionReason"], answer

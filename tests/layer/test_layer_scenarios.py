@@ -268,8 +268,8 @@ def test_kubectl_generic_is_read_as_the_line_it_runs(layer: BackupLayer, world: 
     assert status.wanted == []
     exec_ = layer.plan(mcp("kubernetes", "exec_in_pod", {"name": "web-0", "command": "rm -rf /data",
                                                         "namespace": "shop"})(world))
-    assert any(f.unknown and any("exec_in_pod runs a command" in n for n in f.notes)
-               for f in exec_.findings)
+    assert any("exec_in_pod runs a command" in (f.uncapturable or "") for f in exec_.findings)
+    assert exec_.targets == [] and any("inside a container" in u for u in exec_.uncapturable)
 
 
 def test_browser_page_follows_the_answers_page_url(layer: BackupLayer, world: World,

@@ -96,6 +96,10 @@ class Finding:
     # it will record and the target URIs it will hold (there is nothing to capture first).
     rewrite_backup: str | None = None
     rewrite_targets: list[str] = field(default_factory=list)
+    # What the call changes is out of any backup's reach (a command inside a container):
+    # why.  The decision then fails as a backup that could not be taken does — the call is
+    # asked or refused by ``on_failure`` — instead of a snapshot that would hold nothing.
+    uncapturable: str | None = None
 
     @property
     def changes_state(self) -> bool:
@@ -116,6 +120,7 @@ class Finding:
             "outside_workspace": self.outside_workspace,
             "rewrite": self.rewrite,
             "forced_by": list(self.forced_by),
+            "uncapturable": self.uncapturable,
         }
 
 

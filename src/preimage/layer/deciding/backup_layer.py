@@ -45,6 +45,7 @@ class Plan:
     targets: list[PlannedTarget] = field(default_factory=list)
     wanted: list[PlannedTarget] = field(default_factory=list)  # before connector fallbacks
     dropped: list[str] = field(default_factory=list)  # wanted, but no connector can capture them
+    uncapturable: list[str] = field(default_factory=list)  # changes no backup can hold: why
     tier: Tier | None = None
     notes: list[str] = field(default_factory=list)
     updated_input: dict[str, object] | None = None
@@ -121,6 +122,9 @@ class BackupLayer:
                 elif got.targets:
                     f.unknown, f.tier, f.targets = False, Tier.MODEL, list(got.targets)
         for f in findings:
+            if f.uncapturable:   # whatever the mode: unsure protects more
+                plan.uncapturable.append(f.uncapturable)
+                continue
             keep, why = mode_keeps(f, mode)
             if not keep:
                 if why:
@@ -298,6 +302,9 @@ class BackupLayer:
         trash_id = decision.backup_id   # the rewritten rm's, recorded when the harness runs it
         if plan.dropped:
             decision.error = "no connector here can capture " + "; ".join(plan.dropped)
+        if plan.uncapturable:
+            decision.error = "; ".join(filter(None, [
+                decision.error, *(f"no backup can hold this: {why}" for why in plan.uncapturable)]))
         if not plan.targets:
             if trash_id:
                 leave_call(self.store_home(), trash_id, call)

@@ -10,8 +10,10 @@ typed in a terminal would — with the server's kubeconfig travelling in the tar
 ``exec_in_pod`` runs any command in a container.  Whatever it changes lives in the
 container's file system, in its volumes or beyond it (a database the pod serves, the API
 through the pod's service account): nothing preimage captures holds that.  The layer does
-not pretend: the call is an unknown change (asked or refused under ``on_failure``), and
-the decision says why.
+not pretend: the finding is *uncapturable*, so the decision fails as a backup that could
+not be taken does — asked (Claude Code) or refused, or let through saying it is NOT backed
+up under ``on_failure: allow`` — and says why, instead of snapshotting a workspace that
+holds none of it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from preimage.layer.context import Context
 from preimage.layer.deciding.ex_k8s import server_kubeconfig, with_kubeconfig
 from preimage.layer.deciding.extract import finding, tool_extractor, unknown
 from preimage.layer.deciding.rules import Rule
-from preimage.layer.decision import Finding
+from preimage.layer.decision import Finding, Impact
 
 EXEC_UNKNOWN = ("exec_in_pod runs a command inside a container: what it changes (the "
                 "container's files, its volumes, what the pod reaches) is not something "
@@ -88,8 +90,10 @@ def mcp_kubectl_generic(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
 
 @tool_extractor("mcp_exec_in_pod")
 def mcp_exec_in_pod(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
-    """``exec_in_pod``: an unknown change, said so (fail closed)."""
-    return unknown(call, rule, EXEC_UNKNOWN)
+    """``exec_in_pod``: a change no backup can hold — asked or refused, saying why."""
+    got = finding(call, rule, impact=Impact.HIGH, outside_workspace=True)
+    got.uncapturable = EXEC_UNKNOWN
+    return got
 
 
 __all__ = ["EXEC_UNKNOWN", "generic_argv", "mcp_exec_in_pod", "mcp_kubectl_generic"]
