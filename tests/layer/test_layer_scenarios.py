@@ -328,6 +328,22 @@ def test_browser_page_url_after_a_long_answer(layer: BackupLayer, world: World,
         f"web+trac://127.0.0.1:8000/milestone/b?profile={world.profile}"]
 
 
+def test_cookie_clear_reaches_every_visited_site(layer: BackupLayer, world: World) -> None:
+    """browser_cookie_clear clears every site's cookies, not only the page's: the profile's
+    storage is captured for each origin the session's browser visited, and the decision
+    says other sites' cookies are not captured; localstorage_clear stays with the page."""
+    for url in ("http://127.0.0.1:8000/a", "http://127.0.0.2:9000/b"):
+        for earlier in nav(url)(world):
+            layer.before(earlier)
+    plan = layer.plan(mcp("playwright", "browser_cookie_clear", {})(world))
+    assert [t.uri for t in plan.wanted] == [
+        f"browser://{world.profile}?origin=http://127.0.0.2:9000&origin=http://127.0.0.1:8000"]
+    assert any("any other site's are NOT" in n for n in plan.notes), plan.notes
+    storage = layer.plan(mcp("playwright", "browser_localstorage_clear", {})(world))
+    assert [t.uri for t in storage.wanted] == [
+        f"browser://{world.profile}?origin=http://127.0.0.2:9000"]
+
+
 def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: World) -> None:
     """A name from a loop variable widens to the whole kind; an object wholly named by a
     variable is not guessed (no bogus target): the layer says it cannot address it."""

@@ -100,9 +100,11 @@ def _with_notes(call: ToolCall, rule: Rule, got: Finding | list[PlannedTarget],
 @tool_extractor("browser_navigate")
 def browser_navigate(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """Remember where the browser goes; navigation itself changes nothing."""
+    from preimage.layer.deciding.mcp_playwright import visit
+
     url = call.input.get("url")
     if isinstance(url, str):
-        ctx.session_set("browser_url", url)
+        visit(ctx, url)
     return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
 
 
@@ -140,7 +142,36 @@ def browser_storage(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
         return finding(call, rule, tier=Tier.READ_ONLY, impact=Impact.NONE)
     clears = call.tool.endswith(("_clear", "_delete", "set_storage_state"))
     got = _page_targets(call, ctx, "the tool changes cookies or storage", storage=True)
+    if call.tool.endswith(EVERY_SITE) and not isinstance(got, Finding):
+        got = _every_site(call, ctx, got)
     return _with_notes(call, rule, got, impact=Impact.HIGH if clears else Impact.NORMAL)
+
+
+# Tools that reach the cookies (or the whole storage) of every site in the browser context,
+# not only the page's: clearing all cookies, deleting cookies by name wherever they are set,
+# replacing the context's storage state.
+EVERY_SITE = ("browser_cookie_clear", "browser_cookie_delete", "browser_set_storage_state")
+
+
+def _every_site(call: ToolCall, ctx: Context, got: list[PlannedTarget]) -> list[PlannedTarget]:
+    """The profile's storage for every origin this session's browser visited, not only the
+    page's, and a note that other sites' cookies in the profile are not captured."""
+    from preimage.interface.uri import query, quote_path
+    from preimage.layer.deciding.mcp_playwright import visited_origins
+
+    profile = profile_dir(call, ctx)
+    page = ctx.session_get("browser_url")
+    here = origin_of(page) if isinstance(page, str) else None
+    origins = list(dict.fromkeys([*([here] if here else []), *visited_origins(ctx)]))
+    if not profile or not origins:
+        return got
+    uri = "browser://" + quote_path(profile) + query([("origin", o) for o in origins])
+    kept = [t for t in got if not t.uri.startswith("browser:")]
+    return [*kept, PlannedTarget(uri, "the tool reaches every site's cookies", external=True),
+            PlannedTarget(f"note:{call.tool.removeprefix('mcp__')} reaches the cookies of "
+                          f"every site in the browser: those of the sites this session "
+                          f"visited ({', '.join(origins)}) are captured, any other site's "
+                          "are NOT")]
 
 
 @tool_extractor("browser_script")
