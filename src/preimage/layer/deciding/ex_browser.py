@@ -100,7 +100,7 @@ def _with_notes(call: ToolCall, rule: Rule, got: Finding | list[PlannedTarget],
 @tool_extractor("browser_navigate")
 def browser_navigate(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
     """Remember where the browser goes; navigation itself changes nothing."""
-    from preimage.layer.deciding.mcp_playwright import visit
+    from preimage.layer.deciding.browser_session import visit
 
     url = call.input.get("url")
     if isinstance(url, str):
@@ -157,7 +157,7 @@ def _every_site(call: ToolCall, ctx: Context, got: list[PlannedTarget]) -> list[
     """The profile's storage for every origin this session's browser visited, not only the
     page's, and a note that other sites' cookies in the profile are not captured."""
     from preimage.interface.uri import query, quote_path
-    from preimage.layer.deciding.mcp_playwright import visited_origins
+    from preimage.layer.deciding.browser_session import visited_origins
 
     profile = profile_dir(call, ctx)
     page = ctx.session_get("browser_url")

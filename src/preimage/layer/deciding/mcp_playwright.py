@@ -28,25 +28,6 @@ def page_url_of(output: str) -> str | None:
     return found[-1] if found else None
 
 
-def visit(ctx: Context, url: str) -> None:
-    """Remember ``url`` as the page the browser is on, and its origin among those this
-    session's browser visited (what a tool that reaches every site may have touched)."""
-    from preimage.connectors.browser.address import origin_of
-
-    ctx.session_set("browser_url", url)
-    origin = origin_of(url)
-    seen = ctx.session_get("browser_origins")
-    seen = [o for o in seen if isinstance(o, str)] if isinstance(seen, list) else []
-    if origin and origin not in seen:
-        ctx.session_set("browser_origins", [*seen, origin])
-
-
-def visited_origins(ctx: Context) -> list[str]:
-    """The origins this session's browser was seen on, in order."""
-    seen = ctx.session_get("browser_origins")
-    return [o for o in seen if isinstance(o, str)] if isinstance(seen, list) else []
-
-
 def remember_page(call: ToolCall, output: str, ctx: Context) -> str | None:
     """Remember the page a browser tool's answer says it is on; the URL, or ``None``."""
     from preimage.layer.deciding.analyze import mcp_kind
@@ -54,8 +35,10 @@ def remember_page(call: ToolCall, output: str, ctx: Context) -> str | None:
     url = page_url_of(output) if call.mcp_tool is not None else None
     if url is None or mcp_kind(call, ctx) != "browser":   # the cheap test first: every call
         return None
+    from preimage.layer.deciding.browser_session import visit
+
     visit(ctx, url)
     return url
 
 
-__all__ = ["PAGE_URL", "page_url_of", "remember_page", "visit", "visited_origins"]
+__all__ = ["PAGE_URL", "page_url_of", "remember_page"]
