@@ -268,3 +268,76 @@ def test_kubernetes_mcp_exec_in_pod_is_asked_or_refused(control_plane: Any,
     spec = answer["hookSpecificOutput"]
     assert spec["permissionDecision"] == "ask", answer
     assert "inside a container" in spec["permissionDecisionReason"], answer
+
+
+CHART = {"Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+         "values.yaml": "mode: live\nlimit: \"10\"\n",
+         "templates/settings.yaml": (
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\n"
+             "data:\n  mode: {{ .Values.mode | quote }}\n  limit: {{ .Values.limit | quote }}\n")}
+
+
+def releases(cp: Any, ns: str) -> dict[str, Any]:
+    """What Helm left in the namespace: each ConfigMap's data, and each release record (a
+    Secret of type helm.sh/release.v1) whole — its data and labels (status, version)."""
+    out: dict[str, Any] = {}
+    for kind in ("configmaps", "secrets"):
+        for item in json.loads(cp.kubectl("get", kind, "-n", ns, "-o", "json").stdout)["items"]:
+            name = item["metadata"]["name"]
+            if name != "kube-root-ca.crt":
+                out[f"{kind}/{name}"] = (item.get("data"), item["metadata"].get("labels"))
+    return out
+
+
+@pytest.mark.parametrize("path", ["proxy", "claude-hook"])
+def test_kubernetes_mcp_helm_tools_restore(control_plane: Any, tmp_path: Path,
+                                           path: str) -> None:
+    """install_helm_chart, upgrade_helm_chart (new values) and uninstall_helm_chart of a
+    chart in a local folder, run by the server with the pinned helm: each is backed up (the
+    release's namespace, its release records included) and its restore brings the
+    namespace back exactly — after the uninstall, `helm list` shows the release again."""
+    import subprocess
+
+    from mcp_packages import helm_dir
+
+    helm = helm_dir() / "helm"
+    assert helm.exists(), "helm is not built: run bash fixtures/setup.d/83-helm.sh"
+    ns = f"mcp-helm-{path}"
+    control_plane.kubectl("create", "namespace", ns)
+    chart = tmp_path / "shop-chart"
+    for name, text in CHART.items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text)
+    env = clean_env(tmp_path)
+    server_env = {**env, "KUBECONFIG": str(control_plane.kubeconfig_path),
+                  "PATH": f"{helm.parent}:{env['PATH']}"}
+    if path == "proxy":
+        server = [PREIMAGE, "mcp-proxy", "--name", "cluster", "--", str(executable("kubernetes"))]
+        project, hook = tmp_path, None
+    else:
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"k8s": {
+            "command": str(executable("kubernetes")), "args": [],
+            "env": {"KUBECONFIG": str(control_plane.kubeconfig_path),
+                    "PATH": server_env["PATH"]}}}}))
+        server, hook = [str(executable("kubernetes"))], ClaudeHook("k8s", project, env)
+    release = {"name": "shop", "chart": str(chart), "namespace": ns}
+    steps = [("install_helm_chart", release, ["install", "shop", str(chart)]),
+             ("upgrade_helm_chart", {**release, "values": {"mode": "test"}},
+              ["upgrade", "shop", str(chart), "--set", "mode=test"]),
+             ("uninstall_helm_chart", {"name": "shop", "namespace": ns}, ["uninstall", "shop"])]
+    for tool, args, by_hand in steps:
+        before = releases(control_plane, ns)
+        (answer,) = run_session(server, server_env, project, [(tool, args)], hook=hook)
+        text = told(answer, hook is not None)
+        assert releases(control_plane, ns) != before, f"{tool}: {answer[0].content}"
+        restore(env, backup_id(text))                     # no KUBECONFIG, no helm
+        assert releases(control_plane, ns) == before, tool
+        subprocess.run([str(helm), *by_hand, "--namespace", ns], env=server_env, check=True,
+                       capture_output=True, timeout=300)   # then on, for the next step
+    restore(env, backup_id(text))   # the uninstall's backup once more: the release is back
+    listed = subprocess.run([str(helm), "list", "--namespace", ns, "-o", "json"],
+                            env=server_env, check=True, capture_output=True, text=True)
+    assert [(r["name"], r["status"], r["revision"]) for r in json.loads(listed.stdout)] == [
+        ("shop", "deployed", "2")]
