@@ -137,7 +137,8 @@ def test_postgres_mcp_in_claude_code(pg_server: Any, tmp_path: Path) -> None:
         "command": str(executable("postgres-mcp")), "args": [],
         "env": {"DATABASE_URI": pg.uri("mcpclaudeshop", password=True)}},
         [("execute_sql", {"sql": "DROP TABLE orders"})])
-    assert pg.psql("SELECT to_regclass('orders')", db="mcpclaudeshop").strip() == ""
+    assert pg.psql("SELECT to_regclass('orders')", db="mcpclaudeshop").strip() == "", \
+        ran.route.tool_results
     backup = ran.backup_of("execute_sql")
     assert ran.told(backup)
     ran.restore(backup["id"], PGPASSWORD=pg.password)
