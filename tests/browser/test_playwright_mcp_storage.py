@@ -109,3 +109,70 @@ def test_playwright_mcp_storage_without_remote_debugging_is_refused(
     assert refused.isError and "NOT backed up" in _text(refused), _text(refused)
     assert "open in another Chromium" in _text(refused), _text(refused)
     assert "trac_session" in _text(listed) or "trac_form_token" in _text(listed), _text(listed)
+
+
+@pytest.mark.parametrize("path", ["proxy", "claude-hook"])
+def test_playwright_mcp_delete_and_storage_state_tools_restore(
+        trac_server: TracServer, tmp_path: Path, path: str) -> None:
+    """`browser_set_storage_state` (it clears every cookie and localStorage item first),
+    `browser_cookie_delete` and the sessionStorage delete and clear are each backed up
+    before they run, and restoring each backup right after its call brings back what it
+    removed, as the server's own getters read it."""
+    env = {**os.environ, "PREIMAGE_HOME": str(tmp_path / "store"), "HOME": str(tmp_path)}
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "empty-state.json").write_text(json.dumps({"cookies": [], "origins": []}))
+    server = _server(tmp_path / "agent-profile", tmp_path / "playwright.json")
+    hook: ClaudeHook | None = None
+    if path == "proxy":
+        server = [PREIMAGE, "mcp-proxy", "--name", "browser", "--", *server]
+    else:
+        (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
+            "command": server[0], "args": server[1:]}}}))
+        hook = ClaudeHook("browser", project, env)
+    getters = [("browser_cookie_get", {"name": "prefs"}),
+               ("browser_localstorage_get", {"key": "draft"}),
+               ("browser_sessionstorage_get", {"key": "tab"}),
+               ("browser_sessionstorage_get", {"key": "pane"})]
+    removals = [("browser_set_storage_state", {"filename": str(project / "empty-state.json")}),
+                ("browser_cookie_delete", {"name": "prefs"}),
+                ("browser_sessionstorage_delete", {"key": "tab"}),
+                ("browser_sessionstorage_clear", {})]
+
+    async def calls(s: Any, hook: Hook | None) -> list[Any]:
+        import subprocess
+
+        async def call(tool: str, args: dict[str, Any]) -> tuple[str, str]:
+            before = hook(tool, args) if hook else None
+            result = await s.call_tool(tool, args)
+            if isinstance(hook, ClaudeHook):
+                hook.after(tool, args, result)
+            return _text(result), context_of(before) if hook else note_of(result)
+
+        await call("browser_navigate", {"url": f"{trac_server.url}/"})
+        for tool, args in [("browser_cookie_set", {"name": "prefs", "value": "compact"}),
+                           ("browser_localstorage_set", {"key": "draft", "value": "keep me"}),
+                           ("browser_sessionstorage_set", {"key": "tab", "value": "2"}),
+                           ("browser_sessionstorage_set", {"key": "pane", "value": "left"})]:
+            await call(tool, args)
+        rounds = []
+        for tool, args in removals:
+            _, note = await call(tool, args)
+            gone = [(await call(t, a))[0] for t, a in getters]
+            done = subprocess.run([PREIMAGE, "restore", backup_id(note)], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"{tool}: {done.stderr}{done.stdout}"
+            back = [(await call(t, a))[0] for t, a in getters]
+            rounds.append((tool, note, gone, back))
+        return rounds
+
+    rounds = run_session(server, env, project, calls, hook)
+    values = ["\nprefs=compact ", "\ndraft=keep me\n", "\ntab=2\n", "\npane=left\n"]
+    for tool, note, gone, back in rounds:
+        assert "preimage backup" in note, f"{tool}: {note}"
+        removed = {"browser_set_storage_state": [0, 1], "browser_cookie_delete": [0],
+                   "browser_sessionstorage_delete": [2], "browser_sessionstorage_clear": [2, 3]}[tool]
+        for i in removed:
+            assert values[i] not in gone[i], f"{tool} did not remove it: {gone[i]}"
+        for i, value in enumerate(values):
+            assert value in back[i], f"after restoring {tool}: {back}"
