@@ -18,6 +18,7 @@ GROUP = "preimage.site_adapters"
 BUILTIN_ADAPTERS: dict[str, BuiltIn] = {
     "isso": BuiltIn("preimage.connectors.web.isso:IssoAdapter"),
     "trac": BuiltIn("preimage.connectors.web.trac:TracAdapter"),
+    "copyparty": BuiltIn("preimage.connectors.web.copyparty:CopypartyAdapter"),
 }
 
 

@@ -1,0 +1,385 @@
+"""Site adapter for copyparty, the file-sharing server (``web+copyparty://host:port/FOLDER/``).
+
+The target's path is a folder: the records are that folder, every folder and
+file under it (dotfiles too: old versions live in ``.hist`` folders) and every
+share link whose source is in it; ``/`` is the whole server.  The browser
+profile must be signed in to copyparty with an account that may read, see
+dotfiles and, for a restore, write and delete there; reading shares of other
+accounts needs the share admin (``--shr-adm``).
+
+Reading goes through copyparty's own views from inside the profile:
+
+* the JSON listing ``FOLDER/?ls&dots`` — sub-folders and files with size,
+  modification time (seconds), and the upload database's tags (who uploaded a
+  file, when, from which address, and copyparty's content hash);
+* each file's bytes (``GET``), kept base64-encoded with their SHA-256;
+* the share table ``/?shares`` — key, source folder, the files shared from it,
+  access letters, owner, whether a password is set, created and expiry times.
+
+copyparty keeps old versions of a text file saved through its editor in a
+``.hist`` folder beside it (``--md-hist s``), named ``NAME.LASTMOD.EXT``; they
+are records of kind ``version``, and come back as files in that folder.
+copyparty has no trash: a team's trash is a folder it moves files into, and
+its records are files like any other.
+
+Writing uses copyparty's HTTP API (never its folders on disk):
+
+* a folder: ``MKCOL``, level by level;
+* a file or version: ``PUT`` with its bytes and ``X-OC-MTime`` (copyparty
+  sets the file's modification time from it); a changed file is deleted and
+  put again, since copyparty's ``PUT`` never overwrites (it saves beside);
+* a share: ``POST ?share`` with the same key — so the captured link works
+  again — the same source, files and access, and the minutes it had left;
+* delete: ``POST ?delete`` (a folder with everything in it) and
+  ``?eshare=rm`` for a share.
+
+What comes back, by field:
+
+* content — a file's bytes (``data``, with ``size`` and ``sha256``); a
+  share's source folder and files;
+* metadata — a file's modification time; a share's access, owner, whether it
+  expires and whether it has a password;
+* server — a folder's time (the filesystem stamps it when its entries
+  change), who uploaded a file, when and from where (copyparty records the
+  request that uploads), its content hash in copyparty's index, a share's
+  created and expiry times (copyparty stamps the request's time; a restore
+  asks for the minutes that were left).
+
+Refused, failing closed: a share with a password (copyparty keeps only its
+hash, so re-creating it would publish the files without one) and a share of
+another account (a share belongs to the account that creates it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+from urllib.parse import quote, unquote
+
+from preimage.connectors.web.adapter import (
+    LoginRequiredError,
+    RecordRefusedError,
+    Refs,
+    Site,
+    SiteAdapter,
+)
+from preimage.snapshot_schemas.web import WebRecord
+
+VERSIONS_FOLDER = ".hist"
+_ACCESS = {"r": "read", "w": "write", "g": "get", ".": "dot"}
+
+# Every file's bytes, base64-encoded, several requests at a time, from inside the tab.
+_READ_JS = """async ([urls, width]) => {
+  const out = new Array(urls.length);
+  let next = 0;
+  const b64 = (buf) => {
+    const bytes = new Uint8Array(buf); let s = '';
+    for (let i = 0; i < bytes.length; i += 0x8000)
+      s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(s);
+  };
+  const worker = async () => {
+    while (next < urls.length) {
+      const i = next++;
+      const r = await fetch(urls[i], {credentials: 'include', cache: 'no-store'});
+      out[i] = {status: r.status, data: r.ok ? b64(await r.arrayBuffer()) : ''};
+    }
+  };
+  await Promise.all(Array.from({length: width}, worker));
+  return out;
+}"""
+
+# PUT files with their modification times, several at a time.
+_PUT_JS = """async ([items, width]) => {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      const [url, data, mtime] = items[i];
+      const bin = atob(data); const bytes = new Uint8Array(bin.length);
+      for (let k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
+      const headers = mtime === null ? {} : {'X-OC-MTime': String(mtime)};
+      const r = await fetch(url, {method: 'PUT', body: bytes, headers, credentials: 'include'});
+      out[i] = {status: r.status, text: (await r.text()).slice(0, 300)};
+    }
+  };
+  await Promise.all(Array.from({length: width}, worker));
+  return out;
+}"""
+
+# The share table of ``/?shares`` as the server wrote it (parsed, not run: the page's
+# script rewrites the times for display), by its column headers.
+_SHARES_JS = """(html) => {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  const table = doc.querySelector('table#tab');
+  if (!table) return null;
+  const heads = Array.from(table.querySelectorAll('thead th')).map((th) => th.textContent.trim());
+  return Array.from(table.querySelectorAll('tbody tr')).map((tr) => {
+    const cells = Array.from(tr.children);
+    const row = {};
+    heads.forEach((h, i) => {
+      const td = cells[i]; if (!td) return;
+      if (h === 'sharekey') { const a = td.querySelectorAll('a'); row[h] = a.length ?
+        a[a.length - 1].textContent.trim() : td.textContent.trim(); }
+      else if (h === 'source') { const a = td.querySelector('a');
+        row[h] = a ? a.getAttribute('href') : td.textContent.trim(); }
+      else if (h === 'nf') { row[h] = td.innerHTML.replace(/<\\/?div>/g, '')
+        .split(/<br\\s*\\/?>/).map((s) => { const e = document.createElement('i');
+          e.innerHTML = s; return e.textContent.trim(); }).filter((s) => s && s !== '---'); }
+      else row[h] = td.textContent.trim();
+    });
+    return row;
+  });
+}"""
+
+
+def _folder(path: str) -> str:
+    """``path`` as a folder name: a leading and a trailing slash."""
+    inner = "/".join(p for p in path.split("/") if p)
+    return f"/{inner}/" if inner else "/"
+
+
+def _parent(path: str) -> str:
+    """The folder a file or folder name is in."""
+    return _folder(path.rstrip("/").rpartition("/")[0])
+
+
+class CopypartyAdapter(SiteAdapter):
+    """copyparty folders, files, their versions and share links (see the module docstring)."""
+
+    name: ClassVar[str] = "copyparty"
+    channel: ClassVar[str] = "copyparty HTTP API: MKCOL, PUT with X-OC-MTime, ?share, ?delete"
+    server_reasons: ClassVar[dict[str, str]] = {
+        "folder.time": "the filesystem stamps a folder's time when its entries change; "
+                       "no copyparty API sets it",
+        "file.uploaded_by": "copyparty records the account that uploads; a restore uploads "
+                            "as the profile's account",
+        "file.uploaded_at": "copyparty stamps the time of the upload request",
+        "file.uploaded_from": "copyparty records the address of the upload request",
+        "file.index_hash": "copyparty's index derives it from the bytes and the upload",
+        "version.uploaded_by": "copyparty records the account that uploads",
+        "version.uploaded_at": "copyparty stamps the time of the upload request",
+        "version.uploaded_from": "copyparty records the address of the upload request",
+        "version.index_hash": "copyparty's index derives it from the bytes and the upload",
+        "share.created": "copyparty stamps the time of the request that creates a share",
+        "share.expires": "copyparty sets the expiry as minutes from the creating request; a "
+                         "restore asks for the minutes that were left, rounded up",
+    }
+
+    # ------------------------------------------------------------------ reading
+    def location_of(self, path: str, query: Mapping[str, list[str]]) -> str | None:
+        """The folder a page shows or acts on: a folder's page is that folder, a file's is
+        the folder it is in (its versions live there too), and the share table
+        (``/?shares``) or a share's page acts on shares of any folder: ``/``."""
+        if "shares" in query or "eshare" in query or path.startswith("/share/"):
+            return "/"
+        if not path or path.endswith("/"):
+            return _folder(path or "/")
+        return _parent(path)
+
+    def records(self, site: Site) -> list[WebRecord]:
+        """The folder, everything under it, and the shares whose source is in it."""
+        root = _folder(unquote(site.location))
+        listings = self._walk(site, root)
+        folders = [WebRecord(kind="folder", name=path, server={"time": ts})
+                   for path, (ts, _) in sorted(listings.items())]
+        entries = [(path + f["href"], f) for path, (_, files) in sorted(listings.items())
+                   for f in files]
+        datas = self._read(site, [p for p, _ in entries])
+        files = [self._file_record(path, f, data)
+                 for (path, f), data in zip(entries, datas, strict=True)]
+        shares = [s for s in self._shares(site) if s.content["source"].startswith(root)]
+        return [*folders, *files, *shares]
+
+    def _listing(self, site: Site, folder: str) -> dict[str, Any] | None:
+        resp = site.fetch(quote(folder) + "?ls&dots")
+        if resp.status == 404:
+            return None
+        if resp.status in (401, 403) and self._account(site) == "*":
+            raise LoginRequiredError(self.name, site.url(folder), str(site.profile),
+                                     "open copyparty and log in with the account's password")
+        if resp.status != 200:
+            raise RecordRefusedError(self.name, folder, f"?ls answered HTTP {resp.status}")
+        data: dict[str, Any] = resp.json()
+        if data.get("acct") == "*":
+            raise LoginRequiredError(self.name, site.url(folder), str(site.profile),
+                                     "open copyparty and log in with the account's password")
+        if "dot" not in data.get("perms", []):
+            raise RecordRefusedError(
+                self.name, folder, f"the account {data.get('acct')!r} may not see dotfiles here, "
+                "so old versions (.hist) would go uncaptured — give it the '.' permission")
+        return data
+
+    def _walk(self, site: Site, root: str) -> dict[str, tuple[int | None, list[dict[str, Any]]]]:
+        """Folder → (its time, its files), for ``root`` and every folder under it."""
+        top = self._listing(site, root)
+        if top is None:
+            return {}
+        parent = self._listing(site, _parent(root)) if root != "/" else None
+        root_ts = next((d["ts"] for d in (parent or {}).get("dirs", [])
+                        if _folder(_parent(root) + unquote(d["href"])) == root), None)
+        out: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
+        todo: list[tuple[str, int | None, dict[str, Any]]] = [(root, root_ts, top)]
+        while todo:
+            path, ts, data = todo.pop()
+            out[path] = (ts, [dict(f, href=unquote(f["href"])) for f in data.get("files", [])])
+            subs = [(path + unquote(d["href"]).rstrip("/") + "/", d["ts"])
+                    for d in data.get("dirs", [])]
+            if not subs:
+                continue
+            answers = site.fetch_all([quote(p) + "?ls&dots" for p, _ in subs])
+            for (sub, sub_ts), resp in zip(subs, answers, strict=True):
+                if resp.status == 200:
+                    todo.append((sub, sub_ts, resp.json()))
+        return out
+
+    def _read(self, site: Site, paths: Sequence[str]) -> list[str]:
+        if not paths:
+            return []
+        outs = site.page.evaluate(_READ_JS, [[site.url(quote(p)) for p in paths], 6])
+        for path, out in zip(paths, outs, strict=True):
+            if out["status"] != 200:
+                raise RecordRefusedError(self.name, path, f"reading it answered HTTP {out['status']}")
+        return [str(o["data"]) for o in outs]
+
+    @staticmethod
+    def _file_record(path: str, entry: dict[str, Any], data: str) -> WebRecord:
+        raw = base64.b64decode(data)
+        tags = entry.get("tags") or {}
+        kind = "version" if f"/{VERSIONS_FOLDER}/" in path else "file"
+        return WebRecord(
+            kind=kind, name=path,
+            content={"data": data, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()},
+            metadata={"mtime": entry.get("ts")},
+            server={"uploaded_by": tags.get("up_by"), "uploaded_at": tags.get(".up_at"),
+                    "uploaded_from": tags.get("up_ip"), "index_hash": tags.get("w")},
+        )
+
+    def _shares(self, site: Site) -> list[WebRecord]:
+        resp = site.fetch("/?shares")
+        rows = site.page.evaluate(_SHARES_JS, resp.text)
+        if rows is None:
+            if "not logged in" in resp.text:
+                raise LoginRequiredError(self.name, site.url("/?shares"), str(site.profile),
+                                         "log in to copyparty first")
+            raise self.selector_error("table#tab", resp.url, "the share table is missing")
+        out = []
+        for row in rows:
+            missing = [h for h in ("sharekey", "source", "axs", "nf", "user", "pw", "created",
+                                   "expires") if h not in row]
+            if missing:
+                raise self.selector_error(f"table#tab th:{missing[0]}", resp.url,
+                                          "a column of the share table is gone")
+            expires = int(float(row["expires"] or 0))
+            out.append(WebRecord(
+                kind="share", name=row["sharekey"],
+                content={"source": _folder(unquote(row["source"])), "files": sorted(row["nf"])},
+                metadata={"access": row["axs"], "owner": row["user"],
+                          "expiring": expires > 0, "password": row["pw"] not in ("", "--")},
+                server={"created": int(float(row["created"] or 0)), "expires": expires},
+            ))
+        return out
+
+    # ------------------------------------------------------------------ writing
+    def depends_on(self, record: WebRecord) -> list[str]:
+        """A folder or file needs the folder it is in; a share its source and its files."""
+        if record.kind == "share":
+            source = record.content["source"]
+            return [f"folder:{source}", *(f"file:{source}{f}" for f in record.content["files"])]
+        if record.name == "/":
+            return []
+        return [f"folder:{_parent(record.name)}"]
+
+    def create_many(
+        self, site: Site, records: Sequence[WebRecord], refs: Refs
+    ) -> list[dict[str, Any] | RecordRefusedError]:
+        """Folders one level at a time, files and versions by ``PUT`` several at a time,
+        shares one by one."""
+        out: dict[int, dict[str, Any] | RecordRefusedError] = {}
+        puts = []
+        for i, rec in enumerate(records):
+            if rec.kind == "folder":
+                out[i] = self._mkdir(site, rec)
+            elif rec.kind == "share":
+                out[i] = self._share(site, rec)
+            else:
+                puts.append(i)
+        if puts:
+            items = [[site.url(quote(records[i].name)), records[i].content["data"],
+                      records[i].metadata.get("mtime")] for i in puts]
+            answers = site.page.evaluate(_PUT_JS, [items, 6])
+            for i, answer in zip(puts, answers, strict=True):
+                out[i] = ({} if answer["status"] in (200, 201) else RecordRefusedError(
+                    self.name, records[i].ref, f"PUT answered HTTP {answer['status']}: "
+                    f"{answer['text'].strip()}"))
+        return [out[i] for i in range(len(records))]
+
+    def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
+        """Re-create one record (see :meth:`create_many`)."""
+        result = self.create_many(site, [record], refs)[0]
+        if isinstance(result, RecordRefusedError):
+            raise result
+        return result
+
+    def _mkdir(self, site: Site, rec: WebRecord) -> dict[str, Any] | RecordRefusedError:
+        parts = [p for p in rec.name.split("/") if p]
+        for n in range(1, len(parts) + 1):
+            resp = site.fetch(quote("/" + "/".join(parts[:n]) + "/"), method="MKCOL")
+            if resp.status >= 300 and resp.status != 405:  # 405: there already
+                return RecordRefusedError(self.name, rec.ref,
+                                          f"MKCOL answered HTTP {resp.status}: {resp.text[:200]}")
+        return {}
+
+    def _share(self, site: Site, rec: WebRecord) -> dict[str, Any] | RecordRefusedError:
+        meta, source = rec.metadata, rec.content["source"]
+        if meta.get("password"):
+            return RecordRefusedError(
+                self.name, rec.ref, "the share had a password, which copyparty keeps only as a "
+                "hash; re-created without it the files would be public — create it again with "
+                "its password")
+        account = self._account(site)
+        if meta.get("owner") != account:
+            return RecordRefusedError(
+                self.name, rec.ref, f"the share belonged to {meta.get('owner')!r} and a share "
+                f"belongs to the account that creates it (the profile is {account!r}) — restore "
+                "it from a profile signed in as its owner")
+        minutes = ""
+        if meta.get("expiring"):
+            left = (int(rec.server.get("expires") or 0) - time.time()) / 60
+            minutes = str(max(1, math.ceil(left)))
+        files = rec.content["files"]
+        vps = [source + f for f in files] if files else [source]
+        perms = [_ACCESS[c] for c in str(meta.get("access", "")) if c in _ACCESS]
+        resp = site.fetch(quote(source) + "?share", method="POST",
+                          body={"k": rec.name, "vp": vps, "pw": "", "exp": minutes,
+                                "perms": perms})
+        if resp.status not in (200, 201) or "created share" not in resp.text:
+            return RecordRefusedError(self.name, rec.ref,
+                                      f"?share answered HTTP {resp.status}: {resp.text[:200]}")
+        return {}
+
+    def _account(self, site: Site) -> str:
+        resp = site.fetch("/?ls")
+        return str(resp.json().get("acct", "*")) if resp.status == 200 else "*"
+
+    def update(self, site: Site, live: WebRecord, want: WebRecord, refs: Refs) -> bool:
+        """A folder has nothing a client sets; anything else is deleted and re-created."""
+        return want.kind == "folder"
+
+    def delete(self, site: Site, live: WebRecord) -> None:
+        """Delete a file, a version, a folder with what is in it, or a share."""
+        if live.kind == "share":
+            resp = site.fetch(f"/?eshare=rm&skey={quote(live.name)}", method="POST")
+            ok = resp.status in (200, 302)
+        else:
+            resp = site.fetch(quote(live.name.rstrip("/") if live.kind != "folder"
+                                    else live.name) + "?delete", method="POST")
+            ok = resp.status in {200, 404}
+        if not ok:
+            raise RecordRefusedError(self.name, live.ref,
+                                     f"delete answered HTTP {resp.status}: {resp.text[:200]}")
