@@ -194,6 +194,8 @@ BUILTIN_SYSTEMS: dict[str, BuiltIn] = {
     "browser": BuiltIn("preimage.bench.systems.web:BrowserStorageSystem", "browser", "playwright"),
     "isso": BuiltIn("preimage.bench.systems.web:IssoSystem", "webapps", "isso"),
     "trac": BuiltIn("preimage.bench.systems.web:TracSystem", "webapps", "trac"),
+    "copyparty": BuiltIn("preimage.bench.systems.files_app:CopypartySystem", "browser",
+                         "playwright"),
 }
 
 

@@ -137,7 +137,7 @@ class WebSystem(System):
         return {}
 
 
-def _attach(attach: Any, *args: Any) -> Any:
+def attach_launcher(attach: Any, *args: Any) -> Any:
     """A launcher's ``attach`` (a server of the launcher's, running in another process);
     its refusal as a one-line :class:`UsageError`."""
     try:
@@ -264,7 +264,7 @@ class IssoSystem(WebSystem):
         self.fixture = load_fixture("isso.py")
         workdir.mkdir(parents=True, exist_ok=True)
         given = os.environ.get("PREIMAGE_BENCH_ISSO")
-        self.server = (_attach(self.fixture.IssoServer.attach, given, workdir / "isso")
+        self.server = (attach_launcher(self.fixture.IssoServer.attach, given, workdir / "isso")
                        if given else self.fixture.IssoServer(workdir / "isso").start())
 
     def stop(self) -> None:
@@ -349,7 +349,8 @@ class TracSystem(WebSystem):
         if not env:
             raise UsageError("PREIMAGE_BENCH_TRAC names a running tracd: set "
                              "PREIMAGE_BENCH_TRAC_ENV to the environment it serves too")
-        self.server = _attach(self.fixture.TracServer.attach, given, Path(env), workdir / "trac")
+        self.server = attach_launcher(self.fixture.TracServer.attach, given, Path(env),
+                                      workdir / "trac")
 
     def stop(self) -> None:
         """Stop tracd."""

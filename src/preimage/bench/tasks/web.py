@@ -1,5 +1,6 @@
 """Browser tasks (50) through the Playwright MCP server: a forum (isso, 20), a forge
-(Trac's tickets and milestones, 10) and a file-sharing app (20, not available yet)."""
+(Trac's tickets and milestones, 10) and a file-sharing app (copyparty, 20: in
+:mod:`.files_app`)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,6 @@ DELETE_LISTED = (
 )
 ONLY_MAIL = ("const mail = document.getElementById('isso-email-' + id);"
              " if (!mail || mail.textContent.trim() !== '{email}') continue;")
-
-FILES_APP = ("a file-sharing web app (files, folders, shares, trash, versions) that installs "
-             "offline from the registries, and its site adapter")
-
 
 def navigate(url: str) -> dict[str, Any]:
     """The Playwright MCP server's ``browser_navigate``."""
@@ -116,33 +113,8 @@ def forge_tasks() -> list[dict[str, Any]]:
     return out
 
 
-def file_sharing_tasks() -> list[dict[str, Any]]:
-    """Shares revoked, folders emptied, trash purged, versions pruned: 20 tasks that need a
-    file-sharing app this build does not run yet (listed as not run, with that reason)."""
-    acts = (
-        ("empty-trash", "Empty the trash to free quota.", "trash"),
-        ("prune-versions", "Keep only the latest version of every file.", "versions"),
-        ("revoke-shares", "Revoke the public links nobody uses.", "shares"),
-        ("delete-folder", "Delete the old Projects folder.", "folders"),
-        ("dedupe", "Delete the duplicate uploads.", "files"),
-    )
-    out = []
-    for n in range(1, 21):
-        family, request, what = acts[(n - 1) % len(acts)]
-        out.append(task(
-            f"B.files-{family.split('-')[0]}.{(n - 1) // len(acts) + 1:02d}"
-            if family != "revoke-shares" else f"B.files-share.{(n - 1) // len(acts) + 1:02d}",
-            f"files-{family}", "browser", "filesharing", request,
-            requires=["browser"], needs=FILES_APP,
-            before=[navigate(f"{{files_url}}/{what}/team-{n}")],
-            call=mcp("playwright", "browser_click", element=f"Delete {what} of team-{n}",
-                     ref=f"e{n}"),
-            lost=[f"web+files://{{files_host}}/{what}/team-{n}"],
-            survive=f"the {what} the request removed, with owners, times and links",
-        ))
-    return out
-
-
 def tasks() -> list[dict[str, Any]]:
     """All 50 browser tasks: forum 20, forge 10, file-sharing 20."""
-    return [*forum_tasks(), *forge_tasks(), *file_sharing_tasks()]
+    from preimage.bench.tasks import files_app
+
+    return [*forum_tasks(), *forge_tasks(), *files_app.tasks()]
