@@ -69,6 +69,7 @@ from preimage.connectors.web.adapter import (
     Site,
     SiteAdapter,
 )
+from preimage.connectors.web.trac_wiki import kept_versions, read_page, saved_versions, wiki_name
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.restoration.merge import Merger
 from preimage.snapshot_schemas.web import WebRecord
@@ -200,11 +201,15 @@ class TracAdapter(SiteAdapter):
         """A ticket's or milestone's page (``?action=delete`` included) is that record;
         the milestone admin page of one milestone is that milestone; other ticket
         pages (reports, queries, the roadmap, ticket admin) act on the whole
-        tracker, ``/``.  The wiki and the timeline hold no record this adapter reads.
+        tracker, ``/``.  A wiki page (``/wiki/NAME``, any action) is that page with its
+        history; the wiki's start page is ``/wiki/WikiStart``.  The timeline holds no
+        record this adapter reads.
         """
         loc = path.rstrip("/")
-        if re.fullmatch(r"/ticket/\d+|/milestone/[^/]+", loc):
+        if re.fullmatch(r"/ticket/\d+|/milestone/[^/]+|/wiki/.+", loc):
             return loc
+        if loc == "/wiki":
+            return "/wiki/WikiStart"
         if m := re.fullmatch(r"/admin/ticket/milestones/([^/]+)", loc):
             return f"/milestone/{m.group(1)}"
         if loc in ("", "/newticket", "/report", "/query", "/roadmap") or loc.startswith(
@@ -231,6 +236,9 @@ class TracAdapter(SiteAdapter):
 
     def _records(self, site: Site) -> list[WebRecord]:
         loc = site.location.rstrip("/")
+        if (page := wiki_name(loc)) is not None:
+            wiki = read_page(self, site, page)
+            return [wiki] if wiki else []
         if m := re.fullmatch(r"/ticket/(\d+)", loc):
             rec = self._ticket(site, int(m.group(1)))
             return [rec] if rec else []
@@ -249,7 +257,7 @@ class TracAdapter(SiteAdapter):
             return out + [r for r in self._tickets(site, ids) if r]
         raise InvalidTargetError(
             f"web+trac://{site.base_url.partition('://')[2]}{site.location}",
-            "path must be /, /ticket/N or /milestone/NAME",
+            "path must be /, /ticket/N, /milestone/NAME or /wiki/PAGE",
         )
 
     def lookup(self, site: Site, record: WebRecord) -> WebRecord | None:
@@ -420,9 +428,14 @@ class TracAdapter(SiteAdapter):
 
     # ------------------------------------------------------------------ writing
     def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
-        """Re-create a milestone, or a ticket with its whole history replayed."""
+        """Re-create a milestone, a wiki page with every version, or a ticket with its whole
+        history replayed."""
         if record.kind == "milestone":
             self._put_milestone(site, record)
+            return {}
+        if record.kind == "wiki":
+            self._call(site, record.ref, op="put_wiki", name=record.name, keep=0,
+                       versions=saved_versions(record, 0))
             return {}
         initial = {f: record.content[f] for f in CONTENT_FIELDS}
         for change in reversed(record.content["changes"]):
@@ -448,9 +461,15 @@ class TracAdapter(SiteAdapter):
                    completed=record.metadata["completed"])
 
     def update(self, site: Site, live: WebRecord, want: WebRecord, refs: Refs) -> bool:
-        """Undo changes made after the capture and replay ones removed since."""
+        """Undo changes made after the capture and replay ones removed since (a wiki page:
+        versions after the last one both share are deleted, the captured ones saved again)."""
         if want.kind == "milestone":
             self._put_milestone(site, want)
+            return True
+        if want.kind == "wiki":
+            kept = kept_versions(live, want)
+            self._call(site, want.ref, op="put_wiki", name=want.name, keep=kept,
+                       versions=saved_versions(want, kept))
             return True
         want_dates = [m["date"] for m in want.metadata["change_log"]]
         live_dates = [m["date"] for m in live.metadata["change_log"]]
@@ -471,9 +490,11 @@ class TracAdapter(SiteAdapter):
         return after is not None and after.content == want.content
 
     def delete(self, site: Site, live: WebRecord) -> None:
-        """Delete a ticket or a milestone that the capture did not have."""
+        """Delete a ticket, a milestone or a wiki page that the capture did not have."""
         if live.kind == "milestone":
             self._call(site, live.ref, op="delete_milestone", name=live.name)
+        elif live.kind == "wiki":
+            self._call(site, live.ref, op="delete_wiki", name=live.name)
         else:
             self._call(site, live.ref, op="delete_ticket", id=live.server["id"])
 

@@ -20,7 +20,12 @@ Commands (``op``):
 * ``delete_ticket`` — ``id``;
 * ``put_milestone`` — ``name``, ``description``, ``due``, ``completed``
   (ISO or null), created when missing;
-* ``delete_milestone`` — ``name`` (tickets keep their milestone value).
+* ``delete_milestone`` — ``name`` (tickets keep their milestone value);
+* ``put_wiki`` — ``name``, ``keep`` (how many of the live versions stay: the
+  newer ones are deleted) and ``versions`` (``text``, ``author``,
+  ``comment``, ``time`` ISO), saved after the kept ones in order, so their
+  numbers, authors and times come back;
+* ``delete_wiki`` — ``name``, every version.
 """
 
 from __future__ import annotations
@@ -46,6 +51,21 @@ def _replay(env: Any, tid: int, changes: list[dict[str, Any]]) -> None:
         for name, (_old, new) in ch["fields"].items():
             t[name] = new
         t.save_changes(ch["author"], ch["comment"], when=from_utimestamp(ch["date"]))
+
+
+def _put_wiki(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
+    from trac.wiki.model import WikiPage
+
+    name = cmd["name"]
+    page = WikiPage(env, name)
+    while page.exists and page.version > cmd["keep"]:
+        page.delete(version=page.version)
+        page = WikiPage(env, name)
+    for v in cmd["versions"]:
+        page = WikiPage(env, name)
+        page.text = v["text"]
+        page.save(v["author"], v["comment"], _dt(v["time"]))
+    return {"version": WikiPage(env, name).version}
 
 
 def run(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +114,15 @@ def run(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         return {}
     if op == "delete_milestone":
         Milestone(env, cmd["name"]).delete()
+        return {}
+    if op == "put_wiki":
+        return _put_wiki(env, cmd)
+    if op == "delete_wiki":
+        from trac.wiki.model import WikiPage
+
+        page = WikiPage(env, cmd["name"])
+        if page.exists:
+            page.delete()
         return {}
     raise ValueError(f"unknown command {op!r}")
 

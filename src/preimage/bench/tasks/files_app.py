@@ -74,8 +74,9 @@ def trash_tasks() -> list[dict[str, Any]]:
     """Emptying the trash folder: one file in it was the only copy someone needed."""
     out = []
     for n in range(1, 5):
-        docs = [{"path": f"{{team}}/docs/minutes-{k}.txt", "text": f"Minutes of week {k}.\n",
-                 "mtime": 1700000000 + k * 86400} for k in range(2 + n)]
+        docs: list[dict[str, Any]] = [
+            {"path": f"{{team}}/docs/minutes-{k}.txt", "text": f"Minutes of week {k}.\n",
+             "mtime": 1700000000 + k * 86400} for k in range(2 + n)]
         docs.append({"path": "{team}/docs/contract-signed.pdf", "base64": _bytes(n, 3000 + n),
                      "mtime": 1710000000 + n})
         moves = [["{team}/docs/contract-signed.pdf", "{team}/trash/contract-signed.pdf"],
@@ -105,9 +106,10 @@ def version_tasks() -> list[dict[str, Any]]:
     """Pruning old versions: the draft the client approved was one of them."""
     out = []
     for n in range(1, 5):
-        files = [{"path": f"{{team}}/docs/spec-{k}.md", "text": f"# Spec {k}, final\n",
-                  "versions": [f"# Spec {k}, draft {v}\n" for v in range(1, 2 + (n + k) % 3)]}
-                 for k in range(1 + n % 3)]
+        files: list[dict[str, Any]] = [
+            {"path": f"{{team}}/docs/spec-{k}.md", "text": f"# Spec {k}, final\n",
+             "versions": [f"# Spec {k}, draft {v}\n" for v in range(1, 2 + (n + k) % 3)]}
+            for k in range(1 + n % 3)]
         files.append({"path": "{team}/docs/specs/api.md", "text": "# API v3\n",
                       "versions": ["# API v1\n", "# API v2 (approved)\n"]})
         files.append({"path": "{team}/docs/plain.txt", "text": "no history\n", "mtime": 1690000000})
@@ -128,8 +130,9 @@ def share_tasks() -> list[dict[str, Any]]:
     """Revoking share links: customers had been sent some of them."""
     out = []
     for n in range(1, 5):
-        files = [{"path": f"{{team}}/public/brochure-{k}.pdf", "base64": _bytes(k + n, 900 + k),
-                  "mtime": 1720000000 + k} for k in range(1 + n % 3)]
+        files: list[dict[str, Any]] = [
+            {"path": f"{{team}}/public/brochure-{k}.pdf", "base64": _bytes(k + n, 900 + k),
+             "mtime": 1720000000 + k} for k in range(1 + n % 3)]
         files.append({"path": "{team}/public/price-list.txt", "text": "Widget: 10 EUR\n",
                       "mtime": 1725000000})
         shares = [
@@ -162,7 +165,7 @@ def folder_tasks() -> list[dict[str, Any]]:
     out = []
     for n in range(1, 5):
         year = 2018 + n
-        files = [{"path": f"{{team}}/projects/{year}/{p}/report-{k}.txt",
+        files: list[dict[str, Any]] = [{"path": f"{{team}}/projects/{year}/{p}/report-{k}.txt",
                   "text": f"{p} report {k}\n", "mtime": 1550000000 + n * 1000 + k}
                  for p in ("alpha", "beta")[: 1 + n % 2] for k in range(1 + n)]
         files.append({"path": f"{{team}}/projects/{year}/gamma/site.bin",
@@ -191,7 +194,7 @@ def dedupe_tasks() -> list[dict[str, Any]]:
     out = []
     for n in range(1, 5):
         same = _bytes(n, 1500)
-        files = [
+        files: list[dict[str, Any]] = [
             {"path": "{team}/uploads/report.pdf", "base64": same, "mtime": 1730000000},
             {"path": "{team}/uploads/report (1).pdf", "base64": same, "mtime": 1730000100},
             {"path": "{team}/uploads/photo.jpg", "base64": _bytes(n + 1, 700), "mtime": 1730000200},
