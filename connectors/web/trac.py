@@ -69,6 +69,7 @@ from preimage.connectors.web.adapter import (
     Site,
     SiteAdapter,
 )
+from preimage.connectors.web.trac_repos import read_repositories, repository_location
 from preimage.connectors.web.trac_wiki import kept_versions, read_page, saved_versions, wiki_name
 from preimage.interface.errors import InvalidTargetError, TerminalConnectorError
 from preimage.restoration.merge import Merger
@@ -201,12 +202,14 @@ class TracAdapter(SiteAdapter):
         """A ticket's or milestone's page (``?action=delete`` included) is that record;
         the milestone admin page of one milestone is that milestone; other ticket
         pages (reports, queries, the roadmap, ticket admin) act on the whole
-        tracker, ``/``.  A wiki page (``/wiki/NAME``, any action) is that page with its
+        tracker, ``/``.  The repository admin page is every repository Trac serves (one
+        repository's form, that one).  A wiki page (``/wiki/NAME``, any action) is that page with its
         history; the wiki's start page is ``/wiki/WikiStart``.  The timeline holds no
         record this adapter reads.
         """
         loc = path.rstrip("/")
-        if re.fullmatch(r"/ticket/\d+|/milestone/[^/]+|/wiki/.+", loc):
+        if re.fullmatch(r"/ticket/\d+|/milestone/[^/]+|/wiki/.+", loc) or (
+                repository_location(loc) is not None):
             return loc
         if loc == "/wiki":
             return "/wiki/WikiStart"
@@ -236,6 +239,8 @@ class TracAdapter(SiteAdapter):
 
     def _records(self, site: Site) -> list[WebRecord]:
         loc = site.location.rstrip("/")
+        if (repo := repository_location(loc)) is not None:
+            return read_repositories(self, site, repo)
         if (page := wiki_name(loc)) is not None:
             wiki = read_page(self, site, page)
             return [wiki] if wiki else []
@@ -257,7 +262,8 @@ class TracAdapter(SiteAdapter):
             return out + [r for r in self._tickets(site, ids) if r]
         raise InvalidTargetError(
             f"web+trac://{site.base_url.partition('://')[2]}{site.location}",
-            "path must be /, /ticket/N, /milestone/NAME or /wiki/PAGE",
+            "path must be /, /ticket/N, /milestone/NAME, /wiki/PAGE or "
+            "/admin/versioncontrol/repository[/NAME]",
         )
 
     def lookup(self, site: Site, record: WebRecord) -> WebRecord | None:
@@ -437,6 +443,9 @@ class TracAdapter(SiteAdapter):
             self._call(site, record.ref, op="put_wiki", name=record.name, keep=0,
                        versions=saved_versions(record, 0))
             return {}
+        if record.kind == "repository":
+            self._put_repository(site, record)
+            return {}
         initial = {f: record.content[f] for f in CONTENT_FIELDS}
         for change in reversed(record.content["changes"]):
             for field, (old, _new) in change["fields"].items():
@@ -455,6 +464,10 @@ class TracAdapter(SiteAdapter):
                             record.metadata["change_log"][start:], strict=True)
         ]
 
+    def _put_repository(self, site: Site, record: WebRecord) -> None:
+        self._call(site, record.ref, op="put_repository", name=record.name,
+                   **record.content, **record.metadata)
+
     def _put_milestone(self, site: Site, record: WebRecord) -> None:
         self._call(site, record.ref, op="put_milestone", name=record.name,
                    description=record.content["description"], due=record.metadata["due"],
@@ -465,6 +478,9 @@ class TracAdapter(SiteAdapter):
         versions after the last one both share are deleted, the captured ones saved again)."""
         if want.kind == "milestone":
             self._put_milestone(site, want)
+            return True
+        if want.kind == "repository":
+            self._put_repository(site, want)
             return True
         if want.kind == "wiki":
             kept = kept_versions(live, want)
@@ -490,11 +506,14 @@ class TracAdapter(SiteAdapter):
         return after is not None and after.content == want.content
 
     def delete(self, site: Site, live: WebRecord) -> None:
-        """Delete a ticket, a milestone or a wiki page that the capture did not have."""
+        """Delete a ticket, a milestone, a wiki page or a repository (Trac forgets it; its
+        directory stays) that the capture did not have."""
         if live.kind == "milestone":
             self._call(site, live.ref, op="delete_milestone", name=live.name)
         elif live.kind == "wiki":
             self._call(site, live.ref, op="delete_wiki", name=live.name)
+        elif live.kind == "repository":
+            self._call(site, live.ref, op="delete_repository", name=live.name)
         else:
             self._call(site, live.ref, op="delete_ticket", id=live.server["id"])
 

@@ -25,7 +25,11 @@ Commands (``op``):
   newer ones are deleted) and ``versions`` (``text``, ``author``,
   ``comment``, ``time`` ISO), saved after the kept ones in order, so their
   numbers, authors and times come back;
-* ``delete_wiki`` — ``name``, every version.
+* ``delete_wiki`` — ``name``, every version;
+* ``put_repository`` — ``name``, ``type``, ``dir``, ``description``, ``url``,
+  ``hidden``, ``sync_per_request``: added when missing, then set, as
+  ``trac-admin repository add`` and ``set`` do;
+* ``delete_repository`` — ``name`` (Trac forgets it; its directory stays).
 """
 
 from __future__ import annotations
@@ -114,6 +118,22 @@ def run(env: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         return {}
     if op == "delete_milestone":
         Milestone(env, cmd["name"]).delete()
+        return {}
+    if op == "put_repository":
+        from trac.versioncontrol.api import DbRepositoryProvider, RepositoryManager
+
+        provider = DbRepositoryProvider(env)
+        if cmd["name"] not in RepositoryManager(env).get_all_repositories():
+            provider.add_repository(cmd["name"], cmd["dir"], cmd["type"] or None)
+        provider.modify_repository(cmd["name"], {
+            "dir": cmd["dir"], "type": cmd["type"], "description": cmd["description"],
+            "url": cmd["url"], "hidden": "1" if cmd["hidden"] else None,
+            "sync_per_request": "1" if cmd["sync_per_request"] else None})
+        return {}
+    if op == "delete_repository":
+        from trac.versioncontrol.api import DbRepositoryProvider
+
+        DbRepositoryProvider(env).remove_repository(cmd["name"])
         return {}
     if op == "put_wiki":
         return _put_wiki(env, cmd)

@@ -13,6 +13,7 @@ import pytest
 import preimage
 from fixtures.trac import TracServer
 from preimage import Store
+from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.web import LoginRequiredError
 
 from .conftest import trac_agent_confirms_delete
@@ -100,3 +101,43 @@ def test_wiki_edit_after_capture_is_taken_back(
     result = preimage.restore(backup.id, store=store)
     assert result.ok, [(i.key, i.reason) for r in result.reports for i in r.items]
     assert _wiki_rows(trac_server, name) == before
+
+
+def _repositories(server: TracServer) -> str:
+    """Trac's own listing of its repositories (``trac-admin repository list``)."""
+    return server.admin("repository", "list")
+
+
+def test_removed_repository_comes_back(
+    trac_server: TracServer, profile: Path, store: Store, tmp_path: Path
+) -> None:
+    """A git repository removed from Trac's repository admin comes back with its type,
+    directory, description, URL and flags; its branches are browsable again."""
+    import subprocess
+
+    repo = tmp_path / "proj.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(repo)], check=True)
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(repo), str(work)], check=True,
+                   capture_output=True)
+    git = ["git", "-C", str(work), "-c", "user.name=a", "-c", "user.email=a@x"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "main", "main:feature-x"], check=True,
+                   capture_output=True)
+    trac_server.seed({"repositories": [{"name": "proj-r", "dir": str(repo), "type": "git",
+                                        "description": "The **main** repository.",
+                                        "url": "https://git.example/proj"}]})
+    before = _repositories(trac_server)
+    uri = _uri(trac_server, "/admin/versioncontrol/repository", profile)
+    backup = preimage.capture([uri], store=store)
+    trac_server.admin("repository", "remove", "proj-r")
+    assert "proj-r" not in _repositories(trac_server)
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok, [(i.key, i.reason) for r in result.reports for i in r.items]
+    assert _repositories(trac_server) == before
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.value("content") == 1.0 and total.value("metadata") == 1.0
+    page = browser_context(profile).new_page()
+    page.goto(f"{trac_server.url}/browser/proj-r?rev=feature-x")
+    assert page.locator("#content.browser").count()
+    page.close()
