@@ -53,13 +53,49 @@ def test_the_ci_sample_covers_every_domain_and_stays_out_of_other_suites() -> No
 
 
 def test_a_task_needing_an_absent_app_is_not_run_with_that_reason(
-    bench: Callable[..., Any],
+    bench: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """A file-sharing task is listed as not run for its missing app, never counted, and a
-    run that requires its servers still passes."""
-    report = bench("--suite", "regret", "-k", "B.files-share.01", "--require-servers")
+    """A task that names an app this build does not run is listed as not run for it, never
+    counted, and a run that requires its servers still passes."""
+    d = tmp_path / "absent"
+    d.mkdir()
+    (d / "absent.yaml").write_text(
+        """
+id: U.absent-app.01
+title: "clean up a wiki farm"
+family: absent-app
+task: "delete the stale wikis"
+category: browser
+system: files
+needs: "a wiki farm with its site adapter"
+before:
+  - {tool: Bash, input: {command: "true"}}
+call: {tool: Bash, input: {command: "true"}}
+expected_lost: ["file://{home}/proj"]
+notes: "the wikis"
+"""
+    )
+    report = bench("--scenarios", str(d), "--suite", "regret", "-k", "U.absent-app.01",
+                   "--require-servers")
     assert report["runs"] == []
-    assert report["not_run"][0]["reason"].startswith("app not available: needs a file-sharing")
+    assert report["not_run"][0]["reason"] == ("app not available: needs a wiki farm with its "
+                                              "site adapter")
+
+
+def test_file_sharing_and_forge_tasks_cover_their_published_shapes() -> None:
+    """The file-sharing tasks run on copyparty over trash, versions, shares, folders and
+    files; the forge's on Trac over milestones, issues, wiki pages, repositories and a branch."""
+    tasks = [t for t in regret_tasks() if t.category == "browser"]
+    files = Counter(t.family for t in tasks if t.system == "copyparty")
+    assert files == {f"files-{f}": 4 for f in ("empty-trash", "prune-versions", "revoke-shares",
+                                               "delete-folder", "dedupe")}
+    forge = Counter(t.family for t in tasks if t.system == "trac")
+    assert forge == {"forge-milestone": 2, "forge-issue": 3, "forge-wiki": 3,
+                     "forge-repository": 2}
+    assert not any(t.needs for t in tasks)
+    branch = [s for t in tasks for s in t.then if s.regret and any(
+        u.startswith("git://") for u in s.lost)]
+    assert branch, "a forge task deletes a branch with git"
 
 
 def test_a_session_restores_every_regret_moment_and_counts_them(
@@ -138,16 +174,17 @@ def test_published_figures_stand_beside_ours() -> None:
 
 
 def test_the_ci_sample_runs_end_to_end(bench: Callable[..., Any]) -> None:
-    """Every CI task runs on its real server (the file-sharing one is listed as needing its
-    app); preimage holds every regret moment and ends at or above the unprotected state."""
+    """Every CI task runs on its real server (the file-sharing one on copyparty, a forge one
+    on Trac's repositories and git); preimage holds every regret moment and ends at or above
+    the unprotected state."""
     report = bench("--suite", "regret-ci", "--protectors", "none,preimage",
-                   "--require-servers", timeout=1500)
-    assert [n["scenario"] for n in report["not_run"]] == ["B.files-share.01"]
+                   "--require-servers", timeout=1800)
+    assert report["not_run"] == []
     runs: dict[str, dict[str, Any]] = {}
     for r in report["runs"]:
         assert r["status"] == "ok", (r["scenario"], r["reason"])
         runs.setdefault(r["scenario"], {})[r["protector"]] = r
-    assert len(runs) == 19
+    assert len(runs) == len(select(load_scenarios(), "regret-ci")) == 21
     for sid, pair in runs.items():
         ours, none = pair["preimage"], pair["none"]
         assert ours["moments_covered"] == ours["moments"] >= 1, sid

@@ -316,6 +316,31 @@ class IssoSystem(WebSystem):
 
 
 # ---------------------------------------------------------------- Trac
+def _git_worktree(path: Path, branches: dict[str, int]) -> None:
+    """A git repository at ``path`` whose branches (the first is the default) each carry
+    that many commits of their own, made from the default branch's tip."""
+    import subprocess
+
+    path.mkdir(parents=True, exist_ok=True)
+    names = list(branches)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(path), "-c", "user.name=dev",
+                        "-c", "user.email=dev@forge.example", *args],
+                       check=True, capture_output=True)
+
+    git("init", "-q", "-b", names[0])
+    for name in names:
+        if name != names[0]:
+            git("checkout", "-q", "-b", name, names[0])
+        for k in range(branches[name]):
+            (path / f"{name}.txt").write_text(f"{name} {k}\n")
+            git("add", "-A")
+            git("commit", "-q", "-m", f"{name}: step {k}")
+    git("checkout", "-q", names[0])
+
+
+
 class TracSystem(WebSystem):
     """Trac (tracd); each run seeds its own milestone and tickets, the profile signed in.
 
@@ -372,9 +397,19 @@ class TracSystem(WebSystem):
         )
 
     def seed_system(self, setup: dict[str, Any], sandbox: Sandbox) -> None:
-        """Seed milestones and tickets; sign the profile in."""
+        """Seed milestones, tickets, wiki pages and repositories (a repository with a
+        ``worktree`` and ``branches`` — name → commits of its own — is built with git
+        first); sign the profile in."""
         spec = (setup.get("trac") or {})
-        ids = self.server.seed({k: v for k, v in spec.items() if k in ("milestones", "tickets")})
+        repos = []
+        for repo in spec.get("repositories", []):
+            if repo.get("worktree"):
+                _git_worktree(Path(repo["worktree"]), repo.get("branches") or {"main": 1})
+                repo = {k: v for k, v in repo.items() if k not in ("worktree", "branches")} | {
+                    "dir": str(Path(repo["worktree"]) / ".git")}
+            repos.append(repo)
+        ids = self.server.seed({k: v for k, v in spec.items()
+                                if k in ("milestones", "tickets", "wiki")} | {"repositories": repos})
         for n, tid in enumerate(ids, 1):
             sandbox.variables["ticket" if n == 1 else f"ticket{n}"] = str(tid)
         page = self.page(sandbox)

@@ -107,12 +107,13 @@ def version_tasks() -> list[dict[str, Any]]:
     out = []
     for n in range(1, 5):
         files: list[dict[str, Any]] = [
-            {"path": f"{{team}}/docs/spec-{k}.md", "text": f"# Spec {k}, final\n",
+            {"path": f"{{team}}/docs/spec-{k}.md", "text": f"# Spec {k}, final ({n})\n",
              "versions": [f"# Spec {k}, draft {v}\n" for v in range(1, 2 + (n + k) % 3)]}
             for k in range(1 + n % 3)]
         files.append({"path": "{team}/docs/specs/api.md", "text": "# API v3\n",
                       "versions": ["# API v1\n", "# API v2 (approved)\n"]})
-        files.append({"path": "{team}/docs/plain.txt", "text": "no history\n", "mtime": 1690000000})
+        files.append({"path": "{team}/docs/plain.txt", "text": "no history\n",
+                      "mtime": 1690000000 + n})
         then = [evaluate(UPLOAD_NOTE.replace("N", str(n)))] if n % 2 else []
         out.append(task(
             f"B.files-versions.{n:02d}", "files-prune-versions", "browser", "copyparty",

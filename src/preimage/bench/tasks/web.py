@@ -1,12 +1,12 @@
-"""Browser tasks (50) through the Playwright MCP server: a forum (isso, 20), a forge
-(Trac's tickets and milestones, 10) and a file-sharing app (copyparty, 20: in
-:mod:`.files_app`)."""
+"""Browser tasks (50) through the Playwright MCP server: a forum (isso, 20), a forge (Trac:
+milestones, tickets, wiki pages, repositories and a branch, 10) and a file-sharing app
+(copyparty, 20: in :mod:`.files_app`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from preimage.bench.tasks.build import mcp, regret, task
+from preimage.bench.tasks.build import bash, mcp, regret, task
 
 #: Deletes every comment listed on isso's admin page (optionally only one e-mail's).
 DELETE_LISTED = (
@@ -74,9 +74,15 @@ def forum_tasks() -> list[dict[str, Any]]:
 
 
 def forge_tasks() -> list[dict[str, Any]]:
-    """Deleting a milestone with its ticket links, or an issue with its comments: 5 each."""
+    """The forge's 10 on Trac: milestones (its labels) 2, issues 3, wiki pages 3,
+    repositories 2 (the second followed by a branch deleted with git)."""
+    return [*_milestone_tasks(2), *_issue_tasks(3), *_wiki_tasks(3), *_repository_tasks(2)]
+
+
+def _milestone_tasks(count: int) -> list[dict[str, Any]]:
+    """Deleting a milestone with its ticket links."""
     out = []
-    for n in range(1, 6):
+    for n in range(1, count + 1):
         tickets = [{"time": f"2024-0{n}-0{k + 1}T10:00:00Z",
                     "fields": {"summary": f"Importer part {k} ({n})", "reporter": "alice",
                                "milestone": f"sprint-{n}-{{run}}", "status": "new"},
@@ -94,6 +100,13 @@ def forge_tasks() -> list[dict[str, Any]]:
                   "&env={trac_env}"],
             survive="the milestone's description and due date, and its tickets' links to it",
         ))
+    return out
+
+
+def _issue_tasks(count: int) -> list[dict[str, Any]]:
+    """Deleting an issue with its comments."""
+    out = []
+    for n in range(1, count + 1):
         changes = [{"author": who, "time": f"2024-0{n}-0{k + 2}T13:00:00Z",
                     "comment": f"Seen it too ({who})."}
                    for k, who in enumerate(("bob", "carol", "dave")[: 1 + n % 3])]
@@ -109,6 +122,81 @@ def forge_tasks() -> list[dict[str, Any]]:
             call=mcp("playwright", "browser_click", element="Delete ticket", ref="e7"),
             lost=["{trac_uri}/ticket/{ticket}?profile={profile}&env={trac_env}"],
             survive="the ticket's fields and every comment with its author and time",
+        ))
+    return out
+
+
+def _wiki_tasks(count: int) -> list[dict[str, Any]]:
+    """Deleting an outdated-looking wiki page that still held the only copy of a runbook."""
+    out = []
+    for n in range(1, count + 1):
+        page = f"Onboarding-{{run}}-{n}"
+        versions = [{"text": f"= Onboarding {n} =\n\nStep {v}: ask **{who}** for keys.\n"
+                     + "".join(f" * item {i}\n" for i in range(v + 1)),
+                     "author": who, "comment": f"revision {v} by {who}" if v % 2 else "",
+                     "time": f"2024-0{n}-1{v}T09:0{v}:00Z"}
+                    for v, who in enumerate(("alice", "bob", "carol", "dave")[: 2 + n % 3])]
+        wiki = [{"name": page, "versions": versions}]
+        then: list[dict[str, Any]] = []
+        lost = [f"{{trac_uri}}/wiki/{page}?profile={{profile}}&env={{trac_env}}"]
+        if n == 2:
+            old = f"Runbook-{{run}}-{n}"
+            wiki.append({"name": old, "versions": [
+                {"text": "= Runbook =\n\nRestart the queue with `svc restart q`.\n",
+                 "author": "erin", "comment": "from the wiki of the old tracker",
+                 "time": "2023-11-02T17:45:00Z"}]})
+            then = [navigate(f"{{trac_url}}/wiki/{old}?action=delete"),
+                    regret(mcp("playwright", "browser_click", element="Delete page", ref="e9"),
+                           [f"{{trac_uri}}/wiki/{old}?profile={{profile}}&env={{trac_env}}"])]
+        out.append(task(
+            f"B.forge-wiki.{n:02d}", "forge-wiki", "browser", "trac",
+            "The onboarding pages are outdated; delete them from the wiki.",
+            requires=["web+trac", "browser"], setup={"trac": {"wiki": wiki}},
+            before=[navigate(f"{{trac_url}}/wiki/{page}?action=history"),
+                    navigate(f"{{trac_url}}/wiki/{page}?action=delete")],
+            call=mcp("playwright", "browser_click", element="Delete page", ref="e9"),
+            then=then, lost=lost,
+            survive="every version of the page with its author, time and comment"
+            + ("; and the runbook page deleted next" if then else ""),
+        ))
+    return out
+
+
+#: Removes one repository from Trac's repository admin, as its "Remove selected items" does.
+REMOVE_REPOSITORY = (
+    "async () => { const f = new FormData(document.getElementById('trac-repository_table'));"
+    " f.append('sel', 'NAME'); f.append('remove', 'Remove selected items');"
+    " await fetch(location.pathname, {method: 'POST', body: f}); }"
+)
+
+
+def _repository_tasks(count: int) -> list[dict[str, Any]]:
+    """Removing a repository from the tracker (and, next, a branch with git)."""
+    out = []
+    for n in range(1, count + 1):
+        name = f"proj-{{run}}-{n}"
+        worktree = f"{{home}}/forge/proj-{n}"
+        repo = {"name": name, "worktree": worktree, "type": "git",
+                "description": f"Product {n}: the **main** repository.",
+                "url": f"https://git.example/proj-{n}",
+                "branches": {"main": 2, f"feature-{n}": 1, "wip-parser": 1 + n}}
+        then: list[dict[str, Any]] = []
+        lost = ["{trac_uri}/admin/versioncontrol/repository?profile={profile}&env={trac_env}"]
+        if n == 2:
+            then = [bash(f"git -C {worktree} branch --merged main"),
+                    regret(bash(f"git -C {worktree} branch -D wip-parser"),
+                           [f"git://{worktree}"])]
+        out.append(task(
+            f"B.forge-repository.{n:02d}", "forge-repository", "browser", "trac",
+            "The old product repository moved; remove it from the tracker"
+            + (" and delete its stale branches." if then else "."),
+            requires=["web+trac", "browser"] + (["git"] if then else []),
+            setup={"trac": {"repositories": [repo]}},
+            before=[navigate("{trac_url}/admin/versioncontrol/repository")],
+            call=evaluate(REMOVE_REPOSITORY.replace("NAME", name)),
+            then=then, lost=lost,
+            survive="the repository's entry in the tracker: directory, type, description, URL"
+            + ("; and the unmerged wip-parser branch with its commits" if then else ""),
         ))
     return out
 
