@@ -135,6 +135,15 @@ SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
                                {"element": "Delete ticket button", "ref": "e3"}),
          lambda w: [f"web+trac://127.0.0.1:8000/ticket/7?env=/srv/trac&profile={w.profile}"],
          before=nav("http://127.0.0.1:8000/ticket/7?action=delete")),
+    Case("B-delete-wiki-page", mcp("playwright", "browser_click",
+                                   {"element": "Delete page", "ref": "e9"}),
+         lambda w: [f"web+trac://127.0.0.1:8000/wiki/Team/Onboarding?env=/srv/trac&profile={w.profile}"],
+         before=nav("http://127.0.0.1:8000/wiki/Team/Onboarding?action=delete")),
+    Case("B-remove-repository", mcp("playwright", "browser_click",
+                                    {"element": "Remove selected items", "ref": "e7"}),
+         lambda w: [f"web+trac://127.0.0.1:8000/admin/versioncontrol/repository?env=/srv/trac"
+                    f"&profile={w.profile}"],
+         before=nav("http://127.0.0.1:8000/admin/versioncontrol/repository")),
     Case("B-clear-storage", mcp("playwright", "browser_evaluate", {
         "function": "() => { localStorage.clear(); sessionStorage.clear(); "
                     "indexedDB.deleteDatabase('app'); }"}),
@@ -208,10 +217,10 @@ def test_file_scenario_is_captured_before_it_runs(case: Case, layer: BackupLayer
 
 def test_page_without_a_record_captures_the_profile_and_says_so(layer: BackupLayer,
                                                                  world: World) -> None:
-    """A Trac wiki page holds no record the trac adapter reads: the profile is captured,
+    """Trac's timeline holds no record the trac adapter reads: the profile is captured,
     and the decision says the server-side state is not; isso's unfiltered admin page
     acts on every thread."""
-    for earlier in nav("http://127.0.0.1:8000/wiki/WikiStart")(world):
+    for earlier in nav("http://127.0.0.1:8000/timeline")(world):
         layer.before(earlier)
     plan = layer.plan(mcp("playwright", "browser_click", {"element": "Delete page", "ref": "e2"})(world))
     assert [t.uri for t in plan.wanted] == [
