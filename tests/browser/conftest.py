@@ -1,4 +1,5 @@
-"""Session fixtures for the browser area: real Chromium, a real isso, a real Trac.
+"""Session fixtures for the browser area: real Chromium, a real isso, a real Trac, a real
+copyparty.
 
 Everything expensive starts once per session: isso, Trac (created and seeded
 through one long-lived Trac process), a tiny cookie-setting site, and one
@@ -40,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from fixtures.copyparty import CopypartyServer  # noqa: E402
+from fixtures.copyparty import sign_in as copyparty_sign_in  # noqa: E402
 from fixtures.isso import ADMIN_PASSWORD as ISSO_PASSWORD  # noqa: E402
 from fixtures.isso import IssoServer  # noqa: E402
 from fixtures.trac import ADMIN_PASSWORD as TRAC_PASSWORD  # noqa: E402
@@ -191,6 +194,43 @@ def second_trac(tmp_path: Path) -> Iterator[tuple[TracServer, Path]]:
                                                   "password": TRAC_PASSWORD})
     page = ctx.new_page()
     page.goto(srv.url + "/login")
+    page.close()
+    try:
+        yield srv, prof
+    finally:
+        close_profile(prof)
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def copyparty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CopypartyServer]:
+    """A real copyparty with share links, old versions and the upload index on."""
+    srv = CopypartyServer(tmp_path_factory.mktemp("copyparty")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def cp_profile(tmp_path_factory: pytest.TempPathFactory,
+               copyparty: CopypartyServer) -> Iterator[Path]:
+    """A browser profile signed in to copyparty as its admin (a profile of its own: the
+    agent's profile holds Trac's HTTP login for the same host)."""
+    prof = tmp_path_factory.mktemp("cp-profile")
+    page = browser_context(prof).new_page()
+    copyparty_sign_in(page, copyparty.url)
+    page.close()
+    yield prof
+    close_profile(prof)
+
+
+@pytest.fixture
+def second_copyparty(tmp_path: Path) -> Iterator[tuple[CopypartyServer, Path]]:
+    """Another copyparty with no files, and a profile signed in to it only."""
+    srv = CopypartyServer(tmp_path / "copyparty-2").start()
+    prof = tmp_path / "profile-copyparty-2"
+    prof.mkdir()
+    page = browser_context(prof).new_page()
+    copyparty_sign_in(page, srv.url)
     page.close()
     try:
         yield srv, prof

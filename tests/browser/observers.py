@@ -223,6 +223,46 @@ def _storage_state(ctx: Any, origin: str) -> dict[str, Any]:
         page.close()
 
 
+# ------------------------------------------------------------------------------ copyparty
+def observe_copyparty(files: Path, shares_db: Path) -> Callable[[str], Observed]:
+    """copyparty's volume folder and share table, read directly: every folder, every file's
+    SHA-256, size and modification time (seconds), old versions under ``.hist``, and every
+    share whose source is in the target's folder (source, files, access, owner, expiring,
+    password set), keyed as the adapter keys them."""
+
+    def observe(uri: str) -> Observed:
+        root = "/" + "/".join(p for p in urlsplit(uri).path.split("/") if p)
+        root = root.rstrip("/") + "/"
+        base = files / root.strip("/")
+        out: Observed = {}
+        if base.is_dir():
+            out[f"folder:{root}"] = {}
+            for path in sorted(base.rglob("*")):
+                name = "/" + str(path.relative_to(files))
+                if path.is_dir():
+                    out[f"folder:{name}/"] = {}
+                    continue
+                data = path.read_bytes()
+                kind = "version" if "/.hist/" in name else "file"
+                out[f"{kind}:{name}"] = {"sha256": hashlib.sha256(data).hexdigest(),
+                                         "size": len(data), "mtime": int(path.stat().st_mtime)}
+        if shares_db.exists():
+            with _read_only(shares_db) as con:
+                rows = con.execute("SELECT k, pw, vp, pr, un, t1 FROM sh").fetchall()
+                names = con.execute("SELECT k, vp FROM sf").fetchall()
+            for key, pw, vp, pr, owner, expires in rows:
+                source = "/" + "/".join(p for p in vp.split("/") if p)
+                source = source.rstrip("/") + "/"
+                if source.startswith(root):
+                    out[f"share:{key}"] = {
+                        "source": source, "files": sorted(n for k, n in names if k == key),
+                        "access": pr, "owner": owner, "expiring": bool(expires),
+                        "password": bool(pw)}
+        return _in_scope(out, _fragment(uri))
+
+    return observe
+
+
 def _in_scope(observed: Observed, prefix: str) -> Observed:
     """Only the items an ``--only`` prefix selects (by kind, name or ``kind:name``)."""
     if not prefix:

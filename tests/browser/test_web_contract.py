@@ -1,19 +1,22 @@
-"""The connector conformance kit, run against the isso and Trac site adapters and the real apps."""
+"""The connector conformance kit, run against the isso, Trac and copyparty site adapters and
+the real apps."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
+from fixtures.copyparty import CopypartyServer
 from fixtures.isso import IssoServer, seed_thread
 from fixtures.trac import TracServer
 from preimage.testing import ConnectorContract
 
 from .conftest import moderator_deletes
-from .observers import Observed, observe_isso, observe_trac
+from .observers import Observed, observe_copyparty, observe_isso, observe_trac
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
@@ -183,3 +186,90 @@ class TestTracAdapterContract(ConnectorContract):
     @pytest.fixture
     def unreachable_uri(self, dead_port: int, profile: Path, trac_server: TracServer) -> str:
         return f"web+trac://127.0.0.1:{dead_port}/milestone/x?profile={profile}&env={trac_server.env}"
+
+
+def _key(folder: str) -> str:
+    """A share key made from a folder name (copyparty takes letters, digits, _ and -)."""
+    return re.sub(r"[^0-9A-Za-z_-]", "", folder)
+
+
+class TestCopypartyAdapterContract(ConnectorContract):
+    """capture → mutate → restore → score on one copyparty folder, its versions and shares."""
+
+    connector = "web+copyparty"
+
+    @pytest.fixture
+    def folder(self, copyparty: CopypartyServer, request: pytest.FixtureRequest) -> str:
+        """A folder of its own for each test: nested folders, a binary file with its time,
+        a text file with two old versions, an empty folder and two share links."""
+        name = f"/contract-{request.node.name.removeprefix('test_')[:40]}"
+        copyparty.seed({
+            "folders": [f"{name}/empty"],
+            "files": [
+                {"path": f"{name}/notes.md", "text": "# final\n",
+                 "versions": ["# draft 1\n", "# draft 2\n"]},
+                {"path": f"{name}/img/logo.bin", "base64": "AAECA/7/", "mtime": 1700000000},
+                {"path": f"{name}/img/readme.txt", "text": "logos\n", "mtime": 1600000000},
+            ],
+            "shares": [
+                {"key": f"{_key(name)}-img", "paths": [f"{name}/img/"],
+                 "minutes": 600},
+                {"key": f"{_key(name)}-notes", "paths": [f"{name}/notes.md"]},
+            ]})
+        return name
+
+    @pytest.fixture
+    def target_uri(self, copyparty: CopypartyServer, cp_profile: Path, folder: str) -> str:
+        """The folder, read through the profile's copyparty login."""
+        return f"web+copyparty://127.0.0.1:{copyparty.port}{folder}/?profile={cp_profile}"
+
+    @pytest.fixture
+    def mutate(self, copyparty: CopypartyServer, folder: str) -> Callable[[str], None]:
+        """The logo is deleted, the notes edited (one more old version), a share revoked and
+        a file uploaded."""
+
+        def damage(_uri: str) -> None:
+            copyparty.delete(f"{folder}/img/logo.bin")
+            copyparty.edit(f"{folder}/notes.md", "# vandalised\n")
+            copyparty.request("POST", f"/?eshare=rm&skey={_key(folder)}-img")
+            copyparty.put(f"{folder}/later.txt", "new\n")
+
+        return damage
+
+    @pytest.fixture
+    def observe(self, copyparty: CopypartyServer) -> Callable[[str], Observed]:
+        """The folder read from copyparty's volume on disk and its share database."""
+        return observe_copyparty(copyparty.files, copyparty.state / "shares.db")
+
+    @pytest.fixture
+    def malformed_uris(self, copyparty: CopypartyServer, cp_profile: Path) -> list[str]:
+        return ["web+copyparty://", f"web+copyparty://127.0.0.1:{copyparty.port}/x/?profile="]
+
+    @pytest.fixture
+    def sub_scope(self, target_uri: str, folder: str) -> str:
+        """The image folder: the deleted logo comes back; the notes stay edited."""
+        return f"{target_uri}#{quote(folder + '/img/')}"
+
+    @pytest.fixture
+    def absent_uri(self, copyparty: CopypartyServer, cp_profile: Path,
+                   request: pytest.FixtureRequest) -> str:
+        return (f"web+copyparty://127.0.0.1:{copyparty.port}/contract-none-"
+                f"{request.node.name.removeprefix('test_')[:40]}/?profile={cp_profile}")
+
+    @pytest.fixture
+    def create(self, copyparty: CopypartyServer) -> Callable[[str], None]:
+        def make(uri: str) -> None:
+            copyparty.put(uri.split("?", 1)[0].split(str(copyparty.port), 1)[1] + "made.txt",
+                          "made\n")
+
+        return make
+
+    @pytest.fixture
+    def unreachable_uri(self, dead_port: int, cp_profile: Path) -> str:
+        return f"web+copyparty://127.0.0.1:{dead_port}/x/?profile={cp_profile}"
+
+    @pytest.fixture
+    def elsewhere_uri(self, second_copyparty: tuple[CopypartyServer, Path]) -> str:
+        """The same folder in another, empty copyparty, through that instance's own login."""
+        srv, prof = second_copyparty
+        return f"web+copyparty://127.0.0.1:{srv.port}/?profile={prof}"

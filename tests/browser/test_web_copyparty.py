@@ -8,40 +8,18 @@ import hashlib
 import sqlite3
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import preimage
-from fixtures.copyparty import CopypartyServer, sign_in
+from fixtures.copyparty import CopypartyServer
 from preimage import Store
-from preimage.connectors.browser.chromium import browser_context, close_profile
 from preimage.connectors.web import LoginRequiredError
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
 
 PNG = base64.b64encode(bytes(range(256)) * 4).decode()
-
-
-@pytest.fixture(scope="module")
-def copyparty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CopypartyServer]:
-    """A real copyparty with shares, versions and the upload index on."""
-    srv = CopypartyServer(tmp_path_factory.mktemp("copyparty")).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def cp_profile(tmp_path_factory: pytest.TempPathFactory,
-               copyparty: CopypartyServer) -> Iterator[Path]:
-    """A browser profile signed in to copyparty as its admin."""
-    prof = tmp_path_factory.mktemp("cp-profile")
-    page = browser_context(prof).new_page()
-    sign_in(page, copyparty.url)
-    page.close()
-    yield prof
-    close_profile(prof)
 
 
 def _uri(server: CopypartyServer, path: str, profile: Path) -> str:
