@@ -309,7 +309,7 @@ class WebAppConnector(ConnectorBase):
                     continue
                 report.add(extra.ref, Outcome.REMOVED, action="deleted (not in the capture)")
         if done:
-            self._verify(adapter, site, snapshot, wanted, done, report)
+            self._verify(adapter, site, snapshot, wanted, done, report, refs)
 
     @staticmethod
     def _create(
@@ -345,9 +345,17 @@ class WebAppConnector(ConnectorBase):
         wanted: list[WebRecord],
         done: dict[str, str],
         report: RestoreReport,
+        refs: Refs,
     ) -> None:
-        """Read back every written record and say, per field, what came back."""
-        after, _ = self._live(adapter, site, wanted)
+        """Read back every written record and say, per field, what came back.
+
+        A re-created record is looked up under the ids the app gave it (``refs``): a
+        record the target names by its id (a Trac ticket re-created under a new number
+        while another ticket is newer) is found there, not reported as missing."""
+        renumbered = [r.model_copy(update={"server": {**r.server, **refs[r.ref]}})
+                      if done.get(r.ref) == "re-created" and refs.get(r.ref) else r
+                      for r in wanted]
+        after, _ = self._live(adapter, site, renumbered)
         for rec in wanted:
             if rec.ref not in done:
                 continue

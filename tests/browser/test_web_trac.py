@@ -141,3 +141,32 @@ def test_removed_repository_comes_back(
     page.goto(f"{trac_server.url}/browser/proj-r?rev=feature-x")
     assert page.locator("#content.browser").count()
     page.close()
+
+
+def test_ticket_recreated_under_a_new_number_is_reported_restored(
+    trac_server: TracServer, profile: Path, store: Store
+) -> None:
+    """A ticket deleted while a newer one exists comes back under the next number: the
+    restore reports it restored with the number remapped, not as failed."""
+    first, _newer = trac_server.seed({"tickets": [
+        {"time": "2024-05-01T10:00:00Z", "fields": {"summary": "Old one", "reporter": "ann",
+                                                    "status": "new"},
+         "changes": [{"author": "bob", "time": "2024-05-02T10:00:00Z", "comment": "Seen."}]},
+        {"time": "2024-05-03T10:00:00Z", "fields": {"summary": "Newer", "reporter": "cy",
+                                                    "status": "new"}}]})
+    backup = preimage.capture([_uri(trac_server, f"/ticket/{first}", profile)], store=store)
+    trac_agent_confirms_delete(trac_server, profile, f"/ticket/{first}",
+                               "input[value='Delete ticket']")
+    result = preimage.restore(backup.id, store=store)
+    assert result.ok, [(i.key, i.outcome.value, i.reason) for r in result.reports for i in r.items]
+    [remap] = result.remaps
+    assert remap.old == first and remap.new > first
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{trac_server.env / 'db' / 'trac.db'}?mode=ro", uri=True)
+    try:
+        row = con.execute("SELECT summary, reporter FROM ticket WHERE id = ?",
+                          (remap.new,)).fetchone()
+    finally:
+        con.close()
+    assert row == ("Old one", "ann")
