@@ -1,11 +1,16 @@
 """Capture and restore time of the browser connectors, against real Chromium and real isso.
 
-    python benchmarks/bench_browser.py [--comments 1000] [--idb-mb 10]
+    python benchmarks/bench_browser.py [--comments 1000] [--idb-mb 10] [--files 500]
+                                       [--only isso|idb|copyparty]
 
 1. an isso thread with N comments (a tenth of them replies): capture, delete
    all, restore — through web+isso;
 2. a profile whose origin holds ~M MB of IndexedDB records: capture, clear,
-   restore — through browser://.
+   restore — through browser://;
+3. a copyparty folder with F files of 20 KiB random bytes in 10 sub-folders, a
+   tenth of them text files with an old version, and a share link: capture, delete
+   the folder and its link, restore — through web+copyparty; beside it, copyparty's
+   own zip download of the folder (``?zip``), what a user would otherwise keep.
 Prints seconds and bytes; asserts nothing.
 """
 
@@ -25,6 +30,8 @@ import _common  # noqa: E402
 sys.path.insert(0, str(ROOT))
 
 import preimage  # noqa: E402
+from fixtures.copyparty import CopypartyServer  # noqa: E402
+from fixtures.copyparty import sign_in as copyparty_sign_in  # noqa: E402
 from fixtures.isso import ADMIN_PASSWORD, IssoServer  # noqa: E402
 from preimage import Store  # noqa: E402
 from preimage.connectors.browser import browser_context  # noqa: E402
@@ -100,17 +107,62 @@ def bench_idb(mb: int, tmp: Path, profile: Path) -> None:
           f"metadata={score.classes['metadata'].text(3)}")
 
 
+def bench_copyparty(n: int, tmp: Path, profile: Path) -> None:
+    import base64
+    import os
+
+    with CopypartyServer(tmp / "copyparty") as srv:
+        files = []
+        for i in range(n):
+            path = f"/bench/d{i % 10}/f{i}"
+            if i % 10 == 0:
+                files.append({"path": path + ".md", "text": f"text {i}\n" * 500,
+                              "versions": [f"draft {i}\n" * 400]})
+            else:
+                files.append({"path": path + ".bin",
+                              "base64": base64.b64encode(os.urandom(20480)).decode(),
+                              "mtime": 1700000000 + i})
+        srv.seed({"files": files, "shares": [{"key": "bench", "paths": ["/bench/d1/"]}]})
+        page = browser_context(profile).new_page()
+        copyparty_sign_in(page, srv.url)
+        page.close()
+        t = time.perf_counter()
+        status, body = srv.request("GET", "/bench/?zip")
+        zipped = time.perf_counter() - t
+        store = Store(tmp / "home-copyparty")
+        uri = f"web+copyparty://127.0.0.1:{srv.port}/bench/?profile={profile}"
+        t = time.perf_counter()
+        backup = preimage.capture([uri], store=store)
+        cap = time.perf_counter() - t
+        srv.request("POST", "/?eshare=rm&skey=bench")
+        srv.delete("/bench")
+        rest, result, score = _common.timed_restore(backup.id, store)
+        print(f"copyparty {n} files (20 KiB, a tenth with a version) and a share: capture "
+              f"{cap:.1f} s (copyparty's zip download: {zipped:.1f} s, HTTP {status}, "
+              f"{len(body) / 1e6:.1f} MB; ratio {cap / zipped:.1f}x), restore {rest:.1f} s "
+              f"(incl. undo capture and read-back), logical {backup.logical_bytes / 1e6:.1f} MB, "
+              f"stored {backup.stored_bytes / 1e6:.2f} MB, ok={result.ok}, "
+              f"content={score.classes['content'].text(3)} "
+              f"metadata={score.classes['metadata'].text(3)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--comments", type=int, default=1000)
     ap.add_argument("--idb-mb", type=int, default=10)
+    ap.add_argument("--files", type=int, default=500)
+    ap.add_argument("--only", choices=("isso", "idb", "copyparty"))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         profile = tmp / "profile"
         profile.mkdir()
-        bench_idb(args.idb_mb, tmp, profile)
-        bench_comments(args.comments, tmp, profile)
+        if args.only in (None, "idb"):
+            bench_idb(args.idb_mb, tmp, profile)
+        if args.only in (None, "isso"):
+            bench_comments(args.comments, tmp, profile)
+        if args.only in (None, "copyparty"):
+            bench_copyparty(args.files, tmp, profile)
 
 
 if __name__ == "__main__":
