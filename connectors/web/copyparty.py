@@ -12,7 +12,9 @@ Reading goes through copyparty's own views from inside the profile:
 * the JSON listing ``FOLDER/?ls&dots`` — sub-folders and files with size,
   modification time (seconds), and the upload database's tags (who uploaded a
   file, when, from which address, and copyparty's content hash);
-* each file's bytes (``GET``), kept base64-encoded with their SHA-256;
+* each file's bytes, kept base64-encoded with their SHA-256: the folder as one
+  uncompressed zip from copyparty's own download (``?zip=crc``), a file the zip
+  lacks by its own ``GET``;
 * the share table ``/?shares`` — key, source folder, the files shared from it,
   access letters, owner, whether a password is set, created and expiry times.
 
@@ -54,8 +56,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import math
 import time
+import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
@@ -67,50 +71,11 @@ from preimage.connectors.web.adapter import (
     Site,
     SiteAdapter,
 )
+from preimage.interface.errors import TransientConnectorError
 from preimage.snapshot_schemas.web import WebRecord
 
 VERSIONS_FOLDER = ".hist"
 _ACCESS = {"r": "read", "w": "write", "g": "get", ".": "dot"}
-
-# Every file's bytes, base64-encoded, several requests at a time, from inside the tab.
-_READ_JS = """async ([urls, width]) => {
-  const out = new Array(urls.length);
-  let next = 0;
-  const b64 = (buf) => {
-    const bytes = new Uint8Array(buf); let s = '';
-    for (let i = 0; i < bytes.length; i += 0x8000)
-      s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
-    return btoa(s);
-  };
-  const worker = async () => {
-    while (next < urls.length) {
-      const i = next++;
-      const r = await fetch(urls[i], {credentials: 'include', cache: 'no-store'});
-      out[i] = {status: r.status, data: r.ok ? b64(await r.arrayBuffer()) : ''};
-    }
-  };
-  await Promise.all(Array.from({length: width}, worker));
-  return out;
-}"""
-
-# PUT files with their modification times, several at a time.
-_PUT_JS = """async ([items, width]) => {
-  const out = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      const [url, data, mtime] = items[i];
-      const bin = atob(data); const bytes = new Uint8Array(bin.length);
-      for (let k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
-      const headers = mtime === null ? {} : {'X-OC-MTime': String(mtime)};
-      const r = await fetch(url, {method: 'PUT', body: bytes, headers, credentials: 'include'});
-      out[i] = {status: r.status, text: (await r.text()).slice(0, 300)};
-    }
-  };
-  await Promise.all(Array.from({length: width}, worker));
-  return out;
-}"""
 
 # The share table of ``/?shares`` as the server wrote it (parsed, not run: the page's
 # script rewrites the times for display), by its column headers.
@@ -136,6 +101,24 @@ _SHARES_JS = """(html) => {
     return row;
   });
 }"""
+
+
+def _get(site: Site, path: str) -> tuple[int, bytes]:
+    """``GET`` a path with the profile's logins, the bytes straight to this process (the
+    browser context's request client: a file's bytes never pass through the page's
+    JavaScript as text, which costs seconds per ten megabytes)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    url = site.url(path)
+    try:
+        resp = site.page.request.get(url)
+    except PlaywrightError as exc:
+        raise TransientConnectorError(
+            f"GET {url} failed: {str(exc).splitlines()[0]} — is copyparty running?",
+            target=url) from exc
+    if resp.status >= 500:
+        raise TransientConnectorError(f"GET {url} answered HTTP {resp.status}", target=url)
+    return resp.status, resp.body()
 
 
 def _folder(path: str) -> str:
@@ -190,7 +173,7 @@ class CopypartyAdapter(SiteAdapter):
                    for path, (ts, _) in sorted(listings.items())]
         entries = [(path + f["href"], f) for path, (_, files) in sorted(listings.items())
                    for f in files]
-        datas = self._read(site, [p for p, _ in entries])
+        datas = self._read(site, root, [p for p, _ in entries])
         files = [self._file_record(path, f, data)
                  for (path, f), data in zip(entries, datas, strict=True)]
         shares = [s for s in self._shares(site) if s.content["source"].startswith(root)]
@@ -238,14 +221,36 @@ class CopypartyAdapter(SiteAdapter):
                     todo.append((sub, sub_ts, resp.json()))
         return out
 
-    def _read(self, site: Site, paths: Sequence[str]) -> list[str]:
+    def _read(self, site: Site, root: str, paths: Sequence[str]) -> list[str]:
+        """Every file's bytes, base64-encoded: the folder as one uncompressed zip from
+        copyparty's own download (``?zip=crc``, dotfiles included), and any file the zip
+        does not hold (written in between) by its own request."""
         if not paths:
             return []
-        outs = site.page.evaluate(_READ_JS, [[site.url(quote(p)) for p in paths], 6])
-        for path, out in zip(paths, outs, strict=True):
-            if out["status"] != 200:
-                raise RecordRefusedError(self.name, path, f"reading it answered HTTP {out['status']}")
-        return [str(o["data"]) for o in outs]
+        got = self._zipped(site, root)
+        for path in paths:
+            if path not in got:
+                status, body = _get(site, quote(path))
+                if status != 200:
+                    raise RecordRefusedError(self.name, path, f"reading it answered HTTP {status}")
+                got[path] = base64.b64encode(body).decode()
+        return [got[p] for p in paths]
+
+    @staticmethod
+    def _zipped(site: Site, root: str) -> dict[str, str]:
+        """Path → base64 bytes of every file in copyparty's zip of ``root``."""
+        status, body = _get(site, quote(root) + "?zip=crc")
+        if status != 200:
+            return {}
+        # the zip names entries from the folder's own name down (nothing above it)
+        above = _parent(root) if root != "/" else "/"
+        files: dict[str, str] = {}
+        with zipfile.ZipFile(io.BytesIO(body)) as archive:
+            for info in archive.infolist():
+                if not info.is_dir():
+                    files[above + info.filename] = base64.b64encode(
+                        archive.read(info)).decode()
+        return files
 
     @staticmethod
     def _file_record(path: str, entry: dict[str, Any], data: str) -> WebRecord:
@@ -298,8 +303,7 @@ class CopypartyAdapter(SiteAdapter):
     def create_many(
         self, site: Site, records: Sequence[WebRecord], refs: Refs
     ) -> list[dict[str, Any] | RecordRefusedError]:
-        """Folders one level at a time, files and versions by ``PUT`` several at a time,
-        shares one by one."""
+        """Folders one level at a time, files and versions by ``PUT``, shares one by one."""
         out: dict[int, dict[str, Any] | RecordRefusedError] = {}
         puts = []
         for i, rec in enumerate(records):
@@ -309,15 +313,30 @@ class CopypartyAdapter(SiteAdapter):
                 out[i] = self._share(site, rec)
             else:
                 puts.append(i)
-        if puts:
-            items = [[site.url(quote(records[i].name)), records[i].content["data"],
-                      records[i].metadata.get("mtime")] for i in puts]
-            answers = site.page.evaluate(_PUT_JS, [items, 6])
-            for i, answer in zip(puts, answers, strict=True):
-                out[i] = ({} if answer["status"] in (200, 201) else RecordRefusedError(
-                    self.name, records[i].ref, f"PUT answered HTTP {answer['status']}: "
-                    f"{answer['text'].strip()}"))
+        for i in puts:
+            out[i] = self._put(site, records[i])
         return [out[i] for i in range(len(records))]
+
+    def _put(self, site: Site, rec: WebRecord) -> dict[str, Any] | RecordRefusedError:
+        """``PUT`` one file's bytes with its time, from this process through the browser
+        context's request client (the profile's logins; the bytes never pass through the
+        page's JavaScript as text)."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        url = site.url(quote(rec.name))
+        mtime = rec.metadata.get("mtime")
+        try:
+            resp = site.page.request.put(
+                url, data=base64.b64decode(rec.content["data"]),
+                headers={"X-OC-MTime": str(mtime)} if mtime is not None else {})
+        except PlaywrightError as exc:
+            raise TransientConnectorError(
+                f"PUT {url} failed: {str(exc).splitlines()[0]} — is copyparty running?",
+                target=url) from exc
+        if resp.status in (200, 201):
+            return {}
+        return RecordRefusedError(self.name, rec.ref,
+                                  f"PUT answered HTTP {resp.status}: {resp.text()[:300].strip()}")
 
     def create(self, site: Site, record: WebRecord, refs: Refs) -> dict[str, Any]:
         """Re-create one record (see :meth:`create_many`)."""
