@@ -307,7 +307,10 @@ class CopypartyAdapter(SiteAdapter):
         out: dict[int, dict[str, Any] | RecordRefusedError] = {}
         puts = []
         for i, rec in enumerate(records):
-            if rec.kind == "folder":
+            outside = self._outside(site, rec)
+            if outside is not None:
+                out[i] = outside
+            elif rec.kind == "folder":
                 out[i] = self._mkdir(site, rec)
             elif rec.kind == "share":
                 out[i] = self._share(site, rec)
@@ -390,8 +393,22 @@ class CopypartyAdapter(SiteAdapter):
         """A folder has nothing a client sets; anything else is deleted and re-created."""
         return want.kind == "folder"
 
+    def _outside(self, site: Site, rec: WebRecord) -> RecordRefusedError | None:
+        """A refusal for a record that is not under the target's folder (a snapshot edited
+        by hand, or restored to another location): a restore writes inside its target only."""
+        root = _folder(unquote(site.location))
+        path = rec.content.get("source", "") if rec.kind == "share" else rec.name
+        parts = path.split("/")
+        if path.startswith(root) and ".." not in parts and "." not in parts:
+            return None
+        return RecordRefusedError(self.name, rec.ref,
+                                  f"{path!r} is not inside the target's folder {root!r}")
+
     def delete(self, site: Site, live: WebRecord) -> None:
         """Delete a file, a version, a folder with what is in it, or a share."""
+        outside = self._outside(site, live)
+        if outside is not None:
+            raise outside
         if live.kind == "share":
             resp = site.fetch(f"/?eshare=rm&skey={quote(live.name)}", method="POST")
             ok = resp.status in (200, 302)

@@ -15,6 +15,7 @@ import pytest
 import preimage
 from fixtures.copyparty import CopypartyServer
 from preimage import Store
+from preimage.connectors.browser.chromium import browser_context
 from preimage.connectors.web import LoginRequiredError
 
 pytestmark = [pytest.mark.browser, pytest.mark.webapp]
@@ -135,3 +136,26 @@ def test_profile_without_login_is_refused(
     _seed(copyparty, "team-e")
     with pytest.raises(LoginRequiredError, match="'copyparty'"):
         preimage.capture([_uri(copyparty, "/team-e/", unsigned_profile)], store=store)
+
+
+def test_a_record_outside_the_target_folder_is_refused(
+    copyparty: CopypartyServer, cp_profile: Path, store: Store
+) -> None:
+    """A snapshot whose record names a path outside its target's folder (edited by hand)
+    is refused for that record; nothing is written there."""
+    from preimage.connectors.web.adapter import RecordRefusedError, Site
+    from preimage.connectors.web.copyparty import CopypartyAdapter
+    from preimage.snapshot_schemas.web import WebRecord
+
+    adapter = CopypartyAdapter()
+    site = Site(adapter="copyparty", base_url=copyparty.url, location="/team-f/", params={},
+                profile=cp_profile, context=browser_context(cp_profile))
+    try:
+        evil = [WebRecord(kind="file", name=name, content={"data": "eA=="},
+                          metadata={"mtime": 1})
+                for name in ("/elsewhere/x.txt", "/team-f/../elsewhere/y.txt")]
+        results = adapter.create_many(site, evil, {})
+    finally:
+        site.close()
+    assert all(isinstance(r, RecordRefusedError) and "not inside" in r.reason for r in results)
+    assert not (copyparty.files / "elsewhere").exists()
