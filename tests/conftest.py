@@ -38,7 +38,7 @@ CliResult = subprocess.CompletedProcess[str]
 SERVER_MARKERS = {
     "pg_server": "postgres", "mariadb_server": "mariadb", "dovecot": "imap",
     "dovecot_minimal": "imap", "control_plane": "kubernetes", "chromium": "browser",
-    "isso_server": "webapp", "trac_server": "webapp",
+    "isso_server": "webapp", "trac_server": "webapp", "copyparty": "webapp",
 }
 
 
