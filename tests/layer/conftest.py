@@ -37,7 +37,7 @@ def world_config(world: World, **kw: Any) -> LayerConfig:
              "email": McpServer(kind="email", target=IMAP + "/"),
              "playwright": McpServer(kind="browser", profile=str(world.profile))},
         sites={"http://127.0.0.1:8080": "isso", "http://127.0.0.1:8000": "trac?env=/srv/trac",
-               "http://127.0.0.1:9292": "discourse"},
+               "http://127.0.0.1:9292": "discourse", "http://127.0.0.1:3923": "copyparty"},
         **kw,
     )
 

@@ -144,6 +144,16 @@ SQL"""), lambda w: [f"{PGP}/shop?tables=public.customers"]),
          lambda w: [f"web+trac://127.0.0.1:8000/admin/versioncontrol/repository?env=/srv/trac"
                     f"&profile={w.profile}"],
          before=nav("http://127.0.0.1:8000/admin/versioncontrol/repository")),
+    Case("B-files-empty-trash", mcp("playwright", "browser_evaluate", {
+        "function": "async () => { const d = await (await fetch('?ls&dots')).json();"
+                    " for (const e of d.files) await fetch(e.href + '?delete',"
+                    " {method: 'POST'}); }"}),
+         lambda w: [f"web+copyparty://127.0.0.1:3923/team/trash/?profile={w.profile}"],
+         before=nav("http://127.0.0.1:3923/team/trash/")),
+    Case("B-files-revoke-shares", mcp("playwright", "browser_evaluate", {
+        "function": "async () => { await fetch('/?eshare=rm&skey=old', {method: 'POST'}); }"}),
+         lambda w: [f"web+copyparty://127.0.0.1:3923/?profile={w.profile}"],
+         before=nav("http://127.0.0.1:3923/?shares")),
     Case("B-clear-storage", mcp("playwright", "browser_evaluate", {
         "function": "() => { localStorage.clear(); sessionStorage.clear(); "
                     "indexedDB.deleteDatabase('app'); }"}),
