@@ -2,7 +2,9 @@
 
 ``PATH`` picks the records: ``/`` — every ticket and milestone;
 ``/ticket/N`` — one ticket; ``/milestone/NAME`` — the milestone and the
-tickets linked to it.  A milestone is Trac's label: deleting one in Trac's UI
+tickets linked to it; ``/wiki/PAGE`` — one wiki page with every version
+(:mod:`.trac_wiki`); ``/admin/versioncontrol/repository`` — the source
+repositories Trac serves (:mod:`.trac_repos`).  A milestone is Trac's label: deleting one in Trac's UI
 moves its tickets off it (each gets a "Ticket retargeted after milestone
 deleted" change), which is the "label and its links to issues" case.
 
