@@ -217,8 +217,10 @@ class CopypartyAdapter(SiteAdapter):
                 continue
             answers = site.fetch_all([quote(p) + "?ls&dots" for p, _ in subs])
             for (sub, sub_ts), resp in zip(subs, answers, strict=True):
-                if resp.status == 200:
-                    todo.append((sub, sub_ts, resp.json()))
+                if resp.status != 200:  # never skipped: what is under it would go unseen
+                    raise RecordRefusedError(self.name, sub, f"?ls answered HTTP {resp.status}; "
+                                             "the folder cannot be captured")
+                todo.append((sub, sub_ts, resp.json()))
         return out
 
     def _read(self, site: Site, root: str, paths: Sequence[str]) -> list[str]:
