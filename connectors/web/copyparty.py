@@ -217,6 +217,8 @@ class CopypartyAdapter(SiteAdapter):
                 continue
             answers = site.fetch_all([quote(p) + "?ls&dots" for p, _ in subs])
             for (sub, sub_ts), resp in zip(subs, answers, strict=True):
+                if resp.status == 404:  # deleted since its parent was listed
+                    continue
                 if resp.status != 200:  # never skipped: what is under it would go unseen
                     raise RecordRefusedError(self.name, sub, f"?ls answered HTTP {resp.status}; "
                                              "the folder cannot be captured")
