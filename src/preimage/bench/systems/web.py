@@ -107,9 +107,16 @@ class WebSystem(System):
         try:
             if tool == "browser_navigate":
                 # Like the MCP server, answer once the page has settled: the browser's own
-                # follow-up requests (the favicon) may set cookies too.
+                # follow-up requests (the favicon) may set cookies too.  Like it too, a page
+                # that does not settle in time is answered anyway (@playwright/mcp waits for
+                # the load at most 10 s and ignores running over).
+                from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
                 page.goto(str(arguments["url"]))
-                page.wait_for_load_state("networkidle")
+                try:
+                    page.wait_for_load_state("networkidle", timeout=10_000)
+                except PlaywrightTimeout:
+                    pass
                 return CallOutcome(0, page.url)
             if tool == "browser_evaluate":
                 result = page.evaluate(str(arguments["function"]))
