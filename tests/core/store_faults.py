@@ -42,10 +42,10 @@ from preimage.store.prune import forget, prune
 from preimage.store.retention import RetentionPolicy
 
 POINTS = {
-    "capture": ("blob", "catalog"),
-    "restore": ("restore-write", "blob", "catalog"),
+    "capture": ("blob", "pack-seal", "pack-index", "catalog"),
+    "restore": ("restore-write", "blob", "pack-seal", "pack-index", "catalog"),
     "forget": ("forget", "catalog"),
-    "prune": ("prune-delete", "catalog"),
+    "prune": ("prune-delete", "pack-seal", "pack-index", "catalog"),
 }
 
 

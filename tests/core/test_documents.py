@@ -15,6 +15,7 @@ import preimage
 from preimage import Store
 from preimage.store.check import check
 from preimage.store.documents import StoredItems
+from preimage.store.format import FORMAT
 from preimage.store.prune import forget, prune
 from preimage.store.snapshots import load_snapshot_row
 
@@ -136,7 +137,7 @@ def test_a_format_two_store_is_upgraded_and_keeps_its_backups(tmp_path: Path) ->
     db.executescript("DROP TABLE links; UPDATE meta SET value='2' WHERE key='format';")
     db.close()
     with Store(home) as st:
-        assert st.catalog.format_version() == 3
+        assert st.catalog.format_version() == FORMAT
         shutil.rmtree(root)
         preimage.restore(backup.id, store=st)
         assert check(st, read_data=True).ok

@@ -28,6 +28,12 @@ cannot tear it).  A ``.raw`` blob holds the bytes as they are; it is read,
 hidden, verified and pruned like a ``.zst`` one, and a restore on the same
 filesystem clones it back.  Elsewhere nothing changes.
 
+**Packed blobs.**  A blob whose compressed frame is under a mebibyte and that is
+written whole (``put_bytes``) goes into a pack file with many others
+(:mod:`preimage.store.local_packs`); a store keeps reading the loose files written
+before packs existed, and streams and clones stay loose.  A blob is looked up in the
+pack index first, then as a loose file.
+
 **Hidden blobs** (``blobs/hidden/<generation>/``) are phase one of ``prune``:
 whoever asks for one — a capture's ``exists`` or ``put_*``, a restore's read —
 brings it back with an atomic rename, which ``prune`` cannot race (its delete
@@ -40,9 +46,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import heapq
 import os
 import secrets
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -61,6 +69,7 @@ from preimage.interface.blobs import (
     Leftover,
 )
 from preimage.interface.errors import BlobCorruptError, BlobMissingError, StoreUnavailableError
+from preimage.store.local_packs import PACKED_MAX, LocalPacks, Location
 
 __all__ = ["CHUNK", "BlobStore", "DigestCache", "LocalBlobStore"]
 
@@ -119,6 +128,8 @@ class LocalBlobStore(BlobStore):
         self._pending: list[tuple[str, BlobKey | None]] = []
         self._root_s = str(root)
         self._clone_ok: bool | None = None   # None: not tried yet
+        self.packs = LocalPacks(root)
+        self._compressors = threading.local()
         # Optional digest cache by inode and stat (the catalog), so that an
         # unchanged file is not read again on the next capture.
         self.digest_cache = fallback.digest_cache if fallback else None
@@ -129,7 +140,15 @@ class LocalBlobStore(BlobStore):
 
     # ------------------------------------------------------------ paths
     def path(self, digest: str) -> Path:
-        """Where blob ``digest`` lives (whether or not it exists)."""
+        """The blob's own file (whether or not it exists).  A packed blob is first given
+        a file of its own, its frame as it is, for whoever works on one blob's file."""
+        loc = self.packs.locate(digest)
+        if loc is not None and loc.hidden is None:
+            final = f"{self._root_s}/{digest[:2]}/{digest}.zst"
+            try:
+                self.packs.unpack(digest, loc, final)
+            except OSError as exc:
+                raise StoreUnavailableError(str(self.root), exc.strerror or str(exc)) from exc
         return Path(self._file(digest))
 
     def _file(self, digest: str) -> str:
@@ -193,7 +212,8 @@ class LocalBlobStore(BlobStore):
                 self.flush()
 
     def flush(self) -> None:
-        """Write the verification records gathered so far."""
+        """Seal the open pack (its blobs indexed), write the verification records."""
+        self.packs.seal()
         if self._pending and self.soundness is not None:
             self.soundness.set_blob_keys(self._pending)
         self._pending = []
@@ -211,6 +231,11 @@ class LocalBlobStore(BlobStore):
     def present(self, digest: str) -> bool:
         """Whether the blob's file is there (here or in the fallback), unread; a hidden
         blob is brought back."""
+        loc = self.packs.locate(digest)
+        if loc is not None and (loc.pack is None
+                                or os.path.exists(self.packs.pack_path(loc.pack))):
+            self.packs.rescue(digest, loc)
+            return True
         if self._source(digest) is not None:
             return True
         return self.fallback.present(digest) if self.fallback else False
@@ -219,6 +244,11 @@ class LocalBlobStore(BlobStore):
         """Whether no sound copy of the blob is in place (a hidden one is brought back
         first).  ``writing``: a compressed copy is about to be written, so a damaged
         clone, which would stand beside it, is dropped."""
+        loc = self.packs.locate(digest)
+        if loc is not None:
+            self.packs.rescue(digest, loc)
+            if self.packs.sound(digest, loc):
+                return False
         zst = f"{self._root_s}/{digest[:2]}/{digest}.zst"
         sound = self._sound(digest, zst)
         if sound is None:
@@ -239,8 +269,13 @@ class LocalBlobStore(BlobStore):
         try:
             if not self._needs_write(digest, writing=True):
                 return digest
+            packed = self._compressor().compress(data)
+            if len(packed) <= PACKED_MAX:
+                written = self.packs.add(digest, packed, len(data))
+                self.bytes_written += written
+                self.blobs_written += 1 if written else 0
+                return digest
             final = f"{self._root_s}/{digest[:2]}/{digest}.zst"
-            packed = zstandard.ZstdCompressor(level=_LEVEL).compress(data)
             if digest[:2] not in self._dirs:
                 _private_dir(Path(final).parent)
                 self._dirs.add(digest[:2])
@@ -263,6 +298,13 @@ class LocalBlobStore(BlobStore):
         self.bytes_written += len(packed)
         self.blobs_written += 1
         return digest
+
+    def _compressor(self) -> zstandard.ZstdCompressor:
+        """This thread's compressor (one per thread: an instance is not thread-safe)."""
+        cctx: zstandard.ZstdCompressor | None = getattr(self._compressors, "cctx", None)
+        if cctx is None:
+            cctx = self._compressors.cctx = zstandard.ZstdCompressor(level=_LEVEL)
+        return cctx
 
     def put_chunks(self, chunks: Iterable[bytes]) -> str:
         """Store the concatenation of ``chunks`` without holding it in memory."""
@@ -387,7 +429,7 @@ class LocalBlobStore(BlobStore):
     def _source(self, digest: str) -> Path | None:
         """The blob's file; a hidden blob is brought back first (whoever reads a
         blob while a prune runs may be about to reference it)."""
-        final = self.path(digest)
+        final = Path(self._file(digest))
         if final.exists() or self._rescue(digest):
             return final
         return None
@@ -424,6 +466,10 @@ class LocalBlobStore(BlobStore):
         Callers that write the chunks somewhere must treat an exception as
         "discard what you wrote".
         """
+        data = self.packs.read(digest, backup_id=backup_id, path=path)
+        if data is not None:
+            yield data
+            return
         source = self._source(digest)
         if source is None:
             if self.fallback is not None:
@@ -435,6 +481,14 @@ class LocalBlobStore(BlobStore):
     def verify(self, digest: str, *, backup_id: str | None = None, path: str | None = None) -> None:
         """Raise unless the blob is sound; a verification on record for the file as
         it is now (see the module docstring) counts without reading it again."""
+        loc = self.packs.locate(digest)
+        if loc is not None:
+            self.packs.rescue(digest, loc)
+            packed = self.packs.sound(digest, loc)
+            if packed:
+                return
+            if packed is False:
+                raise BlobCorruptError(digest, backup_id=backup_id, path=path)
         source = self._source(digest)
         if source is None:
             if self.fallback is not None:
@@ -450,6 +504,9 @@ class LocalBlobStore(BlobStore):
 
     def stored_size(self, digest: str) -> int:
         """Compressed size on disk (0 when only in the fallback or missing)."""
+        loc = self.packs.locate(digest)
+        if loc is not None:
+            return loc.length
         try:
             return os.stat(self._file(digest)).st_size
         except FileNotFoundError:
@@ -457,6 +514,9 @@ class LocalBlobStore(BlobStore):
 
     def raw_size(self, digest: str) -> int | None:
         """Uncompressed size: from the record, the zstd frame header, or by reading."""
+        loc = self.packs.locate(digest)
+        if loc is not None:
+            return loc.raw
         cache = self.soundness
         if cache is not None and (known := cache.raw_size(digest)) is not None:
             return known
@@ -480,7 +540,15 @@ class LocalBlobStore(BlobStore):
 
     # ------------------------------------------------------------ lifecycle
     def digests(self) -> Iterator[str]:
-        """Every blob file in place (names checked; hidden ones not included)."""
+        """Every blob in place, packed or in a file of its own (names checked; hidden
+        ones not included), in order."""
+        last = ""
+        for digest in heapq.merge(self._loose_digests(), self.packs.digests()):
+            if digest != last:
+                last = digest
+                yield digest
+
+    def _loose_digests(self) -> Iterator[str]:
         try:
             fans = sorted(os.scandir(self.root), key=lambda e: e.name)
         except FileNotFoundError:
@@ -512,7 +580,10 @@ class LocalBlobStore(BlobStore):
     def inspect(self, digest: str, *, read_data: bool) -> BlobProblem | None:
         """Whether the blob is present; with ``read_data`` also read and hashed
         (even when a verification is on record).  A hidden blob counts as present."""
-        final = self.path(digest)
+        loc = self.packs.locate(digest)
+        if loc is not None:
+            return self._inspect_packed(digest, loc, read_data=read_data)
+        final = Path(self._file(digest))
         hidden = [] if final.exists() else self._hidden_paths(digest)
         source = hidden[0] if hidden else (final if final.exists() else None)
         if source is None:
@@ -539,11 +610,38 @@ class LocalBlobStore(BlobStore):
             self._remember(digest, source.stat())
         return None
 
+    def _inspect_packed(self, digest: str, loc: Location, *,
+                        read_data: bool) -> BlobProblem | None:
+        if loc.pack is None:
+            return None
+        if not read_data:
+            try:
+                with open(self.packs.pack_path(loc.pack), "rb") as fh:
+                    head = os.pread(fh.fileno(), 4, loc.offset)
+            except FileNotFoundError:
+                return BlobProblem(digest, "missing", f"no pack file {loc.pack}")
+            except OSError as exc:
+                return BlobProblem(digest, "corrupt", f"unreadable: {exc.strerror}")
+            if head != b"\x28\xb5\x2f\xfd":
+                return BlobProblem(digest, "corrupt", "not a zstd frame")
+            return None
+        try:
+            data = self.packs.read(digest)
+        except BlobCorruptError:
+            self.packs.forget_verified()
+            return BlobProblem(digest, "corrupt", "content does not hash to its name")
+        if data is None:
+            return BlobProblem(digest, "missing", f"no pack file {loc.pack}")
+        return None
+
     def hide(self, digest: str, generation: str) -> bool:
-        """Move the blob to ``hidden/<generation>/`` (see the module docstring)."""
+        """Move the blob to ``hidden/<generation>/`` (see the module docstring); a packed
+        blob is marked hidden in the index."""
+        if self.packs.hide(digest, generation):
+            return True
         target_dir = self.root / "hidden" / generation
         _private_dir(target_dir)
-        source = self.path(digest)
+        source = Path(self._file(digest))
         try:
             os.rename(source, target_dir / source.name)
         except FileNotFoundError:
@@ -552,9 +650,10 @@ class LocalBlobStore(BlobStore):
 
     def unhide(self, digest: str, generation: str) -> None:
         """Move a hidden blob back into place (dropping it if a capture rewrote it)."""
+        self.packs.unhide(digest, generation)
         for sfx in _SUFFIXES:
             hidden = self.root / "hidden" / generation / f"{digest}{sfx}"
-            final = self.path(digest)
+            final = Path(self._file(digest))
             _private_dir(final.parent)
             with contextlib.suppress(FileNotFoundError):
                 if final.exists():
@@ -564,19 +663,22 @@ class LocalBlobStore(BlobStore):
 
     def hidden(self) -> dict[str, list[str]]:
         """Hidden blobs by generation."""
-        out: dict[str, list[str]] = {}
+        out = self.packs.hidden()
         base = self.root / "hidden"
         if not base.is_dir():
             return out
         for gen in sorted(base.iterdir()):
-            out[gen.name] = sorted(
+            out[gen.name] = sorted(set(out.get(gen.name, [])) | {
                 p.name[:-4] for p in gen.iterdir() if p.name[-4:] in _SUFFIXES
-            )
+            })
         return out
 
     def purge_hidden(self, generation: str, digests: Iterable[str]) -> int:
-        """Unlink hidden blobs (one a capture renamed back is simply not there)."""
-        freed = 0
+        """Unlink hidden blobs (one a capture renamed back is simply not there); packed
+        ones leave the index, and packs left empty or mostly dead are dropped or
+        repacked."""
+        digests = list(digests)
+        freed = self.packs.purge_hidden(generation, digests)
         gen = self.root / "hidden" / generation
         for digest in digests:
             for sfx in _SUFFIXES:
@@ -594,13 +696,24 @@ class LocalBlobStore(BlobStore):
         return freed
 
     def set_aside(self, digest: str) -> None:
-        """Move a damaged blob to ``damaged/`` (kept for inspection, never read)."""
+        """Move a damaged blob to ``damaged/`` (kept for inspection, never read); a
+        packed one leaves the index (its frame stays until its pack is repacked)."""
+        if self.packs.locate(digest) is not None:
+            self.packs.set_aside(digest)
+            return
         target = self.root / "damaged"
         _private_dir(target)
-        source = self.path(digest)
+        source = Path(self._file(digest))
         with contextlib.suppress(FileNotFoundError):
             os.rename(source, target / f"{source.name}.{time.time_ns()}")
         self._forget_key(digest)
+
+    def close(self) -> None:
+        """Seal the open pack and let go of the pack index and the packs held open."""
+        try:
+            self.packs.seal()
+        finally:
+            self.packs.close()
 
     def leftovers(self) -> list[Leftover]:
         """Temp files in ``tmp/`` whose writer no longer holds them."""
@@ -614,13 +727,16 @@ class LocalBlobStore(BlobStore):
             if _unheld(entry.path):
                 with contextlib.suppress(OSError):
                     out.append(Leftover(f"tmp/{entry.name}", entry.stat().st_size))
-        return out
+        return out + self.packs.orphans()
 
     def remove_leftovers(self, names: Iterable[str]) -> int:
         """Delete leftovers that are still unheld; bytes freed."""
         freed = 0
         for name in names:
             path = self.root / name
+            if name.startswith("packs/"):
+                freed += self.packs.remove_orphan(name)
+                continue
             if not name.startswith("tmp/") or "/" in name[4:]:
                 continue
             fd = _open_unheld(str(path))

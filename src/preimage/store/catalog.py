@@ -189,7 +189,7 @@ class SqliteCatalog(Catalog):
 
     def migrate_schema(self, to_version: int) -> None:
         """Bring the tables to ``to_version`` (idempotent, one transaction)."""
-        if to_version not in (2, 3):
+        if to_version not in (2, 3, 4):
             raise ValueError(f"no schema migration to format {to_version}")
         with self._tx() as db:
             cols = {r[1] for r in db.execute("PRAGMA table_info(backups)")}
@@ -700,7 +700,7 @@ class SqliteCatalog(Catalog):
         return [] if rows == ["ok"] else [f"catalog database: {r}" for r in rows]
 
 
-_NEW = 3   # the format a new catalog is created at (kept equal to _format.FORMAT)
+_NEW = 4   # the format a new catalog is created at (kept equal to _format.FORMAT)
 
 
 def _closure(start: str) -> str:

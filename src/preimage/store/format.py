@@ -6,7 +6,9 @@ snapshot references (so ``prune`` and ``check`` need not guess), a catalog
 a finished backup has.  Format 3 writes large snapshot documents as a head and
 content-defined chunks of items, with the blobs a chunk names recorded once as
 its links (:mod:`preimage.store.documents`); a format-2 preimage would not follow
-those links, so it must not open a format-3 store.  A store at an older format is upgraded when it is
+those links, so it must not open a format-3 store.  Format 4 keeps small blobs in pack
+files found through an index beside them (:mod:`preimage.store.local_packs`), which a
+format-3 preimage would not look in.  A store at an older format is upgraded when it is
 opened (once, under a store-wide lock); a store at a newer format is refused
 with :class:`~preimage.StoreFormatError` and left untouched.
 """
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from preimage.interface.blobs import BlobStore
     from preimage.store.store import Store
 
-FORMAT = 3
+FORMAT = 4
 
 _HEX64 = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 _SCAN_CHUNK = 1 << 20
@@ -99,7 +101,18 @@ def _two_to_three(store: Store) -> None:
     store.catalog.migrate_schema(3)
 
 
-MIGRATIONS: dict[int, Callable[[Store], None]] = {1: _one_to_two, 2: _two_to_three}
+def _three_to_four(store: Store) -> None:
+    # Format 4 packs small blobs.  Blobs written before stay loose files and are read as
+    # they are, forever: nothing is rewritten, so an upgrade cannot lose or damage a
+    # blob, and the pack index is created by the first blob that goes into a pack.
+    # The catalog's tables do not change; only the recorded number does, so that a
+    # format-3 preimage (which would not see packed blobs) refuses the store.
+    return
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {
+    1: _one_to_two, 2: _two_to_three, 3: _three_to_four,
+}
 
 
 def upgrade(store: Store) -> None:

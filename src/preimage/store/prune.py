@@ -237,6 +237,7 @@ def prune(
     report = PruneReport(dry_run=dry_run)
     say = say or (lambda _text: None)
     cat, blobs = store.catalog, store.blobs
+    blobs.flush()   # what this process buffered (an open pack) is listed like the rest
     with cat.exclusive("prune"):
         if dry_run:
             live = cat.referenced(skip_statuses=GARBAGE_STATUSES)

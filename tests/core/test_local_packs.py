@@ -1,0 +1,229 @@
+"""Pack files of the embedded store: small blobs packed, read, checked, pruned, carried."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.store.archive import export_backup, import_backup
+from preimage.store.check import check
+from preimage.store.copy import copy_backup
+from preimage.store.format import FORMAT
+from preimage.store.prune import forget, prune
+
+
+def _tree(root: Path, tag: str, n: int = 40) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (root / f"{tag}-{i}.txt").write_bytes(f"{tag} file {i}\n".encode() * (i + 1))
+    return root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _packs(home: Path) -> list[Path]:
+    return sorted((home / "blobs" / "packs").rglob("*.pack"))
+
+
+def _loose(home: Path) -> list[Path]:
+    return [p for fan in (home / "blobs").iterdir() if len(fan.name) == 2 and fan.is_dir()
+            for p in fan.iterdir()]
+
+
+def _index(home: Path) -> sqlite3.Connection:
+    return sqlite3.connect(home / "blobs" / "packs.sqlite")
+
+
+def test_a_capture_packs_its_small_blobs_and_restores_them(tmp_path: Path, store: Store) -> None:
+    """Forty small files go into one pack, not forty files, and come back byte for byte."""
+    root = _tree(tmp_path / "t", "a")
+    before = _files(root)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    assert len(_packs(store.home)) == 1
+    assert _loose(store.home) == []
+    shutil.rmtree(root)
+    preimage.restore(backup.id, store=store)
+    assert _files(root) == before
+    assert check(store, read_data=True).ok
+
+
+def test_an_unchanged_capture_writes_no_new_pack(tmp_path: Path, home: Path) -> None:
+    """A second capture of the same tree, in a new process, adds only its document head."""
+    root = _tree(tmp_path / "t", "a")
+    with Store(home) as st:
+        preimage.capture([f"file://{root}"], store=st)
+    packs = _packs(home)
+    with Store(home) as st:
+        preimage.capture([f"file://{root}"], store=st)
+    [new] = sorted(set(_packs(home)) - set(packs))
+    db = _index(home)
+    assert db.execute("SELECT COUNT(*) FROM packed WHERE pack=?", (new.stem,)).fetchone() == (1,)
+    db.close()
+
+
+def test_a_damaged_frame_is_named_by_check_and_rewritten_by_the_next_capture(
+    tmp_path: Path, home: Path
+) -> None:
+    """A flipped byte inside a pack: check names the blob, restore refuses, a new capture heals it."""
+    root = _tree(tmp_path / "t", "a", n=5)
+    with Store(home) as st:
+        first = preimage.capture([f"file://{root}"], store=st)
+        victim = next(e.digest for e in first.snapshots[0].items
+                      if e.path.endswith("a-4.txt"))
+    assert victim
+    db = _index(home)
+    pack, offset, length = db.execute(
+        "SELECT pack, offset, length FROM packed WHERE digest=?", (victim,)).fetchone()
+    db.close()
+    [path] = [p for p in _packs(home) if p.stem == pack]
+    data = bytearray(path.read_bytes())
+    data[offset + length - 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with Store(home) as st:
+        report = check(st, read_data=True)
+        assert any(victim[:12] in p.message or p.digest == victim for p in report.problems)
+        shutil.rmtree(root)
+        with pytest.raises(preimage.PreimageError):
+            preimage.restore(first.id, store=st)
+        assert not root.exists()
+    _tree(root, "a", n=5)
+    with Store(home) as st:
+        healed = preimage.capture([f"file://{root}"], store=st)
+        shutil.rmtree(root)
+        preimage.restore(healed.id, store=st)
+        assert (root / "a-4.txt").read_bytes() == b"a file 4\n" * 5
+
+
+def test_prune_drops_dead_packs_and_repacks_mostly_dead_ones(tmp_path: Path, store: Store) -> None:
+    """After forgetting, prune leaves only referenced blobs and no pack holding only dead ones."""
+    old = _tree(tmp_path / "old", "x", n=60)
+    preimage.capture([f"file://{old}"], store=store)
+    keep = _tree(tmp_path / "keep", "k", n=3)
+    kept = preimage.capture([f"file://{keep}", f"file://{old}"], store=store)
+    for p in old.iterdir():
+        p.write_bytes(p.read_bytes() + b"changed\n")
+    last = preimage.capture([f"file://{keep}", f"file://{old}"], store=store)
+    forget(store, [kept.id])
+    report = prune(store)
+    assert report.freed_bytes > 0
+    live = store.catalog.referenced(skip_statuses=("failed", "abandoned"))
+    assert set(store.blobs.digests()) == live
+    db = _index(store.home)
+    on_disk = {p.stem: p.stat().st_size for p in _packs(store.home)}
+    for pack, size in on_disk.items():
+        used = db.execute("SELECT COALESCE(SUM(length), 0) FROM packed WHERE pack=?",
+                          (pack,)).fetchone()[0]
+        assert used * 2 >= size - 200, f"pack {pack} is mostly dead after prune"
+    db.close()
+    shutil.rmtree(old)
+    preimage.restore(last.id, store=store)
+    assert check(store, read_data=True).ok
+
+
+@pytest.mark.parametrize("point", ["pack-seal", "pack-index"])
+def test_a_capture_killed_while_sealing_a_pack_loses_nothing_sealed(
+    tmp_path: Path, home: Path, point: str
+) -> None:
+    """kill -9 before the rename or before the index rows: earlier backups intact, prune reclaims."""
+    root = _tree(tmp_path / "t", "a", n=10)
+    with Store(home) as st:
+        sealed = preimage.capture([f"file://{root}"], store=st)
+    _tree(root, "b", n=10)
+    env = {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_CRASH_AT": f"{point}:1"}
+    res = subprocess.run([sys.executable, "-m", "preimage", "capture", f"file://{root}"],
+                         env=env, capture_output=True, text=True)
+    assert res.returncode == -9
+    with Store(home) as st:
+        assert [p.kind for p in check(st, read_data=True).problems] == ["abandoned-capture"]
+        assert st.blobs.leftovers(), "the killed writer's pack is a leftover"
+        prune(st)
+        assert st.blobs.leftovers() == []
+        assert list((home / "blobs" / "tmp").iterdir()) == []
+        live = st.catalog.referenced(skip_statuses=("failed", "abandoned"))
+        assert set(st.blobs.digests()) == live
+        shutil.rmtree(root)
+        preimage.restore(sealed.id, store=st)
+        assert sorted(p.name for p in root.iterdir()) == [f"a-{i}.txt" for i in sorted(
+            range(10), key=lambda i: f"a-{i}.txt")]
+        again = preimage.capture([f"file://{root}"], store=st)
+        assert check(st, read_data=True).ok
+        assert again.id
+
+
+def test_a_format_3_store_keeps_its_loose_blobs_and_packs_new_ones(
+    tmp_path: Path, home: Path
+) -> None:
+    """An older store's loose blobs are read as they are; the upgrade rewrites nothing."""
+    root = _tree(tmp_path / "t", "a", n=6)
+    with Store(home) as st:
+        old = preimage.capture([f"file://{root}"], store=st)
+    # make it what a format-3 preimage wrote: every blob a file of its own, no pack index
+    with Store(home) as st:
+        for digest in list(st.blobs.digests()):
+            st.blobs.path(digest)   # gives a packed blob a file of its own
+    for pack in _packs(home):
+        pack.unlink()
+    (home / "blobs" / "packs.sqlite").unlink()
+    for extra in ("packs.sqlite-wal", "packs.sqlite-shm"):
+        (home / "blobs" / extra).unlink(missing_ok=True)
+    loose = sorted(p.name for p in _loose(home))
+    db = sqlite3.connect(home / "catalog.sqlite")
+    db.execute("UPDATE meta SET value='3' WHERE key='format'")
+    db.commit()
+    db.close()
+    _tree(root, "b", n=6)
+    with Store(home) as st:
+        assert st.catalog.format_version() == FORMAT
+        new = preimage.capture([f"file://{root}"], store=st)
+        assert sorted(p.name for p in _loose(home)) == loose
+        assert _packs(home)
+        shutil.rmtree(root)
+        preimage.restore(old.id, store=st)
+        assert sorted(p.name for p in root.iterdir()) == sorted(f"a-{i}.txt" for i in range(6))
+        preimage.restore(new.id, store=st)
+        assert len(list(root.iterdir())) == 12
+        assert check(st, read_data=True).ok
+
+
+def test_export_import_and_copy_carry_packed_blobs(tmp_path: Path, store: Store) -> None:
+    """A packed backup exported and imported, or copied, restores in the other store."""
+    root = _tree(tmp_path / "t", "a", n=8)
+    before = _files(root)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    buf = io.BytesIO()
+    export_backup(store, backup.id, buf)
+    buf.seek(0)
+    with Store(tmp_path / "other") as other:
+        import_backup(other, buf)
+        shutil.rmtree(root)
+        preimage.restore(backup.id, store=other)
+        assert _files(root) == before
+    with Store(tmp_path / "third") as third:
+        copy_backup(store, third, backup.id)
+        shutil.rmtree(root)
+        preimage.restore(backup.id, store=third)
+        assert _files(root) == before
+        assert check(third, read_data=True).ok
+
+
+def test_forget_everything_then_prune_leaves_no_pack(tmp_path: Path, store: Store) -> None:
+    """With every backup forgotten, prune deletes every pack file."""
+    root = _tree(tmp_path / "t", "a")
+    preimage.capture([f"file://{root}"], store=store)
+    for row in store.catalog.list_backups(None):
+        forget(store, [row.id])
+    prune(store)
+    assert _packs(store.home) == []
+    assert list(store.blobs.digests()) == []
