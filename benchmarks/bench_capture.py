@@ -327,7 +327,9 @@ def main() -> None:
                               "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:
         work = Path(tmp)
-        env = {**os.environ, "PREIMAGE_HOME": str(work / "home"),
+        # every step in its own process: a warm service would serve the later steps, and
+        # their CPU time would be charged to it instead of the step measured
+        env = {**os.environ, "PREIMAGE_HOME": str(work / "home"), "PREIMAGE_SERVICE": "off",
                "RESTIC_PASSWORD": "bench", "RESTIC_CACHE_DIR": str(work / "restic-cache")}
         run = Run(env)
         result["tree"] = trees(run, work, None if args.files else args.tree, args.files,
