@@ -31,10 +31,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from preimage.connectors.files.dirfd import TreeHandle, shown
+from preimage.connectors.files.planned import PlannedEntry
 from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
 from preimage.interface import crash as _crash
 from preimage.interface.blobs import BlobStore
@@ -64,8 +66,12 @@ def check_snapshot(snap: FileSnapshot) -> None:
     snapshot's root type, and nothing lies beneath an entry that is not a directory (a
     symlink the restore would make, then write through).  Checked before any write, so a
     crafted or damaged document is refused whole instead of failing half-way."""
+    _check_tree(snap.items, snap.root_type)
+
+
+def _check_tree(entries: Iterable[FileEntry | PlannedEntry], root_type: str | None) -> None:
     types: dict[str, str] = {}
-    for e in snap.items:
+    for e in entries:
         check_path(e.path)
         if e.hardlink_to is not None:
             check_path(e.hardlink_to)
@@ -73,19 +79,19 @@ def check_snapshot(snap: FileSnapshot) -> None:
             raise UnsafePathError(e.path, "listed twice in the snapshot")
         types[e.path] = e.type
     root = types.get(".")
-    if root is not None and snap.root_type is not None and root != snap.root_type:
+    if root is not None and root_type is not None and root != root_type:
         raise UnsafePathError(".", f"the root entry is a {root}, but the snapshot's root is a "
-                                   f"{snap.root_type}")
+                                   f"{root_type}")
     for path in types:
         if path == ".":
             continue
         up = _parent(path)
-        kind = types.get(up, snap.root_type if up == "." else None)
+        kind = types.get(up, root_type if up == "." else None)
         if kind is not None and kind != "dir":
             raise UnsafePathError(path, f"it lies beneath {up}, which the snapshot makes a {kind}")
 
 
-def _content_equal(want: FileEntry, have: FileEntry) -> bool:
+def _content_equal(want: PlannedEntry, have: FileEntry) -> bool:
     if want.type != have.type:
         return False
     if want.type == "file":
@@ -98,7 +104,7 @@ def _content_equal(want: FileEntry, have: FileEntry) -> bool:
     return True
 
 
-def _meta_equal(want: FileEntry, have: FileEntry) -> bool:
+def _meta_equal(want: PlannedEntry, have: FileEntry) -> bool:
     return (
         (want.type == "symlink" or want.mode == have.mode)
         and want.uid == have.uid
@@ -114,8 +120,8 @@ class Plan:
     """What a restore will do, path by path."""
 
     remove: list[str]           # live paths to delete (deepest first)
-    write: list[FileEntry]      # entries to (re)create, capture order
-    fix: list[FileEntry]        # entries whose metadata to set, capture order
+    write: list[PlannedEntry]   # entries to (re)create, capture order
+    fix: list[PlannedEntry]     # entries whose metadata to set, capture order
     unchanged: list[str]
     skipped: list[tuple[str, str]]
     debris: list[str] = field(default_factory=list)   # temp files of a killed restore
@@ -175,8 +181,14 @@ class TreeRestorer:
     def plan(self) -> Plan:
         """Compare the live tree with the snapshot; raise before anything is written
         when a path is unsafe or (policy ``refuse``) anything changed."""
-        check_snapshot(self.snap)
-        wanted = {e.path: e for e in self.snap.items}
+        # the snapshot's items read once, kept in their compact form (a stored document
+        # is read back chunk by chunk: each pass over snap.items would read it again)
+        wanted: dict[str, PlannedEntry] = {}
+        for item in self.snap.items:
+            if item.path in wanted:
+                raise UnsafePathError(item.path, "listed twice in the snapshot")
+            wanted[item.path] = PlannedEntry.of(item)
+        _check_tree(wanted.values(), self.snap.root_type)
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         live = {e.path: e for e in walker.entries()}
         plan = Plan([], [], [], [], [], debris=walker.debris)
@@ -205,8 +217,8 @@ class TreeRestorer:
         for p, h in live.items():
             if h.type == "file" and h.inode is not None:
                 mates.setdefault(h.inode, []).append(p)
-        group = {e.path: e.hardlink_to or e.path for e in self.snap.items}
-        for e in self.snap.items:
+        group = {e.path: e.hardlink_to or e.path for e in wanted.values()}
+        for e in wanted.values():
             if not self._in_scope(e.path):
                 continue
             blocker = next((k for k in kept_in_place if _under(e.path, k)), None)
@@ -268,7 +280,7 @@ class TreeRestorer:
         st = self.tree.lstat(rel)
         return st is not None and st.st_nlink > max(len(mates), 1)
 
-    def _fix_parents(self, plan: Plan, wanted: dict[str, FileEntry]) -> None:
+    def _fix_parents(self, plan: Plan, wanted: dict[str, PlannedEntry]) -> None:
         """Directories whose entries are written or removed get their metadata set again.
 
         Creating, replacing (temp file + rename) or removing an entry moves its
@@ -292,7 +304,7 @@ class TreeRestorer:
             if rel in plan.unchanged:
                 plan.unchanged.remove(rel)
         if added:
-            order = {e.path: i for i, e in enumerate(self.snap.items)}
+            order = {path: i for i, path in enumerate(wanted)}
             plan.fix.sort(key=lambda e: order[e.path])
 
     # ------------------------------------------------------------ run
@@ -304,8 +316,9 @@ class TreeRestorer:
                 self.report.add(rel, Outcome.PLANNED, "remove")
             for e in plan.write:
                 self.report.add(e.path, Outcome.PLANNED, f"write {e.type}")
+            writing = {id(e) for e in plan.write}
             for e in plan.fix:
-                if e not in plan.write:
+                if id(e) not in writing:
                     self.report.add(e.path, Outcome.PLANNED, "set metadata")
             for rel in plan.unchanged:
                 self.report.add(rel, Outcome.UNCHANGED)
@@ -328,6 +341,7 @@ class TreeRestorer:
 
     def _apply(self, plan: Plan) -> None:
         tree = self.tree
+        rewritten = {e.path for e in plan.write}
         for rel in plan.debris:
             tree.remove(rel, only_if_empty=False)
         for rel in plan.remove:
@@ -337,7 +351,7 @@ class TreeRestorer:
                                or self.policy.exact)
             if kept:
                 self.report.add(rel, Outcome.SKIPPED, "remove", kept)
-            elif rel not in {e.path for e in plan.write}:
+            elif rel not in rewritten:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
         for e in plan.write:
@@ -346,7 +360,6 @@ class TreeRestorer:
             if reason:
                 not_written.add(e.path)
                 self.report.add(e.path, Outcome.SKIPPED, f"write {e.type}", reason)
-        rewritten = {e.path for e in plan.write}
         for e in reversed(plan.fix):
             if e.path not in not_written:
                 tree.set_metadata(
@@ -383,7 +396,7 @@ class TreeRestorer:
                     "nothing was written"
                 ) from exc
 
-    def _write(self, e: FileEntry) -> str:
+    def _write(self, e: PlannedEntry) -> str:
         """Create ``e``; return a reason when it cannot be created by a client."""
         tree = self.tree
         tree.make_writable(_parent(e.path))

@@ -107,11 +107,9 @@ class FileConnector(ConnectorBase):
         self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy
     ) -> RestoreReport:
         """Bring the tree back to ``snapshot`` (see :mod:`.apply` for the order)."""
-        if not isinstance(snapshot.items, list):
-            # items read from the store as they are used: the plan walks them several
-            # times and keeps them by path, so read them once
-            snapshot = snapshot.model_copy(update={"items": list(snapshot.items)})
-        depth, left_out = self._checked_scope(snapshot)
+        # items read from the store as they are used stay so: the plan reads them once
+        # and keeps their compact form, and checks the entries as it reads them
+        depth, left_out = self._checked_scope(snapshot, entries=False)
         assert isinstance(snapshot, FileSnapshot)
         if not policy.dry_run:
             from preimage.connectors.files.live_servers import owned_folders
@@ -135,7 +133,8 @@ class FileConnector(ConnectorBase):
         self._checked_scope(snapshot)
 
     @staticmethod
-    def _checked_scope(snapshot: Snapshot) -> tuple[int | None, list[str]]:
+    def _checked_scope(snapshot: Snapshot, *,
+                       entries: bool = True) -> tuple[int | None, list[str]]:
         if not isinstance(snapshot, FileSnapshot):
             raise UnsafePathError(snapshot.target, "not a file snapshot")
         root = resolve_root(snapshot.root)
@@ -150,7 +149,8 @@ class FileConnector(ConnectorBase):
                 f"the snapshot's root is not its target {snapshot.target} — the document was "
                 "altered",
             )
-        check_snapshot(snapshot)
+        if entries:
+            check_snapshot(snapshot)
         return depth, left_out
 
 
