@@ -227,3 +227,26 @@ def test_forget_everything_then_prune_leaves_no_pack(tmp_path: Path, store: Stor
     prune(store)
     assert _packs(store.home) == []
     assert list(store.blobs.digests()) == []
+
+
+def test_a_forked_child_does_not_write_into_its_parents_open_pack(store: Store) -> None:
+    """A child forked while a pack is open writes its own pack; the parent's stays sound."""
+    first = store.blobs.put_bytes(b"parent before the fork\n" * 10)
+    pid = os.fork()
+    if pid == 0:   # the child: a blob of its own, sealed in a pack of its own
+        code = 1
+        try:
+            store.blobs.put_bytes(b"written by the child\n" * 10)
+            store.blobs.flush()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    second = store.blobs.put_bytes(b"parent after the fork\n" * 10)
+    store.blobs.flush()
+    assert store.blobs.get_bytes(first) == b"parent before the fork\n" * 10
+    assert store.blobs.get_bytes(second) == b"parent after the fork\n" * 10
+    assert len(_packs(store.home)) == 2
+    for digest in store.blobs.digests():
+        assert store.blobs.inspect(digest, read_data=True) is None

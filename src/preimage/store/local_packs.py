@@ -53,6 +53,7 @@ import sqlite3
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,23 @@ def _hold(path: str) -> int | None:
     return fd
 
 
+_LIVE: weakref.WeakSet[LocalPacks] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    # A forked child must not use its parent's index connection (SQLite forbids it) or
+    # append to its parent's open pack (the two would share one file offset): it starts
+    # afresh, leaving those to the parent, which still owns them.
+    for packs in list(_LIVE):
+        packs._db = None
+        packs._open = None
+        packs._fds = {}
+        packs._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 class LocalPacks:
     """The packs and pack index under a local blob store's ``root``."""
 
@@ -135,6 +153,7 @@ class LocalPacks:
         self._state: dict[str, tuple[PackKey, frozenset[str]]] = {}   # verified: key, bad
         self._dirs: set[str] = set()
         self._dctx = zstandard.ZstdDecompressor()
+        _LIVE.add(self)
 
     # ------------------------------------------------------------ index
     def _index(self) -> sqlite3.Connection:
