@@ -45,7 +45,7 @@ PY = [sys.executable, "-m", "preimage"]
 GOALS = {  # the ratio (preimage / anchor, CPU) a step must stay at or under
     "tar|zstd -1": 2.0,
     "restic": 1.0,
-    "tar -x": 1.0,
+    "tar -x": 1.3,
     "git bundle+tar": 1.0,
     "git clone+tar -x": 1.0,
 }
@@ -280,16 +280,17 @@ def print_table(result: dict[str, Any]) -> None:
     if g:
         print(f"git: {g['entries']:,} entries, {g['bytes'] / 2**20:.1f} MiB "
               f"(.git {g['git_dir_bytes'] / 2**20:.1f} MiB)")
-    print(f"{'step':28} {'cpu s':>7} {'wall s':>7}  {'anchor':18} {'cpu s':>7} {'wall s':>7} "
-          f"{'ratio':>6} {'goal':>5}")
+    print(f"{'step':28} {'cpu s':>7} {'wall s':>7} {'MiB':>5}  {'anchor':18} {'cpu s':>7} "
+          f"{'wall s':>7} {'MiB':>5} {'ratio':>6} {'goal':>5}")
     for row in result["rows"]:
         first = True
         for anchor, a in row["anchors"].items():
             head = (f"{row['step']:28} {row['preimage_cpu']:7.2f} {row['preimage_wall']:7.2f}"
-                    if first else " " * 44)
+                    f" {row['preimage_rss_mib']:5}" if first else " " * 50)
             goal = a["goal"]
             mark = "" if goal is None else ("ok" if a["ratio_cpu"] <= goal else "MISS")
-            print(f"{head}  {anchor:18} {a['cpu']:7.2f} {a['wall']:7.2f} {a['ratio_cpu']:6.2f} "
+            print(f"{head}  {anchor:18} {a['cpu']:7.2f} {a['wall']:7.2f} {a['rss_mib']:5} "
+                  f"{a['ratio_cpu']:6.2f} "
                   f"{'' if goal is None else f'{goal:.1f}':>5} {mark}")
             first = False
         if row["note"]:

@@ -16,7 +16,8 @@ shared store (:mod:`preimage.store.packs`) keep them:
 
 **Writing.**  A writer appends frames to a temp file in ``blobs/tmp`` that it holds an
 exclusive ``flock`` on, and *seals* it — trailer, rename into ``packs/``, index rows
-committed, lock released — when it reaches :data:`PACK_LIMIT` bytes or when the engine
+committed, lock released — when it reaches :data:`PACK_LIMIT` bytes or
+:data:`PACK_BLOBS` blobs, or when the engine
 flushes (after each snapshot, before the snapshot's row is written).  A blob is
 therefore indexed before any backup can reference it, and a process killed at any
 point leaves either a temp file nobody holds (a leftover), or a sealed pack no index
@@ -65,6 +66,9 @@ from preimage.interface.blobs import Leftover, sha256_hex
 from preimage.interface.errors import BlobCorruptError, StoreUnavailableError
 
 PACK_LIMIT = 16 << 20        # bytes of frames per pack: few files, and a prune repacks little
+# blobs per pack: the writer holds each one's place until the pack is sealed (about 250
+# bytes each), so a tree of tiny files does not make one pack of a hundred thousand
+PACK_BLOBS = 4096
 PACKED_MAX = 1 << 20         # a blob whose frame is larger gets a file of its own
 MAGIC = b"PIMPACK1"
 _TAIL = struct.Struct("<Q")
@@ -218,7 +222,7 @@ class LocalPacks:
             op.entries[digest] = (op.size, len(frame), raw)
             op.size += len(frame)
             _crash.point("blob")   # written, not sealed: as a loose blob before its rename
-            if op.size >= PACK_LIMIT:
+            if op.size >= PACK_LIMIT or len(op.entries) >= PACK_BLOBS:
                 self.seal()
             return len(frame)
 
