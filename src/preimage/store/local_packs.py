@@ -214,9 +214,9 @@ class LocalPacks:
             if digest in op.entries:
                 return 0
             try:
-                view = memoryview(frame)
-                while view:
-                    view = view[os.write(op.fd, view):]
+                # at the pack's recorded end, not the file's: a write that failed half-way
+                # (a full disk) leaves bytes the next frame or the trailer overwrites
+                _write_at(op.fd, frame, op.size)
             except OSError as exc:
                 raise StoreUnavailableError(self._root_s, exc.strerror or str(exc)) from exc
             op.entries[digest] = (op.size, len(frame), raw)
@@ -255,7 +255,9 @@ class LocalPacks:
         trailer = zstandard.ZstdCompressor(level=3).compress(json.dumps(rows).encode())
         final = self.pack_path(op.id)
         try:
-            os.write(op.fd, trailer + _TAIL.pack(len(trailer)) + MAGIC)
+            tail = trailer + _TAIL.pack(len(trailer)) + MAGIC
+            _write_at(op.fd, tail, op.size)
+            os.ftruncate(op.fd, op.size + len(tail))
             fan = os.path.dirname(final)
             if fan not in self._dirs:
                 os.makedirs(fan, mode=0o700, exist_ok=True)
@@ -560,6 +562,13 @@ class LocalPacks:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
 
 
 @contextlib.contextmanager
