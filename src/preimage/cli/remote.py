@@ -106,13 +106,14 @@ def init(store_url: str | None, catalog_url: str | None, as_json: bool) -> None:
 def migrate(store_url: str | None, catalog_url: str | None) -> None:
     """Bring the catalog's tables and the store format up to this preimage's."""
     from preimage.store.catalog_postgres import SCHEMA_VERSION
-    from preimage.store.format import FORMAT
+    from preimage.store.format import required
 
     settings = _settings(store_url, catalog_url)
     with _home_store(settings) as st:   # opening upgrades an older store format
         before = st.catalog.schema_found
         st.catalog.migrate()
-    out.print(f"catalog schema {before} → {SCHEMA_VERSION}; store format {FORMAT} is current")
+        current = required(st)
+    out.print(f"catalog schema {before} → {SCHEMA_VERSION}; store format {current} is current")
 
 
 @contextlib.contextmanager

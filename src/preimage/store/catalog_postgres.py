@@ -43,7 +43,7 @@ from preimage.interface.errors import (
 )
 from preimage.store.backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
 from preimage.store.catalog_cipher import CatalogCipher
-from preimage.store.format import FORMAT
+from preimage.store.format import SHARED_FORMAT
 from preimage.store.packs._crypto import Keys
 
 SCHEMA_VERSION = 2   # 2: links (format 3)
@@ -254,7 +254,7 @@ class PostgresCatalog(Catalog):
                 # a new catalog is at the current format; an existing one keeps its
                 # own until the store's upgrade (preimage.store.format) moves it on
                 db.execute("INSERT INTO meta VALUES ('format', %s) ON CONFLICT DO NOTHING",
-                           (str(FORMAT),))
+                           (str(SHARED_FORMAT),))
                 if repository_id is not None:
                     db.execute("INSERT INTO meta VALUES ('repository', %s) ON CONFLICT DO NOTHING",
                                (repository_id,))

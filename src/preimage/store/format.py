@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from preimage.store.store import Store
 
 FORMAT = 4
+# A shared store (pack repository + PostgreSQL catalog) never holds local packs: it stays
+# at format 3, so that machines not yet upgraded keep using it.
+SHARED_FORMAT = 3
 
 _HEX64 = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 _SCAN_CHUNK = 1 << 20
@@ -115,16 +118,26 @@ MIGRATIONS: dict[int, Callable[[Store], None]] = {
 }
 
 
+def required(store: Store) -> int:
+    """The format ``store`` must be at: :data:`FORMAT` where its blobs are the local
+    store's (which packs small blobs), :data:`SHARED_FORMAT` for any other backend."""
+    from preimage.store.blobs import LocalBlobStore
+
+    return FORMAT if isinstance(store.blobs, LocalBlobStore) else SHARED_FORMAT
+
+
 def upgrade(store: Store) -> None:
-    """Bring ``store`` to :data:`FORMAT`, or refuse a newer one."""
+    """Bring ``store`` to the format it needs (:func:`required`), or refuse a newer one
+    than this preimage understands."""
     found = store.catalog.format_version()
     if found > FORMAT:
         raise StoreFormatError(str(store.home), found, FORMAT)
-    if found == FORMAT:
+    target = required(store)
+    if found >= target:
         return
     with store.catalog.exclusive("upgrade", wait=600):
         found = store.catalog.format_version()   # another process may have upgraded it
-        while found < FORMAT:
+        while found < target:
             MIGRATIONS[found](store)
             found += 1
             store.catalog.set_format_version(found)
@@ -135,4 +148,5 @@ def describe() -> dict[str, object]:
     return {"format": FORMAT, "migrations_from": sorted(MIGRATIONS)}
 
 
-__all__ = ["FORMAT", "conservative_refs", "describe", "digests_in", "upgrade"]
+__all__ = ["FORMAT", "SHARED_FORMAT", "conservative_refs", "describe", "digests_in",
+           "required", "upgrade"]
