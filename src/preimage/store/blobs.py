@@ -548,6 +548,7 @@ class LocalBlobStore(BlobStore):
     def digests(self) -> Iterator[str]:
         """Every blob in place, packed or in a file of its own (names checked; hidden
         ones not included), in order."""
+        self.packs.adopt_unindexed()   # a pack no row names is listed, never lost
         last = ""
         for digest in heapq.merge(self._loose_digests(), self.packs.digests()):
             if digest != last:
@@ -570,8 +571,14 @@ class LocalBlobStore(BlobStore):
                     last = name
                     yield name
 
+    def adopt_unindexed(self) -> list[str]:
+        """Index again the packs the index does not name (see
+        :meth:`LocalPacks.adopt_unindexed`); the ones whose trailer cannot be read."""
+        return self.packs.adopt_unindexed()
+
     def stray_files(self) -> list[str]:
-        """Files in the blob fan-out directories that are not named like a blob."""
+        """Files in the blob fan-out directories that are not named like a blob, and
+        packs the index does not name whose trailer cannot be read."""
         out: list[str] = []
         for fan in sorted(os.scandir(self.root), key=lambda e: e.name):
             if len(fan.name) != 2 or not fan.is_dir(follow_symlinks=False):
@@ -581,6 +588,8 @@ class LocalBlobStore(BlobStore):
                 if not (entry.name[-4:] in _SUFFIXES and is_digest(name)
                         and name[:2] == fan.name):
                     out.append(f"{fan.name}/{entry.name}")
+        # packs no index row names whose trailer cannot be read: kept, never guessed at
+        out += self.packs.adopt_unindexed()
         return sorted(out)
 
     def inspect(self, digest: str, *, read_data: bool) -> BlobProblem | None:
@@ -733,16 +742,13 @@ class LocalBlobStore(BlobStore):
             if _unheld(entry.path):
                 with contextlib.suppress(OSError):
                     out.append(Leftover(f"tmp/{entry.name}", entry.stat().st_size))
-        return out + self.packs.orphans()
+        return out
 
     def remove_leftovers(self, names: Iterable[str]) -> int:
         """Delete leftovers that are still unheld; bytes freed."""
         freed = 0
         for name in names:
             path = self.root / name
-            if name.startswith("packs/"):
-                freed += self.packs.remove_orphan(name)
-                continue
             if not name.startswith("tmp/") or "/" in name[4:]:
                 continue
             fd = _open_unheld(str(path))

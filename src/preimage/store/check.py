@@ -108,6 +108,12 @@ class _Checker:
 
     # ------------------------------------------------------------ the walk
     def run(self) -> CheckReport:
+        # packs the local store's index does not name (its rows lost, or a writer killed
+        # before writing them) are indexed again from their trailers before any blob is
+        # looked up: a lost index row must never read as a lost blob
+        adopt = getattr(self.blobs, "adopt_unindexed", None)
+        if adopt is not None:
+            adopt()
         for text in self.cat.integrity_problems():
             self.problem("catalog-integrity", "catalog", text)
         for text in self.cat.orphan_rows():

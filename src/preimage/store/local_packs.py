@@ -20,9 +20,11 @@ committed, lock released — when it reaches :data:`PACK_LIMIT` bytes or
 :data:`PACK_BLOBS` blobs, or when the engine
 flushes (after each snapshot, before the snapshot's row is written).  A blob is
 therefore indexed before any backup can reference it, and a process killed at any
-point leaves either a temp file nobody holds (a leftover), or a sealed pack no index
-row names and nobody holds (a leftover too: no backup can reference its blobs, since
-its writer never got past the flush); ``prune`` removes both.  Nothing sealed is lost.
+point leaves either a temp file nobody holds (a leftover ``prune`` removes), or a sealed
+pack no index row names and nobody holds.  Such a pack is never deleted as it is: it
+is indexed again from its trailer (by ``check`` and by ``prune`` before it marks), and
+the blobs no backup references are then reclaimed like any others.  An index lost
+whole is rebuilt the same way.  Nothing sealed is lost.
 
 **Deleting** follows the store's two phases: hiding a packed blob sets its row's
 ``hidden`` column to the prune generation; a capture that asks for it clears it again
@@ -62,7 +64,7 @@ from pathlib import Path
 import zstandard
 
 from preimage.interface import crash as _crash
-from preimage.interface.blobs import Leftover, sha256_hex
+from preimage.interface.blobs import sha256_hex
 from preimage.interface.errors import BlobCorruptError, StoreUnavailableError
 
 PACK_LIMIT = 16 << 20        # bytes of frames per pack: few files, and a prune repacks little
@@ -497,34 +499,54 @@ class LocalPacks:
         finally:
             os.close(fd)
 
-    def orphans(self) -> list[Leftover]:
-        """Sealed packs no index row names and no writer holds (a writer killed between
-        sealing and indexing: no backup can reference their blobs)."""
+    def adopt_unindexed(self) -> list[str]:
+        """Index the sealed packs no row names and no writer holds; the unreadable ones.
+
+        Such a pack was left by a writer killed between its rename and its index rows,
+        or its rows were lost with the index.  It is never deleted for that: its
+        trailer's rows are added (a blob already indexed elsewhere keeps that place),
+        and ``prune`` then reclaims whatever no backup references, in its two phases.
+        A pack left with no row at all holds only blobs found elsewhere and is dropped.
+        A pack whose trailer cannot be read is left alone and reported (``check``).
+        """
         base = f"{self._root_s}/packs"
         if not os.path.isdir(base):
             return []
-        named = {p for (p,) in self._index().execute("SELECT DISTINCT pack FROM packed")}
-        out: list[Leftover] = []
+        with self._lock:
+            named = {p for (p,) in self._index().execute("SELECT DISTINCT pack FROM packed")}
+        unreadable: list[str] = []
         for fan in sorted(os.scandir(base), key=lambda e: e.name):
             if not fan.is_dir(follow_symlinks=False):
                 continue
             for entry in sorted(os.scandir(fan.path), key=lambda e: e.name):
                 pack = entry.name.removesuffix(".pack")
-                if entry.name.endswith(".pack") and pack not in named:
-                    fd = _hold(entry.path)
-                    if fd is not None:
-                        os.close(fd)
-                        with contextlib.suppress(OSError):
-                            out.append(Leftover(f"packs/{fan.name}/{entry.name}",
-                                                entry.stat().st_size))
-        return out
+                if (not entry.name.endswith(".pack") or pack in named
+                        or entry.name != f"{pack}.pack" or pack[:2] != fan.name):
+                    continue
+                if not self._adopt(pack, entry.path):
+                    unreadable.append(f"packs/{fan.name}/{entry.name}")
+        return unreadable
 
-    def remove_orphan(self, name: str) -> int:
-        """Remove a leftover :meth:`orphans` listed, if it still is one."""
-        pack = name.rsplit("/", 1)[-1].removesuffix(".pack")
-        if name != f"packs/{pack[:2]}/{pack}.pack" or "." in pack:
-            return 0
-        return self.drop_if_empty(pack)
+    def _adopt(self, pack: str, path: str) -> bool:
+        fd = _hold(path)
+        if fd is None:
+            return True   # its writer is still at work, or it is gone
+        try:
+            with self._lock:
+                db = self._index()
+                if db.execute("SELECT 1 FROM packed WHERE pack=? LIMIT 1", (pack,)).fetchone():
+                    return True
+                rows = _trailer(fd)
+                if rows is None:
+                    return False
+                with _tx(db):
+                    db.executemany(
+                        "INSERT OR IGNORE INTO packed VALUES (?, ?, ?, ?, ?, NULL)",
+                        [(d, pack, off, length, raw) for d, off, length, raw in rows])
+        finally:
+            os.close(fd)
+        self.drop_if_empty(pack)
+        return True
 
     def set_aside(self, digest: str) -> None:
         """Forget a damaged packed blob (its frame stays until the pack is repacked)."""
@@ -562,6 +584,27 @@ class LocalPacks:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _trailer(fd: int) -> list[tuple[str, int, int, int]] | None:
+    """The rows a pack's trailer lists, or None when it cannot be read as one."""
+    try:
+        size = os.fstat(fd).st_size
+        end = os.pread(fd, _TAIL.size + len(MAGIC), size - _TAIL.size - len(MAGIC))
+        if len(end) != _TAIL.size + len(MAGIC) or end[_TAIL.size:] != MAGIC:
+            return None
+        (length,) = _TAIL.unpack(end[:_TAIL.size])
+        start = size - _TAIL.size - len(MAGIC) - length
+        if start < 0:
+            return None
+        raw = zstandard.ZstdDecompressor().decompress(os.pread(fd, length, start),
+                                                      max_output_size=64 << 20)
+        rows = [(str(d), int(o), int(n), int(r)) for d, o, n, r in json.loads(raw)]
+    except (OSError, ValueError, TypeError, zstandard.ZstdError):
+        return None
+    if any(len(d) != 64 or o < 0 or n < 0 or o + n > start for d, o, n, _r in rows):
+        return None
+    return rows
 
 
 def _write_at(fd: int, data: bytes, offset: int) -> None:
