@@ -158,7 +158,7 @@ class LocalPacks:
         self._fds: dict[str, int] = {}          # pack id -> open read descriptor
         self._state: dict[str, tuple[PackKey, frozenset[str]]] = {}   # verified: key, bad
         self._dirs: set[str] = set()
-        self._dctx = zstandard.ZstdDecompressor()
+        self._dctxs = threading.local()   # a decompressor per thread: one is not thread-safe
         _LIVE.add(self)
 
     # ------------------------------------------------------------ index
@@ -327,8 +327,11 @@ class LocalPacks:
     def _decode(self, frame: bytes, raw: int) -> bytes | None:
         if len(frame) < 4:
             return None
+        dctx: zstandard.ZstdDecompressor | None = getattr(self._dctxs, "dctx", None)
+        if dctx is None:
+            dctx = self._dctxs.dctx = zstandard.ZstdDecompressor()
         try:
-            return self._dctx.decompress(frame, max_output_size=raw)
+            return dctx.decompress(frame, max_output_size=raw)
         except zstandard.ZstdError:
             return None
 
@@ -336,16 +339,16 @@ class LocalPacks:
         if pack is not None and (fd := self._fds.pop(pack, None)) is not None:
             os.close(fd)
 
-    def sound(self, digest: str, loc: Location, recorded: bool = True) -> bool | None:
+    def sound(self, digest: str, loc: Location) -> bool | None:
         """Whether the blob's frame is intact (None: its pack is gone).  A pack is read
         and every frame hashed once, unless a verification of it as it is now is on
         record (see the module docstring)."""
         if loc.pack is None:
             return True   # written by this process, from bytes it hashed itself
         with self._lock:
-            return self._sound(digest, loc.pack, recorded)
+            return self._sound(digest, loc.pack)
 
-    def _sound(self, digest: str, pack: str, recorded: bool) -> bool | None:
+    def _sound(self, digest: str, pack: str) -> bool | None:
         path = self.pack_path(pack)
         try:
             st = os.stat(path)
@@ -356,7 +359,7 @@ class LocalPacks:
         if state is None or state[0] != key:
             row = self._index().execute(
                 "SELECT size, ino, mtime_ns, ctime_ns FROM sound WHERE pack=?", (pack,)
-            ).fetchone() if recorded else None
+            ).fetchone()
             if row is not None and tuple(row) == key:
                 state = (key, frozenset())
             else:
@@ -384,7 +387,7 @@ class LocalPacks:
                 bad.add(digest)
         return frozenset(bad)
 
-    def forget_verified(self, digest: str | None = None) -> None:
+    def forget_verified(self) -> None:
         """Drop what this process believed about packs (a blob was found damaged)."""
         self._state.clear()
 
