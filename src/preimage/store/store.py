@@ -136,6 +136,7 @@ class Store:
         try:
             yield area
         finally:
+            area.close()   # its pack index and open packs, before they are deleted
             shutil.rmtree(area.root, ignore_errors=True)
             area._scratch_lock()  # type: ignore[attr-defined]
 
