@@ -25,8 +25,10 @@ from preimage import Store
 from preimage.engine.observed_links import held_targets, linked
 from preimage.observe import run_command, unavailable_reason
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
-                                reason=f"no supervision here: {unavailable_reason()}")
+# every test here runs once per supervisor loop (compiled and Python: conftest.py)
+pytestmark = [pytest.mark.skipif(unavailable_reason() is not None,
+                                 reason=f"no supervision here: {unavailable_reason()}"),
+              pytest.mark.usefixtures("loop")]
 
 
 def _tree(root: Path) -> None:

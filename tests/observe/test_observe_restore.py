@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, seed
+from cases import CASES, ran_on, seed
 from layer_audit import observe
 
 import preimage
@@ -32,23 +32,26 @@ def _differences(before: observe.State, after: observe.State) -> list[str]:
     return [observe.describe(before, after, p) for p in observe.changed_paths(before, after)]
 
 
-def supervised(box: Path, command: str, store: Store) -> tuple[str | None, int]:
-    """Run ``command`` with bash in ``box/work`` under supervision: (backup, status)."""
+def supervised(box: Path, command: str, store: Store,
+               loop: str | None = None) -> tuple[str | None, int]:
+    """Run ``command`` with bash in ``box/work`` under supervision: (backup, status);
+    ``loop``: the supervisor loop it must have run on."""
     env = {"PATH": os.environ["PATH"], "HOME": str(box / "home"), "LANG": "C.UTF-8"}
     outcome = run_command(["bash", "-c", command], store=store, cwd=str(box / "work"), env=env,
                           log=None, post_call=False)
+    assert loop is None or ran_on(loop, outcome.loop), outcome.loop
     return outcome.backup_id, outcome.returncode
 
 
 @pytest.mark.parametrize(("kind", "command"), [(k, c) for k, _i, c in CASES],
                          ids=[f"{k}-{i}" for k, i, _c in CASES])
 def test_observed_call_restores_exactly(tmp_path: Path, store: Store, kind: str,
-                                        command: str) -> None:
+                                        command: str, loop: str) -> None:
     """Whatever the call changed, restoring its observed backup brings the tree back."""
     box = tmp_path / "box"
     seed(box)
     before = observe.tree_state(box)
-    backup_id, status = supervised(box, command, store)
+    backup_id, status = supervised(box, command, store, loop)
     assert status == 0, f"{kind}: {command!r} failed under supervision"
     changed = _differences(before, observe.tree_state(box))
     assert changed, f"{command!r} changed nothing: not a test of a restore"

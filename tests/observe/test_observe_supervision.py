@@ -43,6 +43,7 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off"}
 
 
+@pytest.mark.usefixtures("loop")
 def test_killed_supervisor_lets_nothing_through_and_what_it_recorded_restores(
         tmp_path: Path, home: Path, store: Store) -> None:
     """kill -9 of the supervisor: the call's next change fails; its earlier one restores."""
@@ -71,6 +72,7 @@ def test_killed_supervisor_lets_nothing_through_and_what_it_recorded_restores(
     assert not (work / "ready").exists()
 
 
+@pytest.mark.usefixtures("loop")
 def test_process_left_running_keeps_working_and_is_recorded(tmp_path: Path, home: Path,
                                                             store: Store) -> None:
     """A child started with & outlives the call: its later write succeeds and is recorded."""
@@ -143,6 +145,7 @@ def test_io_uring_is_refused(store: Store) -> None:
         == -errno.ENOSYS
 
 
+@pytest.mark.usefixtures("loop")
 def test_openat2_creation_is_recorded(tmp_path: Path, store: Store) -> None:
     """A file created through openat2 (flags in memory, not registers) is recorded."""
     made = tmp_path / "via-openat2"
@@ -217,6 +220,7 @@ def test_observing_context_keeps_one_backup_per_changing_call(tmp_path: Path,
     assert notes.read_text() == "v1"
 
 
+@pytest.mark.usefixtures("loop")
 def test_paths_through_proc_self_fd_are_the_callers(tmp_path: Path, store: Store) -> None:
     """/proc/self/fd/N/… names the caller's directory (as Bun's file writes do), not ours."""
     folder = tmp_path / "p"
@@ -246,6 +250,7 @@ def test_nested_supervision_says_the_tree_is_already_watched(
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.usefixtures("loop")
 def test_unix_socket_bound_to_a_path_is_recorded(tmp_path: Path, store: Store) -> None:
     """bind() of an AF_UNIX socket creates a file: it is recorded, and a restore removes it."""
     import socket

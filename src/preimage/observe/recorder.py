@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 from urllib.parse import quote
@@ -52,6 +53,19 @@ KIND = "observed"           # the catalog kind of a supervised call's backup
 _PSEUDO = ("/proc/", "/sys/", "/dev/")
 
 
+class PathSet(set[str]):
+    """A set of paths that tells ``listener`` of each new member (the compiled loop
+    keeps a copy of the recorder's sets)."""
+
+    listener: Callable[[str], object] | None = None
+
+    def add(self, path: str) -> None:
+        if path not in self:
+            super().add(path)
+            if self.listener is not None:
+                self.listener(path)
+
+
 class Recorder:
     """Records before-images into one backup of ``store`` (opened on first use, so a
     call that changes nothing leaves no backup)."""
@@ -63,8 +77,8 @@ class Recorder:
         self.tool_call = tool_call
         self.session = session
         self.backup_id: str | None = None
-        self.trees: set[str] = set()
-        self.entries: set[str] = set()
+        self.trees = PathSet()
+        self.entries = PathSet()
         self.count = 0
         self.stored = 0
         self.logical = 0
@@ -82,6 +96,41 @@ class Recorder:
         self._journal: int | None = None
         self._trash: str | None = None
         self._trash_dev: int | None = None
+
+    # ------------------------------------------------------------ for the compiled loop
+    @property
+    def home(self) -> str:
+        """The store's home, resolved (never recorded)."""
+        return self._home
+
+    @property
+    def ignore_paths(self) -> tuple[str, ...]:
+        """The other paths never recorded (with what lies below them)."""
+        return tuple(sorted(self._ignore))
+
+    @property
+    def max_file_size(self) -> int | None:
+        """The store's per-file cap (``None``: none)."""
+        return self._quota.max_file_size
+
+    def trash_state(self) -> tuple[str, int, int, int] | None:
+        """The trash folder, its journal descriptor, its device and the next entry number,
+        once the first removed file was linked (``None`` before)."""
+        if self._trash is None or self._journal is None or self._trash_dev is None:
+            return None
+        return self._trash, self._journal, self._trash_dev, self.linked
+
+    def adopt_links(self, paths: list[str]) -> None:
+        """Files the compiled loop linked into the trash, numbered on from
+        ``self.linked``, each with its journal line written: the same bookkeeping as
+        :meth:`_link`."""
+        assert self._trash is not None
+        for path in paths:
+            self._links.append((path, f"{self._trash}/{self.linked}"))
+            self.linked += 1
+            set.add(self.trees, path)   # the compiled loop holds it already
+            if self.count == 0 and self.linked == 1:
+                self._finish(None)
 
     # ------------------------------------------------------------ what to record
     def covered(self, path: str) -> bool:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from preimage.observe import compiled
 from preimage.observe.recorder import Recorder
 from preimage.observe.supervisor import (
     Loop,
@@ -154,6 +155,7 @@ def run_session(
     Raises :class:`SupervisionUnavailable` when the filter cannot be installed.
     """
     require()
+    compiled.library()   # built (once) before the harness starts
     session = session or time.strftime("s%Y%m%d-%H%M%S")
     with tempfile.TemporaryDirectory(prefix="preimage-session-") as where:
         path = os.path.join(where, "boundary.sock")
@@ -186,6 +188,7 @@ def run_session(
                 loop.run(pidfd)
                 returncode = proc.wait()
             finally:
+                loop.close()
                 windows.close()
                 os.close(pidfd)
     outcome = SessionOutcome(returncode if returncode >= 0 else 128 - returncode,

@@ -23,6 +23,7 @@ Order of one supervised call:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import pickle
@@ -38,8 +39,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from preimage.interface.errors import PreimageError
-from preimage.observe import kernel
+from preimage.observe import compiled, kernel
 from preimage.observe.judge import Unjudgeable, judge
+from preimage.observe.native_loop import Native
 from preimage.observe.paths import ForeignPath, UnreadablePath
 from preimage.observe.recorder import Recorder
 from preimage.observe.syscalls import NAMES
@@ -69,6 +71,8 @@ class Outcome:
     seconds: float = 0.0
     background: bool = False
     value: Any = None
+    loop: str = ""   # "compiled", or why the Python loop answered the syscalls
+    native: int = 0  # of ``notified``, the syscalls the compiled loop answered itself
 
     def summary(self) -> list[str]:
         """What the call recorded, in lines for a person (the CLI prefixes them)."""
@@ -78,6 +82,9 @@ class Outcome:
             lines = [f"observed: {self.records} path(s) backed up before they changed in "
                      f"{self.backup_id} (restore: preimage restore {self.backup_id}; undo just "
                      f"this: preimage undo {self.backup_id})"]
+        if self.loop:
+            lines.append(f"syscalls answered by the {self.loop} loop" if self.loop == "compiled"
+                         else f"syscalls answered by {self.loop}")
         lines += [f"not captured: {u}" for u in self.uncaptured]
         lines += self.notes
         if self.background:
@@ -90,7 +97,8 @@ class Outcome:
         return {"observed": True, "backup": self.backup_id, "post_backup": self.post_backup_id,
                 "records": self.records, "notified": self.notified, "refused": self.refused,
                 "uncaptured": self.uncaptured, "notes": self.notes,
-                "background": self.background, "returncode": self.returncode}
+                "background": self.background, "returncode": self.returncode,
+                "loop": self.loop}
 
 
 class Loop:
@@ -102,7 +110,16 @@ class Loop:
         self.handlers: dict[int, Callable[[], None]] = {}   # more descriptors to serve
         self.log = log
         self.notified = 0
+        self.native_answered = 0   # of them, answered in the compiled loop
         self.refused: list[str] = []
+        lib, self.engine = compiled.library()   # "compiled", or why the Python loop runs
+        self.native = Native(lib, listener) if lib is not None else None
+
+    def close(self) -> None:
+        """Free the compiled loop's state (the listener stays open)."""
+        if self.native is not None:
+            self.native.close()
+            self.native = None
 
     def answer(self, n: kernel.Notification) -> None:
         """Record what ``n`` will change, then let it run (or refuse it, saying why)."""
@@ -142,6 +159,8 @@ class Loop:
         own process exited: True) or no watched process is left (False).  At
         ``deadline`` (monotonic seconds) ``on_deadline`` is called once (it kills
         the call), and the loop goes on answering until the call is gone."""
+        if self.native is not None:
+            return self._run_native(self.native, until, deadline, on_deadline)
         poller = select.poll()
         poller.register(self.listener, select.POLLIN)
         if until is not None:
@@ -166,6 +185,37 @@ class Loop:
                         self.answer(n)
                 elif events & (select.POLLHUP | select.POLLERR):
                     return False
+
+
+    def _run_native(self, native: Native, until: int | None, deadline: float | None,
+                    on_deadline: Callable[[], None] | None) -> bool:
+        """:meth:`run` with the compiled loop answering what it can; every syscall it
+        hands over is answered by :meth:`answer`, as on the Python path."""
+        fds = ([until] if until is not None else []) + list(self.handlers)
+        ready = (ctypes.c_int * max(1, len(fds)))(*fds)
+        result = compiled.Result()
+        while True:
+            native.follow(self.recorder)
+            native.sync_trash()
+            wait = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            status = native.serve(ready, len(fds), wait, result)
+            fresh = native.take_links()
+            self.notified += fresh
+            self.native_answered += fresh
+            if status == compiled.PUNT:
+                self.answer(native.handed_over(result))
+            elif status == compiled.FD:
+                if result.fd == until:
+                    return True
+                self.handlers[result.fd]()
+            elif status == compiled.TIMEOUT:
+                if on_deadline is not None:
+                    on_deadline()
+                deadline = None
+            elif status == compiled.HUP:
+                return False
+            elif status == compiled.ERROR:
+                raise OSError(result.err, f"seccomp notification: {os.strerror(result.err)}")
 
 
 def install_in_child(sock: socket.socket) -> None:
@@ -306,6 +356,7 @@ def _supervise(
     post_call: bool, result_fd: int | None = None, timeout: float | None = None,
 ) -> Outcome:
     started = time.perf_counter()
+    compiled.library()   # built (once) before the call starts, not while it waits
     with sock, quiet_interrupts():
         pid, wait = start()
         pidfd = os.pidfd_open(pid)
@@ -315,6 +366,7 @@ def _supervise(
             wait()
             os.close(pidfd)
             raise
+        kernel.sync_wakeups(listener)
         recorder = Recorder(store, label=label, tool_call=tool_call, session=session)
         loop = Loop(listener, recorder, log)
         try:
@@ -329,11 +381,13 @@ def _supervise(
             reader.drain()
             returncode = wait()
         finally:
+            loop.close()
             recorder.close()
             os.close(pidfd)
     outcome = Outcome(returncode, recorder.backup_id,
                       records=recorder.count + recorder.linked, notified=loop.notified,
-                      refused=loop.refused, uncaptured=recorder.uncaptured, notes=outcome_notes)
+                      refused=loop.refused, uncaptured=recorder.uncaptured, notes=outcome_notes,
+                      loop=loop.engine, native=loop.native_answered)
     if outcome.returncode < 0:
         outcome.returncode = 128 - outcome.returncode
     outcome.value = reader.value()
@@ -400,7 +454,11 @@ def continue_detached(listener: int, home: Path, label: str, session: str | None
             recorder = Recorder(store, label=f"background of: {label}"[:200],
                                 tool_call=tool_call, session=session)
             try:
-                Loop(listener, recorder, None).run(None)
+                loop = Loop(listener, recorder, None)
+                try:
+                    loop.run(None)
+                finally:
+                    loop.close()
             finally:
                 recorder.close()
     except BaseException:

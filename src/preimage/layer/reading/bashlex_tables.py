@@ -27,15 +27,9 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
+from preimage.interface.cache import cache_dir
+
 FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """``$PREIMAGE_CACHE_DIR``, ``$XDG_CACHE_HOME/preimage`` or ``~/.cache/preimage``."""
-    if os.environ.get("PREIMAGE_CACHE_DIR"):
-        return Path(os.environ["PREIMAGE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "preimage"
 
 
 def _cache_file(grammar: str) -> Path:
