@@ -3,6 +3,7 @@
 Run: python benchmarks/bench_layer_audit.py [--corpus tldr|sql|all] [--sample] [--supervised]
      [--tools rm,git]
      [--limit N] [--shard I/N] [--ids FILE] [--skip done.jsonl …] [--json results.jsonl]
+     [--resume results.jsonl]  (a stopped run goes on where it stopped, appending)
      [--workdir DIR] [--verify-detector] [--no-restore-check]
      python benchmarks/bench_layer_audit.py --report a.jsonl b.jsonl …   (the table of runs
      written with --json, e.g. the shards of one corpus run in parallel; a call found in
@@ -112,8 +113,9 @@ def run_tldr(args: argparse.Namespace, workdir: Path) -> list[CallResult]:
     if args.not_ids:
         unwanted = set(args.not_ids.read_text().split())
         examples = [e for e in examples if e.id not in unwanted]
-    if args.skip:
-        done = {r.id for p in args.skip for r in report.load(p)}
+    skip = [*(args.skip or []), *([args.resume] if args.resume and args.resume.exists() else [])]
+    if skip:
+        done = {r.id for p in skip for r in report.load(p)}
         examples = [e for e in examples if e.id not in done]
     if args.limit:
         examples = examples[:args.limit]
@@ -180,6 +182,9 @@ def main() -> None:
     ap.add_argument("--not-ids", type=Path, help="leave out the example ids listed in this file")
     ap.add_argument("--skip", type=Path, nargs="+", metavar="JSONL",
                     help="leave out examples already in these results (resume a stopped run)")
+    ap.add_argument("--resume", type=Path, metavar="JSONL",
+                    help="tldr: go on with a stopped run — leave out the examples already in "
+                    "JSONL and append the new results to it")
     ap.add_argument("--report", type=Path, nargs="+", metavar="JSONL",
                     help="print the tables of results written by --json (a call in several "
                     "files counts as in the last); run nothing")
@@ -189,7 +194,13 @@ def main() -> None:
     if args.report:  # a call in a later file (a re-run after a fix) replaces the earlier one
         latest = {(r.corpus, r.id): r for p in args.report for r in report.load(p)}
         sys.exit(print_report(list(latest.values())))
-    args.sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - closed below
+    if args.resume:
+        args.json = args.resume
+        _drop_cut_line(args.resume)
+    # a resumed run appends: what the stopped run wrote stays (killed mid-line: that call
+    # is not in the file, and runs again)
+    args.sink = (open(args.json, "a" if args.resume else "w")  # noqa: SIM115 - closed below
+                 if args.json else None)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="preimage-layer-audit-"))
     workdir.mkdir(parents=True, exist_ok=True)
     load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -209,7 +220,7 @@ def main() -> None:
     finally:
         if args.sink:
             args.sink.close()
-        if args.json and results:
+        if args.json and results and not args.resume:
             report.dump(results, args.json)
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -217,6 +228,17 @@ def main() -> None:
     if any(r.missed for r in results):
         print(f"{sum(bool(r.missed) for r in results)} calls MISSED state", file=sys.stderr)
         sys.exit(1)
+
+
+def _drop_cut_line(path: Path) -> None:
+    """A run killed while writing leaves its last line cut short: drop it (that call runs
+    again), so appended lines start on a line of their own."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
 
 
 def print_report(results: list[CallResult]) -> int:
