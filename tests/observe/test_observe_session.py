@@ -86,3 +86,45 @@ def test_overlapping_calls_share_one_backup(tmp_path: Path, home: Path, store: S
     assert _targets(store, observed[0].id) == {"x", "y", "work?depth=0"}
     preimage.restore(observed[0].id, store=store)
     assert sorted(p.name for p in work.iterdir()) == []
+
+
+def test_in_a_session_the_hook_leaves_file_changes_to_the_supervisor(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """A file-changing call in a session is backed up once, by the supervisor: the hook
+    takes no reading backup of its own, and its decision says why."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("old\n")
+    command = "sed -i s/old/new/ notes.txt"
+    script = "\n".join([_hook("PreToolUse", "w1", command, work), command,
+                        _hook("PostToolUse", "w1", command, work)])
+    ran = _session(script, work, home)
+    assert ran.returncode == 0, ran.stderr
+    kinds = [r.kind for r in store.catalog.list_backups(None)]
+    assert [k for k in kinds if k != "post-call"] == ["observed"], kinds   # post-call: undo's
+    decisions = [json.loads(line) for line in Path(os.environ["PREIMAGE_LOG"]).read_text()
+                 .splitlines() if '"decision"' in line]
+    assert any("recorded by the session's supervisor" in " ".join(d.get("notes", []))
+               for d in decisions), decisions
+    assert preimage.undo("w1", store=store).ok
+    assert (work / "notes.txt").read_text() == "old\n"
+
+
+def test_a_hook_whose_supervisor_does_not_answer_still_backs_up(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """PREIMAGE_SUPERVISOR naming no live supervisor: the hook backs the call up itself."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("old\n")
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "n1",
+               "tool_input": {"command": "sed -i s/old/new/ notes.txt"}, "session_id": "s1",
+               "cwd": str(work)}
+    env = {**os.environ, "PREIMAGE_HOME": str(home), "PREIMAGE_SERVICE": "off",
+           "PREIMAGE_SUPERVISOR": str(tmp_path / "no-such.sock")}
+    ran = subprocess.run([sys.executable, "-m", "preimage", "hook", "claude-code"],
+                         input=json.dumps(payload), cwd=work, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    backups = store.catalog.list_backups(None)
+    assert len(backups) == 1 and backups[0].kind != "observed"
+    assert any(s.target.endswith("notes.txt") for s in backups[0].snapshots)

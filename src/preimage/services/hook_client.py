@@ -140,10 +140,18 @@ _BEGIN_EVENTS = ("PreToolUse", "BeforeTool")
 _END_EVENTS = ("PostToolUse", "PostToolUseFailure", "AfterTool")
 
 
+# Set for the decision once the session's supervisor has moved to this call's backup: the
+# layer then leaves the call's file changes to it (read in layer/deciding/backup_layer.py).
+OBSERVED_CALL = "PREIMAGE_OBSERVED_CALL"
+
+
 def mark_boundary(harness: str, text: str) -> None:
     """Under ``preimage session``: tell the supervisor a tool call begins or ends, and
     wait until it has moved to the call's backup (see :mod:`preimage.observe.session`).
-    A supervisor that cannot be reached is logged; the call is still decided."""
+    Only once it answered does the decision leave file changes to it
+    (``PREIMAGE_OBSERVED_CALL``); a supervisor that cannot be reached is logged and the
+    call is decided and backed up as without a session."""
+    os.environ.pop(OBSERVED_CALL, None)
     path = os.environ.get("PREIMAGE_SUPERVISOR")
     if not path:
         return
@@ -169,9 +177,12 @@ def mark_boundary(harness: str, text: str) -> None:
             sock.settimeout(ANSWER_MARGIN)
             sock.connect(path)
             sock.sendall((json.dumps(mark) + "\n").encode())
-            sock.recv(16)
+            said = sock.recv(16)
     except OSError as exc:
         _log({"event": "boundary", "error": str(exc), "call": call})
+        return
+    if said == b"ok\n" and mark["event"] == "begin":
+        os.environ[OBSERVED_CALL] = str(call)
 
 
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:

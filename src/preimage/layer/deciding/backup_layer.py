@@ -155,6 +155,7 @@ class BackupLayer:
         plan.targets = cover_side_effects(plan.targets, ctx, plan.notes)
         plan.wanted = self._collapse(plan.targets, plan.notes)
         plan.targets = self._collapse(self._fallbacks(plan.wanted, plan.notes, plan.dropped), [])
+        plan.targets = self._unobserved(call, plan.targets, plan.notes)
         if not plan.targets:
             plan.tier = None
         plan.updated_input = self._rewrite(call, findings)
@@ -277,6 +278,21 @@ class BackupLayer:
         return {**call.input, "command": text}
 
     # ------------------------------------------------------------ deciding
+    def _unobserved(self, call: ToolCall, targets: list[PlannedTarget],
+                    notes: list[str]) -> list[PlannedTarget]:
+        """Under ``preimage session``, once its supervisor moved to this call's backup
+        (the hook client sets ``PREIMAGE_OBSERVED_CALL``), the call's file changes are
+        recorded there as they happen: only what syscalls cannot show (databases over a
+        socket, Kubernetes, mail, web apps) is captured here."""
+        marked = self.env.get("PREIMAGE_OBSERVED_CALL")
+        if not marked or marked != (call.tool_use_id or marked):
+            return targets
+        kept = [t for t in targets if not t.uri.startswith("file:")]
+        if len(kept) < len(targets):
+            notes.append("file changes are recorded by the session's supervisor in this "
+                         "call's observed backup, not read from the call here")
+        return kept
+
     def before(self, call: ToolCall) -> Decision:
         """Decide about ``call`` and take the backup before it runs."""
         started = time.perf_counter()
