@@ -172,10 +172,12 @@ def measure(w: Workload, base: Path, store: Store, repeat: int, post: bool,
         for mode in modes:
             work = Path(tempfile.mkdtemp(dir=base))
             w.setup(work)
+            os.sync()   # the setup's dirty pages written back now, not during the timed run
             argv = w.argv(work)
             if mode == "plain":
                 started = time.perf_counter()
-                subprocess.run(argv, cwd=work, check=False, stdout=subprocess.DEVNULL)
+                code = subprocess.run(argv, cwd=work, check=False,
+                                      stdout=subprocess.DEVNULL).returncode
                 runs.wall[mode].append(time.perf_counter() - started)
             else:
                 os.environ["PREIMAGE_OBSERVE_LOOP"] = mode
@@ -185,12 +187,15 @@ def measure(w: Workload, base: Path, store: Store, repeat: int, post: bool,
                                   stdout=subprocess.DEVNULL)
                 runs.wall[mode].append(time.perf_counter() - started)
                 runs.cpu[mode].append(time.process_time() - cpu)
+                code = out.returncode
                 runs.notified[mode] = out.notified
                 if mode == "compiled":
                     runs.native, runs.loop = out.native, out.loop
                     runs.stored = (store.catalog.get(out.backup_id).stored_bytes
                                    if out.backup_id else 0)
             shutil.rmtree(work, ignore_errors=True)
+            if code != 0:   # a run that failed did other work: its time compares nothing
+                sys.exit(f"{w.name} exited with {code} ({mode}): the comparison is void")
     os.environ.pop("PREIMAGE_OBSERVE_LOOP", None)
     return runs
 

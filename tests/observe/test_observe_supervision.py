@@ -18,7 +18,7 @@ import pytest
 
 import preimage
 from preimage import Store
-from preimage.observe import run_function, unavailable_reason
+from preimage.observe import run_command, run_function, unavailable_reason
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None,
                                 reason=f"no supervision here: {unavailable_reason()}")
@@ -266,3 +266,25 @@ def test_unix_socket_bound_to_a_path_is_recorded(tmp_path: Path, store: Store) -
     assert outcome.value is True and outcome.backup_id is not None
     preimage.restore(outcome.backup_id, store=store)
     assert not where.exists()
+
+
+@pytest.mark.usefixtures("loop")
+def test_a_write_refused_by_a_read_only_mount_records_nothing(tmp_path: Path,
+                                                               store: Store) -> None:
+    """Inside a sandbox whose tree is bound read-only, creating and removing files fails
+    with EROFS and leaves no backup; the same calls where the bind is writable are kept."""
+    (tmp_path / "f").write_text("keep\n")
+    script = f"touch {tmp_path}/new; rm -f {tmp_path}/f; true"
+    sandbox = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
+               "--dev", "/dev", "--proc", "/proc"]
+    read_only = run_command([*sandbox, "--ro-bind", "/", "/", "--", "bash", "-c", script],
+                            store=store, log=None, post_call=False)
+    assert read_only.returncode == 0
+    assert (tmp_path / "f").exists() and not (tmp_path / "new").exists()
+    assert read_only.backup_id is None
+    writable = run_command([*sandbox, "--bind", "/", "/", "--", "bash", "-c", script],
+                           store=store, log=None, post_call=False)
+    assert not (tmp_path / "f").exists() and (tmp_path / "new").exists()
+    assert writable.backup_id is not None
+    preimage.restore(writable.backup_id, store=store)
+    assert (tmp_path / "f").read_text() == "keep\n" and not (tmp_path / "new").exists()

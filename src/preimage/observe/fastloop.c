@@ -449,6 +449,7 @@ static int dropped(fl_state *s, const char *p, uint64_t id) {
     if (!S_ISREG(st.st_mode) || st.st_nlink != 1) return PUNT;
     if (s->max_file_size >= 0 && st.st_size > s->max_file_size) return PUNT;
     if (!s->trash || s->journal < 0 || st.st_dev != s->trash_dev) return PUNT;
+    /* access also fails on a read-only mount (EROFS): Python then records nothing */
     if (access(dir, W_OK | X_OK) != 0) return PUNT;
     if (!valid(s, id)) return GONE;
     static char stored[PATHBUF], line[3 * PATHBUF + 96], quoted[3 * PATHBUF];

@@ -181,6 +181,22 @@ def _bind(n: Notification) -> list[Change]:
     return [Change("name", resolve(n.pid, AT_FDCWD, raw, follow=False))]
 
 
+def refused_read_only(pid: int, change: Change) -> bool:
+    """Whether ``change`` will fail with ``EROFS``: a name made or removed in a directory on
+    a read-only mount, or content or metadata changed where both the path and its
+    directory are on read-only mounts (a symlink's own mount is its directory's).  Seen
+    through ``/proc/<pid>/root``, so a sandbox's read-only binds count; anything that
+    cannot be looked at counts as writable (it is recorded)."""
+    if change.how == "foreign":
+        return False
+    parent = os.path.dirname(change.path) or "/"
+    places = [parent] if change.how in ("name", "drop", "rmdir") else [change.path, parent]
+    try:
+        return all(os.statvfs(f"/proc/{pid}/root{p}").f_flag & os.ST_RDONLY for p in places)
+    except OSError:
+        return False
+
+
 def judge(n: Notification) -> list[Change]:
     """The paths syscall ``n`` is about to change (see the module docstring)."""
     name = NAMES.get(n.nr)

@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from preimage.interface.errors import PreimageError
 from preimage.observe import compiled, kernel
-from preimage.observe.judge import Unjudgeable, judge
+from preimage.observe.judge import Unjudgeable, judge, refused_read_only
 from preimage.observe.native_loop import Native
 from preimage.observe.paths import ForeignPath, UnreadablePath
 from preimage.observe.recorder import Recorder
@@ -130,6 +130,8 @@ class Loop:
             if not kernel.still_valid(self.listener, n.id):
                 return   # the process died (or was replaced) while it was read
             for change in changes:
+                if refused_read_only(n.pid, change):
+                    continue   # the kernel refuses it (EROFS): nothing will change there
                 if change.how in ("name", "drop"):
                     self.recorder.name(change.path, dropped=change.how == "drop")
                 elif change.how == "foreign":
