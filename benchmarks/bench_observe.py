@@ -14,7 +14,9 @@ Each round runs the workload plainly, then supervised by each loop (``--loops
 python,compiled``: the Python loop and the compiled one, ``PREIMAGE_OBSERVE_LOOP``),
 each from a fresh copy of its state (made untimed).  Printed per loop: the median
 plain and supervised wall time, the median of the paired ratios (each supervised
-run against the plain run of its round), the extra time, the syscalls answered
+run against the plain run of its round), the CPU ratio (the command's CPU time plus
+the supervisor's, against the plain command's: steadier than wall time on a busy
+machine), the extra time, the syscalls answered
 (and how many of them the compiled loop answered without Python), the extra wall
 time and the supervisor's own CPU time per answered syscall, and how far the
 target is.  Targets from the issue: read-only ≤ 1.05x,
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,7 +37,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,9 +156,17 @@ class Runs:
     wall: dict[str, list[float]]
     cpu: dict[str, list[float]]     # the supervisor's own CPU seconds (in this process)
     notified: dict[str, int]
+    command_cpu: dict[str, list[float]] = field(default_factory=dict)   # the command's
     native: int = 0                 # syscalls the compiled loop answered itself
     stored: int = 0
     loop: str = ""                  # what the compiled runs said they ran on
+    code: int | None = None         # the exit status every run must share
+
+    def cpu_ratio(self, mode: str) -> float:
+        """Median, over rounds, of (command + supervisor CPU) ÷ the plain command's CPU."""
+        return statistics.median(
+            (c + s) / max(p, 1e-9) for c, s, p in zip(
+                self.command_cpu[mode], self.cpu[mode], self.command_cpu["plain"], strict=True))
 
     def ratio(self, mode: str) -> float:
         """Median of the paired ratios (each supervised run ÷ the plain run of its round)."""
@@ -167,18 +178,22 @@ def measure(w: Workload, base: Path, store: Store, repeat: int, post: bool,
             loops: tuple[str, ...]) -> Runs:
     """Each round runs plain, then under each loop in turn, each from a fresh copy."""
     modes = ("plain", *loops)
-    runs = Runs({m: [] for m in modes}, {m: [] for m in modes}, dict.fromkeys(modes, 0))
-    for _ in range(repeat):
-        for mode in modes:
+    runs = Runs({m: [] for m in modes}, {m: [] for m in modes}, dict.fromkeys(modes, 0),
+                {m: [] for m in modes})
+    for round_ in range(repeat):
+        # every other round in reverse order, so running first or last favours no mode
+        for mode in (modes if round_ % 2 == 0 else modes[::-1]):
             work = Path(tempfile.mkdtemp(dir=base))
             w.setup(work)
             os.sync()   # the setup's dirty pages written back now, not during the timed run
             argv = w.argv(work)
+            children = _children_cpu()
             if mode == "plain":
                 started = time.perf_counter()
                 code = subprocess.run(argv, cwd=work, check=False,
                                       stdout=subprocess.DEVNULL).returncode
                 runs.wall[mode].append(time.perf_counter() - started)
+                runs.cpu[mode].append(0.0)
             else:
                 os.environ["PREIMAGE_OBSERVE_LOOP"] = mode
                 cpu = time.process_time()
@@ -193,11 +208,21 @@ def measure(w: Workload, base: Path, store: Store, repeat: int, post: bool,
                     runs.native, runs.loop = out.native, out.loop
                     runs.stored = (store.catalog.get(out.backup_id).stored_bytes
                                    if out.backup_id else 0)
+            runs.command_cpu[mode].append(_children_cpu() - children)
             shutil.rmtree(work, ignore_errors=True)
-            if code != 0:   # a run that failed did other work: its time compares nothing
-                sys.exit(f"{w.name} exited with {code} ({mode}): the comparison is void")
+            first = runs.code if runs.code is not None else code
+            if code != first:   # a run that ended otherwise did other work: no comparison
+                sys.exit(f"{w.name} exited with {code} ({mode}), {first} before: the "
+                         "comparison is void")
+            runs.code = code
     os.environ.pop("PREIMAGE_OBSERVE_LOOP", None)
     return runs
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children so far."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def _target_gap(kind: str, plain: float, watched: float) -> str:
@@ -240,13 +265,14 @@ def main() -> None:
                 cpu = f"{statistics.median(runs.cpu[mode]) / n * 1e6:.0f} µs" if n else "—"
                 native = f"{runs.native} in C" if mode == "compiled" else ""
                 rows.append((w.name, mode, f"{plain:.2f}", f"{watched:.2f}",
-                             f"{runs.ratio(mode):.2f}x", f"{extra * 1000:+.0f} ms",
+                             f"{runs.ratio(mode):.2f}x", f"{runs.cpu_ratio(mode):.2f}x",
+                             f"{extra * 1000:+.0f} ms",
                              f"{n} {native}".strip(), per, cpu, targets[w.kind],
                              _target_gap(w.kind, plain, watched)))
                 print(f"... {w.name} [{mode}]: {plain:.2f} s plain, {watched:.2f} s supervised"
                       + (f" ({runs.loop})" if mode == "compiled" else ""),
                       file=sys.stderr, flush=True)
-    head = ("workload", "loop", "plain s", "supervised s", "paired ratio", "extra",
+    head = ("workload", "loop", "plain s", "supervised s", "paired ratio", "CPU ratio", "extra",
             "syscalls answered", "extra wall per syscall", "supervisor CPU per syscall",
             "target", "how far")
     print("| " + " | ".join(head) + " |")
