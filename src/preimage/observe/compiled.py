@@ -23,7 +23,6 @@ import ctypes
 import hashlib
 import importlib.util
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -53,7 +52,7 @@ _loaded: dict[Path, tuple[ctypes.CDLL | None, str]] = {}
 
 def _key() -> str:
     digest = hashlib.sha256(SOURCE.read_bytes() + f"abi{ABI}".encode()).hexdigest()[:16]
-    return f"{digest}-{platform.machine()}"
+    return f"{digest}-{os.uname().machine}"
 
 
 def library_path() -> Path:
