@@ -288,3 +288,20 @@ def test_a_write_refused_by_a_read_only_mount_records_nothing(tmp_path: Path,
     assert writable.backup_id is not None
     preimage.restore(writable.backup_id, store=store)
     assert (tmp_path / "f").read_text() == "keep\n" and not (tmp_path / "new").exists()
+
+
+@pytest.mark.usefixtures("loop")
+def test_calls_that_fail_for_a_missing_directory_or_a_file_record_nothing(
+        tmp_path: Path, store: Store) -> None:
+    """rmdir of a file (ENOTDIR), and creating a file or directory where the directory is
+    missing (ENOENT) or a file (ENOTDIR), change nothing and leave no backup."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "file").write_text("x\n")
+    script = ("rmdir file; echo x > missing/f; mkdir missing/d; echo x > file/f; "
+              "ln -s t missing/l; sqlite3 missing/db.sqlite3 'select 1'; true")
+    outcome = run_command(["bash", "-c", script], store=store, cwd=str(work), log=None,
+                          post_call=False, stderr=subprocess.DEVNULL)
+    assert outcome.returncode == 0
+    assert sorted(p.name for p in work.iterdir()) == ["file"]
+    assert outcome.backup_id is None

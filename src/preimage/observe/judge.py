@@ -90,7 +90,10 @@ def _open(n: Notification, dirfd: int | None, arg: int, flags: int) -> list[Chan
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return [Change("name", path)] if flags & O_CREAT else []
+        return [Change("name", path)] if flags & O_CREAT and not _fails_for_lack_of(path) \
+            else []
+    except NotADirectoryError:
+        return []   # a file where a directory is named: the open fails with ENOTDIR
     except OSError:
         mode = stat.S_IFREG   # cannot look: assume the file is there and record it
     if stat.S_ISLNK(mode):
@@ -111,7 +114,26 @@ def _meta_at(n: Notification, dirfd: int, arg: int, flags: int) -> list[Change]:
                                  flags=flags))]
 
 
+def _fails_for_lack_of(path: str) -> bool:
+    """Whether a syscall making ``path`` fails with ``ENOENT``/``ENOTDIR`` because its
+    directory is missing or not a directory (``path`` is resolved: its directory is not a
+    symlink).  What cannot be looked at does not count (it is recorded)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(os.path.dirname(path) or "/").st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def _rmdir(path: str) -> list[Change]:
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return []   # rmdir of a file or a symlink fails with ENOTDIR
+    except FileNotFoundError:
+        return []
+    except OSError:
+        pass
     try:
         with os.scandir(path) as it:
             if next(it, None) is not None:
@@ -126,7 +148,7 @@ def _existing(how: Literal["name", "drop", "content", "meta"], path: str) -> lis
     and changes nothing (``rm -f`` of what is not there)."""
     try:
         os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError:
         pass
@@ -151,7 +173,9 @@ def _created(path: str) -> list[Change]:
     try:
         os.lstat(path)
     except FileNotFoundError:
-        return [Change("name", path)]
+        return [] if _fails_for_lack_of(path) else [Change("name", path)]
+    except NotADirectoryError:
+        return []
     except OSError:
         pass
     else:
