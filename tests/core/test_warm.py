@@ -91,22 +91,24 @@ def test_commands_after_the_first_run_warm_with_the_same_outcome(
     assert _status(env) is None
 
 
-def test_other_settings_get_their_own_warm_process(
+def test_every_store_is_served_by_the_one_warm_process(
     env: dict[str, str], tree: Path, tmp_path: Path
 ) -> None:
-    """A warm process holds only its own settings' commands: another store's commands are
-    not sent to it, and see only that store."""
+    """One warm process serves every store of the user: another PREIMAGE_HOME's commands go
+    to it and see only that store, and the first store's commands still see theirs."""
     assert _cli(env, "capture", f"file://{tree}").returncode == 0
-    _wait_warm(env)
+    first = _wait_warm(env)
     other = {**env, "PREIMAGE_HOME": str(tmp_path / "other-home")}
     listed = _cli(other, "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
-    assert _status(env)["served"] == 0  # type: ignore[index]
-    _wait_warm(other)
-    for settings in (env, other):
-        assert _cli(settings, "serve", "--stop").returncode == 0
-        assert _status(settings) is None
+    mine = _cli(env, "list", "--json")
+    assert mine.returncode == 0 and len(json.loads(mine.stdout)) == 1
+    after = _status(other)
+    assert after is not None and after["pid"] == first["pid"] and after["served"] == 2
+    assert len(list(Path(env["PREIMAGE_RUNTIME_DIR"]).glob("cli-*.lock"))) == 1
+    assert _cli(env, "serve", "--stop").returncode == 0
+    assert _status(other) is None
 
 
 def test_service_off_keeps_every_command_in_its_own_process(

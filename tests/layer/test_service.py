@@ -218,19 +218,87 @@ def test_idle_service_exits_and_cleans_up(service: Service, tmp_path: Path) -> N
     proc = subprocess.run([sys.executable, "-m", "preimage", "serve"], env=service.env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    events = [json.loads(line) for line in (tmp_path / "log" / "serve.log").read_text().splitlines()]
+    events = [json.loads(line) for line in (service.runtime / "serve.log").read_text().splitlines()]
     assert [e["event"] for e in events] == ["start", "exit"]
     assert events[1]["reason"] == "idle"
     assert not Path(events[0]["socket"]).exists()
 
 
-def test_settings_choose_the_service(service: Service, tmp_path: Path) -> None:
-    """A client with another PREIMAGE_HOME does not reach this service: its own store is used."""
+def test_any_home_and_config_reach_the_one_service(service: Service, tmp_path: Path) -> None:
+    """A hook with another PREIMAGE_HOME and config is answered by the same service, and its
+    backup lands in its own store, under its own rules."""
     service.start()
-    other = dict(service.env, PREIMAGE_HOME=str(tmp_path / "other-store"), PREIMAGE_SERVICE="off")
-    proc = subprocess.run([sys.executable, "-m", "preimage", "serve", "--status"],
-                          capture_output=True, text=True, env=other, timeout=120)
-    assert proc.returncode == 1
+    status = service.status()
+    assert status is not None
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    other_home, other_config = tmp_path / "other-store", tmp_path / "other-config"
+    (other_config / "rules.d").mkdir(parents=True)
+    (other_config / "rules.d" / "mine.yaml").write_text(
+        "rules:\n  - name: my-deploy\n    tier: pair\n    impact: high\n"
+        "    match: {command: [deploy], subcommand: [wipe]}\n"
+        "    targets: ['file://{cwd}/notes.txt']\n")
+    first = dict(service.env)
+    service.env.update(PREIMAGE_HOME=str(other_home), PREIMAGE_CONFIG_DIR=str(other_config))
+    answer, err = finish(service.hook("deploy wipe --yes", work))
+    assert "in-process" not in err
+    assert "(pair tier)" in answer["hookSpecificOutput"]["additionalContext"]
+    service.env = first
+    answer, err = finish(service.hook("deploy wipe --yes", work))
+    assert "in-process" not in err     # the first config knows no `deploy`: the workspace
+    assert "(workspace tier)" in answer["hookSpecificOutput"]["additionalContext"]
+    after = service.status()
+    assert after is not None and after["pid"] == status["pid"]
+    assert after["served"]["hook"] == status["served"]["hook"] + 2
+    with sqlite3.connect(other_home / "catalog.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM backups").fetchone()[0] == 1
+    with sqlite3.connect(service.home / "catalog.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM backups").fetchone()[0] == 1
+
+
+def test_scratch_homes_leave_one_pair_holding_none_of_them(service: Service,
+                                                           tmp_path: Path) -> None:
+    """Many short hook calls and commands, each with its own scratch HOME, store and
+    config, leave exactly one decision service and one warm process; once the scratch
+    folders are deleted, neither process holds a file, folder or variable of them."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    base = dict(service.env)
+    scratch = [tmp_path / f"scratch{i}" for i in range(6)]
+    for i, home in enumerate(scratch):
+        home.mkdir()
+        service.env = dict(base, HOME=str(home), PREIMAGE_HOME=str(home / "store"),
+                           PREIMAGE_CONFIG_DIR=str(home / "config"),
+                           PREIMAGE_LOG=str(home / "log" / "hook.log"),
+                           PGPASSWORD=f"secret-{i}")
+        answer, _ = finish(service.hook("truncate -s 0 notes.txt", work))
+        assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
+        service.cli("list").check_returncode()
+        (work / "notes.txt").write_text("mine")
+        wait_for(lambda: service.status() is not None and _warm_pid(service) is not None,
+                 "the first calls started the pair")
+    service.env = base
+    for home in scratch:
+        shutil.rmtree(home)
+    locks = sorted(p.name.split("-")[0] for p in service.runtime.glob("*.lock"))
+    assert locks == ["cli", "serve"]
+    assert len(running_services(service.runtime)) == 1
+    pids = [service.status()["pid"], _warm_pid(service)]  # type: ignore[index]
+    for pid in pids:
+        held = [os.readlink(f"/proc/{pid}/cwd")]
+        held += [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        assert not [h for h in held if h.startswith(str(tmp_path / "scratch"))], held
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"secret-" not in environ and str(tmp_path / "scratch").encode() not in environ
+
+
+def _warm_pid(service: Service) -> int | None:
+    """The warm process's pid, from ``serve --status --json`` (``None``: none runs)."""
+    doc = service.status()
+    warm = doc.get("warm") if doc else None
+    return int(warm["pid"]) if isinstance(warm, dict) else None
 
 
 def test_unknown_protocol_version_is_refused(service: Service) -> None:
@@ -265,6 +333,36 @@ def test_other_users_are_refused(service: Service) -> None:
                           cwd=Path(sock_path).parent, timeout=120)
     assert "refused" in proc.stdout, proc.stderr
     assert "pid" not in json.loads(proc.stdout.splitlines()[0])
+
+
+def test_a_sandboxed_hook_is_not_served_with_the_services_rights(service: Service,
+                                                                 tmp_path: Path) -> None:
+    """A hook in a mount namespace where the store is read-only is refused by the service
+    (which would capture with its own rights) and decides in its own process, where the
+    sandbox holds: the call is NOT backed up and the store gets nothing."""
+    service.start()
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    answer, err = finish(service.hook("truncate -s 0 notes.txt", work))
+    assert "in-process" not in err and "preimage backup " in json.dumps(answer)
+    with sqlite3.connect(service.home / "catalog.sqlite") as db:
+        before = db.execute("SELECT count(*) FROM backups").fetchone()[0]
+    user = () if os.geteuid() == 0 else ("-r",)
+    box = ("unshare", *user, "-m", "sh", "-c",
+           f'mount --bind -o ro {service.home} {service.home} && exec "$@"', "sandbox")
+    proc = subprocess.run([*box, sys.executable, "-m", "preimage", "hook", "claude-code"],
+                          input=payload("truncate -s 0 notes.txt", work), env=service.env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused" in proc.stderr and "confined differently" in proc.stderr
+    assert "decided in-process" in proc.stderr
+    assert "NOT backed up" in json.loads(proc.stdout)["systemMessage"]
+    with sqlite3.connect(service.home / "catalog.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM backups").fetchone()[0] == before
+    events = [json.loads(line) for line in (service.runtime / "serve.log").read_text().splitlines()]
+    assert [e for e in events if e["event"] == "refused"][-1]["why"].startswith(
+        "a process confined differently")
 
 
 def test_hook_client_imports_only_the_standard_library(service: Service, tmp_path: Path) -> None:
@@ -351,15 +449,16 @@ def test_slow_capture_does_not_delay_another_session(service: Service, locked: L
     assert "preimage backup " in context and "orders" in context
 
 
-def test_service_killed_mid_capture_says_not_backed_up(service: Service, locked: LockedTable,
-                                                       tmp_path: Path) -> None:
-    """A service killed while capturing leaves its backup open and the hook says NOT backed up."""
+def test_call_killed_mid_capture_says_not_backed_up(service: Service, locked: LockedTable,
+                                                    tmp_path: Path) -> None:
+    """The process answering a call, killed while capturing, leaves its backup open and the
+    hook says NOT backed up; the service itself goes on answering."""
     service.start()
     slow = service.hook(f'psql "{locked.uri}" -c "DROP TABLE orders"', tmp_path)
     wait_for(locked.capture_waiting, "the capture waits on the table lock")
     status = service.status()
     assert status is not None and status["in_flight"] == 1
-    os.kill(status["pid"], signal.SIGKILL)
+    os.kill(status["calls"][0], signal.SIGKILL)
     answer, err = finish(slow)
     assert "NOT backed up" in answer["systemMessage"]
     assert "stopped mid-call" in err
@@ -369,6 +468,10 @@ def test_service_killed_mid_capture_says_not_backed_up(service: Service, locked:
     with sqlite3.connect(service.home / "catalog.sqlite") as db:
         statuses = [r[0] for r in db.execute("SELECT status FROM backups")]
     assert statuses == ["open"]
+    answer, err = finish(service.hook("git status", tmp_path))
+    assert answer == {} and "in-process" not in err
+    after = service.status()
+    assert after is not None and after["pid"] == status["pid"]
 
 
 def test_a_hook_that_fails_inside_keeps_the_on_failure_rule(home: Path, tmp_path: Path) -> None:
@@ -387,19 +490,3 @@ def test_a_hook_that_fails_inside_keeps_the_on_failure_rule(home: Path, tmp_path
     assert answer["permissionDecision"] == "deny"
     assert "NOT backed up" in answer["permissionDecisionReason"]
     assert "a bug in the hook" in answer["permissionDecisionReason"]
-
-
-def test_service_leaves_when_its_home_is_gone(service: Service, tmp_path: Path) -> None:
-    """A service whose HOME was deleted (a scratch home) exits at once instead of idling
-    for its full idle time, and says why."""
-    scratch = tmp_path / "scratch-home"
-    scratch.mkdir()
-    service.env["HOME"] = str(scratch)
-    service.start()
-    assert service.proc is not None
-    shutil.rmtree(scratch)
-    wait_for(lambda: service.proc is not None and service.proc.poll() is not None,
-             "the service exits")
-    events = [json.loads(line) for line in (tmp_path / "log" / "serve.log").read_text().splitlines()]
-    assert events[-1]["event"] == "exit" and "HOME" in events[-1]["reason"]
-    assert "gone" in events[-1]["reason"]

@@ -11,7 +11,7 @@ import click
 
 @click.command()
 @click.option("--status", "show_status", is_flag=True,
-              help="Show the service for the current settings (pid, socket, calls, log).")
+              help="Show the user's service (pid, socket, calls, log).")
 @click.option("--stop", "do_stop", is_flag=True, help="Ask it to exit (calls in flight finish).")
 @click.option("--idle", type=float, default=None,
               help="Exit after this many seconds without a call (default 900, or "
@@ -20,8 +20,9 @@ import click
 def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -> None:
     """The resident decision service the hook talks to (started on demand by the hook).
 
-    One service runs per user and set of PREIMAGE_* (and tool) settings; it
-    listens on a Unix socket in the runtime directory and exits when idle.
+    One service runs per user: it answers every PREIMAGE_HOME, config and session,
+    each call in a process of its own with that call's settings; it listens on a Unix
+    socket in the runtime directory and exits when idle.
     --status and --stop also cover the warm process that runs commands such as
     capture and restore without a Python start-up each (PREIMAGE_SERVICE=off: neither).
     """
@@ -40,7 +41,7 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
         if as_json:  # null without a decision service, as before the warm process existed
             click.echo(json.dumps(doc if doc is None else {**doc, "warm": warm_doc}, indent=2))
         elif doc is None:
-            click.echo(f"no decision service is running for these settings "
+            click.echo(f"no decision service is running for this user "
                        f"(socket {address.socket}); the next hook call starts one")
         else:
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(doc["started"]))
@@ -51,11 +52,11 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
             click.echo(f"  calls:     {sum(doc['served'].values())} answered, "
                        f"{doc['in_flight']} in flight")
             click.echo(f"  log:       {doc['log']}")
-            click.echo(f"  settings:  {', '.join(doc['settings']) or '(none)'}")
+            click.echo(f"  serves:    uid {doc['uid']}, any PREIMAGE_HOME, config or session")
         if as_json:
             pass
         elif warm_doc is None:
-            click.echo("no warm process is running for these settings; the next command "
+            click.echo("no warm process is running for this user; the next command "
                        "starts one")
         else:
             click.echo(f"warm process pid {warm_doc['pid']}: {warm_doc['served']} commands "
@@ -64,10 +65,10 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
     if do_stop:
         pid = svc.stop(address)
         click.echo(f"stopped the decision service (pid {pid})" if pid
-                   else "no decision service was running for these settings")
+                   else "no decision service was running for this user")
         warm_doc = warm.ask(warm_address, "stop")
         click.echo(f"stopped the warm process (pid {warm_doc['pid']}; commands running in it "
-                   "finish)" if warm_doc else "no warm process was running for these settings")
+                   "finish)" if warm_doc else "no warm process was running for this user")
         return
     service = svc.DecisionService(address, idle=idle if idle is not None else svc.idle_seconds())
     try:
@@ -77,6 +78,6 @@ def serve(show_status: bool, do_stop: bool, idle: float | None, as_json: bool) -
                    f"(see {service.log_path})", err=True)
         sys.exit(2)
     if code == 3:
-        click.echo(f"a decision service already runs for these settings ({address.socket})",
+        click.echo(f"a decision service already runs for this user ({address.socket})",
                    err=True)
     sys.exit(code)

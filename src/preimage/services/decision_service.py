@@ -1,19 +1,29 @@
 """``preimage serve``: the resident decision service the hook client talks to.
 
-One process per user and settings (see :mod:`preimage.services.wire`),
-started on demand by the first hook call and gone after ``idle`` seconds
-without a call.  It imports the layer, compiles the rules and parses a
-command once at start, so each hook call costs a socket round trip and the
-decision itself; store connections, connector clients and the model tier
-(litellm, with its bundled cost map) stay warm in it.
+One process per user and installation (see :mod:`preimage.services.wire`), started
+on demand by the first hook call and gone after ``idle`` seconds without a call.  It
+imports the layer, compiles the rules and parses a command once at start; then each
+connection is answered in a child forked for it, which takes the calling hook's whole
+environment (``PREIMAGE_HOME``, ``PREIMAGE_CONFIG_DIR``, ``PGHOST``, credentials…)
+before it decides, and exits when it has answered.  So one service serves every home,
+config and session of its user, and:
 
-Each connection is served by its own thread: a capture that takes minutes in
-one session never holds up the answer to another session's read-only call.
-Peers of another uid are refused (``SO_PEERCRED``) even if the socket's 0600
-mode were loosened.  Every answer is made by
-:func:`preimage.layer.harnesses.hook.handle`, the same function the in-process fallback
-uses.  The log (``serve.log`` beside the hook log) has one JSON line per
-start, call, refusal and exit.
+* nothing of one caller stays in the service: store handles, connections, config and
+  secrets live in the child and end with it, so a home that is deleted is held by
+  nobody (the service itself runs in ``/`` and keeps only
+  :func:`preimage.services.wire.resident_env` of the environment it was started with);
+* a capture that takes minutes in one session never holds up the answer to another
+  session's read-only call: each call has a process of its own;
+* a child that crashes takes down one call, never the service.
+
+Forking costs about a millisecond here, against a hook process's ~30 ms start.  Only
+callers of the service's own uid (``SO_PEERCRED``), confined exactly as it is
+(:func:`preimage.services.peer.refusal`), are served — the service captures with its
+own rights, so a sandboxed hook must not get more through it; anyone else is refused
+and decides in its own process.  Every answer is made by
+:func:`preimage.layer.harnesses.hook.handle`, the same function the in-process
+fallback uses.  The log (``serve.log`` in the runtime directory, beside the socket;
+one JSON line per start, call, refusal and exit) is the user's, not a home's.
 """
 
 from __future__ import annotations
@@ -22,32 +32,28 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import signal
 import socket
-import struct
-import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from preimage.services import wire
+from preimage.services.call_process import Request, Spare, answer, become_call_process
+from preimage.services.peer import confinement, peer, refusal
 
 DEFAULT_IDLE = 900.0   # seconds without a call before the service exits
+WARM_FOLDERS = 8       # config folders whose rules the service keeps compiled for its children
+HEADER_SECONDS = 2.0   # a client sends its request's first line as it connects
+LOG_LIMIT = 1 << 20    # serve.log is rotated to serve.log.1 beyond this many bytes
 
 
-def serve_log_path() -> Path:
-    """``serve.log`` beside the hook log."""
-    return Path(wire.log_dir()) / "serve.log"
-
-
-@dataclass
-class _Counters:
-    started: float = field(default_factory=time.time)
-    last_call: float = field(default_factory=time.time)
-    in_flight: int = 0
-    served: Counter[str] = field(default_factory=Counter)
+def serve_log_path(address: wire.Address | None = None) -> Path:
+    """``serve.log`` in the runtime directory (the user's, not one home's)."""
+    folder = address.folder if address is not None else wire.runtime_dir()
+    return Path(folder) / "serve.log"
 
 
 class DecisionService:
@@ -57,18 +63,26 @@ class DecisionService:
                  log: Path | None = None) -> None:
         self.address = address
         self.idle = idle
-        self.log_path = log or serve_log_path()
-        self.counters = _Counters()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self.log_path = log or serve_log_path(address)
+        self.started = time.time()
+        self.last_call = time.time()
+        self.served: Counter[str] = Counter()
+        self.children: set[int] = set()
+        self._stop = False
         self._lock_fd: int | None = None
         self._listener: socket.socket | None = None
+        self._notes_r, self._notes_w = -1, -1   # children name the config folders they used
+        self._notes = b""
+        self.warm_folders: dict[str, int] = {}   # oldest first: the id of its rules
+        self.spare: Spare | None = None
 
     # ------------------------------------------------------------ log
     def log(self, event: str, **fields: Any) -> None:
         """One JSON line in the service log (never raises)."""
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                if self.log_path.stat().st_size > LOG_LIMIT:
+                    os.replace(self.log_path, self.log_path.with_name(self.log_path.name + ".1"))
             fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a") as fh:
                 fh.write(json.dumps({"time": round(time.time(), 3), "event": event,
@@ -91,8 +105,12 @@ class DecisionService:
         return True
 
     def warm(self) -> None:
-        """Import the layer, compile the rules and run the shell parser once."""
+        """Import the layer, compile the rules and run the shell parser once (and import
+        the model tier when the starting config names a model), all before the first
+        fork: every child starts with them imported.  No thread is left running — a
+        fork beside one could inherit a lock it holds."""
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         from preimage.layer.call import ToolCall
         from preimage.layer.config import LayerConfig
         from preimage.layer.deciding.backup_layer import BackupLayer
@@ -106,7 +124,37 @@ class DecisionService:
         except Exception:  # a broken config is reported per call, by handle()
             model = None
         if model:
-            threading.Thread(target=_import_litellm, name="warm-litellm", daemon=True).start()
+            with contextlib.suppress(Exception):
+                import litellm  # noqa: F401 - warm the model tier's import
+        from preimage.layer.config import rules_dir
+
+        self._learn({str(rules_dir())})
+
+    def _learn(self, folders: set[str]) -> bool:
+        """Keep the rules of the config folders children last used compiled here (at most
+        :data:`WARM_FOLDERS`, none that is gone), so the next child inherits them instead
+        of validating them again; freeze what is loaded, so children do not copy it.
+        ``True`` when a folder's rules were compiled anew (a spare lacks them)."""
+        import gc
+
+        from preimage.layer.deciding.rules import keep_rule_sets, load_rules
+
+        changed = False
+        for folder in folders:
+            known = self.warm_folders.pop(folder, 0)
+            try:
+                self.warm_folders[folder] = id(load_rules(Path(folder)))
+            except Exception:   # a broken rules file is reported per call
+                self.warm_folders[folder] = 0
+            changed = changed or self.warm_folders[folder] != known
+        for folder in list(self.warm_folders):   # oldest first; a deleted config goes at once
+            gone = folder not in folders and not os.path.isdir(os.path.dirname(folder))
+            if gone or len(self.warm_folders) > WARM_FOLDERS:
+                del self.warm_folders[folder]
+        keep_rule_sets(self.warm_folders)
+        if changed:
+            gc.freeze()
+        return changed
 
     def bind(self) -> socket.socket:
         """Listen on the socket, 0600 (a stale socket of a dead service is replaced)."""
@@ -121,7 +169,6 @@ class DecisionService:
             os.umask(old)
         os.chmod(path, 0o600)
         sock.listen(64)
-        sock.settimeout(0.5)
         self._listener = sock
         return sock
 
@@ -129,6 +176,10 @@ class DecisionService:
         """Run until idle, ``stop`` or SIGTERM; 0 on a clean exit, 3 when one already runs."""
         if not self.claim():
             return 3
+        kept = wire.resident_env(os.environ)   # the starter's settings and secrets are not ours
+        os.environ.clear()
+        os.environ.update(kept)
+        os.chdir("/")   # no caller's folder is held open
         try:
             self.warm()
             sock = self.bind()
@@ -137,46 +188,76 @@ class DecisionService:
             self._release()
             raise
         ino = os.stat(self.address.socket).st_ino
-        with self._lock:
-            self.counters.last_call = time.time()  # idle from now, not from before warm()
-        self.log("start", socket=str(self.address.socket), idle=self.idle,
-                 settings=sorted(wire.settings(os.environ)))
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
-            signal.signal(signal.SIGINT, lambda *_: self._stop.set())
+        own = confinement("self")
+        self._notes_r, self._notes_w = os.pipe()
+        os.set_blocking(self._notes_r, False)
+        self._fork_spare()
+        self.last_call = time.time()  # idle from now, not from before warm()
+        self.log("start", socket=str(self.address.socket), idle=self.idle)
+        if _main_thread():
+            signal.signal(signal.SIGTERM, self._on_stop)
+            signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
         reason = "stopped"
         try:
-            while not self._stop.is_set():
+            while not self._stop:
+                ready, _, _ = select.select([sock.fileno(), self._notes_r], [], [], 0.5)
+                self.children = {pid for pid in self.children if _alive(pid)}
+                if self.children:
+                    self.last_call = time.time()
+                if self._notes_r in ready:
+                    self._read_notes()
+                if sock.fileno() not in ready:
+                    if time.time() - self.last_call > self.idle:
+                        reason = "idle"
+                        break
+                    if any(not os.path.isdir(os.path.dirname(f)) for f in self.warm_folders):
+                        self._learn(set())   # a config folder was deleted: drop its rules
+                    continue
                 try:
                     conn, _ = sock.accept()
-                except TimeoutError:
-                    with self._lock:
-                        free = self.counters.in_flight == 0
-                        quiet = free and time.time() - self.counters.last_call > self.idle
-                    gone = wire.home_gone() if free else None
-                    if quiet or gone:
-                        reason = gone or "idle"
-                        break
+                except OSError:
                     continue
-                threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
+                self.last_call = time.time()
+                self._take(conn, own)
         finally:
             sock.close()
             with contextlib.suppress(OSError):
                 if os.stat(self.address.socket).st_ino == ino:
                     os.unlink(self.address.socket)
-            self._drain()
-            self.log("exit", reason=reason, served=dict(self.counters.served))
+            if self.spare is not None:
+                self.spare.retire()
+            # calls in flight finish in their own processes; nothing waits for them here
+            self.log("exit", reason=reason, served=dict(self.served),
+                     in_flight=len(self.children))
             self._release()
         return 0
 
-    def _drain(self, limit: float = 30.0) -> None:
-        """Let calls in flight finish (bounded) before the process goes."""
-        end = time.monotonic() + limit
-        while time.monotonic() < end:
-            with self._lock:
-                if self.counters.in_flight == 0:
-                    return
-            time.sleep(0.05)
+    def _read_notes(self) -> None:
+        """Take the config folders children reported (one per line) and warm them."""
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while chunk := os.read(self._notes_r, 1 << 16):
+                self._notes += chunk
+        *lines, self._notes = self._notes.split(b"\n")
+        folders = {line.decode("utf-8", "surrogateescape") for line in lines if line}
+        if folders and self._learn(folders) and self.spare is not None:
+            self.spare.retire()   # it was forked before these rules were compiled
+            self._fork_spare()
+
+    def _closing(self) -> list[int]:
+        """The service's own descriptors, which no call process keeps."""
+        fds = [self._notes_r]
+        if self._listener is not None:
+            fds.append(self._listener.fileno())
+        if self._lock_fd is not None:
+            fds.append(self._lock_fd)
+        return fds
+
+    def _fork_spare(self) -> None:
+        self.spare = Spare.fork(self._closing(), self.log, self._notes_w)
+
+    def _on_stop(self, *_: object) -> None:
+        self._stop = True
 
     def _release(self) -> None:
         if self._lock_fd is not None:
@@ -184,15 +265,20 @@ class DecisionService:
             self._lock_fd = None
 
     # ------------------------------------------------------------ one connection
-    def _serve_conn(self, conn: socket.socket) -> None:
+    def _take(self, conn: socket.socket, own: tuple[str, ...] | None) -> None:
+        """Refuse the caller, answer ``status`` or ``stop``, or fork a child that answers
+        a hook call.  Only the request's first line is read here (a client sends it as it
+        connects); the payload is read by the child."""
         with conn:
+            why = refusal(conn, own)
             pid, uid = _peer(conn)
-            if uid != os.getuid():
-                self.log("refused", peer_pid=pid, peer_uid=uid)
+            if why is not None:
+                self.log("refused", peer_pid=pid, peer_uid=uid, why=why)
                 with contextlib.suppress(OSError):
-                    wire.reply(conn, {"event": "error", "error": "refused: another user's process"})
+                    conn.settimeout(1.0)
+                    wire.reply(conn, {"event": "error", "error": f"refused: {why}"})
                 return
-            conn.settimeout(10.0)
+            conn.settimeout(HEADER_SECONDS)
             reader = wire.LineReader(conn)
             try:
                 head = reader.line()
@@ -201,101 +287,90 @@ class DecisionService:
                 size = int(head.get("body", 0))
                 if not 0 <= size <= wire.MAX_BODY:
                     raise ValueError(f"body of {size} bytes refused")
-                body = reader.body(size)
             except (OSError, ValueError) as exc:
                 self.log("bad-request", peer_pid=pid, error=str(exc))
                 with contextlib.suppress(OSError):
                     wire.reply(conn, {"event": "error", "error": f"bad request: {exc}"})
                 return
-            if head.get("v") != wire.PROTOCOL:
-                with contextlib.suppress(OSError):
-                    wire.reply(conn, {"event": "error", "error": f"protocol {head.get('v')!r} not "
-                                      f"spoken; this service speaks {wire.PROTOCOL}"})
-                return
             op = head.get("op")
-            if op == "hook":
-                self._hook(conn, head, body, pid)
-            elif op == "status":
-                wire.reply(conn, {"event": "status", **self.status()})
-            elif op == "stop":
-                self.log("stop-requested", peer_pid=pid)
-                wire.reply(conn, {"event": "stopping", "pid": os.getpid()})
-                self._stop.set()
+            with contextlib.suppress(OSError):
+                if head.get("v") != wire.PROTOCOL:
+                    wire.reply(conn, {"event": "error", "error": f"protocol {head.get('v')!r} "
+                                      f"not spoken; this service speaks {wire.PROTOCOL}"})
+                elif op == "status":
+                    wire.reply(conn, {"event": "status", **self.status()})
+                elif op == "stop":
+                    self.log("stop-requested", peer_pid=pid)
+                    wire.reply(conn, {"event": "stopping", "pid": os.getpid()})
+                    self._stop = True
+                elif op != "hook":
+                    wire.reply(conn, {"event": "error", "error": f"unknown op {op!r}"})
+            if op != "hook" or head.get("v") != wire.PROTOCOL:
+                return
+            request = Request(head, size, reader.buf, pid)
+            spare, self.spare = self.spare, None
+            if spare is not None and spare.hand(conn, request):
+                child: int | None = spare.pid
             else:
-                wire.reply(conn, {"event": "error", "error": f"unknown op {op!r}"})
+                child = self._fork_call(conn, request)
+            if child is not None:
+                self.children.add(child)
+                self.served["hook"] += 1
+        self._fork_spare()   # after the hand-off: the call does not wait for this fork
 
-    def _hook(self, conn: socket.socket, head: dict[str, Any], body: bytes, peer: int) -> None:
-        from preimage.layer.harnesses.hook import handle
-
-        args = [str(a) for a in head.get("args") or []]
-        harness = str(head.get("harness") or "claude-code")
-        env = head.get("env") if isinstance(head.get("env"), dict) else None
-        cwd = head.get("cwd") if isinstance(head.get("cwd"), str) else None
-        with self._lock:
-            self.counters.in_flight += 1
-            self.counters.last_call = time.time()
-        started = time.perf_counter()
+    def _fork_call(self, conn: socket.socket, request: Request) -> int | None:
+        """Answer ``request`` in a process forked for it now (no spare was ready)."""
         try:
-            wire.reply(conn, {"event": "accepted", "pid": os.getpid(),
-                              "deadline": _deadline(args)})
-            outcome = handle(harness, args, body.decode("utf-8", "replace"), env=env, cwd=cwd,
-                             pid=peer or None)
-            conn.settimeout(30.0)
-            wire.reply(conn, {"event": "answer", "stdout": outcome.stdout,
-                              "stderr": outcome.stderr, "exit_code": outcome.exit_code})
-            result = "answered"
-        except OSError as exc:  # the client went away; the decision (and backup) still stands
-            result = f"client gone: {exc}"
-        finally:
-            with self._lock:
-                self.counters.in_flight -= 1
-                self.counters.last_call = time.time()
-                self.counters.served["hook"] += 1
-        self.log("hook", peer_pid=peer, harness=harness, bytes=len(body), result=result,
-                 seconds=round(time.perf_counter() - started, 4))
+            child = os.fork()
+        except OSError as exc:  # no process to spare: the client decides in-process
+            self.log("fork-failed", error=str(exc))
+            return None
+        if child == 0:
+            code = 0
+            try:
+                become_call_process(self._closing())
+                answer(conn, request, self.log, self._notes_w)
+            except BaseException:  # nothing may return into the service's loop
+                code = 1
+            finally:
+                os._exit(code)
+        return child
 
     def status(self) -> dict[str, Any]:
         """What ``preimage serve --status`` prints."""
-        with self._lock:
-            c = self.counters
-            return {
-                "pid": os.getpid(), "socket": str(self.address.socket), "key": self.address.key,
-                "started": c.started, "uptime": round(time.time() - c.started, 1),
-                "idle_exit": self.idle, "idle_for": round(time.time() - c.last_call, 1),
-                "in_flight": c.in_flight, "served": dict(c.served), "log": str(self.log_path),
-                "home": os.environ.get("PREIMAGE_HOME", ""),
-                "config_dir": os.environ.get("PREIMAGE_CONFIG_DIR", ""),
-                "settings": sorted(wire.settings(os.environ)),
-            }
+        return {
+            "pid": os.getpid(), "socket": str(self.address.socket), "key": self.address.key,
+            "started": self.started, "uptime": round(time.time() - self.started, 1),
+            "idle_exit": self.idle, "idle_for": round(time.time() - self.last_call, 1),
+            "in_flight": len(self.children), "calls": sorted(self.children),
+            "served": {"hook": self.served["hook"]},
+            "log": str(self.log_path), "uid": os.getuid(),
+            "warm_rules": list(self.warm_folders),
+        }
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _peer(conn: socket.socket) -> tuple[int, int]:
-    """``(pid, uid)`` of the process at the other end (Linux ``SO_PEERCRED``)."""
+    """``(pid, uid)`` of the caller, ``(0, -1)`` when the kernel does not say."""
     try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid, uid, _gid = struct.unpack("3i", raw)
-        return pid, uid
+        return peer(conn)
     except OSError:
         return 0, -1
-
-
-def _deadline(args: list[str]) -> float:
-    """Seconds the answer may take: the call's ``--timeout`` or the configured one."""
-    if "--timeout" in args:
-        i = args.index("--timeout")
-        with contextlib.suppress(IndexError, ValueError):
-            return float(args[i + 1])
-    try:
-        from preimage.layer.config import LayerConfig
-
-        return LayerConfig.load().timeout
-    except Exception:
-        return 45.0
-
-
-def _import_litellm() -> None:
-    with contextlib.suppress(Exception):
-        import litellm  # noqa: F401 - warm the model tier's import
 
 
 def idle_seconds() -> float:

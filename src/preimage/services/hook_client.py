@@ -53,10 +53,11 @@ def _log(event: dict[str, Any]) -> None:
 
 
 def _call_env() -> dict[str, str]:
-    """What varies per call and must reach the service: the whole environment.
+    """Everything the call's decision depends on: the whole environment.
 
-    The service uses it as the environment the command line expands in (and
-    for ``CLAUDE_PROJECT_DIR``); its own settings already equal the client's.
+    The service answers in a process of its own that takes it as its environment —
+    the store, config and tool settings, the variables the command line expands in,
+    ``CLAUDE_PROJECT_DIR`` — and ends with the call, credentials included.
     """
     return dict(os.environ)
 
@@ -73,14 +74,15 @@ def ask_service(address: wire.Address, harness: str, args: list[str],
     except OSError as exc:
         raise ServiceUnavailable(f"no service at {address.socket} ({exc.strerror or exc})") from exc
     with sock:
+        reader = wire.LineReader(sock)
         try:
             wire.send(sock, {"op": "hook", "harness": harness, "args": args,
                              "cwd": os.getcwd(), "env": _call_env()}, payload)
             sock.settimeout(ACCEPT_SECONDS)
-            reader = wire.LineReader(sock)
             first = reader.line()
         except (OSError, ValueError) as exc:
-            raise ServiceUnavailable(f"the service did not take the call ({exc})") from exc
+            why = _refusal(reader) or f"the service did not take the call ({exc})"
+            raise ServiceUnavailable(why) from exc
         if first is None or first.get("event") != "accepted":
             why = (first or {}).get("error") or "it closed the connection"
             raise ServiceUnavailable(f"the service refused the call: {why}")
@@ -97,6 +99,16 @@ def ask_service(address: wire.Address, harness: str, args: list[str],
         if doc.get("event") != "answer":
             raise ServiceLost(f"the decision service failed: {doc.get('error') or doc}")
         return str(doc.get("stdout", "")), str(doc.get("stderr", "")), int(doc.get("exit_code", 0))
+
+
+def _refusal(reader: wire.LineReader) -> str | None:
+    """The reason a service that closed on us gave (it refuses before reading a request)."""
+    try:
+        reader.sock.settimeout(0.2)
+        doc = reader.line()
+    except (OSError, ValueError):
+        return None
+    return f"the service refused the call: {doc['error']}" if doc and doc.get("error") else None
 
 
 def start_service(address: wire.Address) -> bool:

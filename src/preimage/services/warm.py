@@ -13,14 +13,17 @@ this process would have, writing straight to the caller's terminal or pipes.
 The caller waits for the child's exit status and forwards the signals it gets
 (Ctrl-C, ``kill``) to it.
 
-One warm process runs per user, installation and set of settings — the
-decision service's key (:mod:`preimage.services.wire`), so it never holds
-modules imported under another ``PREIMAGE_HOME``, ``PGHOST`` or install — in
-the same runtime directory (0700), as ``cli-<key>.sock`` (0600).  It serves only a
+One warm process runs per user and installation (:mod:`preimage.services.wire`), for
+every ``PREIMAGE_HOME``, config and tool setting: each command's child takes the
+caller's whole environment and working directory before it runs, and the warm process
+itself keeps only :func:`preimage.services.wire.resident_env` of the one it was started
+with, so nothing it imported or holds belongs to one caller.  Its socket is
+``cli-<key>.sock`` (0600) in the user's runtime directory (0700).  It serves only a
 caller of its own user confined exactly as it is — same namespaces, root, credentials,
-capabilities, no_new_privs, seccomp filters and LSM label (:func:`confinement`): a
-command never runs with rights its caller does not have; any other caller runs its
-command itself.  A caller killed outright (``kill -9``) ends the command it asked for.
+capabilities, no_new_privs, seccomp filters and LSM label
+(:func:`preimage.services.peer.refusal`): a command never runs with rights its caller
+does not have; any other caller runs its command itself.  A caller killed outright
+(``kill -9``) ends the command it asked for.
 It forks only while it has no thread but its own,
 and exits after ``$PREIMAGE_SERVE_IDLE`` seconds (default 900) with no command.
 ``PREIMAGE_SERVICE=off`` keeps every command in its own process, as it keeps
@@ -60,7 +63,7 @@ MAX_REQUEST = 16 << 20
 
 
 def address(env: dict[str, str] | os._Environ[str] | None = None) -> Address:
-    """The warm process's socket, lock and start marker for ``env``'s settings."""
+    """The warm process's socket, lock and start marker (in ``env``'s runtime directory)."""
     from preimage.services import wire
 
     return wire.Address.from_env(env, kind="cli")
@@ -240,6 +243,7 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
     import threading
 
     from preimage.services import wire
+    from preimage.services.peer import confinement, same_confinement
 
     here = address()
     lock = os.open(here.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -249,6 +253,9 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
         return 3  # another warm process holds it
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
+    kept = wire.resident_env(os.environ)   # the starter's settings and secrets are not ours
+    os.environ.clear()
+    os.environ.update(kept)
     _warm_up(preload)
     if warm_up is not None:
         warm_up()
@@ -273,12 +280,12 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
             children = {pid for pid in children if _alive(pid)}
             if children or ready:
                 last = time.monotonic()
-            elif time.monotonic() - last > idle or wire.home_gone():
+            elif time.monotonic() - last > idle:
                 return 0
             if not ready:
                 continue
             conn, _ = listener.accept()
-            if not _same_confinement(conn, own):
+            if not same_confinement(conn, own):
                 conn.close()   # unanswered: the caller runs the command with its own rights
                 continue
             outcome = _take(conn, here, {"running": len(children), "served": served},
@@ -304,60 +311,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _peer(conn: socket.socket) -> tuple[int, int]:
-    """The connecting process's pid and uid, as the kernel recorded them at ``connect``
-    (pid 0: it lives in a PID namespace this process cannot see)."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
-    return int(pid), int(uid)
-
-
-#: What makes two processes of one user able to do different things: their namespaces
-#: (a mount namespace with the store or the workspace read-only, another network), their
-#: root directory, credentials and capabilities, no_new_privs (which Landlock and most
-#: seccomp sandboxes set), seccomp filters, and the LSM label.
-_NAMESPACES = ("mnt", "user", "pid", "net", "ipc", "uts", "cgroup")
-_STATUS_FIELDS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-                  "NoNewPrivs", "Seccomp", "Seccomp_filters")
-
-
-def confinement(pid: int | str) -> tuple[str, ...] | None:
-    """What confines process ``pid`` (see :data:`_NAMESPACES`), read from ``/proc``;
-    ``None`` when any of it cannot be read (then it is not known to equal anything)."""
-    base = f"/proc/{pid}"
-    try:
-        out = [f"{name}:{os.readlink(f'{base}/ns/{name}')}" for name in _NAMESPACES
-               if os.path.lexists(f"/proc/self/ns/{name}")]
-        root = os.stat(f"{base}/root")
-        out.append(f"root:{root.st_dev}:{root.st_ino}")
-        with open(f"{base}/status", encoding="utf-8", errors="replace") as fh:
-            fields = dict(line.rstrip("\n").split(":", 1) for line in fh if ":" in line)
-        out += [f"{name}:{' '.join(fields.get(name, '').split())}" for name in _STATUS_FIELDS]
-        try:
-            with open(f"{base}/attr/current", encoding="utf-8", errors="replace") as fh:
-                out.append(f"label:{fh.read().strip()}")
-        except OSError:
-            out.append("label:")   # no LSM: the same for every process
-    except (OSError, ValueError):
-        return None
-    return tuple(out)
-
-
-def _same_confinement(conn: socket.socket, own: tuple[str, ...] | None) -> bool:
-    """Whether the caller on ``conn`` is this process's user, confined exactly as this
-    process is.  The warm process runs a command with its own rights, so it serves only a
-    caller that has the same ones: a caller in a sandbox (another mount namespace with the
-    store read-only, no_new_privs, other seccomp filters) runs its command itself, where
-    the sandbox applies."""
-    try:
-        pid, uid = _peer(conn)
-    except OSError:
-        return False
-    if uid != os.getuid() or pid <= 0 or own is None:
-        return False
-    return confinement(pid) == own
 
 
 def _take(conn: socket.socket, where: Address, counts: dict[str, int], threads: int,

@@ -1,14 +1,15 @@
-"""Where the decision service listens and the frames it speaks (standard library only).
+"""Where the resident processes listen and the frames they speak (standard library only).
 
-One service runs per user *and* per set of settings: the socket's name is a
-hash of the uid, the protocol version, this installation, and every
-environment variable that changes what a decision or a capture does
-(:data:`SETTING_PREFIXES`, :data:`SETTING_NAMES`).  A hook client therefore
-only ever talks to a service whose own environment holds the same settings
-as the client's, so ``PREIMAGE_HOME``, ``PREIMAGE_MODE``, ``KUBECONFIG`` or
-``PGHOST`` cannot leak from one user's session into another's decisions.
-What varies per call (the working directory, ``CLAUDE_PROJECT_DIR``, the
-variables a command line expands) travels with each request instead.
+One decision service and one warm process run per user and installation: the
+socket's name is a hash of the uid, the protocol version and this installation
+(the interpreter and this copy of preimage), nothing else.  Every setting that
+changes a decision or a capture — ``PREIMAGE_HOME``, ``PREIMAGE_CONFIG_DIR``,
+``PREIMAGE_MODE``, ``KUBECONFIG``, ``PGHOST``, the working directory — travels with
+each request, and the request is answered in a process forked for it with exactly
+that environment; so any home, config or session of the user is served by the same
+pair, none of them can leak into another's decisions, and a secret a request carries
+lives only as long as the forked process that answers it.  The resident processes
+themselves keep only :func:`resident_env` of the environment they were started with.
 
 The socket lives in ``$PREIMAGE_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/preimage``,
 else ``/tmp/preimage-<uid>``: a directory of mode 0700 owned by the user
@@ -45,33 +46,25 @@ PROTOCOL = 1
 MAX_HEADER = 1 << 20           # one header line; the payload itself travels raw
 MAX_BODY = 256 << 20           # a hook payload larger than this is refused
 
-# Environment variables that change a decision or a capture: store, config and
-# log locations, mode and policy, the model and its provider, and the settings
-# of the tools connectors drive (kubectl, libpq, git, mysql, TLS).
-SETTING_PREFIXES = (
-    "PREIMAGE_", "XDG_", "LC_", "LITELLM_", "KUBE", "PG", "MYSQL", "GIT_", "AWS_",
-    "OPENAI_", "ANTHROPIC_", "AZURE_", "GEMINI_", "GOOGLE_", "MISTRAL_", "OLLAMA_",
-)
-SETTING_NAMES = (
-    "HOME", "USER", "LOGNAME", "PATH", "LANG", "TZ", "TMPDIR", "NETRC", "PYTHONPATH",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY",
-    "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-)
-# Variables that never change a decision even though their prefix says setting: what a
-# harness sets per session or per call (they travel with each request), so a new session
-# finds the service the last one started.
-_NOT_SETTINGS = frozenset({"PREIMAGE_SERVICE", "GEMINI_SESSION_ID", "GEMINI_PROJECT_DIR",
-                           "GEMINI_CWD", "GEMINI_PLANS_DIR"})
+# What a resident process keeps of the environment it was started with: how Python finds
+# its modules, where its socket is, the language.  Everything else — HOME, the store, the
+# config, credentials such as PGPASSWORD or a model's API key — belongs to a caller (often
+# a scratch folder deleted a moment later) and comes with each request instead.
+_RESIDENT_NAMES = frozenset({
+    "PATH", "LANG", "TZ", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PREIMAGE_RUNTIME_DIR",
+    "XDG_RUNTIME_DIR", "PREIMAGE_SERVE_IDLE", "LITELLM_LOCAL_MODEL_COST_MAP",
+    "PYDANTIC_DISABLE_PLUGINS",
+})
 
 
 class RuntimeDirError(OSError):
     """The runtime directory is missing, foreign or open to other users."""
 
 
-def settings(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """The part of ``env`` a service must share with its clients."""
-    return {k: v for k, v in env.items()
-            if (k.startswith(SETTING_PREFIXES) or k in SETTING_NAMES) and k not in _NOT_SETTINGS}
+def resident_env(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The part of ``env`` a resident process keeps for itself (see :data:`_RESIDENT_NAMES`;
+    ``LC_*`` too): no secret and no caller's setting outlives the request that carried it."""
+    return {k: v for k, v in env.items() if k in _RESIDENT_NAMES or k.startswith("LC_")}
 
 
 def installation() -> str:
@@ -84,10 +77,9 @@ def installation() -> str:
     return f"{os.path.realpath(sys.executable)}|{here}|{stamp}"  # python, python3: one service
 
 
-def service_key(env: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """16 hex digits naming the service for this uid, installation and settings."""
-    doc = json.dumps([os.getuid(), PROTOCOL, installation(),
-                      sorted(settings(os.environ if env is None else env).items())])
+def service_key() -> str:
+    """16 hex digits naming the resident processes of this uid and installation."""
+    doc = json.dumps([os.getuid(), PROTOCOL, installation()])
     raw = doc.encode("utf-8", "surrogateescape")
     # two independent 32-bit checksums: a name, not a secret, so no hashlib (OpenSSL) import
     return f"{zlib.crc32(raw):08x}{zlib.adler32(raw[::-1]):08x}"
@@ -141,7 +133,7 @@ class Address:
     def from_env(cls, env: dict[str, str] | os._Environ[str] | None = None,
                  kind: str = "serve") -> Address:
         """The address for ``env`` (default: this process's environment)."""
-        return cls(service_key(env), runtime_dir(env), kind)
+        return cls(service_key(), runtime_dir(env), kind)
 
     def _file(self, suffix: str) -> str:
         return os.path.join(self.folder, f"{self.kind}-{self.key}.{suffix}")
@@ -158,20 +150,6 @@ class Address:
     def started(self) -> str:
         """Touched by a client that started a service (so the next one does not start another)."""
         return self._file("start")
-
-
-def home_gone(env: dict[str, str] | os._Environ[str] | None = None) -> str | None:
-    """Why a resident process serving ``env``'s settings should leave: its ``HOME`` or
-    the folder its ``PREIMAGE_HOME`` is in was deleted (nobody can reach it with those
-    settings again, so waiting out the idle time only holds memory).  ``None`` otherwise."""
-    env = os.environ if env is None else env
-    home = env.get("HOME")
-    if home and not os.path.isdir(home):
-        return f"its HOME {home} is gone"
-    store = env.get("PREIMAGE_HOME")
-    if store and not os.path.isdir(os.path.dirname(os.path.abspath(store))):
-        return f"the folder of its PREIMAGE_HOME {store} is gone"
-    return None
 
 
 def service_off(env: dict[str, str] | os._Environ[str]) -> bool:
@@ -191,9 +169,9 @@ def log_dir(env: dict[str, str] | os._Environ[str] | None = None) -> str:
 
 
 def start_detached(marker: str, args: list[str], backoff: float) -> bool:
-    """Run ``python ARGS`` detached from this process (its own session, no terminal, the
-    current environment), unless ``marker`` was touched less than ``backoff`` seconds
-    ago — by a client that started it moments before; True when started."""
+    """Run ``python ARGS`` detached from this process (its own session, no terminal, only
+    :func:`resident_env` of this environment), unless ``marker`` was touched less than
+    ``backoff`` seconds ago — by a client that started it moments before; True when started."""
     import time
 
     try:
@@ -207,7 +185,7 @@ def start_detached(marker: str, args: list[str], backoff: float) -> bool:
         import subprocess
 
         subprocess.Popen(
-            [sys.executable, *args], cwd="/", env=dict(os.environ),
+            [sys.executable, *args], cwd="/", env=resident_env(os.environ),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )

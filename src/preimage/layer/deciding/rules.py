@@ -296,6 +296,17 @@ def _user_file(path: Path) -> tuple[list[Rule], list[str]]:
     return got, bad
 
 
+def keep_rule_sets(folders: Iterable[str]) -> None:
+    """Forget the cached rules of every folder but ``folders`` (a resident process serving
+    many config directories keeps a few, not every one it ever saw)."""
+    keep = set(folders)
+    with _cache_lock:
+        for folder in [f for f in _sets if f not in keep]:
+            del _sets[folder]
+        for path in [p for p in _user_files if str(Path(p).parent) not in keep]:
+            del _user_files[path]
+
+
 def load_rules(user_dir: Path | None = None) -> RuleSet:
     """Shipped rules plus the user's (``rules.d``); bad user files are reported, not fatal.
 

@@ -50,7 +50,10 @@ _READ_GROUP = 8 << 20   # at most this many bytes per ranged GET
 _READ_AHEAD = 4         # ranged GETs in flight ahead of the reader
 _READ_WINDOW = 4 << 20  # small boxes read along with a requested one (into the cache)
 _SPAN_GAP = 1 << 20     # bytes of other boxes a span may read over to join two blobs
-_CACHE_LIMIT = int(os.environ.get("PREIMAGE_CHUNK_CACHE_MB", "512")) << 20
+def _cache_limit() -> int:
+    """``$PREIMAGE_CHUNK_CACHE_MB`` in bytes, read at use (not at import: a resident process
+    serves callers with different settings)."""
+    return int(os.environ.get("PREIMAGE_CHUNK_CACHE_MB", "512")) << 20
 
 
 class WriterLeaseLapsed(StoreError):
@@ -567,7 +570,7 @@ class PackRepository:
     def _neighbours(self, pack_id: str, end: int) -> list[Entry]:
         """Boxes of ``pack_id`` right after offset ``end``, up to a window, worth reading
         in the same GET."""
-        if self.cache_dir is None or _CACHE_LIMIT <= 0:
+        if self.cache_dir is None or _cache_limit() <= 0:
             return []
         entries = self._packs.get(pack_id, [])
         offsets = self._offsets.get(pack_id)
@@ -659,7 +662,7 @@ class PackRepository:
 
     def _cache_box(self, cid: str, box: bytes | memoryview) -> None:
         path = self._cache_path(cid)
-        if path is None or _CACHE_LIMIT <= 0:
+        if path is None or _cache_limit() <= 0:
             return
         # Written in place, not renamed: a box cut short by a crash fails to
         # authenticate, and a failed cached box is refetched.
@@ -687,7 +690,7 @@ class PackRepository:
                     total += st.st_size
         files.sort()
         for _mtime, size, p in files:
-            if total <= _CACHE_LIMIT:
+            if total <= _cache_limit():
                 break
             with contextlib.suppress(OSError):
                 p.unlink()

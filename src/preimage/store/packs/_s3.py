@@ -24,8 +24,6 @@ from typing import Any
 from preimage.interface.errors import RemoteUnavailableError, StoreConfigError
 from preimage.store.packs._storage import ObjectMissing
 
-_TIMEOUT = os.environ.get("PREIMAGE_S3_TIMEOUT", "60s")
-
 
 @dataclass(frozen=True)
 class S3Location:
@@ -81,7 +79,7 @@ class S3Storage:
             client_options={
                 "allow_http": bool(loc.endpoint and loc.endpoint.startswith("http://")),
                 "connect_timeout": "5s",
-                "timeout": _TIMEOUT,
+                "timeout": os.environ.get("PREIMAGE_S3_TIMEOUT", "60s"),  # at use: see _spool._limit
             },
             retry_config={
                 "max_retries": 3,

@@ -29,7 +29,11 @@ from typing import BinaryIO
 
 from preimage.interface.errors import BlobCorruptError
 
-_LIMIT = int(os.environ.get("PREIMAGE_SPOOL_MB", "4096")) << 20
+
+def _limit() -> int:
+    """``$PREIMAGE_SPOOL_MB`` in bytes, read when a spool is made (a resident process serves
+    callers with different settings, so nothing is read at import)."""
+    return int(os.environ.get("PREIMAGE_SPOOL_MB", "4096")) << 20
 _BLOCK = 1 << 20
 
 
@@ -67,7 +71,8 @@ class SpoolWriter:
 class Spool:
     """A directory of verified blobs, created on first use under ``parent``."""
 
-    def __init__(self, parent: Path, limit: int = _LIMIT) -> None:
+    def __init__(self, parent: Path, limit: int | None = None) -> None:
+        limit = _limit() if limit is None else limit
         self._parent = parent
         self._limit = limit
         self._lock = threading.Lock()

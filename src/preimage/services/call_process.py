@@ -1,0 +1,214 @@
+"""The process that answers one hook call for the decision service, and the spare one
+waiting for the next call.
+
+The decision service (:mod:`preimage.services.decision_service`) answers every call in
+a process of its own, forked from it, which takes the calling hook's environment and
+exits when it has answered (why: see that module).  A freshly forked process is slow
+for its first call: every page of the service's memory it writes (Python writes
+reference counts as it reads objects) is copied first — about 1,700 page copies and
+half of a read-only call's CPU, measured.  So the service keeps one **spare**: a process
+forked ahead of time that has already walked the decision path once (the hook options,
+the config, the harness's payload reader, the rules and the shell parser on a
+read-only command), so those pages are its own, and then waits on a private channel.
+A call is handed to it as the connection itself (``SCM_RIGHTS``) plus what the service
+already read of the request; the service forks the next spare right after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from preimage.services import wire
+
+_LENGTH = struct.Struct(">I")
+Log = Callable[..., None]
+
+
+class Request:
+    """One hook call as the service read it: the header, what it already read of the
+    payload, and the calling process."""
+
+    __slots__ = ("buffered", "head", "peer", "size")
+
+    def __init__(self, head: dict[str, Any], size: int, buffered: bytes, peer: int) -> None:
+        self.head = head
+        self.size = size
+        self.buffered = buffered
+        self.peer = peer
+
+    def encode(self) -> bytes:
+        doc = {"head": self.head, "size": self.size, "peer": self.peer,
+               "buffered": self.buffered.decode("latin-1")}
+        raw = json.dumps(doc).encode()
+        return _LENGTH.pack(len(raw)) + raw
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Request:
+        doc = json.loads(raw)
+        return cls(doc["head"], int(doc["size"]), doc["buffered"].encode("latin-1"),
+                   int(doc["peer"]))
+
+
+def become_call_process(closing: list[int]) -> None:
+    """In a process just forked from the service: default signal handling (subprocesses
+    are waited for again) and none of the service's own descriptors (``closing``)."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    for fd in closing:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
+    """Read the rest of the payload, take the caller's environment and answer the call;
+    then name the caller's rules folder on ``notes`` so the service warms it."""
+    conn.settimeout(10.0)
+    reader = wire.LineReader(conn)
+    reader.buf = request.buffered
+    try:
+        body = reader.body(request.size)
+    except (OSError, ValueError) as exc:
+        log("bad-request", peer_pid=request.peer, error=str(exc))
+        with contextlib.suppress(OSError):
+            wire.reply(conn, {"event": "error", "error": f"bad request: {exc}"})
+        return
+    from preimage.layer.harnesses.hook import handle
+
+    head = request.head
+    args = [str(a) for a in head.get("args") or []]
+    harness = str(head.get("harness") or "claude-code")
+    env = head.get("env") if isinstance(head.get("env"), dict) else None
+    cwd = head.get("cwd") if isinstance(head.get("cwd"), str) else None
+    if env is not None:  # this process is the caller's now: its settings are ours
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+    started = time.perf_counter()
+    try:
+        wire.reply(conn, {"event": "accepted", "pid": os.getpid(), "deadline": deadline(args)})
+        outcome = handle(harness, args, body.decode("utf-8", "replace"), env=env, cwd=cwd,
+                         pid=request.peer or None)
+        conn.settimeout(30.0)
+        wire.reply(conn, {"event": "answer", "stdout": outcome.stdout,
+                          "stderr": outcome.stderr, "exit_code": outcome.exit_code})
+        result = "answered"
+    except OSError as exc:  # the client went away; the decision (and backup) still stands
+        result = f"client gone: {exc}"
+    log("hook", peer_pid=request.peer, harness=harness, bytes=len(body), result=result,
+        seconds=round(time.perf_counter() - started, 4))
+    with contextlib.suppress(Exception):
+        from preimage.layer.config import rules_dir
+
+        os.write(notes, os.fsencode(str(rules_dir())) + b"\n")
+
+
+def deadline(args: list[str]) -> float:
+    """Seconds the answer may take: the call's ``--timeout`` or the configured one."""
+    if "--timeout" in args:
+        i = args.index("--timeout")
+        with contextlib.suppress(IndexError, ValueError):
+            return float(args[i + 1])
+    try:
+        from preimage.layer.config import LayerConfig
+
+        return LayerConfig.load().timeout
+    except Exception:
+        return 45.0
+
+
+def walk_decision_path() -> None:
+    """Decide a read-only call as a hook would, writing nothing: the pages this touches
+    become the spare's own before any call waits on it."""
+    from preimage.layer.call import ToolCall
+    from preimage.layer.config import LayerConfig
+    from preimage.layer.deciding.backup_layer import BackupLayer
+    from preimage.layer.harnesses import get_harness
+    from preimage.layer.harnesses.hook import _hook_options
+
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "session_id": "",
+               "tool_input": {"command": "ls -la"}, "cwd": "/", "tool_use_id": ""}
+    _hook_options([])
+    config = LayerConfig.load()
+    get_harness("claude-code").event(json.loads(json.dumps(payload)))
+    BackupLayer(config=config).plan(ToolCall.shell("ls -la | grep x > /dev/null", cwd="/"))
+
+
+class Spare:
+    """A process forked ahead of a call, waiting for one (see the module's docstring)."""
+
+    def __init__(self, pid: int, channel: socket.socket) -> None:
+        self.pid = pid
+        self.channel = channel
+
+    @classmethod
+    def fork(cls, closing: list[int], log: Log, notes: int) -> Spare | None:
+        """Fork a spare; ``None`` when no process can be made (calls are forked directly)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            log("fork-failed", error=str(exc))
+            return None
+        if pid == 0:
+            code = 0
+            try:
+                ours.close()
+                become_call_process(closing)
+                _wait_and_answer(theirs, log, notes)
+            except BaseException:  # nothing may return into the service's loop
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        return cls(pid, ours)
+
+    def hand(self, conn: socket.socket, request: Request) -> bool:
+        """Give the spare ``conn`` and the request; ``False`` when it did not get them (then
+        the call is the caller's to answer).  Once the connection is sent the call is the
+        spare's, even if the rest of the frame cannot follow: it then closes the call
+        unanswered (the client says NOT backed up) — never two processes on one call."""
+        try:
+            self.channel.settimeout(1.0)
+            frame = request.encode()
+            try:
+                sent = socket.send_fds(self.channel, [frame], [conn.fileno()])
+            except OSError:
+                return False
+            with contextlib.suppress(OSError):  # the spare may already have closed its end
+                if sent < len(frame):
+                    self.channel.sendall(frame[sent:])
+            return True
+        finally:
+            self.channel.close()
+
+    def retire(self) -> None:
+        """Let the spare go without a call (it exits when its channel closes)."""
+        self.channel.close()
+
+
+def _wait_and_answer(channel: socket.socket, log: Log, notes: int) -> None:
+    """The spare's life: warm up, wait for a call (or the channel's end), answer it."""
+    with contextlib.suppress(Exception):  # a broken config is reported per call
+        walk_decision_path()
+    data, fds, _, _ = socket.recv_fds(channel, 1 << 16, 1)
+    if not fds:
+        return   # retired, or the service is gone
+    while len(data) < _LENGTH.size or len(data) < _LENGTH.size + _LENGTH.unpack(
+            data[:_LENGTH.size])[0]:
+        more = channel.recv(1 << 16)
+        if not more:
+            return
+        data += more
+    channel.close()
+    request = Request.decode(data[_LENGTH.size:])
+    with socket.socket(fileno=fds[0]) as conn:
+        answer(conn, request, log, notes)
