@@ -75,15 +75,13 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     """One harness run: ``(kind, gap seconds)`` per call, and the capture seconds of the
     protected calls (from the hook log; empty without preimage)."""
     scr, kinds = script(harness, calls)
-    # One route per harness, arm and script: the model URL is in the harness's environment
-    # (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), which chooses the decision service, as
-    # the one provider URL a user has does; each run starts it afresh.
+    # One route per harness, arm and script (each run starts it afresh).
     key = (harness, arm, calls)
     route = ROUTES.get(key) or ROUTES.setdefault(key, model.route(scr))
     route.requests.clear()
     route.tool_results.clear()
-    # One store, config and log per harness and arm, as a user has: the hooks of every run
-    # reach the one decision service those settings chose (warmed by the first run).
+    # One store, config and log per harness and arm, as a user has; the hooks of every run
+    # reach the user's one decision service (warmed by the first run).
     store = root.parent / f"{harness}-{arm}-preimage"
     extra = {"PREIMAGE_HOME": str(store / "store"), "PREIMAGE_CONFIG_DIR": str(store / "config"),
              "PREIMAGE_LOG": str(store / "hook.log"), "PREIMAGE_RUNTIME_DIR": str(runtime)}
