@@ -386,8 +386,7 @@ def test_codex_in_its_sandbox_keeps_the_capture(
 def test_real_harness_through_the_decision_service(
         model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Codex's hooks answered by `preimage serve`, as a user gets it: the first hook finds
-    no service, decides in its own process and starts one (in Codex's environment — the
-    service is per settings, and Codex puts its own folder on PATH).  In the next run
+    no service, decides in its own process and starts one (the user's one service).  In the next run
     every call reaches that service (none is decided in the hook process); the service
     reads Codex's settings through the hook process it serves, so `rm` is rewritten as
     outside it; the backups land in the store the hooks were given and restore; and no
@@ -416,8 +415,10 @@ def test_real_harness_through_the_decision_service(
     log = [json.loads(line) for line in log_path.read_text().splitlines()[first:]]
     assert [e for e in log if e.get("event") == "path"] == []   # no call decided in-process
     hooks = [e for e in log if e.get("event") in ("decision", "completed")]
+    alone = [e for e in hooks if e.get("path") == "nothing after"]   # answered by the client
     served = after["served"]["hook"] - before["served"]["hook"]   # type: ignore[index]
-    assert served == len(hooks) >= 6                # three calls, each before and after
+    assert len(hooks) >= 6                          # three calls, each before and after
+    assert served == len(hooks) - len(alone) and [e["tool"] for e in alone] == ["Bash"]
     (rm,) = [e for e in log if e.get("event") == "decision" and e.get("action") == "rewrite"]
     assert " trash --home " + ran.env["PREIMAGE_HOME"] + " " in rm["updated_input"]["command"]
     assert not (project / "build").exists()

@@ -43,7 +43,7 @@ class ServiceLost(Exception):
 def _log(event: dict[str, Any]) -> None:
     """Append to the hook log (the same file :func:`preimage.layer.harnesses.hook.log` writes)."""
     try:
-        path = os.environ.get("PREIMAGE_LOG") or os.path.join(wire.log_dir(), "hook.log")
+        path = _log_path()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, like hook.log
         with os.fdopen(fd, "a") as fh:
@@ -197,10 +197,55 @@ def mark_boundary(harness: str, text: str) -> None:
         os.environ[OBSERVED_CALL] = str(call)
 
 
+#: Harnesses whose post-call payload names the call (``session_id``, ``tool_use_id``), so
+#: the pre-call note's file name can be known here (Gemini CLI's is a digest of the input).
+_NAMED_CALLS = frozenset({"claude-code", "codex", "qwen"})
+
+
+def nothing_after(harness: str, text: str) -> dict[str, Any] | None:
+    """A post-call event that has nothing to do — no note from the pre-call hook (no backup
+    was taken and none failed), not an MCP call (whose answer may name the page it is on):
+    what to log for it.  ``None`` for anything else, which goes the whole way.
+
+    The note's name is :func:`preimage.layer.deciding.completion.call_key`'s (a test holds
+    the two equal); anything this cannot read goes the whole way, so an unusual payload
+    costs time, never a post-call step."""
+    if harness not in _NAMED_CALLS or os.environ.get("PREIMAGE_SUPERVISOR"):
+        return None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("hook_event_name") not in _END_EVENTS:
+        return None
+    tool, session, call = (payload.get(k) for k in ("tool_name", "session_id", "tool_use_id"))
+    if not isinstance(tool, str) or "mcp" in tool.lower() or not isinstance(call, str) or not call:
+        return None
+    raw = f"{harness}-{session if isinstance(session, str) and session else 'nosession'}-{call}"
+    key = "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)[:200]
+    try:
+        folder = os.path.join(os.path.dirname(_log_path()), "pending")
+        if os.path.lexists(os.path.join(folder, key + ".json")):
+            return None
+    except OSError:
+        return None
+    return {"event": "completed", "harness": harness, "tool": tool, "tool_use_id": call,
+            "session_id": session, "backup_id": None, "path": "nothing after"}
+
+
+def _log_path() -> str:
+    """The hook log's path (:func:`preimage.layer.config.log_path`'s rule)."""
+    return os.environ.get("PREIMAGE_LOG") or os.path.join(wire.log_dir(), "hook.log")
+
+
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
     harness, args = _harness_and_options(argv)
     text = stdin.decode("utf-8", "replace")
+    done = nothing_after(harness, text)
+    if done is not None:   # a call that took no backup: nothing to record, nothing to say
+        _log(done)
+        return "{}", "", 0
     mark_boundary(harness, text)
     if wire.service_off(os.environ):
         _log({"event": "path", "path": "in-process", "why": "PREIMAGE_SERVICE is off"})
