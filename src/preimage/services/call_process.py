@@ -10,6 +10,9 @@ half of a read-only call's CPU, measured.  So the service keeps one **spare**: a
 forked ahead of time that has already walked the decision path once (the hook options,
 the config, the harness's payload reader, the rules and the shell parser on a
 read-only command), so those pages are its own, and then waits on a private channel.
+When it has answered, a call process names on the service's notes pipe the rules
+folder it used, and whether it had to import the model tier, so the service loads them
+for the processes it forks next.
 A call is handed to it as the connection itself (``SCM_RIGHTS``) plus what the service
 already read of the request; the service forks the next spare right after.
 """
@@ -22,6 +25,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +86,7 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
         return
     from preimage.layer.harnesses.hook import handle
 
+    had_model = "litellm" in sys.modules
     head = request.head
     args = [str(a) for a in head.get("args") or []]
     harness = str(head.get("harness") or "claude-code")
@@ -106,7 +111,10 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
     with contextlib.suppress(Exception):
         from preimage.layer.config import rules_dir
 
-        os.write(notes, os.fsencode(str(rules_dir())) + b"\n")
+        note = b"rules " + os.fsencode(str(rules_dir())) + b"\n"
+        if "litellm" in sys.modules and not had_model:   # the service imports it for the next
+            note += b"model\n"
+        os.write(notes, note)
 
 
 def deadline(args: list[str]) -> float:

@@ -35,6 +35,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -234,13 +235,22 @@ class DecisionService:
         return 0
 
     def _read_notes(self) -> None:
-        """Take the config folders children reported (one per line) and warm them."""
+        """Take what call processes reported (``rules FOLDER``, ``model``) and load it."""
         with contextlib.suppress(BlockingIOError, InterruptedError):
             while chunk := os.read(self._notes_r, 1 << 16):
                 self._notes += chunk
         *lines, self._notes = self._notes.split(b"\n")
-        folders = {line.decode("utf-8", "surrogateescape") for line in lines if line}
-        if folders and self._learn(folders) and self.spare is not None:
+        folders = {line[6:].decode("utf-8", "surrogateescape") for line in lines
+                   if line.startswith(b"rules ")}
+        changed = bool(folders) and self._learn(folders)
+        if b"model" in lines and "litellm" not in sys.modules:
+            # A call needed the model tier: import it here once (this pauses new calls for
+            # the import; the client decides in-process if none is taken within 2 s).
+            self.log("importing the model tier")
+            with contextlib.suppress(Exception):
+                import litellm  # noqa: F401 - every later call process inherits it
+            changed = True
+        if changed and self.spare is not None:
             self.spare.retire()   # it was forked before these rules were compiled
             self._fork_spare()
 
