@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -70,6 +71,9 @@ def script(harness: str, calls: int) -> tuple[Script, list[str]]:
     return Script(out), kinds
 
 
+BASELINE: dict[str, str] = {}   # "bin": --baseline-bin, another installation's console scripts
+
+
 def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
             runtime: Path) -> tuple[list[tuple[str, float]], list[float]]:
     """One harness run: ``(kind, gap seconds)`` per call, and the capture seconds of the
@@ -87,7 +91,8 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
              "PREIMAGE_LOG": str(store / "hook.log"), "PREIMAGE_RUNTIME_DIR": str(runtime)}
     if arm == "in-process":
         extra["PREIMAGE_SERVICE"] = "off"
-    box = Sandbox(harness, root, route.url, path_dirs=[BIN], extra_env=extra,
+    bin_dir = BASELINE.get("bin", BIN) if arm == "baseline" else BIN
+    box = Sandbox(harness, root, route.url, path_dirs=[bin_dir], extra_env=extra,
                   home_dir=root.parent / f"{harness}-{'floor' if arm == 'floor' else ''}home",
                   permission_mode="bypassPermissions" if harness == "claude-code" else None)
     for i in range(calls):
@@ -95,6 +100,9 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     env = box.env()
     if arm == "floor":
         _floor_hooks(harness, box)
+    elif arm == "baseline":
+        subprocess.run([os.path.join(bin_dir, "preimage"), "install", harness, "--user"],
+                       env=env, cwd=box.project, check=True, capture_output=True, timeout=600)
     elif arm != "off":
         preimage("install", harness, "--user", env=env, cwd=box.project)
     else:
@@ -143,10 +151,15 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="also measure hooks that run `cat` (what any command hook costs)")
     parser.add_argument("--json", type=Path, default=None, help="also write the samples here")
+    parser.add_argument("--baseline-bin", default=None,
+                        help="also measure another installation of preimage (the folder holding "
+                             "its `preimage` script, e.g. an older version's virtualenv)")
     opts = parser.parse_args()
     harnesses = opts.harness or list(PINNED)
-    arms = ["off", "service", *(["in-process"] if opts.in_process else []),
-            *(["floor"] if opts.floor else [])]
+    if opts.baseline_bin:
+        BASELINE["bin"] = opts.baseline_bin
+    arms = ["off", "service", *(["baseline"] if opts.baseline_bin else []),
+            *(["in-process"] if opts.in_process else []), *(["floor"] if opts.floor else [])]
     base = Path(tempfile.mkdtemp(prefix="bench-harness-"))
     runtime = base / "rt"
     runtime.mkdir(mode=0o700)
@@ -157,8 +170,9 @@ def main() -> None:
         with ModelServer() as model:
             for harness in harnesses:
                 # warm: the first hook starts the decision service; not measured
-                one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), opts.calls, "service",
-                        runtime)
+                for warm in ("service", *(["baseline"] if opts.baseline_bin else [])):
+                    one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), opts.calls, warm,
+                            runtime)
                 wait_for_service(runtime)
                 got = samples.setdefault(harness, {})
                 for _ in range(opts.runs):

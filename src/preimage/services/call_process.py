@@ -11,8 +11,9 @@ forked ahead of time that has already walked the decision path once (the hook op
 the config, the harness's payload reader, the rules and the shell parser on a
 read-only command), so those pages are its own, and then waits on a private channel.
 When it has answered, a call process names on the service's notes pipe the rules
-folder it used, and whether it had to import the model tier, so the service loads them
-for the processes it forks next.
+folder it used and the modules it had to import (the model tier, a capture's engine,
+store and connector, a driver), so the service loads them for the processes it forks
+next — the state a threaded service keeps after its first call of each kind.
 A call is handed to it as the connection itself (``SCM_RIGHTS``) plus what the service
 already read of the request; the service forks the next spare right after.
 """
@@ -87,6 +88,7 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
     from preimage.layer.harnesses.hook import handle
 
     had_model = "litellm" in sys.modules
+    had_modules = set(sys.modules)
     head = request.head
     args = [str(a) for a in head.get("args") or []]
     harness = str(head.get("harness") or "claude-code")
@@ -115,6 +117,18 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
         if "litellm" in sys.modules and not had_model:   # the service imports it for the next
             note += b"model\n"
         os.write(notes, note)
+        # What this call had to import (a capture's engine, store and connector, a driver):
+        # the service imports it too, so the next call's process starts with it, as a
+        # threaded service's next call would.  One line per write, each under PIPE_BUF, so
+        # lines of processes writing at once never interleave.
+        line = b"modules"
+        for name in sorted(set(sys.modules) - had_modules):
+            if len(line) + len(name) > 3500:
+                os.write(notes, line + b"\n")
+                line = b"modules"
+            line += b" " + name.encode()
+        if line != b"modules":
+            os.write(notes, line + b"\n")
 
 
 def deadline(args: list[str]) -> float:

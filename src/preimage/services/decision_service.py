@@ -243,13 +243,19 @@ class DecisionService:
         folders = {line[6:].decode("utf-8", "surrogateescape") for line in lines
                    if line.startswith(b"rules ")}
         changed = bool(folders) and self._learn(folders)
+        modules = sorted({name.decode() for line in lines if line.startswith(b"modules ")
+                          for name in line.split()[1:]} - set(sys.modules))
         if b"model" in lines and "litellm" not in sys.modules:
-            # A call needed the model tier: import it here once (this pauses new calls for
-            # the import; the client decides in-process if none is taken within 2 s).
-            self.log("importing the model tier")
-            with contextlib.suppress(Exception):
-                import litellm  # noqa: F401 - every later call process inherits it
-            changed = True
+            modules.insert(0, "litellm")
+        if modules:
+            # A call needed them: import them here once (this pauses new calls for the
+            # import; a client whose call is not taken within 2 s decides in-process).
+            self.log("importing", modules=len(modules), model="litellm" in modules)
+            changed = _import(modules) or changed
+            if _threads() > 1:   # a fork beside a thread could inherit a lock it holds
+                self.log("stopping", why="an imported module started a thread")
+                self._stop = True
+                return
         if changed and self.spare is not None:
             self.spare.retire()   # it was forked before these rules were compiled
             self._fork_spare()
@@ -357,6 +363,24 @@ class DecisionService:
             "log": str(self.log_path), "uid": os.getuid(),
             "warm_rules": list(self.warm_folders),
         }
+
+
+def _import(names: list[str]) -> bool:
+    """Import ``names`` (any that fails is skipped: the call imports it itself); whether
+    anything was imported.  No thread may be left running: the service forks."""
+    import importlib
+
+    before = len(sys.modules)
+    for name in names:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    return len(sys.modules) > before
+
+
+def _threads() -> int:
+    import threading
+
+    return threading.active_count()
 
 
 def _main_thread() -> bool:
