@@ -52,3 +52,17 @@ def test_the_hook_client_imports_neither_json_nor_socket() -> None:
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          check=True, env={"PYTHONPATH": ":".join(p for p in sys.path if p)})
     assert out.stdout.strip() == "[]"
+
+
+def test_loads_refuses_broken_objects_without_the_json_module() -> None:
+    """In a process that never imported `json` (the hook's), a broken object or array is a
+    ValueError like any other bad text, not an internal error."""
+    code = ("from preimage.services import lean_json\n"
+            "for bad in ['{oops', '{\"a\": 1,', '[1, ]', '{\"a\" 1}']:\n"
+            "    try:\n"
+            "        lean_json.loads(bad)\n"
+            "    except ValueError:\n"
+            "        print('refused')\n")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": ":".join(p for p in sys.path if p)})
+    assert out.stdout.split() == ["refused"] * 4, out.stdout + out.stderr

@@ -62,7 +62,13 @@ def loads(text: str | bytes) -> Any:
         value, end = scan(text, start)
     except StopIteration as exc:
         raise ValueError(f"Expecting value at char {exc.value}") from None
-    _Defaults.memo.clear()
+    except SystemError:
+        # Inside an object or array the scanner reports an error through
+        # json.decoder.JSONDecodeError, which it looks up as it raises; with ``json`` not
+        # imported that lookup fails and the call returns NULL with no exception set.
+        raise ValueError("not one JSON value") from None
+    finally:
+        _Defaults.memo.clear()
     if text[end:].strip(_WHITESPACE):
         raise ValueError(f"Extra data at char {end}")
     return value

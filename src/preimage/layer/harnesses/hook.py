@@ -174,8 +174,15 @@ def _unread_settings(adapter: Harness, event: HookEvent, message: str,
     """The answer when the settings could not be read: before a call, as for a failed
     backup — ``on_failure`` from the command line, else the default ``ask`` (a harness
     that cannot ask refuses); after a call or for any other event, a visible message."""
+    from preimage.layer.deciding.completion import remember, take
+
     if event.phase != "pre" or event.call is None:
+        if event.phase == "post" and event.call is not None:
+            take(event.call)
         return adapter.answer_unread(message, None)
+    # A note, as for any failed backup, so the post-call event is not taken for one with
+    # nothing to do (the hook's client answers those alone) and says it again.
+    remember(event.call, backup_id=None, error=message, targets=[])
     fallback = LayerConfig(on_failure=on_failure or "ask")
     return adapter.answer(Decision(action=Action.PASS, tier=None, error=message), fallback)
 
