@@ -133,7 +133,16 @@ def _floor_hooks(harness: str, box: Sandbox) -> None:
     adapter = get_harness(harness)
     path = box.home / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
                        "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[harness]
-    plan_json_install(adapter, path, "cat > /dev/null").apply()
+    # The install record goes to the sandbox's config folder, never the user's own.
+    saved = os.environ.get("PREIMAGE_CONFIG_DIR")
+    os.environ["PREIMAGE_CONFIG_DIR"] = box.env()["PREIMAGE_CONFIG_DIR"]
+    try:
+        plan_json_install(adapter, path, "cat > /dev/null").apply()
+    finally:
+        if saved is None:
+            del os.environ["PREIMAGE_CONFIG_DIR"]
+        else:
+            os.environ["PREIMAGE_CONFIG_DIR"] = saved
 
 
 def p95(values: list[float]) -> float:
