@@ -33,6 +33,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -125,6 +126,8 @@ def main() -> None:
     res: dict[str, Any] = {"rows": args.rows, "type_rows": args.type_rows,
                            "driver": args.driver}
     with contextlib.ExitStack() as stack:
+        # the work folder goes last, after the server and the warm process have stopped
+        stack.callback(shutil.rmtree, work, True)
         stack.callback(my.stop)
         env = stack.enter_context(_common.warm_process(_common.installed_env(
             my.env() | {"PREIMAGE_HOME": str(work / "home")}), work))

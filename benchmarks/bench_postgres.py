@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -156,6 +157,8 @@ def main() -> None:
     pg = fixture.PostgresServer.start()
     res: dict[str, Any] = {"rows": args.rows, "type_rows": args.type_rows}
     with contextlib.ExitStack() as stack:
+        # the work folder goes last, after the server and the warm process have stopped
+        stack.callback(shutil.rmtree, work, True)
         stack.callback(pg.stop)
         pg.psql("CREATE DATABASE bench")
         env = stack.enter_context(_common.warm_process(_common.installed_env(
