@@ -101,6 +101,12 @@ class RunResult(BaseModel):
     post_s: float | None = Field(
         None, description="the protector's work after the call (the post-call capture)")
     post_bytes: int | None = Field(None, description="bytes the post-call capture stored")
+    # the real-harness path (empty elsewhere)
+    harness: str = Field("", description="the real harness the task ran through")
+    call_gaps: list[float] = Field(
+        default_factory=list,
+        description="per tool call, seconds from the model's answer to the harness's next "
+        "request: the tool's run plus every hook around it")
 
 
 class NotRun(BaseModel):

@@ -47,6 +47,7 @@ from preimage.bench.runner import (
 )
 from preimage.bench.scenario import CallSpec, Scenario
 from preimage.bench.systems.base import System
+from preimage.store.store import Store
 
 
 @dataclasses.dataclass
@@ -105,7 +106,7 @@ def run_session(
                     result.status, result.reason = "not covered", str(exc)
                     return result
                 protector_s += time.perf_counter() - started
-                _record(result, protection)
+                record_moment(result, protection)
                 protected.append((step_ctx, protection))
                 for uri in moment.lost:
                     ok = protector.covers(step_ctx, protection, uri)
@@ -127,40 +128,62 @@ def run_session(
                     f"step {k + 1} exited {outcome.exit_code}: {outcome.output[-300:]}")
         result.capture_s = protector_s
         result.calls = len(moments) + len(scenario.before)
-        result.moments = sum(1 for m in moments if m.regret)
-        result.moments_covered = result.moments - len({m.split(":")[0] for m in missing})
-        result.coverage = sum(covered) / len(covered) if covered else 0.0
-        result.backed_up = bool(covered) and all(covered)
-        if missing:
-            result.reason = "not captured before the call: " + ", ".join(missing)
-        damaged = score_live(truth, truth_store)
-        record_damage(result, damaged)
-        restorable = [(c, p) for c, p in protected if p.backup_id is not None]
-        if restorable:
-            result.restored = True
-            started = time.perf_counter()
-            for step_ctx, protection in reversed(restorable):
-                try:
-                    result.notes.extend(protector.restore(step_ctx, protection))
-                except preimage.PreimageError as exc:  # a failed restore is a result
-                    result.notes.append(f"restore failed: {exc}")
-            result.restore_s = time.perf_counter() - started
-        system.settle(sandbox)
-        final = score_live(truth, truth_store)
-        result.content = final.classes["content"].score
-        result.metadata = final.classes["metadata"].score
-        result.server = final.classes["server"].score
-        result.restorable = final.restorable.score
-        result.differences = _differences(final)
-        result.expected = list(truth)
-        if restorable and not result.backed_up:
-            _backed_up_by_evidence(result, damaged, final, protector.evidence)
-            if result.backed_up:  # every destroyed leaf came back: each moment was held
-                result.moments_covered = result.moments
+        finish_session(result, ctx, protector, truth_store,
+                       SessionAccount(moments, protected, covered, missing))
     return run.result
 
 
-def _record(result: RunResult, protection: Protection) -> None:
+@dataclasses.dataclass
+class SessionAccount:
+    """What a session's protector did: each regret moment's protection, and which of the
+    moments' targets it held before the step (``missing``: ``step N: uri`` of the others)."""
+
+    moments: list[Moment]
+    protected: list[tuple[RunContext, Protection]]
+    covered: list[bool]
+    missing: list[str]
+
+
+def finish_session(result: RunResult, ctx: RunContext, protector: Protector,
+                   truth_store: Store, account: SessionAccount) -> None:
+    """After the session's last step: coverage, the damage, the restore of every regret
+    moment's backup (latest first, so the earliest state of each target wins), the score."""
+    truth, sandbox, system = ctx.truth, ctx.sandbox, ctx.system
+    moments, protected, covered, missing = (account.moments, account.protected,
+                                            account.covered, account.missing)
+    result.moments = sum(1 for m in moments if m.regret)
+    result.moments_covered = result.moments - len({m.split(":")[0] for m in missing})
+    result.coverage = sum(covered) / len(covered) if covered else 0.0
+    result.backed_up = bool(covered) and all(covered)
+    if missing:
+        result.reason = "not captured before the call: " + ", ".join(missing)
+    damaged = score_live(truth, truth_store)
+    record_damage(result, damaged)
+    restorable = [(c, p) for c, p in protected if p.backup_id is not None]
+    if restorable:
+        result.restored = True
+        started = time.perf_counter()
+        for step_ctx, protection in reversed(restorable):
+            try:
+                result.notes.extend(protector.restore(step_ctx, protection))
+            except preimage.PreimageError as exc:  # a failed restore is a result
+                result.notes.append(f"restore failed: {exc}")
+        result.restore_s = time.perf_counter() - started
+    system.settle(sandbox)
+    final = score_live(truth, truth_store)
+    result.content = final.classes["content"].score
+    result.metadata = final.classes["metadata"].score
+    result.server = final.classes["server"].score
+    result.restorable = final.restorable.score
+    result.differences = _differences(final)
+    result.expected = list(truth)
+    if restorable and not result.backed_up:
+        _backed_up_by_evidence(result, damaged, final, protector.evidence)
+        if result.backed_up:  # every destroyed leaf came back: each moment was held
+            result.moments_covered = result.moments
+
+
+def record_moment(result: RunResult, protection: Protection) -> None:
     """Add one regret moment's protection to the run's account."""
     result.stored_bytes += protection.stored_bytes
     result.model_tokens += protection.model_tokens

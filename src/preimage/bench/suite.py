@@ -6,6 +6,7 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import preimage
 from preimage.bench.protector import Protector
@@ -14,6 +15,9 @@ from preimage.bench.runner import Progress, SeedCache, run_one
 from preimage.bench.scenario import Scenario
 from preimage.bench.systems.base import System, get_system
 from preimage.interface.registry import get_connector
+
+if TYPE_CHECKING:
+    from preimage.bench.harness_session import HarnessRig
 
 
 def run_bench(
@@ -25,13 +29,20 @@ def run_bench(
     progress: Progress | None = None,
     finished: Progress | None = None,
     keep: bool = False,
+    through: HarnessRig | None = None,
 ) -> BenchReport:
     """Run every scenario under every protector; systems start on first use.
+
+    ``through``: every task runs through that real harness
+    (:func:`~preimage.bench.harness_session.run_harness_session`); a task with a step no
+    tool of the harness or a published MCP server carries is listed as not run.
 
     ``progress`` hears what is starting (a status line); ``finished`` gets one line per
     finished run (:func:`~preimage.bench.report.progress_line`), so a run without a
     terminal still shows that it moves.
     """
+    from preimage.bench.harness_protectors import HookedProtector
+    from preimage.bench.harness_session import run_harness_session
     from preimage.bench.intervening import run_intervening
     from preimage.bench.report import progress_line
     from preimage.bench.session import run_session
@@ -50,7 +61,8 @@ def run_bench(
     cache = None if keep else SeedCache()
     try:
         for sc in scenarios:
-            reason = _prepare(sc, systems, failed, workdir / "servers")
+            reason = (through.untranslatable(sc) if through is not None else None) or \
+                _prepare(sc, systems, failed, workdir / "servers")
             if reason is not None:
                 count += len(protectors)
                 done(f"[{count}/{total}] {sc.id}: not run — {reason}")
@@ -62,12 +74,18 @@ def run_bench(
             for prot in protectors:
                 say(f"{sc.id}: {prot.label}")
                 started = time.perf_counter()
-                runner = (run_intervening if sc.after else
-                          run_session if sc.then or sc.family else run_one)
-                res = runner(
-                    sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
-                    cache=cache,
-                )
+                if through is not None:
+                    assert isinstance(prot, HookedProtector)
+                    res = run_harness_session(sc, systems[sc.system], prot,
+                                              workdir / sc.id / prot.name, through,
+                                              keep=keep, cache=cache)
+                else:
+                    runner = (run_intervening if sc.after else
+                              run_session if sc.then or sc.family else run_one)
+                    res = runner(
+                        sc, systems[sc.system], prot, workdir / sc.id / prot.name, keep=keep,
+                        cache=cache,
+                    )
                 report.runs.append(res)
                 count += 1
                 done(progress_line(count, total, res, time.perf_counter() - started))

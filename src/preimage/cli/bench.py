@@ -11,11 +11,15 @@ import os
 import shutil
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 
 DEFAULT_PROTECTORS = "none,workspace,content,preimage"
+#: Through a real harness: what installs into one.
+HARNESS_PROTECTORS = "none,preimage,backupper"
 
 
 @click.command()
@@ -39,6 +43,10 @@ DEFAULT_PROTECTORS = "none,workspace,content,preimage"
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
               help="Run sandboxes here and keep them (default: a temp dir, removed after).")
 @click.option("--list", "list_only", is_flag=True, help="List the selected scenarios and exit.")
+@click.option("--harness", type=click.Choice(["claude-code", "codex"]), default=None,
+              help="Run each task through this real harness (its pinned binary, driven by a "
+                   "scripted model on loopback; MCP steps through the published servers), "
+                   "with the protectors installed into it: none, preimage, backupper.")
 @click.option("--require-servers/--allow-missing-servers", "require_servers", default=None,
               help="Exit 1 when a scenario did not run because its server did not start or "
                    "its connector is missing (default: required when $CI is set).")
@@ -53,6 +61,7 @@ def bench(
     workdir: Path | None,
     list_only: bool,
     require_servers: bool | None,
+    harness: str | None,
 ) -> None:
     """Run the regret scenarios: seed, destroy as an agent would, restore, score.
 
@@ -85,7 +94,12 @@ def bench(
                 out.print(f"{sc.id:28} {sc.category:10} {sc.system:10} {sc.title}")
             return
         default = UNDO_PROTECTORS if chosen_suite == "undo" else DEFAULT_PROTECTORS
-        chosen = resolve_protectors(protectors or default)
+        if harness is not None:
+            from preimage.bench.harness_protectors import hooked_protectors
+
+            chosen: list[Any] = list(hooked_protectors(protectors or HARNESS_PROTECTORS))
+        else:
+            chosen = list(resolve_protectors(protectors or default))
         base = workdir or Path(tempfile.mkdtemp(prefix="preimage-bench-"))
         status = err.status("starting…") if err.is_terminal else None
 
@@ -101,10 +115,16 @@ def bench(
         try:
             if status is not None:
                 status.start()
-            report = run_bench(
-                scenarios, chosen, base, suite=chosen_suite, progress=progress,
-                finished=finished, keep=workdir is not None,
-            )
+            with ExitStack() as stack:
+                rig = None
+                if harness is not None:
+                    from preimage.bench.harness_session import HarnessRig
+
+                    rig = stack.enter_context(HarnessRig.opened(harness))
+                report = run_bench(
+                    scenarios, chosen, base, suite=chosen_suite, progress=progress,
+                    finished=finished, keep=workdir is not None, through=rig,
+                )
         finally:
             if status is not None:
                 status.stop()

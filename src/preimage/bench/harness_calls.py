@@ -1,0 +1,118 @@
+"""A task's steps as a real harness's own tool calls, and the MCP servers behind them.
+
+The regret tasks name each step the way the simulated path runs it: ``Bash`` with a
+command line, or ``mcp__<server>__<tool>`` with arguments.  Through a real harness the
+scripted model asks for the harness's own tool instead:
+
+* a shell line is Claude Code's ``Bash`` (``command``) or Codex's ``exec_command``
+  (``cmd``);
+* a PostgreSQL step is ``execute_sql`` of ``postgres-mcp`` and a Kubernetes step
+  ``kubectl_delete`` of ``mcp-server-kubernetes`` — the tasks already use those
+  servers' tool names and arguments, so the step passes as it is;
+* Codex offers MCP tools only behind its client-side ``tool_search``: the model
+  searches once per server before its first call there, then calls the tool in the
+  ``mcp__<server>`` namespace the search returned.
+
+A step with no tool of a published server to carry it raises
+:class:`NoHarnessToolError` with the reason; the runner lists the task as not run
+through that path (never simulated in its place).  Each MCP server is configured the
+way its documentation says, in the harness's own MCP configuration
+(:func:`mcp_definitions`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from preimage.bench.scenario import CallSpec
+from preimage.bench.systems.base import Sandbox
+
+HARNESSES = ("claude-code", "codex")
+
+#: Published MCP servers (as fixtures/mcp_packages.py pins them) by the server name the
+#: tasks use, and the tools of each that carry a task's step unchanged.
+PASSED_AS_IS = {
+    "postgres": ("postgres-mcp", frozenset({"execute_sql", "list_schemas", "list_objects",
+                                            "get_object_details", "explain_query"})),
+    "kubernetes": ("kubernetes", frozenset({"kubectl_delete", "kubectl_get", "kubectl_apply",
+                                            "kubectl_describe", "kubectl_generic"})),
+}
+
+#: Why a server's steps cannot go through its published MCP server in this build.
+NOT_MAPPED = {
+    "email": "emails-mcp addresses messages by the sequence numbers its last listing "
+             "returned and has no folder delete; the task's IMAP-search steps (move, flag, "
+             "delete by search, delete_folder) have no one-call equivalent, and a model that "
+             "reads the ids from the listing is not scripted yet",
+    "playwright": "@playwright/mcp clicks by the ref of its last page snapshot; a model "
+                  "that reads the ref from the snapshot is not scripted yet",
+}
+
+
+class NoHarnessToolError(Exception):
+    """A task's step has no tool of the harness or a published MCP server to carry it."""
+
+
+@dataclass(frozen=True)
+class HarnessCall:
+    """One tool call the scripted model makes, in the harness's own names."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    kind: str = "function"          # Codex: "tool_search" for its client-side search
+    namespace: str | None = None    # Codex: the MCP server's namespace
+
+
+def shell_call(harness: str, command: str) -> HarnessCall:
+    """The harness's shell tool running ``command``."""
+    if harness == "codex":
+        return HarnessCall("exec_command", {"cmd": command})
+    return HarnessCall("Bash", {"command": command})
+
+
+def harness_calls(harness: str, call: CallSpec, searched: set[str]) -> list[HarnessCall]:
+    """``call`` as ``harness``'s model makes it (Codex: with a tool search first, once per
+    server; ``searched`` holds the servers already searched and is updated).
+
+    Raises :class:`NoHarnessToolError` when no published server's tool carries it.
+    """
+    if call.is_shell:
+        command = call.input.get("command")
+        if not isinstance(command, str):
+            raise NoHarnessToolError(f"a {call.tool} step without a command line")
+        return [shell_call(harness, command)]
+    server, tool = call.mcp
+    if server in NOT_MAPPED:
+        raise NoHarnessToolError(f"{server}/{tool}: {NOT_MAPPED[server]}")
+    known = PASSED_AS_IS.get(server)
+    if known is None or tool not in known[1]:
+        raise NoHarnessToolError(f"{server}/{tool}: no published MCP server's tool carries it")
+    if harness != "codex":
+        return [HarnessCall(f"mcp__{server}__{tool}", dict(call.input))]
+    out = []
+    if server not in searched:
+        searched.add(server)
+        out.append(HarnessCall("tool_search", {"query": f"{server} {tool}", "limit": 8},
+                               kind="tool_search"))
+    out.append(HarnessCall(tool, dict(call.input), namespace=f"mcp__{server}"))
+    return out
+
+
+def mcp_definitions(servers: set[str], sandbox: Sandbox, executable: Any
+                    ) -> dict[str, dict[str, Any]]:
+    """``{name: {command, args, env}}`` for each server the task calls, configured as its
+    documentation says: postgres-mcp with ``DATABASE_URI``, mcp-server-kubernetes with
+    ``KUBECONFIG``.  ``executable(pin)`` gives an installed server's path."""
+    out: dict[str, dict[str, Any]] = {}
+    for server in sorted(servers):
+        pin = PASSED_AS_IS[server][0]
+        env: dict[str, str] = {}
+        if server == "postgres":
+            v, e = sandbox.variables, sandbox.env
+            env["DATABASE_URI"] = (f"postgresql://{e['PGUSER']}:{e['PGPASSWORD']}@{e['PGHOST']}"
+                                   f":{e['PGPORT']}/{v['pg_db']}")
+        elif server == "kubernetes":
+            env["KUBECONFIG"] = sandbox.env["KUBECONFIG"]
+        out[server] = {"command": str(executable(pin)), "args": [], "env": env}
+    return out

@@ -1,0 +1,142 @@
+"""Protectors installed into a real harness, as each installs itself.
+
+In the real-harness path nothing is called in-process before a tool call: the harness
+runs its own hooks.  Each protector here installs itself into the run's project
+(:meth:`HookedProtector.install`), says what it holds at a moment
+(:meth:`HookedProtector.mark`, read while the scripted model waits between two tool
+calls), and turns what appeared between two marks into the :class:`Protection` of the
+call that ran between them (:meth:`HookedProtector.between`).  Coverage, restore and the
+evidence rule are those of the in-process protectors they extend, so both paths are
+judged alike.
+
+* **no backup** — nothing installed;
+* **preimage** — ``preimage install <harness>`` (project scope); a call's backups are the
+  catalog's new backups taken before a tool call (not the capture after one);
+* **BackUpper** — ``backupper init``, tier 4 off, ``backupper install <harness>``; a
+  call's backup is the action it recorded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any, ClassVar
+
+import preimage
+from preimage.bench.backupper import BackUpper
+from preimage.bench.preimage_protector import PreimageBackup
+from preimage.bench.protector import NotCoveredError, Protection, Protector, RunContext
+from preimage.interface.errors import UsageError
+
+INSTALL_TIMEOUT = 120.0
+
+
+class HookedProtector(Protector):
+    """Base: a protector that runs as the harness's hook."""
+
+    def install(self, ctx: RunContext, harness: str, env: dict[str, str]) -> None:
+        """Put the protector into the run's project for ``harness``."""
+
+    def mark(self, ctx: RunContext) -> Any:
+        """What the protector holds now (compared by :meth:`between`)."""
+        return None
+
+    def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
+        """The protection of the call that ran between two marks."""
+        return Protection()
+
+
+class HookedNone(HookedProtector):
+    """No backup: the harness runs its tools unguarded."""
+
+
+class HookedPreimage(HookedProtector, PreimageBackup):
+    """preimage's hook, installed with ``preimage install``; restores by backup id."""
+
+    name: ClassVar[str] = "preimage"
+    label: ClassVar[str] = "preimage (hook)"
+
+    def install(self, ctx: RunContext, harness: str, env: dict[str, str]) -> None:
+        """``preimage install HARNESS`` in the project, as a user runs it."""
+        import shutil
+
+        exe = shutil.which("preimage", path=env.get("PATH"))
+        if exe is None:
+            raise UsageError("`preimage` is not on the run's PATH; install preimage into "
+                             "the environment that runs the benchmark")
+        done = subprocess.run([exe, "install", harness], cwd=ctx.sandbox.cwd, env=env,
+                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise UsageError(f"preimage install {harness} failed: {done.stderr.strip()[-300:]}")
+
+    def mark(self, ctx: RunContext) -> Any:
+        """The ids of the backups in the run's store."""
+        return {b.id for b in ctx.store.catalog.list_backups(limit=None)}
+
+    def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
+        """The backups the hook took before the call (their targets, bytes and tier)."""
+        rows = [ctx.store.catalog.get(i) for i in sorted(set(later) - set(earlier))]
+        rows = [r for r in rows if r.kind != "post-call" and r.tool_call]
+        if not rows:
+            return Protection(tier="pass")
+        rows.sort(key=lambda r: r.created_at)
+        return Protection(
+            backup_id=rows[-1].id, handle=[r.id for r in rows],
+            targets=[s.target for r in rows for s in r.snapshots],
+            stored_bytes=sum(r.stored_bytes for r in rows),
+            tier=",".join(dict.fromkeys(r.tier for r in rows if r.tier)),
+        )
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """Every backup of the call, latest first (the earliest state wins)."""
+        notes: list[str] = []
+        for backup_id in reversed(protection.handle or [protection.backup_id]):
+            one = Protection(backup_id=backup_id)
+            try:
+                notes.extend(super().restore(ctx, one))
+            except preimage.PreimageError as exc:
+                notes.append(f"restore {backup_id} failed: {exc}")
+        return notes
+
+
+class HookedBackUpper(HookedProtector, BackUpper):
+    """BackUpper's hooks, installed with ``backupper install``; tiers 1-3."""
+
+    def install(self, ctx: RunContext, harness: str, env: dict[str, str]) -> None:
+        """``backupper init``, tier 4 off, ``backupper install HARNESS``."""
+        for args in (("init",), ("config", "set", "subagentEnabled", "false"),
+                     ("install", harness)):
+            done = self._cli(ctx, *args)
+            if done.returncode != 0:
+                raise NotCoveredError(
+                    f"backupper {' '.join(args)} failed: {done.stderr.strip()[-300:]}")
+
+    def mark(self, ctx: RunContext) -> Any:
+        """The actions BackUpper recorded, and the size of its store."""
+        return self._actions(ctx), self._store_bytes(ctx)
+
+    def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
+        """The action BackUpper recorded for the call."""
+        new = [a for a in later[0] if a not in earlier[0]]
+        protection = Protection(tier="backupper", stored_bytes=max(0, later[1] - earlier[1]))
+        if new:
+            protection.backup_id, protection.targets = new[-1], new
+        return protection
+
+
+def hooked_protectors(spec: str) -> list[HookedProtector]:
+    """The protectors named in ``spec`` (none, preimage, backupper) for the harness path."""
+    out: list[HookedProtector] = []
+    for name in (n.strip() for n in spec.split(",")):
+        if name == "none":
+            out.append(HookedNone())
+        elif name == "preimage":
+            out.append(HookedPreimage())
+        elif name == "backupper":
+            out.append(HookedBackUpper())
+        elif name:
+            raise UsageError(f"protector {name!r} has no harness install; through a real "
+                             "harness choose from none, preimage, backupper")
+    if not out:
+        raise UsageError("--protectors is empty")
+    return out

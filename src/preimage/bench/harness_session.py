@@ -1,0 +1,315 @@
+"""Running a regret task through a real harness: the pinned binary, a scripted model.
+
+The path an agent really takes: the pinned Claude Code or Codex binary
+(``fixtures/harnesses.py``) runs the task's request against a scripted model on
+loopback (``fixtures/model_server.py``), which answers each turn with the task's next
+step as the harness's own tool call (:mod:`preimage.bench.harness_calls`): the shell
+tool for shell lines, the published MCP servers (configured in the harness's own MCP
+configuration) for the rest.  The harness runs every tool itself, and the protector runs
+as the hook it installed (:mod:`preimage.bench.harness_protectors`).
+
+Per (task, protector), in a fresh sandbox:
+
+1. the system seeds the task's state; the protector installs itself into the project;
+2. the harness runs; between two tool calls the model server waits while the runner
+   reads what the protector holds (and, before the first regret step, captures the
+   ground truth), so each call's backups are known exactly;
+3. after the harness is done, coverage, damage, restore and score are measured as the
+   in-process session measures them (:func:`preimage.bench.session.finish_session`).
+
+The time from each of the model's tool calls to the harness's next request — the tool's
+run plus every hook around it — is kept per call (``call_gaps``): the time a protector
+adds per call is its gap beside the unprotected run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from preimage.bench.harness_calls import (
+    HarnessCall,
+    NoHarnessToolError,
+    harness_calls,
+    mcp_definitions,
+)
+from preimage.bench.harness_protectors import HookedProtector
+from preimage.bench.protector import Protection, RunContext
+from preimage.bench.results import RunResult
+from preimage.bench.runner import SeedCache, capture_truth, guarded_run
+from preimage.bench.scenario import CallSpec, Scenario
+from preimage.bench.session import (
+    SessionAccount,
+    finish_session,
+    record_moment,
+    session_moments,
+)
+from preimage.bench.systems.base import Sandbox, System, fixtures_dir
+from preimage.interface.errors import UsageError
+from preimage.store.store import Store
+
+HARNESS_TIMEOUT = 900.0
+TURN_TIMEOUT = 600.0
+
+
+def fixture_modules() -> dict[str, ModuleType]:
+    """``model_server``, ``harnesses`` and ``mcp_packages`` from the checkout's fixtures/
+    (stdlib-only scripts that import one another by name)."""
+    import importlib
+
+    base = fixtures_dir()
+    if base is None or not (base / "harnesses.py").is_file():
+        raise UsageError("the real-harness path needs the fixtures/ folder of a source "
+                         "checkout (or PREIMAGE_FIXTURES): its harness and MCP server pins")
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    return {name: importlib.import_module(name)
+            for name in ("model_server", "harnesses", "mcp_packages")}
+
+
+@dataclass
+class HarnessRig:
+    """What every run through one harness shares: the pinned binary and the model server."""
+
+    harness: str
+    fixtures: dict[str, ModuleType]
+    model: Any
+
+    @classmethod
+    @contextmanager
+    def opened(cls, harness: str) -> Iterator[HarnessRig]:
+        """The rig of ``harness``, its model server listening on loopback until exit."""
+        fixtures = fixture_modules()
+        try:
+            fixtures["harnesses"].binary(harness)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from exc
+        with fixtures["model_server"].ModelServer() as model:
+            yield cls(harness, fixtures, model)
+
+    def untranslatable(self, scenario: Scenario) -> str | None:
+        """Why a step of ``scenario`` cannot go through this harness, else ``None``."""
+        searched: set[str] = set()
+        steps = [*scenario.before, scenario.call, *scenario.then]
+        try:
+            for step in steps:
+                harness_calls(self.harness, CallSpec(tool=step.tool, input=step.input),
+                              searched)
+        except NoHarnessToolError as exc:
+            return f"no harness path: {exc}"
+        return None
+
+    # ------------------------------------------------------------ one run's harness
+    def environment(self, sandbox: Sandbox, folder: Path, model_url: str) -> dict[str, str]:
+        """What the harness (and every hook and tool it runs) gets besides the sandbox's
+        environment: its own configuration folder, preimage's, the model's address."""
+        folder.mkdir(parents=True, exist_ok=True)
+        env = {"PREIMAGE_CONFIG_DIR": str(folder / "preimage-config"),
+               "PREIMAGE_LOG": str(folder / "preimage-hook.log"),
+               "NO_COLOR": "1", "CI": "1"}
+        if "KUBECONFIG" not in sandbox.env and os.environ.get("KUBECONFIG"):
+            env["KUBECONFIG"] = os.environ["KUBECONFIG"]
+        if self.harness == "claude-code":
+            # IS_SANDBOX: Claude Code refuses bypassPermissions as root without it.
+            env |= {"ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": "scripted",
+                    "CLAUDE_CONFIG_DIR": str(folder / "claude"),
+                    "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                    "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1"}
+        else:
+            env |= {"CODEX_HOME": str(folder / "codex"), "SCRIPTED_KEY": "scripted"}
+        return env
+
+    def configure(self, sandbox: Sandbox, env: dict[str, str], model_url: str,
+                  servers: dict[str, dict[str, Any]]) -> None:
+        """The harness's settings and MCP servers, in its own documented files."""
+        if self.harness == "claude-code":
+            if servers:
+                (sandbox.cwd / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+            return
+        home = Path(env["CODEX_HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        lines = [
+            'model = "gpt-5.5"', 'model_provider = "scripted"', 'approval_policy = "never"',
+            'sandbox_mode = "danger-full-access"', "",
+            "[model_providers.scripted]", 'name = "scripted"',
+            f"base_url = {json.dumps(model_url + '/v1')}", 'wire_api = "responses"',
+            'env_key = "SCRIPTED_KEY"', "",
+            # Codex reads a project's .codex/ (its hooks) only once the project is trusted.
+            f"[projects.{json.dumps(str(sandbox.cwd))}]", 'trust_level = "trusted"',
+        ]
+        for name, spec in servers.items():
+            env_table = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}"
+                                  for k, v in spec["env"].items())
+            # required: Codex waits for the server before the first turn.
+            lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(spec['command'])}",
+                      "args = []", f"env = {{ {env_table} }}", "required = true"]
+        (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+    def argv(self, prompt: str, servers: list[str]) -> list[str]:
+        """The harness's non-interactive run of one request."""
+        exe = str(self.fixtures["harnesses"].binary(self.harness))
+        if self.harness == "claude-code":
+            allowed = ["Bash", *(f"mcp__{n}" for n in servers)]
+            return [exe, "-p", prompt, "--output-format", "json", "--allowedTools",
+                    ",".join(allowed), "--permission-mode", "bypassPermissions"]
+        return [exe, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", prompt]
+
+
+@dataclass
+class _Plan:
+    """The model's script: each harness call, and where each task step starts in it."""
+
+    calls: list[HarnessCall] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)   # per step (before…, then moments)
+
+
+def _plan(harness: str, steps: list[CallSpec]) -> _Plan:
+    plan, searched = _Plan(), set[str]()
+    for step in steps:
+        plan.starts.append(len(plan.calls))
+        plan.calls += harness_calls(harness, step, searched)
+    return plan
+
+
+def run_harness_session(
+    scenario: Scenario, system: System, protector: HookedProtector, root: Path,
+    rig: HarnessRig, *, keep: bool = False, cache: SeedCache | None = None,
+) -> RunResult:
+    """One task under one protector through the rig's harness (see the module)."""
+    with guarded_run(scenario, system, protector, root, keep=keep) as run, ExitStack() as stack:
+        result = run.result
+        result.harness = rig.harness
+        if cache is not None:
+            sandbox = run.sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
+        else:
+            sandbox = run.sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
+            system.seed(scenario, sandbox)
+        system.settle(sandbox)
+        truth_store = stack.enter_context(Store(root / "truth"))
+        store = stack.enter_context(Store(root / "store"))
+        scratch = root / "scratch"
+        scratch.mkdir()
+        ctx = RunContext(scenario, system, sandbox,
+                         CallSpec.model_validate(sandbox.fill(scenario.call.model_dump())),
+                         [str(u) for u in sandbox.fill(scenario.expected_lost)], {}, store,
+                         scratch)
+        result.expected = list(ctx.expected)
+        moments = session_moments(ctx)
+        before = [CallSpec.model_validate(sandbox.fill(b.model_dump())) for b in scenario.before]
+        plan = _plan(rig.harness, [*before, *(m.call for m in moments)])
+        route = rig.model.route(rig.fixtures["model_server"].Script([]))
+        sandbox.env["PREIMAGE_HOME"] = str(store.home)
+        sandbox.env.update(rig.environment(sandbox, root / "harness", route.url))
+        names = sorted({c.mcp[0] for c in (*before, *(m.call for m in moments))
+                        if not c.is_shell})
+        executable = rig.fixtures["mcp_packages"].executable
+        rig.configure(sandbox, sandbox.env, route.url,
+                      mcp_definitions(set(names), sandbox, executable))
+        protector.install(ctx, rig.harness, sandbox.env)
+        first_regret = plan.starts[len(before)]
+        every = list(dict.fromkeys(u for m in moments if m.regret for u in m.lost))
+        marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title, names,
+                       on_turn=lambda k: _at_turn(k, first_regret, every, ctx, truth_store,
+                                                  protector),
+                       result=result)
+        account = SessionAccount(moments, [], [], [])
+        last = max(marks) if marks else 0
+        ends = [*plan.starts[1:], len(plan.calls)]
+        for k, moment in enumerate(moments):
+            if not moment.regret:
+                continue
+            start, end = plan.starts[len(before) + k], ends[len(before) + k]
+            step_ctx = dataclasses.replace(ctx, call=moment.call, expected=moment.lost)
+            earlier, later = marks.get(start), marks.get(min(end, last))
+            protection = (protector.between(step_ctx, earlier, later)
+                          if earlier is not None and later is not None else Protection())
+            record_moment(result, protection)
+            account.protected.append((step_ctx, protection))
+            for uri in moment.lost:
+                ok = protector.covers(step_ctx, protection, uri)
+                account.covered.append(ok)
+                if not ok:
+                    account.missing.append(f"step {k + 1}: {uri}")
+            result.moved_bytes += protector.moved_bytes(step_ctx, protection)
+        result.calls = len(plan.calls)
+        system.settle(sandbox)
+        finish_session(result, ctx, protector, truth_store, account)
+    return run.result
+
+
+def _at_turn(k: int, first_regret: int, every: list[str], ctx: RunContext,
+             truth_store: Store, protector: HookedProtector) -> Any:
+    """Between two tool calls: the truth before the first regret step, and the mark."""
+    if k == first_regret:
+        ctx.truth.update(capture_truth(every, truth_store))
+    return protector.mark(ctx)
+
+
+def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: str,
+           servers: list[str], *, on_turn: Any, result: RunResult) -> dict[int, Any]:
+    """Run the harness once with the plan as the model's script; ``on_turn(k)`` runs on
+    this thread while the model server holds turn ``k``'s answer.  The marks by turn."""
+    ms = rig.fixtures["model_server"]
+    asked: queue.Queue[tuple[int, threading.Event]] = queue.Queue()
+    marks: dict[int, Any] = {}
+    failures: list[BaseException] = []
+
+    def hold(k: int) -> None:
+        if k in marks or failures:
+            return
+        done = threading.Event()
+        asked.put((k, done))
+        done.wait(TURN_TIMEOUT)
+
+    def serve(k: int, done: threading.Event) -> None:
+        try:
+            if k not in marks:
+                marks[k] = on_turn(k)
+        except BaseException as exc:  # re-raised below, once the harness is stopped
+            failures.append(exc)
+        finally:
+            done.set()
+
+    route.script = ms.Script([ms.Call(c.tool, dict(c.arguments), kind=c.kind,
+                                      namespace=c.namespace) for c in plan.calls],
+                             on_turn=hold)
+    began = time.perf_counter()
+    proc = subprocess.Popen(rig.argv(prompt, servers), cwd=sandbox.cwd, env=sandbox.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    out: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: out.update(
+        zip(("stdout", "stderr"), proc.communicate(), strict=True)), daemon=True)
+    reader.start()
+    while reader.is_alive() or not asked.empty():
+        if time.perf_counter() - began > HARNESS_TIMEOUT:
+            proc.kill()
+            raise UsageError(f"{rig.harness} did not finish within {HARNESS_TIMEOUT:.0f}s")
+        try:
+            k, done = asked.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        serve(k, done)
+    reader.join()
+    if failures:
+        raise failures[0]
+    result.call_gaps = [round(g, 4) for g in route.call_gaps()]
+    ran = len(route.tool_results)
+    if proc.returncode != 0:
+        result.notes.append(f"{rig.harness} exited {proc.returncode}: "
+                            f"{(out.get('stderr') or out.get('stdout') or '')[-300:]}")
+    if ran < len(plan.calls):
+        result.notes.append(f"{rig.harness} ran {ran} of the {len(plan.calls)} tool calls")
+    return marks
