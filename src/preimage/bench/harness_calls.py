@@ -22,6 +22,7 @@ way its documentation says, in the harness's own MCP configuration
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,10 +65,25 @@ class HarnessCall:
     namespace: str | None = None    # Codex: the MCP server's namespace
 
 
+def without_force(command: str) -> str:
+    """``command`` with ``-f`` taken out of every ``rm``'s options (``rm -rf x`` → ``rm -r
+    x``): Codex refuses "rm -f style commands" by its own rules before they run, and a
+    model told so asks again without it."""
+
+    def drop(match: re.Match[str]) -> str:
+        flags = [f"-{o.lstrip('-').replace('f', '')}" for o in match.group(1).split()]
+        return "rm" + "".join(f" {f}" for f in flags if f != "-")
+
+    return _RM_OPTIONS.sub(drop, command)
+
+
+_RM_OPTIONS = re.compile(r"\brm((?:\s+-[a-zA-Z]+)+)")
+
+
 def shell_call(harness: str, command: str) -> HarnessCall:
-    """The harness's shell tool running ``command``."""
+    """The harness's shell tool running ``command`` (Codex: :func:`without_force`)."""
     if harness == "codex":
-        return HarnessCall("exec_command", {"cmd": command})
+        return HarnessCall("exec_command", {"cmd": without_force(command)})
     return HarnessCall("Bash", {"command": command})
 
 

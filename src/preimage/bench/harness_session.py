@@ -61,6 +61,8 @@ from preimage.interface.errors import UsageError
 from preimage.store.store import Store
 
 HARNESS_TIMEOUT = 900.0
+# What a harness's tool result says when the harness itself refused to run the call.
+_REFUSED = ("rejected: ", "not permitted", "Permission to use", "requires approval")
 TURN_TIMEOUT = 600.0
 
 
@@ -310,6 +312,9 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
     if proc.returncode != 0:
         result.notes.append(f"{rig.harness} exited {proc.returncode}: "
                             f"{(out.get('stderr') or out.get('stdout') or '')[-300:]}")
+    for i, text in enumerate(route.tool_results):
+        if any(sign in text for sign in _REFUSED):  # the step never ran: the damage shows it
+            result.notes.append(f"{rig.harness} refused call {i + 1}: {text[:240]}")
     if ran < len(plan.calls):
         result.notes.append(f"{rig.harness} ran {ran} of the {len(plan.calls)} tool calls")
     return marks
