@@ -9,6 +9,8 @@ scripted model asks for the harness's own tool instead:
 * a PostgreSQL step is ``execute_sql`` of ``postgres-mcp`` and a Kubernetes step
   ``kubectl_delete`` of ``mcp-server-kubernetes`` — the tasks already use those
   servers' tool names and arguments, so the step passes as it is;
+* an email step is emails-mcp's: a listing (``get_emails``) of the folder, then the
+  change by the sequence numbers that listing showed (:mod:`preimage.bench.harness_email`);
 * Codex offers MCP tools only behind its client-side ``tool_search``: the model
   searches once per server before its first call there, then calls the tool in the
   ``mcp__<server>`` namespace the search returned.
@@ -22,10 +24,13 @@ way its documentation says, in the harness's own MCP configuration
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from preimage.bench.harness_email import emails_mcp_calls, emails_mcp_config
+from preimage.bench.harness_tool import HarnessCall, NoHarnessToolError
 from preimage.bench.scenario import CallSpec
 from preimage.bench.systems.base import Sandbox
 
@@ -38,31 +43,15 @@ PASSED_AS_IS = {
                                             "get_object_details", "explain_query"})),
     "kubernetes": ("kubernetes", frozenset({"kubectl_delete", "kubectl_get", "kubectl_apply",
                                             "kubectl_describe", "kubectl_generic"})),
+    # the task's IMAP steps, each as emails-mcp's own tools (preimage.bench.harness_email)
+    "email": ("emails-mcp", frozenset()),
 }
 
 #: Why a server's steps cannot go through its published MCP server in this build.
 NOT_MAPPED = {
-    "email": "emails-mcp addresses messages by the sequence numbers its last listing "
-             "returned and has no folder delete; the task's IMAP-search steps (move, flag, "
-             "delete by search, delete_folder) have no one-call equivalent, and a model that "
-             "reads the ids from the listing is not scripted yet",
     "playwright": "@playwright/mcp clicks by the ref of its last page snapshot; a model "
                   "that reads the ref from the snapshot is not scripted yet",
 }
-
-
-class NoHarnessToolError(Exception):
-    """A task's step has no tool of the harness or a published MCP server to carry it."""
-
-
-@dataclass(frozen=True)
-class HarnessCall:
-    """One tool call the scripted model makes, in the harness's own names."""
-
-    tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    kind: str = "function"          # Codex: "tool_search" for its client-side search
-    namespace: str | None = None    # Codex: the MCP server's namespace
 
 
 def without_force(command: str) -> str:
@@ -101,25 +90,30 @@ def harness_calls(harness: str, call: CallSpec, searched: set[str]) -> list[Harn
     server, tool = call.mcp
     if server in NOT_MAPPED:
         raise NoHarnessToolError(f"{server}/{tool}: {NOT_MAPPED[server]}")
-    known = PASSED_AS_IS.get(server)
-    if known is None or tool not in known[1]:
-        raise NoHarnessToolError(f"{server}/{tool}: no published MCP server's tool carries it")
+    if server == "email":
+        steps = emails_mcp_calls(tool, call.input)
+    else:
+        known = PASSED_AS_IS.get(server)
+        if known is None or tool not in known[1]:
+            raise NoHarnessToolError(
+                f"{server}/{tool}: no published MCP server's tool carries it")
+        steps = [HarnessCall(tool, dict(call.input))]
     if harness != "codex":
-        return [HarnessCall(f"mcp__{server}__{tool}", dict(call.input))]
+        return [dataclasses.replace(c, tool=f"mcp__{server}__{c.tool}") for c in steps]
     out = []
     if server not in searched:
         searched.add(server)
         out.append(HarnessCall("tool_search", {"query": f"{server} {tool}", "limit": 8},
                                kind="tool_search"))
-    out.append(HarnessCall(tool, dict(call.input), namespace=f"mcp__{server}"))
-    return out
+    return out + [dataclasses.replace(c, namespace=f"mcp__{server}") for c in steps]
 
 
 def mcp_definitions(servers: set[str], sandbox: Sandbox, executable: Any
                     ) -> dict[str, dict[str, Any]]:
     """``{name: {command, args, env}}`` for each server the task calls, configured as its
     documentation says: postgres-mcp with ``DATABASE_URI``, mcp-server-kubernetes with
-    ``KUBECONFIG``.  ``executable(pin)`` gives an installed server's path."""
+    ``KUBECONFIG``, emails-mcp with a ``--config_file``.  ``executable(pin)`` gives an
+    installed server's path."""
     out: dict[str, dict[str, Any]] = {}
     for server in sorted(servers):
         pin = PASSED_AS_IS[server][0]
@@ -129,6 +123,13 @@ def mcp_definitions(servers: set[str], sandbox: Sandbox, executable: Any
             env["DATABASE_URI"] = (f"postgresql://{e['PGUSER']}:{e['PGPASSWORD']}@{e['PGHOST']}"
                                    f":{e['PGPORT']}/{v['pg_db']}")
         elif server == "kubernetes":
-            env["KUBECONFIG"] = sandbox.env["KUBECONFIG"]
-        out[server] = {"command": str(executable(pin)), "args": [], "env": env}
+            env["KUBECONFIG"] = sandbox.env.get("KUBECONFIG") or os.environ["KUBECONFIG"]
+        args: list[str] = []
+        if server == "email":
+            args = ["--config_file", str(emails_mcp_config(sandbox))]
+        out[server] = {"command": str(executable(pin)), "args": args, "env": env}
     return out
+
+
+__all__ = ["HARNESSES", "HarnessCall", "NoHarnessToolError", "harness_calls", "mcp_definitions",
+           "shell_call", "without_force"]

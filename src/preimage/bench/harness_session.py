@@ -156,7 +156,8 @@ class HarnessRig:
                                   for k, v in spec["env"].items())
             # required: Codex waits for the server before the first turn.
             lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(spec['command'])}",
-                      "args = []", f"env = {{ {env_table} }}", "required = true"]
+                      f"args = {json.dumps(spec['args'])}", f"env = {{ {env_table} }}",
+                      "required = true"]
         (home / "config.toml").write_text("\n".join(lines) + "\n")
 
     def argv(self, prompt: str, servers: list[str]) -> list[str]:
@@ -279,6 +280,10 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
         try:
             if k not in marks:
                 marks[k] = on_turn(k)
+                wanted = plan.calls[k].resolve if k < len(plan.calls) else None
+                if wanted is not None:   # read from the last answer, as a model reads it
+                    seen = route.tool_results
+                    route.script.calls[k].arguments = wanted(seen[k - 1] if seen else "")
         except BaseException as exc:  # re-raised below, once the harness is stopped
             failures.append(exc)
         finally:
