@@ -49,8 +49,9 @@ PASSED_AS_IS = {
 
 #: Why a server's steps cannot go through its published MCP server in this build.
 NOT_MAPPED = {
-    "playwright": "@playwright/mcp clicks by the ref of its last page snapshot; a model "
-                  "that reads the ref from the snapshot is not scripted yet",
+    "playwright": "@playwright/mcp would open the run's Chromium profile (where the forum's "
+                  "and forge's logins live) while the benchmark's own browser holds it, and "
+                  "its clicks name the refs of its last page snapshot; neither is wired yet",
 }
 
 

@@ -1,0 +1,126 @@
+"""The regret suite through a real harness: each task step as the harness's own tool call.
+
+The unit tests check the translation of a task's steps (shell tool, the published MCP
+servers' tools, emails-mcp's listing-then-ids); the CI sample runs the fixed sample of
+the regret suite through the pinned Claude Code binary, driven by the scripted model,
+with preimage installed by `preimage install` and with no protector.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from preimage.bench.harness_calls import NoHarnessToolError, harness_calls, without_force
+from preimage.bench.harness_email import listed
+from preimage.bench.scenario import CallSpec
+from preimage.bench.tasks import CI_SAMPLE
+
+LISTING = """Folder: INBOX
+Page: 1/1
+Total emails: 3
+
+1. ID: 1
+   Subject: Newsletter 1
+   From: news@shop.example
+   Date: Mon, 02 Feb 2026 09:01:00 +0000
+
+2. ID: 2
+   Subject: Re: contract 1
+   From: boss@example.org
+   Date: Mon, 02 Feb 2026 09:02:00 +0000
+
+3. ID: 3
+   Subject: Newsletter 2
+   From: news@shop.example
+   Date: Tue, 03 Mar 2026 09:03:00 +0000
+"""
+
+
+def test_a_shell_step_is_each_harness_shell_tool() -> None:
+    """Claude Code gets Bash with the line as is; Codex exec_command, without rm's -f
+    (Codex refuses rm -f style commands by its own rules)."""
+    step = CallSpec(tool="Bash", input={"command": "rm -rf out && find . -exec rm -f {} +"})
+    (claude,) = harness_calls("claude-code", step, set())
+    (codex,) = harness_calls("codex", step, set())
+    assert (claude.tool, claude.arguments) == ("Bash", dict(step.input))
+    assert (codex.tool, codex.arguments) == (
+        "exec_command", {"cmd": "rm -r out && find . -exec rm {} +"})
+    assert without_force("git clean -fdx; rm -v -f a") == "git clean -fdx; rm -v a"
+
+
+def test_an_mcp_step_is_the_published_servers_tool_and_codex_searches_once() -> None:
+    """postgres-mcp's execute_sql passes as is; Codex searches its deferred tools once per
+    server, then calls in that server's namespace."""
+    step = CallSpec(tool="mcp__postgres__execute_sql", input={"sql": "DROP TABLE t;"})
+    (claude,) = harness_calls("claude-code", step, set())
+    assert (claude.tool, claude.arguments) == ("mcp__postgres__execute_sql", {"sql": "DROP TABLE t;"})
+    searched: set[str] = set()
+    first = harness_calls("codex", step, searched)
+    again = harness_calls("codex", step, searched)
+    assert [c.kind for c in first] == ["tool_search", "function"]
+    assert [(c.tool, c.namespace) for c in again] == [("execute_sql", "mcp__postgres")]
+
+
+def test_an_email_step_lists_the_folder_then_acts_on_the_ids_it_read() -> None:
+    """A delete by sender is emails-mcp's get_emails of the folder, then delete_emails of
+    the ids that listing showed from that sender; a move BEFORE a date picks by the dates
+    listed; a folder delete is delete_folder."""
+    step = CallSpec(tool="mcp__email__delete_messages",
+                    input={"folder": "INBOX", "search": "FROM news@shop.example"})
+    listing, delete = harness_calls("claude-code", step, set())
+    assert (listing.tool, listing.arguments["folder"]) == ("mcp__email__get_emails", "INBOX")
+    assert delete.tool == "mcp__email__delete_emails" and delete.resolve is not None
+    assert delete.resolve(LISTING) == {"email_ids": ["1", "3"]}
+    move = CallSpec(tool="mcp__email__move_messages",
+                    input={"folder": "INBOX", "search": "BEFORE 15-Feb-2026", "to": "Archive"})
+    _, moved = harness_calls("claude-code", move, set())
+    assert moved.resolve is not None
+    assert moved.resolve(LISTING) == {"email_ids": ["1", "2"], "target_folder": "Archive"}
+    gone = CallSpec(tool="mcp__email__delete_folder", input={"folder": "Projects"})
+    assert [c.arguments for c in harness_calls("claude-code", gone, set())] == [
+        {"folder_name": "Projects"}]
+    assert [m["from"] for m in listed(LISTING)] == [
+        "news@shop.example", "boss@example.org", "news@shop.example"]
+
+
+def test_a_step_without_a_published_tool_is_refused_with_the_reason() -> None:
+    """A browser click has no path yet: the refusal says why (never simulated instead)."""
+    step = CallSpec(tool="mcp__playwright__browser_click", input={"element": "Delete", "ref": "e1"})
+    with pytest.raises(NoHarnessToolError, match="@playwright/mcp"):
+        harness_calls("claude-code", step, set())
+
+
+@pytest.mark.harness
+@pytest.mark.postgres
+@pytest.mark.kubernetes
+@pytest.mark.imap
+@pytest.mark.slow
+def test_the_ci_sample_through_claude_code(bench: Callable[..., Any]) -> None:
+    """The fixed CI sample through the pinned Claude Code binary: every task with a
+    harness path runs (the browser tasks are listed as not run, with the reason); preimage's
+    hook held every regret moment of the terminal, PostgreSQL, Kubernetes and email tasks
+    and brought their state back; with no protector the damage stays."""
+    report = bench("--suite", "regret-ci", "--harness", "claude-code",
+                   "--protectors", "none,preimage", "--require-servers", timeout=1800)
+    runs = report["runs"]
+    assert {nr["scenario"] for nr in report["not_run"]} == {
+        s for s in CI_SAMPLE if s.startswith("B.")}
+    assert all(nr["reason"].startswith("no harness path") for nr in report["not_run"])
+    ran = {r["scenario"] for r in runs}
+    assert ran == {s for s in CI_SAMPLE if not s.startswith("B.")}
+    assert Counter(r["category"] for r in runs if r["protector"] == "preimage") == {
+        "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3}
+    for r in runs:
+        assert r["status"] == "ok" and r["harness"] == "claude-code", (r["scenario"], r["reason"])
+        assert not any("refused" in n or " ran " in n for n in r["notes"]), r["notes"]
+        assert len(r["call_gaps"]) == r["calls"], r["scenario"]
+    for r in (r for r in runs if r["protector"] == "preimage"):
+        assert r["backed_up"] and r["moments_covered"] == r["moments"], (r["scenario"], r)
+        assert r["restorable"] == 1.0, (r["scenario"], r["differences"])
+    for r in (r for r in runs if r["protector"] == "none"):
+        assert not r["backed_up"] and r["restorable"] == pytest.approx(r["damage"]), r["scenario"]
+        assert r["damage"] < 1.0, r["scenario"]
