@@ -8,6 +8,7 @@ with preimage installed by `preimage install` and with no protector.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,10 @@ def test_an_email_step_lists_the_folder_then_acts_on_the_ids_it_read() -> None:
         {"folder_name": "Projects"}]
     assert [m["from"] for m in listed(LISTING)] == [
         "news@shop.example", "boss@example.org", "news@shop.example"]
+    assert listed(json.dumps({"result": LISTING})) == listed(LISTING)   # as Claude Code passes it
+    assert listed(json.dumps([{"type": "text", "text": LISTING}])) == listed(LISTING)
+    codex = "Wall time: 0.1 seconds\nOutput:\n" + json.dumps({"result": LISTING})
+    assert listed(codex) == listed(LISTING)
 
 
 def test_a_step_without_a_published_tool_is_refused_with_the_reason() -> None:

@@ -43,7 +43,17 @@ def _listing(folder: str) -> HarnessCall:
 
 
 def listed(text: str) -> list[dict[str, str]]:
-    """The messages a ``get_emails`` answer lists: ``id``, ``subject``, ``from``, ``date``."""
+    """The messages a ``get_emails`` answer lists: ``id``, ``subject``, ``from``, ``date``
+    (the text as the server wrote it, or wrapped as the harness passed it on: Claude
+    Code's ``{"result": "…"}``, MCP content parts ``[{"type": "text", "text": "…"}]``,
+    Codex's ``Wall time: …`` / ``Output:`` lines before them)."""
+    head, sep, rest = text.partition("\nOutput:\n")
+    if sep and head.startswith("Wall time"):
+        text = rest
+    try:
+        text = _unwrapped(json.loads(text))
+    except ValueError:
+        pass
     out: list[dict[str, str]] = []
     for line in text.splitlines():
         head = re.match(r"\s*\d+\.\s+ID:\s*(\S+)", line)
@@ -54,6 +64,18 @@ def listed(text: str) -> list[dict[str, str]]:
         if field_ and out:
             out[-1][field_.group(1).lower()] = field_.group(2)
     return out
+
+
+def _unwrapped(doc: Any) -> str:
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, list):
+        return "\n".join(_unwrapped(part) for part in doc)
+    if isinstance(doc, dict):
+        for key in ("result", "text", "content", "output"):
+            if key in doc:
+                return _unwrapped(doc[key])
+    return ""
 
 
 def _date(value: str) -> datetime | None:

@@ -313,6 +313,9 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
     if failures:
         raise failures[0]
     result.call_gaps = [round(g, 4) for g in route.call_gaps()]
+    # What the model was answered, kept with the run (--workdir) to read afterwards.
+    (Path(sandbox.env["PREIMAGE_CONFIG_DIR"]).parent / "tool-results.json").write_text(
+        json.dumps(route.tool_results, indent=1))
     ran = len(route.tool_results)
     if proc.returncode != 0:
         result.notes.append(f"{rig.harness} exited {proc.returncode}: "
