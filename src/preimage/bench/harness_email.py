@@ -47,8 +47,8 @@ def listed(text: str) -> list[dict[str, str]]:
     (the text as the server wrote it, or wrapped as the harness passed it on: Claude
     Code's ``{"result": "…"}``, MCP content parts ``[{"type": "text", "text": "…"}]``,
     Codex's ``Wall time: …`` / ``Output:`` lines before them)."""
-    head, sep, rest = text.partition("\nOutput:\n")
-    if sep and head.startswith("Wall time"):
+    prefix, sep, rest = text.partition("\nOutput:\n")
+    if sep and prefix.startswith("Wall time"):
         text = rest
     try:
         text = _unwrapped(json.loads(text))
