@@ -62,7 +62,8 @@ from preimage.store.store import Store
 
 HARNESS_TIMEOUT = 900.0
 # What a harness's tool result says when the harness itself refused to run the call.
-_REFUSED = ("rejected: ", "not permitted", "Permission to use", "requires approval")
+_REFUSED = ("rejected: ", "not permitted", "Permission to use", "requires approval",
+            "No such tool available")
 TURN_TIMEOUT = 600.0
 
 
@@ -128,7 +129,12 @@ class HarnessRig:
             env |= {"ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": "scripted",
                     "CLAUDE_CONFIG_DIR": str(folder / "claude"),
                     "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                    "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1"}
+                    "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1",
+                    # Wait for the MCP servers before the first turn, as Codex's `required`
+                    # does: by default Claude Code starts them in the background, and a
+                    # slow one (postgres-mcp on a loaded machine) is not there yet when the
+                    # model's first call names its tool.
+                    "MCP_CONNECTION_NONBLOCKING": "false", "MCP_TIMEOUT": "120000"}
         else:
             env |= {"CODEX_HOME": str(folder / "codex"), "SCRIPTED_KEY": "scripted"}
         return env
