@@ -136,6 +136,10 @@ def bench(
             click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         else:
             render_terminal(report, out)
+            if harness is not None:
+                from preimage.bench.harness_report import harness_table
+
+                out.print(harness_table(report), markup=False, highlight=False)
             if report_dir is not None:
                 out.print(f"report: {report_dir / 'index.html'}")
         missing = unmet_requirements(report)
@@ -186,7 +190,10 @@ def write_report(report: object, out_dir: Path) -> None:
         (out_dir / "table.md").write_text(markdown(report))
         undo_html(report, out_dir)
         return
+    from preimage.bench.harness_report import harness_table
+
     images = make_plots(report, out_dir)
     (out_dir / "results.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2))
-    (out_dir / "table.md").write_text(markdown(report))
+    through = harness_table(report)
+    (out_dir / "table.md").write_text(markdown(report) + (f"\n{through}" if through else ""))
     write_html(report, out_dir, images)
