@@ -12,6 +12,8 @@ judged alike.
 * **no backup** — nothing installed;
 * **preimage** — ``preimage install <harness>`` (project scope); a call's backups are the
   catalog's new backups taken before a tool call (not the capture after one);
+* **preimage, observed** — the harness runs under ``preimage session`` with the hooks
+  marking each call; a call's backup is what the kernel reported it about to change;
 * **BackUpper** — ``backupper init``, tier 4 off, ``backupper install <harness>``; a
   call's backup is the action it recorded.
 """
@@ -39,6 +41,13 @@ class HookedProtector(Protector):
     def mark(self, ctx: RunContext) -> Any:
         """What the protector holds now (compared by :meth:`between`)."""
         return None
+
+    def launcher(self, env: dict[str, str]) -> list[str]:
+        """What the harness's command line is run under (nothing: the harness itself)."""
+        return []
+
+    def finished(self, ctx: RunContext, harness: str, stdout: str) -> None:
+        """See the harness's run end (what it printed on stdout)."""
 
     def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
         """The protection of the call that ran between two marks."""
@@ -99,6 +108,42 @@ class HookedPreimage(HookedProtector, PreimageBackup):
         return notes
 
 
+class HookedObserved(HookedPreimage):
+    """The harness run under ``preimage session`` (observed capture: the kernel reports
+    every file change of the harness's process tree before it happens), with preimage's
+    hooks marking where each call begins and ends.  It watches this machine's processes,
+    so it covers the terminal tasks; a database, cluster or mailbox changes in a server."""
+
+    name: ClassVar[str] = "observed"
+    label: ClassVar[str] = "preimage (observed session)"
+
+    def install(self, ctx: RunContext, harness: str, env: dict[str, str]) -> None:
+        """Only for tasks whose state is files; then the hooks, as for :class:`HookedPreimage`."""
+        from preimage.observe.kernel import unavailable_reason
+
+        if not ctx.system.files_only:
+            raise NotCoveredError(
+                f"observed capture watches file changes on this machine; a {ctx.system.name} "
+                "task changes a server's state")
+        reason = unavailable_reason()
+        if reason is not None:
+            raise NotCoveredError(f"supervision unavailable here: {reason}")
+        super().install(ctx, harness, env)
+
+    def launcher(self, env: dict[str, str]) -> list[str]:
+        """``preimage session --``."""
+        import shutil
+
+        exe = shutil.which("preimage", path=env.get("PATH")) or "preimage"
+        return [exe, "session", "--"]
+
+    def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
+        """The call's observed backup (a session's backups between calls are not the call's)."""
+        protection = super().between(ctx, earlier, later)
+        protection.tier = "observed" if protection.backup_id else "pass"
+        return protection
+
+
 class HookedBackUpper(HookedProtector, BackUpper):
     """BackUpper's hooks, installed with ``backupper install``; tiers 1-3."""
 
@@ -134,9 +179,11 @@ def hooked_protectors(spec: str) -> list[HookedProtector]:
             out.append(HookedPreimage())
         elif name == "backupper":
             out.append(HookedBackUpper())
+        elif name == "observed":
+            out.append(HookedObserved())
         elif name:
             raise UsageError(f"protector {name!r} has no harness install; through a real "
-                             "harness choose from none, preimage, backupper")
+                             "harness choose from none, preimage, observed, backupper")
     if not out:
         raise UsageError("--protectors is empty")
     return out

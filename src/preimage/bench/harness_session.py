@@ -46,7 +46,7 @@ from preimage.bench.harness_calls import (
     mcp_definitions,
 )
 from preimage.bench.harness_protectors import HookedProtector
-from preimage.bench.protector import Protection, RunContext
+from preimage.bench.protector import NotCoveredError, Protection, RunContext
 from preimage.bench.results import RunResult
 from preimage.bench.runner import SeedCache, capture_truth, guarded_run
 from preimage.bench.scenario import CallSpec, Scenario
@@ -226,10 +226,15 @@ def run_harness_session(
         executable = rig.fixtures["mcp_packages"].executable
         rig.configure(sandbox, sandbox.env, route.url,
                       mcp_definitions(set(names), sandbox, executable))
-        protector.install(ctx, rig.harness, sandbox.env)
+        try:
+            protector.install(ctx, rig.harness, sandbox.env)
+        except NotCoveredError as exc:
+            result.status, result.reason = "not covered", str(exc)
+            return result
         first_regret = plan.starts[len(before)]
         every = list(dict.fromkeys(u for m in moments if m.regret for u in m.lost))
         marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title, names,
+                       protector.launcher(sandbox.env), ctx, protector,
                        on_turn=lambda k: _at_turn(k, first_regret, every, ctx, truth_store,
                                                   protector),
                        result=result)
@@ -267,7 +272,8 @@ def _at_turn(k: int, first_regret: int, every: list[str], ctx: RunContext,
 
 
 def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: str,
-           servers: list[str], *, on_turn: Any, result: RunResult) -> dict[int, Any]:
+           servers: list[str], launcher: list[str], ctx: RunContext,
+           protector: HookedProtector, *, on_turn: Any, result: RunResult) -> dict[int, Any]:
     """Run the harness once with the plan as the model's script; ``on_turn(k)`` runs on
     this thread while the model server holds turn ``k``'s answer.  The marks by turn."""
     ms = rig.fixtures["model_server"]
@@ -299,7 +305,7 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
                                       namespace=c.namespace) for c in plan.calls],
                              on_turn=hold)
     began = time.perf_counter()
-    proc = subprocess.Popen(rig.argv(prompt, servers), cwd=sandbox.cwd, env=sandbox.env,
+    proc = subprocess.Popen([*launcher, *rig.argv(prompt, servers)], cwd=sandbox.cwd, env=sandbox.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace")
     out: dict[str, str] = {}
@@ -318,6 +324,7 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
     reader.join()
     if failures:
         raise failures[0]
+    protector.finished(ctx, rig.harness, out.get("stdout", ""))
     result.call_gaps = [round(g, 4) for g in route.call_gaps()]
     # What the model was answered, kept with the run (--workdir) to read afterwards.
     (Path(sandbox.env["PREIMAGE_CONFIG_DIR"]).parent / "tool-results.json").write_text(
