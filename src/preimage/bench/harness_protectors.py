@@ -14,6 +14,8 @@ judged alike.
   catalog's new backups taken before a tool call (not the capture after one);
 * **preimage, observed** — the harness runs under ``preimage session`` with the hooks
   marking each call; a call's backup is what the kernel reported it about to change;
+* **harness checkpoint** — Claude Code's file checkpoints, rewound with
+  ``--rewind-files`` (Codex has none a non-interactive run can drive);
 * **BackUpper** — ``backupper init``, tier 4 off, ``backupper install <harness>``; a
   call's backup is the action it recorded.
 """
@@ -21,6 +23,7 @@ judged alike.
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any, ClassVar
 
 import preimage
@@ -46,8 +49,8 @@ class HookedProtector(Protector):
         """What the harness's command line is run under (nothing: the harness itself)."""
         return []
 
-    def finished(self, ctx: RunContext, harness: str, stdout: str) -> None:
-        """See the harness's run end (what it printed on stdout)."""
+    def finished(self, ctx: RunContext, argv: list[str], stdout: str) -> None:
+        """See the harness's run end (its command line, what it printed on stdout)."""
 
     def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
         """The protection of the call that ran between two marks."""
@@ -144,6 +147,67 @@ class HookedObserved(HookedPreimage):
         return protection
 
 
+class HookedCheckpoint(HookedProtector):
+    """The harness's own checkpoint, where a non-interactive run can restore it.
+
+    Claude Code keeps file checkpoints of its session (in a non-interactive run when
+    ``CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING`` is set) and restores them with
+    ``claude --resume SESSION --rewind-files USER-MESSAGE-ID``: the files as they were at
+    the request.  Its checkpoints follow its own file tools' edits; whether they held a
+    moment's state is judged by the evidence (the restore brought back every content leaf
+    the step destroyed).  Codex 0.171 has none a non-interactive run can drive: its ghost
+    snapshots are gone (read as "legacy" lines) and ``codex exec`` has no undo.
+    """
+
+    name: ClassVar[str] = "checkpoint"
+    label: ClassVar[str] = "harness checkpoint"
+    evidence: ClassVar[tuple[str, ...]] = ("content",)
+
+    def install(self, ctx: RunContext, harness: str, env: dict[str, str]) -> None:
+        """Turn Claude Code's checkpoints on for the run (Codex: not covered, with why)."""
+        if harness != "claude-code":
+            raise NotCoveredError(
+                f"{harness} has no checkpoint a non-interactive run can restore (Codex 0.171: "
+                "ghost snapshots removed, no undo in `codex exec`)")
+        env["CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"] = "1"
+
+    def finished(self, ctx: RunContext, argv: list[str], stdout: str) -> None:
+        """The run's session (its configuration folder is the run's own: one transcript)
+        and the id of its request's message."""
+        import json
+
+        folder = Path(ctx.sandbox.env["CLAUDE_CONFIG_DIR"])
+        for transcript in sorted(folder.glob("projects/*/*.jsonl")):
+            for line in transcript.read_text().splitlines():
+                entry = json.loads(line)
+                if entry.get("type") == "user" and entry.get("uuid"):
+                    ctx.sandbox.variables["checkpoint"] = json.dumps(
+                        [argv[0], transcript.stem, entry["uuid"]])
+                    return
+
+    def between(self, ctx: RunContext, earlier: Any, later: Any) -> Protection:
+        """Every call of the session is under the request's checkpoint."""
+        held = ctx.sandbox.variables.get("checkpoint")
+        return Protection(backup_id=held, tier="checkpoint") if held else Protection()
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """``claude --resume SESSION --rewind-files ID`` (once: every moment shares it)."""
+        import json
+
+        if ctx.sandbox.variables.get("rewound"):
+            return []
+        ctx.sandbox.variables["rewound"] = "1"
+        exe, session, message = json.loads(str(protection.backup_id))
+        done = subprocess.run(
+            [exe, "-p", "--resume", session, "--rewind-files", message],
+            cwd=ctx.sandbox.cwd, env=ctx.sandbox.env, capture_output=True, text=True,
+            timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            return [f"--rewind-files exited {done.returncode}: "
+                    f"{(done.stderr or done.stdout).strip()[-300:]}"]
+        return []
+
+
 class HookedBackUpper(HookedProtector, BackUpper):
     """BackUpper's hooks, installed with ``backupper install``; tiers 1-3."""
 
@@ -181,9 +245,11 @@ def hooked_protectors(spec: str) -> list[HookedProtector]:
             out.append(HookedBackUpper())
         elif name == "observed":
             out.append(HookedObserved())
+        elif name == "checkpoint":
+            out.append(HookedCheckpoint())
         elif name:
             raise UsageError(f"protector {name!r} has no harness install; through a real "
-                             "harness choose from none, preimage, observed, backupper")
+                             "harness choose from none, preimage, observed, checkpoint, backupper")
     if not out:
         raise UsageError("--protectors is empty")
     return out

@@ -246,9 +246,9 @@ def run_harness_session(
                 continue
             start, end = plan.starts[len(before) + k], ends[len(before) + k]
             step_ctx = dataclasses.replace(ctx, call=moment.call, expected=moment.lost)
-            earlier, later = marks.get(start), marks.get(min(end, last))
-            protection = (protector.between(step_ctx, earlier, later)
-                          if earlier is not None and later is not None else Protection())
+            stop = min(end, last)
+            protection = (protector.between(step_ctx, marks[start], marks[stop])
+                          if start in marks and stop in marks else Protection())
             record_moment(result, protection)
             account.protected.append((step_ctx, protection))
             for uri in moment.lost:
@@ -305,7 +305,8 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
                                       namespace=c.namespace) for c in plan.calls],
                              on_turn=hold)
     began = time.perf_counter()
-    proc = subprocess.Popen([*launcher, *rig.argv(prompt, servers)], cwd=sandbox.cwd, env=sandbox.env,
+    argv = rig.argv(prompt, servers)
+    proc = subprocess.Popen([*launcher, *argv], cwd=sandbox.cwd, env=sandbox.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace")
     out: dict[str, str] = {}
@@ -324,7 +325,7 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
     reader.join()
     if failures:
         raise failures[0]
-    protector.finished(ctx, rig.harness, out.get("stdout", ""))
+    protector.finished(ctx, argv, out.get("stdout", ""))
     result.call_gaps = [round(g, 4) for g in route.call_gaps()]
     # What the model was answered, kept with the run (--workdir) to read afterwards.
     (Path(sandbox.env["PREIMAGE_CONFIG_DIR"]).parent / "tool-results.json").write_text(
