@@ -12,6 +12,7 @@ judged alike.
 * **no backup** — nothing installed;
 * **preimage** — ``preimage install <harness>`` (project scope); a call's backups are the
   catalog's new backups taken before a tool call (not the capture after one);
+* **preimage undo** — the same hook; the way back is ``preimage undo`` of each call;
 * **preimage, observed** — the harness runs under ``preimage session`` with the hooks
   marking each call; a call's backup is what the kernel reported it about to change;
 * **harness checkpoint** — Claude Code's file checkpoints, rewound with
@@ -108,6 +109,31 @@ class HookedPreimage(HookedProtector, PreimageBackup):
                 notes.extend(super().restore(ctx, one))
             except preimage.PreimageError as exc:
                 notes.append(f"restore {backup_id} failed: {exc}")
+        return notes
+
+
+class HookedUndo(HookedPreimage):
+    """preimage's hook as :class:`HookedPreimage`; the way back is ``preimage undo`` of each
+    call (the hook's post-call capture tells the call's own changes from later ones)."""
+
+    name: ClassVar[str] = "undo"
+    label: ClassVar[str] = "preimage undo (hook)"
+
+    def restore(self, ctx: RunContext, protection: Protection) -> list[str]:
+        """``preimage.undo`` of every backup of the call, latest first; conflicts reported."""
+        from preimage.bench.intervening import absolute_key
+
+        notes: list[str] = []
+        for backup_id in reversed(protection.handle or [protection.backup_id]):
+            try:
+                result = preimage.undo(backup_id, store=ctx.store)
+            except preimage.PreimageError as exc:
+                notes.append(f"undo {backup_id} failed: {exc}")
+                continue
+            for plan in result.plans:
+                notes.extend(f"{plan.target}: {n}" for n in plan.notes)
+                protection.reported.extend(absolute_key(plan.target, c.key)
+                                           for c in plan.conflicts)
         return notes
 
 
@@ -245,11 +271,14 @@ def hooked_protectors(spec: str) -> list[HookedProtector]:
             out.append(HookedBackUpper())
         elif name == "observed":
             out.append(HookedObserved())
+        elif name == "undo":
+            out.append(HookedUndo())
         elif name == "checkpoint":
             out.append(HookedCheckpoint())
         elif name:
             raise UsageError(f"protector {name!r} has no harness install; through a real "
-                             "harness choose from none, preimage, observed, checkpoint, backupper")
+                             "harness choose from none, preimage, undo, observed, checkpoint, "
+                             "backupper")
     if not out:
         raise UsageError("--protectors is empty")
     return out

@@ -22,7 +22,8 @@ HARNESS_NOTE = (
     "metadata (no backup: the damage); per call — median time from the model's tool call to "
     "the harness's next request (the tool and every hook), and + what the protector adds to "
     "it beside the unprotected run of the same task and call; stored — bytes its backups "
-    "added; tokens — model tokens it spent on backups."
+    "added; tokens — model tokens it spent on backups; later work lost — of the items the "
+    "tasks' later unrelated work changed, those its way back (restore, or undo) lost."
 )
 
 
@@ -53,6 +54,10 @@ def _cell(runs: list[RunResult], baseline: dict[str, RunResult], protector: str)
             parts[-1] += f" (+{median(added) * 1000:.0f} ms)"
         parts.append(human_bytes(sum(r.stored_bytes for r in runs)))
         parts.append(f"{sum(r.model_tokens for r in runs)} tok")
+        later = [r for r in runs if r.intervening]
+        if later:
+            lost = sum(r.collateral or 0 for r in later)
+            parts.append(f"later work lost {lost}/{sum(r.intervening or 0 for r in later)}")
     return " · ".join(parts)
 
 

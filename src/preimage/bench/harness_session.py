@@ -15,7 +15,9 @@ Per (task, protector), in a fresh sandbox:
    reads what the protector holds (and, before the first regret step, captures the
    ground truth), so each call's backups are known exactly;
 3. after the harness is done, coverage, damage, restore and score are measured as the
-   in-process session measures them (:func:`preimage.bench.session.finish_session`).
+   in-process session measures them (:func:`preimage.bench.session.finish_session`),
+   and for a task with later unrelated work what the way back lost of it
+   (:mod:`preimage.bench.harness_collateral`).
 
 The time from each of the model's tool calls to the harness's next request — the tool's
 run plus every hook around it — is kept per call (``call_gaps``): the time a protector
@@ -45,6 +47,7 @@ from preimage.bench.harness_calls import (
     harness_calls,
     mcp_definitions,
 )
+from preimage.bench.harness_collateral import CollateralWatch
 from preimage.bench.harness_protectors import HookedProtector
 from preimage.bench.protector import NotCoveredError, Protection, RunContext
 from preimage.bench.results import RunResult
@@ -233,10 +236,20 @@ def run_harness_session(
             return result
         first_regret = plan.starts[len(before)]
         every = list(dict.fromkeys(u for m in moments if m.regret for u in m.lost))
+        watch = CollateralWatch.for_task(system.name, sandbox, moments, truth_store.blobs)
+        later = plan.starts[len(before) + watch.step] if watch is not None else None
+
+        def at_turn(k: int) -> Any:
+            """Between two tool calls: the truth and S0 before the first regret step, S1
+            when the later work begins, and the protector's mark."""
+            if k == first_regret:
+                ctx.truth.update(capture_truth(every, truth_store))
+            if watch is not None and k in (first_regret, later):
+                watch.take("s0" if k == first_regret else "s1")
+            return protector.mark(ctx)
+
         marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title, names,
-                       protector.launcher(sandbox.env), ctx, protector,
-                       on_turn=lambda k: _at_turn(k, first_regret, every, ctx, truth_store,
-                                                  protector),
+                       protector.launcher(sandbox.env), ctx, protector, on_turn=at_turn,
                        result=result)
         account = SessionAccount(moments, [], [], [])
         last = max(marks) if marks else 0
@@ -259,16 +272,13 @@ def run_harness_session(
             result.moved_bytes += protector.moved_bytes(step_ctx, protection)
         result.calls = len(plan.calls)
         system.settle(sandbox)
+        if watch is not None:
+            watch.take("s2")
         finish_session(result, ctx, protector, truth_store, account)
+        if watch is not None:
+            watch.take("s3")
+            watch.record(result, {k for _, p in account.protected for k in p.reported})
     return run.result
-
-
-def _at_turn(k: int, first_regret: int, every: list[str], ctx: RunContext,
-             truth_store: Store, protector: HookedProtector) -> Any:
-    """Between two tool calls: the truth before the first regret step, and the mark."""
-    if k == first_regret:
-        ctx.truth.update(capture_truth(every, truth_store))
-    return protector.mark(ctx)
 
 
 def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: str,
