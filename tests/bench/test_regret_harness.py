@@ -121,7 +121,7 @@ def test_the_ci_sample_through_claude_code(bench: Callable[..., Any]) -> None:
         "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3}
     for r in runs:
         assert r["status"] == "ok" and r["harness"] == "claude-code", (r["scenario"], r["reason"])
-        assert not any("refused" in n or " ran " in n for n in r["notes"]), r["notes"]
+        assert not any("refused" in n or " ran " in n for n in r["notes"]), (r["scenario"], r["notes"])
         assert len(r["call_gaps"]) == r["calls"], r["scenario"]
     for r in (r for r in runs if r["protector"] == "preimage"):
         assert r["backed_up"] and r["moments_covered"] == r["moments"], (r["scenario"], r)

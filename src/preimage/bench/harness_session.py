@@ -137,7 +137,7 @@ class HarnessRig:
                     # does: by default Claude Code starts them in the background, and a
                     # slow one (postgres-mcp on a loaded machine) is not there yet when the
                     # model's first call names its tool.
-                    "MCP_CONNECTION_NONBLOCKING": "false", "MCP_TIMEOUT": "120000"}
+                    "MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "120000"}
         else:
             env |= {"CODEX_HOME": str(folder / "codex"), "SCRIPTED_KEY": "scripted"}
         return env
