@@ -14,7 +14,7 @@ QUIET  := PYTHONWARNINGS="ignore:Editable installation"
 # server still starts once.
 PYTEST_FLAGS ?= -n 3
 
-.PHONY: demo test setup venv venv-all lint types unit bench bench-quick clean
+.PHONY: demo test setup venv venv-all lint types unit bench bench-regret-harness bench-quick clean
 
 $(VENV)/.base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,14 @@ test: setup venv-all
 bench: setup venv-all
 	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
 	$(VENV)/bin/preimage bench --report bench-report
+
+# The regret suite through each real harness, every protector that installs into one (long).
+bench-regret-harness: setup venv-all
+	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
+	for h in claude-code codex; do \
+	  $(VENV)/bin/preimage bench --suite regret --harness $$h \
+	    --protectors none,preimage,undo,observed,checkpoint,backupper --report bench-regret-$$h; \
+	done
 
 bench-quick: venv-all
 	$(VENV)/bin/preimage bench --quick
