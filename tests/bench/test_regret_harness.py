@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from preimage.bench.harness_calls import NoHarnessToolError, harness_calls, without_force
 from preimage.bench.harness_email import listed
+from preimage.bench.harness_report import harness_table
+from preimage.bench.results import BenchReport, RunResult, totals_for
 from preimage.bench.scenario import CallSpec
 from preimage.bench.tasks import CI_SAMPLE
+from preimage.cli.bench import write_report
 
 LISTING = """Folder: INBOX
 Page: 1/1
@@ -129,3 +133,31 @@ def test_the_ci_sample_through_claude_code(bench: Callable[..., Any]) -> None:
     for r in (r for r in runs if r["protector"] == "none"):
         assert not r["backed_up"] and r["restorable"] == pytest.approx(r["damage"]), r["scenario"]
         assert r["damage"] < 1.0, r["scenario"]
+
+
+def _run(scenario: str, protector: str, gaps: list[float], **kw: Any) -> RunResult:
+    return RunResult(scenario=scenario, title="t", category="sql", system="postgres",
+                     protector=protector, label=protector, harness="claude-code",
+                     call_gaps=gaps, moments=1, **kw)
+
+
+def test_the_harness_table_pairs_each_call_with_the_unprotected_run(tmp_path: Path) -> None:
+    """Per domain: moments held, restorable, the median gap per call and what the protector
+    adds beside the same task's unprotected call; later work lost; the report folder is a
+    regret report (not the undo suite's) with its plots."""
+    report = BenchReport(version="0", suite="regret", started_at="now", seconds=1.0,
+                         protectors={"none": "no backup", "preimage": "preimage (hook)"})
+    report.runs = [
+        _run("S.a", "none", [0.1, 0.2], moments_covered=0, restorable=0.2, damage=0.2),
+        _run("S.a", "preimage", [0.4, 0.2], moments_covered=1, restorable=1.0, damage=0.2,
+             stored_bytes=2048, intervening=3, collateral=0, capture_s=None),
+    ]
+    report.totals = [totals_for(p, label, report.runs) for p, label in report.protectors.items()]
+    table = harness_table(report)
+    assert "| sql | 1 | 0/1 held · 0.200 · 150 ms/call |" in table
+    assert "1/1 held · 1.000 · 300 ms/call (+150 ms) · 2.0 KiB · 0 tok · later work lost 0/3" \
+        in table
+    write_report(report, tmp_path / "out")
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {
+        "index.html", "table.md", "latency.png", "similarity_by_category.png"}
+    assert table in (tmp_path / "out" / "table.md").read_text()

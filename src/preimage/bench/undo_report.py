@@ -20,7 +20,10 @@ COST_COLUMNS = (
 
 
 def is_undo(report: BenchReport) -> bool:
-    """Whether ``report`` is of the undo suite (every run measured intervening changes)."""
+    """Whether ``report`` is of the undo suite (every run measured intervening changes; a
+    run through a real harness measures its later work beside the regret numbers)."""
+    if any(r.harness for r in report.runs):
+        return False
     return bool(report.runs) and all(
         r.intervening is not None or r.status != "ok" for r in report.runs) and any(
         r.intervening is not None for r in report.runs)
