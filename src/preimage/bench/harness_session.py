@@ -48,6 +48,7 @@ from preimage.bench.harness_calls import (
     mcp_definitions,
 )
 from preimage.bench.harness_collateral import CollateralWatch
+from preimage.bench.harness_mcp_ready import server_marker, wait_until_idle
 from preimage.bench.harness_protectors import HookedProtector
 from preimage.bench.protector import NotCoveredError, Protection, RunContext
 from preimage.bench.results import RunResult
@@ -227,8 +228,8 @@ def run_harness_session(
         names = sorted({c.mcp[0] for c in (*before, *(m.call for m in moments))
                         if not c.is_shell})
         executable = rig.fixtures["mcp_packages"].executable
-        rig.configure(sandbox, sandbox.env, route.url,
-                      mcp_definitions(set(names), sandbox, executable))
+        definitions = mcp_definitions(set(names), sandbox, executable)
+        rig.configure(sandbox, sandbox.env, route.url, definitions)
         try:
             protector.install(ctx, rig.harness, sandbox.env)
         except NotCoveredError as exc:
@@ -248,7 +249,8 @@ def run_harness_session(
                 watch.take("s0" if k == first_regret else "s1")
             return protector.mark(ctx)
 
-        marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title, names,
+        marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title,
+                       {n: d["command"] for n, d in definitions.items()},
                        protector.launcher(sandbox.env), ctx, protector, on_turn=at_turn,
                        result=result)
         account = SessionAccount(moments, [], [], [])
@@ -281,12 +283,19 @@ def run_harness_session(
     return run.result
 
 
+def _server_of(call: HarnessCall) -> str | None:
+    """The MCP server a harness call goes to (Claude Code: by name, Codex: by namespace)."""
+    name = call.namespace or call.tool
+    return name.split("__")[1] if name.startswith("mcp__") else None
+
+
 def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: str,
-           servers: list[str], launcher: list[str], ctx: RunContext,
+           servers: dict[str, str], launcher: list[str], ctx: RunContext,
            protector: HookedProtector, *, on_turn: Any, result: RunResult) -> dict[int, Any]:
     """Run the harness once with the plan as the model's script; ``on_turn(k)`` runs on
     this thread while the model server holds turn ``k``'s answer.  The marks by turn."""
     ms = rig.fixtures["model_server"]
+    starting = {name: server_marker(command) for name, command in servers.items()}
     asked: queue.Queue[tuple[int, threading.Event]] = queue.Queue()
     marks: dict[int, Any] = {}
     failures: list[BaseException] = []
@@ -300,6 +309,10 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
 
     def serve(k: int, done: threading.Event) -> None:
         try:
+            server = _server_of(plan.calls[k]) if k < len(plan.calls) else None
+            # a model is slower than this script: the server is up by its first call
+            if server in starting and not wait_until_idle(proc.pid, starting.pop(server)):
+                result.notes.append(f"MCP server {server} did not go idle in time")
             if k not in marks:
                 marks[k] = on_turn(k)
                 wanted = plan.calls[k].resolve if k < len(plan.calls) else None
@@ -315,7 +328,7 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
                                       namespace=c.namespace) for c in plan.calls],
                              on_turn=hold)
     began = time.perf_counter()
-    argv = rig.argv(prompt, servers)
+    argv = rig.argv(prompt, sorted(servers))
     proc = subprocess.Popen([*launcher, *argv], cwd=sandbox.cwd, env=sandbox.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace")
