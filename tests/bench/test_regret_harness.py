@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from preimage.bench.harness_calls import NoHarnessToolError, harness_calls, without_force
+from preimage.bench.harness_collateral import CollateralWatch, outside_own
 from preimage.bench.harness_email import listed
 from preimage.bench.harness_report import harness_table
 from preimage.bench.results import BenchReport, RunResult, totals_for
@@ -161,3 +162,20 @@ def test_the_harness_table_pairs_each_call_with_the_unprotected_run(tmp_path: Pa
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {
         "index.html", "table.md", "latency.png", "similarity_by_category.png"}
     assert table in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_collateral_counts_the_later_work_not_the_protectors_own_store() -> None:
+    """Later work is what the session changed in its scope after the destructive steps;
+    the records a protector keeps inside the project (BackUpper's .backupper/) are not."""
+    from preimage.bench.harness_collateral import later_work_step
+    from preimage.bench.session import Moment
+
+    note = CallSpec(tool="Bash", input={"command": "echo done >> NOTES.md"})
+    rm = CallSpec(tool="Bash", input={"command": "rm -rf out"})
+    assert later_work_step([Moment(rm, ["file:///p/out"], True), Moment(note, [], False)]) == 1
+    assert later_work_step([Moment(rm, ["a"], True), Moment(note, [], False),
+                            Moment(rm, ["b"], True)]) is None   # interleaved: not measured
+    watch = CollateralWatch(["file:///p"], 1, blobs=None)
+    kept = {"kind=file|path=/p/NOTES.md": {}, "kind=file|path=/p/.backupper/x": {}}
+    assert set(outside_own(kept, ["/p/.backupper"])) == {"kind=file|path=/p/NOTES.md"}
+    assert outside_own(kept, []) == kept and watch.step == 1

@@ -39,6 +39,15 @@ def later_work_step(moments: list[Moment]) -> int | None:
     return work[0]
 
 
+def outside_own(leaves: dict[str, Any], own: list[str]) -> dict[str, Any]:
+    """``leaves`` without the files under the folders in ``own``."""
+    prefixes = tuple(f"kind=file|path={p.rstrip('/')}" for p in own)
+    if not prefixes:
+        return leaves
+    return {k: v for k, v in leaves.items()
+            if not any(k == p or k.startswith(p + "/") for p in prefixes)}
+
+
 @dataclass
 class CollateralWatch:
     """The work scope's states through one run (S0 … S3)."""
@@ -66,16 +75,17 @@ class CollateralWatch:
         first = {u: snap for u, snap in self.states.get("s0", {}).items() if snap is not None}
         self.states[name] = capture_state(self.scope, self.blobs, first)
 
-    def record(self, result: Any, reported: set[str]) -> None:
+    def record(self, result: Any, reported: set[str], own: list[str]) -> None:
         """Set ``intervening`` (items the later work changed) and ``collateral`` (of those,
-        items whose change the way back lost) on ``result``, naming what was lost."""
+        items whose change the way back lost) on ``result``, naming what was lost; items
+        under ``own`` (the protector's own store inside the project) are not the work's."""
         if not all(s in self.states for s in ("s0", "s1", "s2", "s3")):
             result.notes.append("collateral not measured: the session stopped before its "
                                 "later work")
             return
         out = Outcome()
         for uri in self.scope:
-            s0, s1, s2, s3 = (leaves_of(uri, self.states[s][uri], self.blobs)
+            s0, s1, s2, s3 = (outside_own(leaves_of(uri, self.states[s][uri], self.blobs), own)
                               for s in ("s0", "s1", "s2", "s3"))
             measure(s0, s1, s2, s3, reported, out)
         result.intervening, result.collateral = out.intervening, out.collateral

@@ -50,6 +50,10 @@ class HookedProtector(Protector):
         """What the harness's command line is run under (nothing: the harness itself)."""
         return []
 
+    def own_paths(self, ctx: RunContext) -> list[str]:
+        """Folders inside the project the protector writes its own records into."""
+        return []
+
     def finished(self, ctx: RunContext, argv: list[str], stdout: str) -> None:
         """See the harness's run end (its command line, what it printed on stdout)."""
 
@@ -245,6 +249,10 @@ class HookedBackUpper(HookedProtector, BackUpper):
             if done.returncode != 0:
                 raise NotCoveredError(
                     f"backupper {' '.join(args)} failed: {done.stderr.strip()[-300:]}")
+
+    def own_paths(self, ctx: RunContext) -> list[str]:
+        """BackUpper keeps its store in the project's ``.backupper/``."""
+        return [str(ctx.sandbox.cwd / ".backupper")]
 
     def mark(self, ctx: RunContext) -> Any:
         """The actions BackUpper recorded, and the size of its store."""

@@ -279,7 +279,8 @@ def run_harness_session(
         finish_session(result, ctx, protector, truth_store, account)
         if watch is not None:
             watch.take("s3")
-            watch.record(result, {k for _, p in account.protected for k in p.reported})
+            watch.record(result, {k for _, p in account.protected for k in p.reported},
+                         protector.own_paths(ctx))
     return run.result
 
 
