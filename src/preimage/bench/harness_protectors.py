@@ -135,6 +135,7 @@ class HookedUndo(HookedPreimage):
                 notes.append(f"undo {backup_id} failed: {exc}")
                 continue
             for plan in result.plans:
+                notes.append(f"{plan.target}: {plan.summary()}")
                 notes.extend(f"{plan.target}: {n}" for n in plan.notes)
                 protection.reported.extend(absolute_key(plan.target, c.key)
                                            for c in plan.conflicts)
