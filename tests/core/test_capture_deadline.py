@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from preimage import Store
 from preimage.layer.harnesses.hook import handle
 from preimage.store.backend import BackupRow
@@ -41,10 +43,30 @@ def _settled(store: Store) -> list[BackupRow]:
     raise AssertionError("a capture is still running a minute after its hook answered")
 
 
+def _outliving_the_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every capture's checks wait until its waiter has given up: a capture that outlives
+    the hook's timeout however fast the machine reads the tree."""
+    from preimage.engine import capture, deadline
+
+    def check_for(backup_id: str) -> Callable[[], None]:
+        event = deadline._event.get()
+        check = deadline.check_for(backup_id)
+
+        def late_check() -> None:
+            if event is not None:
+                event.wait(60)
+            check()
+
+        return late_check
+
+    monkeypatch.setattr(capture, "check_for", check_for)
+
+
 def test_a_timed_out_hook_capture_in_a_resident_process_is_abandoned_not_completed(
-    tmp_path: Path, store: Store
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a long-lived process (the decision service) the capture stops, is marked abandoned and leaves no blob."""
+    _outliving_the_waiter(monkeypatch)
     data = _tree(tmp_path / "proj" / "data")
     outcome = handle("claude-code", ["--timeout", "0.05", "--on-failure", "allow"],
                      _payload(f"chmod -R 600 {data}", data.parent), cwd=str(data.parent))

@@ -135,6 +135,7 @@ def test_bad_inputs_get_one_line_errors(tmp_path: Path, tree: Path, store: Store
     backup = preimage.capture([f"file://{tree}"], store=store)
     # a snapshot document that hashes right but does not parse
     bad = store.blobs.put_bytes(b'{"schema_version": 2, "connector": "file", "items": 7}')
+    store.blobs.flush()   # where another process (the CLI) can read it
     with store.catalog._tx() as db:  # type: ignore[attr-defined]
         db.execute("UPDATE snapshots SET digest=? WHERE backup_id=?", (bad, backup.id))
         db.execute("INSERT INTO refs VALUES (?,?,?)", (backup.id, 0, bad))

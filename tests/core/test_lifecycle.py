@@ -226,6 +226,8 @@ def test_export_and_import_move_a_backup_between_stores(tmp_path: Path, store: S
     with Store(tmp_path / "other-home") as other:
         result = import_backup(other, io.BytesIO(archive))
         assert result.backup_id == backup.id
+        with Store(tmp_path / "other-home") as meanwhile:   # another process, before close
+            assert check(meanwhile, read_data=True).ok
         assert check(other, read_data=True).ok
         assert import_backup(other, io.BytesIO(archive)).already_present
         [entry] = other.catalog.trash()

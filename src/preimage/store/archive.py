@@ -308,6 +308,7 @@ def _read(store: Store, tar: tarfile.TarFile) -> ImportResult:
                     for s in snapshots]
             for row in rows:   # every document, before the backup is entered
                 _check_document(store, row)
+            store.blobs.flush()   # the blobs durable and indexed before anything names them
             for row, s in zip(rows, snapshots, strict=True):
                 store.catalog.add_snapshot(row, s["refs"])
             for original, stored_at in trash_entries:
