@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,35 @@ def _text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if hasattr(c, "text"))
 
 
+def _through(path: str, tmp_path: Path) -> tuple[dict[str, str], Path, list[str],
+                                                ClaudeHook | None]:
+    """The environment, project, server command and hook of a run through the proxy or
+    through the Claude Code hook with the server in the project's `.mcp.json`."""
+    env = {**os.environ, "PREIMAGE_HOME": str(tmp_path / "store"), "HOME": str(tmp_path)}
+    project = tmp_path / "project"
+    project.mkdir()
+    server = _server(tmp_path / "agent-profile", tmp_path / "playwright.json")
+    if path == "proxy":
+        return env, project, [PREIMAGE, "mcp-proxy", "--name", "browser", "--", *server], None
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
+        "command": server[0], "args": server[1:]}}}))
+    return env, project, server, ClaudeHook("browser", project, env)
+
+
+def _caller(s: Any, hook: Hook | None) -> Callable[[str, dict[str, Any]],
+                                                  Awaitable[tuple[str, str]]]:
+    """A tool call as the harness makes it: the text of its answer and what preimage told
+    the model (the hook's context, or the proxy's note)."""
+    async def call(tool: str, args: dict[str, Any]) -> tuple[str, str]:
+        before = hook(tool, args) if hook else None
+        result = await s.call_tool(tool, args)
+        if isinstance(hook, ClaudeHook):
+            hook.after(tool, args, result)
+        return _text(result), context_of(before) if hook else note_of(result)
+
+    return call
+
+
 @pytest.mark.parametrize("path", ["proxy", "claude-hook"])
 def test_playwright_mcp_storage_tools_restore(trac_server: TracServer, tmp_path: Path,
                                               path: str) -> None:
@@ -49,25 +79,10 @@ def test_playwright_mcp_storage_tools_restore(trac_server: TracServer, tmp_path:
     before it runs; restoring the backups of the two clears (newest first) brings the
     localStorage item and the cookie back, as the server's own getters read them; reading
     tools take no backup."""
-    env = {**os.environ, "PREIMAGE_HOME": str(tmp_path / "store"), "HOME": str(tmp_path)}
-    project = tmp_path / "project"
-    project.mkdir()
-    server = _server(tmp_path / "agent-profile", tmp_path / "playwright.json")
-    hook: ClaudeHook | None = None
-    if path == "proxy":
-        server = [PREIMAGE, "mcp-proxy", "--name", "browser", "--", *server]
-    else:
-        (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
-            "command": server[0], "args": server[1:]}}}))
-        hook = ClaudeHook("browser", project, env)
+    env, project, server, hook = _through(path, tmp_path)
 
     async def calls(s: Any, hook: Hook | None) -> list[Any]:
-        async def call(tool: str, args: dict[str, Any]) -> tuple[str, str]:
-            before = hook(tool, args) if hook else None
-            result = await s.call_tool(tool, args)
-            if isinstance(hook, ClaudeHook):
-                hook.after(tool, args, result)
-            return _text(result), context_of(before) if hook else note_of(result)
+        call = _caller(s, hook)
 
         _, nav = await call("browser_navigate", {"url": f"{trac_server.url}/"})
         told = [await call(tool, args) for tool, args in CHANGES]
@@ -118,18 +133,8 @@ def test_playwright_mcp_delete_and_storage_state_tools_restore(
     `browser_cookie_delete` and the sessionStorage delete and clear are each backed up
     before they run, and restoring each backup right after its call brings back what it
     removed, as the server's own getters read it."""
-    env = {**os.environ, "PREIMAGE_HOME": str(tmp_path / "store"), "HOME": str(tmp_path)}
-    project = tmp_path / "project"
-    project.mkdir()
+    env, project, server, hook = _through(path, tmp_path)
     (project / "empty-state.json").write_text(json.dumps({"cookies": [], "origins": []}))
-    server = _server(tmp_path / "agent-profile", tmp_path / "playwright.json")
-    hook: ClaudeHook | None = None
-    if path == "proxy":
-        server = [PREIMAGE, "mcp-proxy", "--name", "browser", "--", *server]
-    else:
-        (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"browser": {
-            "command": server[0], "args": server[1:]}}}))
-        hook = ClaudeHook("browser", project, env)
     getters = [("browser_cookie_get", {"name": "prefs"}),
                ("browser_localstorage_get", {"key": "draft"}),
                ("browser_sessionstorage_get", {"key": "tab"}),
@@ -142,12 +147,7 @@ def test_playwright_mcp_delete_and_storage_state_tools_restore(
     async def calls(s: Any, hook: Hook | None) -> list[Any]:
         import subprocess
 
-        async def call(tool: str, args: dict[str, Any]) -> tuple[str, str]:
-            before = hook(tool, args) if hook else None
-            result = await s.call_tool(tool, args)
-            if isinstance(hook, ClaudeHook):
-                hook.after(tool, args, result)
-            return _text(result), context_of(before) if hook else note_of(result)
+        call = _caller(s, hook)
 
         await call("browser_navigate", {"url": f"{trac_server.url}/"})
         for tool, args in [("browser_cookie_set", {"name": "prefs", "value": "compact"}),

@@ -69,7 +69,7 @@ from preimage.interface.blobs import (
     Leftover,
 )
 from preimage.interface.errors import BlobCorruptError, BlobMissingError, StoreUnavailableError
-from preimage.store.local_packs import PACKED_MAX, LocalPacks, Location
+from preimage.store.local_packs import PACKED_MAX, LocalPacks, Location, hold_if_unheld
 
 __all__ = ["CHUNK", "BlobStore", "DigestCache", "LocalBlobStore"]
 
@@ -751,7 +751,7 @@ class LocalBlobStore(BlobStore):
             path = self.root / name
             if not name.startswith("tmp/") or "/" in name[4:]:
                 continue
-            fd = _open_unheld(str(path))
+            fd = hold_if_unheld(str(path))
             if fd is None:
                 continue
             try:
@@ -765,22 +765,8 @@ class LocalBlobStore(BlobStore):
         return freed
 
 
-def _open_unheld(path: str) -> int | None:
-    """An fd holding an exclusive lock on ``path`` when no one else holds one."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def _unheld(path: str) -> bool:
-    fd = _open_unheld(path)
+    fd = hold_if_unheld(path)
     if fd is None:
         return False
     os.close(fd)

@@ -115,7 +115,7 @@ def _key(st: os.stat_result) -> PackKey:
     return (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _hold(path: str) -> int | None:
+def hold_if_unheld(path: str) -> int | None:
     """An fd holding an exclusive lock on ``path`` when no one else holds one."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -484,7 +484,7 @@ class LocalPacks:
     def drop_if_empty(self, pack: str) -> int:
         """Unlink a sealed pack no index row names and no writer holds; bytes freed."""
         path = self.pack_path(pack)
-        fd = _hold(path)
+        fd = hold_if_unheld(path)
         if fd is None:
             return 0
         try:
@@ -531,7 +531,7 @@ class LocalPacks:
         return unreadable
 
     def _adopt(self, pack: str, path: str) -> bool:
-        fd = _hold(path)
+        fd = hold_if_unheld(path)
         if fd is None:
             return True   # its writer is still at work, or it is gone
         try:
