@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures"))
@@ -134,15 +135,8 @@ def _floor_hooks(harness: str, box: Sandbox) -> None:
     path = box.home / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
                        "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[harness]
     # The install record goes to the sandbox's config folder, never the user's own.
-    saved = os.environ.get("PREIMAGE_CONFIG_DIR")
-    os.environ["PREIMAGE_CONFIG_DIR"] = box.env()["PREIMAGE_CONFIG_DIR"]
-    try:
+    with mock.patch.dict(os.environ, PREIMAGE_CONFIG_DIR=box.env()["PREIMAGE_CONFIG_DIR"]):
         plan_json_install(adapter, path, "cat > /dev/null").apply()
-    finally:
-        if saved is None:
-            del os.environ["PREIMAGE_CONFIG_DIR"]
-        else:
-            os.environ["PREIMAGE_CONFIG_DIR"] = saved
 
 
 def p95(values: list[float]) -> float:
