@@ -52,7 +52,7 @@ from preimage.bench.harness_mcp_ready import server_marker, wait_until_idle
 from preimage.bench.harness_protectors import HookedProtector
 from preimage.bench.protector import NotCoveredError, Protection, RunContext
 from preimage.bench.results import RunResult
-from preimage.bench.runner import SeedCache, capture_truth, guarded_run
+from preimage.bench.runner import SeedCache, capture_truth, guarded_run, seeded_sandbox
 from preimage.bench.scenario import CallSpec, Scenario
 from preimage.bench.session import (
     SessionAccount,
@@ -204,12 +204,7 @@ def run_harness_session(
     with guarded_run(scenario, system, protector, root, keep=keep) as run, ExitStack() as stack:
         result = run.result
         result.harness = rig.harness
-        if cache is not None:
-            sandbox = run.sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
-        else:
-            sandbox = run.sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
-            system.seed(scenario, sandbox)
-        system.settle(sandbox)
+        sandbox = seeded_sandbox(run, scenario, system, root, cache)
         truth_store = stack.enter_context(Store(root / "truth"))
         store = stack.enter_context(Store(root / "store"))
         scratch = root / "scratch"

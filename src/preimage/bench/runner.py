@@ -218,6 +218,19 @@ def run_earlier(call: CallSpec, system: System, sandbox: Sandbox, what: str) -> 
         raise preimage.UsageError(f"{what} failed (exit {done.exit_code}): {done.output[-300:]}")
 
 
+def seeded_sandbox(run: GuardedRun, scenario: Scenario, system: System, root: Path,
+                   cache: SeedCache | None) -> Sandbox:
+    """The run's seeded, settled sandbox: ``root/sandbox``, or with a ``cache`` the
+    scenario's shared ``root/../sandbox`` (every protector sees the same paths)."""
+    if cache is not None:
+        sandbox = run.sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
+    else:
+        sandbox = run.sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
+        system.seed(scenario, sandbox)
+    system.settle(sandbox)
+    return sandbox
+
+
 @contextmanager
 def opened_scene(run: GuardedRun, scenario: Scenario, system: System, protector: Protector,
                  root: Path, cache: SeedCache | None = None
@@ -226,12 +239,7 @@ def opened_scene(run: GuardedRun, scenario: Scenario, system: System, protector:
     ``root/../sandbox``, so every protector sees the same paths), the run's store and a
     truth store under ``root``, and the session's earlier calls made (each seen by the
     protector first): yields the run's context and the truth store."""
-    if cache is not None:
-        sandbox = run.sandbox = cache.sandbox(scenario, system, root.parent / "sandbox")
-    else:
-        sandbox = run.sandbox = Sandbox.create(root / "sandbox", scenario.cwd)
-        system.seed(scenario, sandbox)
-    system.settle(sandbox)
+    sandbox = seeded_sandbox(run, scenario, system, root, cache)
     expected = [str(u) for u in sandbox.fill(scenario.expected_lost)]
     call = CallSpec.model_validate(sandbox.fill(scenario.call.model_dump()))
     run.result.expected = expected
