@@ -3,6 +3,7 @@ the syscalls it refuses, the command and its fallback when supervision is off.""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -95,6 +96,40 @@ def test_process_left_running_keeps_working_and_is_recorded(tmp_path: Path, home
     assert "background of" in rows
     targets = [s.target for s in rows["background of"].snapshots]
     assert f"file://{work}/bg" in targets
+
+
+def _children() -> set[int]:
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            pids.update(int(p) for p in (task / "children").read_text().split())
+    return pids
+
+
+def test_process_left_running_is_not_the_callers_child(tmp_path: Path, store: Store) -> None:
+    """The process that keeps answering a call's leftovers is not the caller's child and
+    holds none of its pipes: a long-lived caller collects no zombie, and whoever reads the
+    caller's output is not kept waiting for the leftovers."""
+    work = tmp_path / "work"
+    work.mkdir()
+    before = _children()
+    read_end, write_end = os.pipe()
+
+    def tool() -> None:
+        subprocess.Popen(["sh", "-c", "while [ ! -e go ]; do sleep 0.02; done; echo later > bg"],
+                         cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    try:
+        outcome = run_function(tool, store=store, log=None)
+        os.close(write_end)
+        assert outcome.background
+        assert _children() - before == set()
+        os.set_blocking(read_end, False)
+        assert os.read(read_end, 1) == b""    # EOF: no process holds the write end
+    finally:
+        os.close(read_end)
+        (work / "go").touch()
+    _wait_for(work / "bg", "the background child's write")
 
 
 def test_python_function_under_supervision(tmp_path: Path, store: Store) -> None:

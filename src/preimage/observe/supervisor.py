@@ -30,6 +30,7 @@ import pickle
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -440,18 +441,49 @@ def still_watched(listener: int) -> bool:
                    for _fd, ev in ready.poll(0))
 
 
+def _close_streams(keep: int) -> None:
+    """Close every inherited pipe, socket and terminal but ``keep``.  Files stay open:
+    SQLite's per-process lock table, copied by the fork, still refers to them, and
+    closing them under it makes the continuation's own catalog fail to open."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2 or fd == keep:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+            os.close(fd)
+
+
 def continue_detached(listener: int, home: Path, label: str, session: str | None,
                        tool_call: dict[str, Any] | None) -> None:
-    """Keep answering the processes the call left running, in a detached process."""
-    pid = os.fork()
-    if pid != 0:
+    """Keep answering the processes the call left running, in a detached process.
+
+    It is forked twice, the middle process exiting at once, so the continuation is
+    nobody's child here: a long-lived caller (a session, an audit over thousands of
+    calls) does not collect a zombie for each continuation that ends.  The middle
+    process lets go of the caller's pipes, sockets and terminals before it forks, so
+    once this returns no leftover holds them: an inherited pipe would keep whoever
+    reads the caller's output (a harness, a test runner) waiting until the leftovers
+    end."""
+    middle = os.fork()
+    if middle != 0:
+        os.waitpid(middle, 0)
         return
-    code = 0   # pragma: no cover - the detached continuation
-    try:
+    try:   # pragma: no cover - the middle process
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        _close_streams(keep=listener)
+        if os.fork() != 0:
+            os._exit(0)
+    except BaseException:
+        os._exit(70)
+    code = 0   # pragma: no cover - the detached continuation
+    try:
         with Store(home) as store:
             recorder = Recorder(store, label=f"background of: {label}"[:200],
                                 tool_call=tool_call, session=session)
