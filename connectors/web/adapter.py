@@ -7,6 +7,8 @@ the methods the :class:`~preimage.connectors.web.WebAppConnector` and the backup
   reading through a tab of the user's browser profile (``site.goto`` for a
   page, ``site.fetch`` for the app's own JSON API from inside that tab, so
   the profile's logins apply).  It must not change anything in the app.
+  What it meets in scope but cannot read — or cannot prove it sees — it adds
+  to ``site.uncaptured`` instead of leaving out silently.
 * :meth:`SiteAdapter.location_of` — which target location an app page is
   about (the backup layer asks when an agent acts on that page).
 * :meth:`SiteAdapter.lookup` — find one captured record in the live app
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from preimage.interface.errors import TerminalConnectorError, TransientConnectorError
+from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.web import WebRecord
 
 if TYPE_CHECKING:
@@ -119,6 +122,11 @@ class Site:
     """Resource types the tab does not load (see :attr:`SiteAdapter.skip_resources`)."""
     status: int = 0
     """HTTP status of the last :meth:`goto`."""
+    uncaptured: list[Uncaptured] = field(default_factory=list)
+    """What :meth:`SiteAdapter.records` met in the target's scope but could not read (or
+    cannot show it read): the capture records it, so the score shows it."""
+    notes: list[str] = field(default_factory=list)
+    """What a reader of the capture should know about its scope (a parameter that narrowed it)."""
     _page: Page | None = field(default=None, repr=False)
 
     def url(self, path: str) -> str:

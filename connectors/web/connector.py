@@ -163,6 +163,8 @@ class WebAppConnector(ConnectorBase):
             location=site.location,
             server_reasons=dict(adapter.server_reasons),
             items=records,
+            uncaptured=site.uncaptured,
+            notes=site.notes,
         )
 
     def relocate(

@@ -5,7 +5,10 @@ file under it (dotfiles too: old versions live in ``.hist`` folders) and every
 share link whose source is in it; ``/`` is the whole server.  The browser
 profile must be signed in to copyparty with an account that may read, see
 dotfiles and, for a restore, write and delete there; reading shares of other
-accounts needs the share admin (``--shr-adm``).
+accounts needs the share admin (``--shr-adm``).  copyparty does not say whether an
+account is the share admin: unless the share table shows a share of another account
+(which only the share admin sees), the capture records "shares of other accounts" as
+uncaptured (``?shares=own`` narrows the target to the account's own shares instead).
 
 Reading goes through copyparty's own views from inside the profile:
 
@@ -72,6 +75,7 @@ from preimage.connectors.web.adapter import (
     SiteAdapter,
 )
 from preimage.interface.errors import TransientConnectorError
+from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.web import WebRecord
 
 VERSIONS_FOLDER = ".hist"
@@ -176,8 +180,36 @@ class CopypartyAdapter(SiteAdapter):
         datas = self._read(site, root, [p for p, _ in entries])
         files = [self._file_record(path, f, data)
                  for (path, f), data in zip(entries, datas, strict=True)]
-        shares = [s for s in self._shares(site) if s.content["source"].startswith(root)]
+        table = self._shares(site)
+        self._audit_shares(site, root, table)
+        shares = [s for s in table if s.content["source"].startswith(root)]
         return [*folders, *files, *shares]
+
+    def _audit_shares(self, site: Site, root: str, table: Sequence[WebRecord]) -> None:
+        """Record the shares of other accounts as uncaptured unless the share table shows
+        the profile's account sees them.
+
+        copyparty shows an account only its own shares unless it is the share admin
+        (``--shr-adm``), and no view says whether it is one: a row owned by another account
+        proves it (only the share admin is shown such rows); a table of the account's own
+        shares alone proves nothing, since another account's share in the folder would be
+        missing from it just the same.  ``?shares=own`` narrows the target to the account's
+        own shares, said in the snapshot's notes.
+        """
+        account = self._account(site)
+        if site.params.get("shares") == "own":
+            site.notes.append(f"shares=own: the target holds the shares of {account!r} only; "
+                              "other accounts' shares from this folder are outside it")
+            return
+        if any(s.metadata.get("owner") != account for s in table):
+            return
+        site.uncaptured.append(Uncaptured(
+            kind="share", name=f"shares from {root} of accounts other than {account!r}",
+            reason=f"copyparty shows {account!r} only its own shares unless it is the share "
+                   "admin (--shr-adm), and its share table held no other account's share, so "
+                   "the capture cannot show it saw them all — sign the profile in as the share "
+                   "admin, or add ?shares=own to the target to leave other accounts' shares "
+                   "out of it"))
 
     def _listing(self, site: Site, folder: str) -> dict[str, Any] | None:
         resp = site.fetch(quote(folder) + "?ls&dots")

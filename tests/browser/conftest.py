@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from fixtures.copyparty import MEMBER_PASSWORD as COPYPARTY_MEMBER_PASSWORD  # noqa: E402
 from fixtures.copyparty import CopypartyServer  # noqa: E402
 from fixtures.copyparty import sign_in as copyparty_sign_in  # noqa: E402
 from fixtures.isso import ADMIN_PASSWORD as ISSO_PASSWORD  # noqa: E402
@@ -204,8 +205,10 @@ def second_trac(tmp_path: Path) -> Iterator[tuple[TracServer, Path]]:
 
 @pytest.fixture(scope="session")
 def copyparty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CopypartyServer]:
-    """A real copyparty with share links, old versions and the upload index on."""
+    """A real copyparty with share links, old versions and the upload index on, and a
+    colleague's share (another account's) that only the share admin sees."""
     srv = CopypartyServer(tmp_path_factory.mktemp("copyparty")).start()
+    srv.seed_colleague()
     yield srv
     srv.stop()
 
@@ -218,6 +221,18 @@ def cp_profile(tmp_path_factory: pytest.TempPathFactory,
     prof = tmp_path_factory.mktemp("cp-profile")
     page = browser_context(prof).new_page()
     copyparty_sign_in(page, copyparty.url)
+    page.close()
+    yield prof
+    close_profile(prof)
+
+
+@pytest.fixture(scope="session")
+def cp_member_profile(tmp_path_factory: pytest.TempPathFactory,
+                      copyparty: CopypartyServer) -> Iterator[Path]:
+    """A browser profile signed in to copyparty as ``member``, who is not the share admin."""
+    prof = tmp_path_factory.mktemp("cp-member-profile")
+    page = browser_context(prof).new_page()
+    copyparty_sign_in(page, copyparty.url, COPYPARTY_MEMBER_PASSWORD)
     page.close()
     yield prof
     close_profile(prof)

@@ -159,3 +159,53 @@ def test_a_record_outside_the_target_folder_is_refused(
         site.close()
     assert all(isinstance(r, RecordRefusedError) and "not inside" in r.reason for r in results)
     assert not (copyparty.files / "elsewhere").exists()
+
+
+def test_shares_an_account_may_not_see_are_recorded_uncaptured(
+    copyparty: CopypartyServer, cp_member_profile: Path, store: Store
+) -> None:
+    """A profile whose account is not the share admin cannot see the admin's share of the
+    folder: the capture records other accounts' shares as uncaptured, the score stays below
+    1.0 and diff names them."""
+    _seed(copyparty, "team-f")
+    backup = preimage.capture([_uri(copyparty, "/team-f/", cp_member_profile)], store=store)
+    snap = backup.snapshots[0]
+    assert not [r for r in snap.items if r.kind == "share"]  # copyparty hid them from member
+    assert [(u.kind, u.name) for u in snap.uncaptured] == [
+        ("share", "shares from /team-f/ of accounts other than 'member'")]
+    assert "share admin" in snap.uncaptured[0].reason
+    total, _ = preimage.score(backup.id, store=store)
+    assert total.overall.score is not None and total.overall.score < 1.0
+    diffs = preimage.diff(backup.id, store=store)
+    assert any("accounts other than 'member'" in line for d in diffs for line in d.uncaptured)
+
+
+def test_shares_own_narrows_the_target_to_the_accounts_shares(
+    copyparty: CopypartyServer, cp_member_profile: Path, store: Store
+) -> None:
+    """With ``?shares=own`` the member's capture holds its own share, records nothing as
+    uncaptured, and its notes say other accounts' shares are outside the target."""
+    copyparty.seed({"files": [{"path": "/team-h/m.txt", "text": "m\n"}],
+                    "shares": [{"key": "team-h-mine", "paths": ["/team-h/m.txt"],
+                                "owner": "member"},
+                               {"key": "team-h-admins", "paths": ["/team-h/"]}]})
+    uri = _uri(copyparty, "/team-h/", cp_member_profile) + "&shares=own"
+    snap = preimage.capture([uri], store=store).snapshots[0]
+    assert [r.name for r in snap.items if r.kind == "share"] == ["team-h-mine"]
+    assert snap.uncaptured == []
+    assert any("shares=own" in n and "'member'" in n for n in snap.notes)
+
+
+def test_the_share_admin_captures_other_accounts_shares_with_nothing_uncaptured(
+    copyparty: CopypartyServer, cp_profile: Path, store: Store
+) -> None:
+    """The admin profile sees the member's share of the folder (the share table shows
+    another account's share, so it is the share admin): captured with its owner, nothing
+    recorded as uncaptured."""
+    copyparty.seed({"files": [{"path": "/team-g/m.txt", "text": "m\n"}],
+                    "shares": [{"key": "team-g-member", "paths": ["/team-g/m.txt"],
+                                "owner": "member"}]})
+    snap = preimage.capture([_uri(copyparty, "/team-g/", cp_profile)], store=store).snapshots[0]
+    shares = [r for r in snap.items if r.kind == "share"]
+    assert [(r.name, r.metadata["owner"]) for r in shares] == [("team-g-member", "member")]
+    assert snap.uncaptured == []

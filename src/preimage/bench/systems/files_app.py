@@ -5,7 +5,8 @@ once per benchmark run — or one that launcher started in another process (a
 test run's), attached to when ``PREIMAGE_BENCH_COPYPARTY`` holds its URL.
 Every run seeds a folder of its own (``/RUN/``) and share links whose keys
 start with the run's name, and removes them at the end, so a shared server
-stays small.
+stays small.  The server also holds a colleague's share (another account's,
+``/colleague/``), so the admin profile can show it sees every account's shares.
 
 ``setup.copyparty`` is the launcher's seed spec (``folders``, ``files`` with
 ``versions``, ``shares``, ``moves``) with ``{run}`` and the other variables
@@ -53,6 +54,9 @@ class CopypartySystem(WebSystem):
         self.server = (attach_launcher(self.fixture.CopypartyServer.attach, given,
                                        workdir / "copyparty")
                        if given else self.fixture.CopypartyServer(workdir / "copyparty").start())
+        # a colleague's share, which only the share admin sees: it shows the admin
+        # profile's captures that they see every account's shares (else they say not)
+        self.server.seed_colleague()
 
     def stop(self) -> None:
         """Stop copyparty."""
