@@ -325,6 +325,10 @@ def _verdict(rv: Reverter, key: str, label: str, b: Any, t: Any, now: Any, blobs
     if b is MISSING and now is not MISSING and _same_but_soft(rv, t, now):
         return ItemPlan(key, label, Verdict.REVERT, None, True,
                         note="created by the call (only derived fields changed since)")
+    if t is MISSING and MISSING not in (b, now) and _same_but_soft(rv, b, now):
+        return ItemPlan(key, label, Verdict.ALREADY,
+                        note="deleted by the call and made again since as it was (only "
+                             "derived fields differ)")
     if MISSING in (b, t, now):
         what = ("created by the call and changed since" if b is MISSING else
                 "deleted by the call and created again since" if t is MISSING else

@@ -19,8 +19,9 @@ from preimage.connectors.git.layout import (
     worktree_exclude,
 )
 from preimage.connectors.git.repo import Repository, locate
+from preimage.connectors.git.revert import GitReverter
 from preimage.interface.blobs import BlobStore
-from preimage.interface.connector import Capabilities, ConnectorBase
+from preimage.interface.connector import Capabilities, ConnectorBase, Granularity
 from preimage.interface.errors import InvalidTargetError
 from preimage.interface.target import Target
 from preimage.restoration import Relocation, RestorePolicy, RestoreReport
@@ -45,8 +46,11 @@ class GitConnector(ConnectorBase):
     snapshot_type: ClassVar[type[Snapshot]] = GitSnapshot
     # No merge: the index and the stash list are single files in the git directory, so a
     # merge could not put back one staged file or one dropped stash and keep the rest.
-    capabilities: ClassVar[Capabilities] = Capabilities(policies=frozenset({"overwrite", "refuse"}),
-                                                        relocates=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        policies=frozenset({"overwrite", "refuse"}), relocates=True, undo=Granularity(
+            "work-tree file by path; ref, HEAD, index entry by path and stage, reflog, config "
+            "key", "file metadata field", "text files line by line; reflogs line by line"))
+    reverter: ClassVar[GitReverter] = GitReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> GitSnapshot:
         """Read the repository at ``target`` into a :class:`GitSnapshot`.
@@ -176,5 +180,9 @@ class GitConnector(ConnectorBase):
     def restore(self, snapshot: Snapshot, blobs: BlobStore, *, policy: RestorePolicy) -> RestoreReport:
         """Bring the repository back to ``snapshot`` (order in :mod:`.apply`)."""
         assert isinstance(snapshot, GitSnapshot)
+        if policy.exact:  # an undo: exactly these items (:mod:`.item_writes`)
+            from preimage.connectors.git.item_writes import GitItemWriter
+
+            return GitItemWriter(snapshot, blobs, policy).run()
         return GitRestorer(snapshot, blobs, policy).run()
 

@@ -263,19 +263,28 @@ def test_line_merge_agrees_with_git_merge_file(tmp_path: Path) -> None:
 
 
 def test_a_connector_without_item_writes_is_refused_before_anything(
-        tmp_path: Path, store: Store) -> None:
-    """A target whose connector restores only whole targets (git) is refused in one line,
-    before any capture or write — an undo never falls back to a whole-target restore."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "a.txt").write_text("a\n")
-    pre = call(store, f"git://{repo}", "edit", lambda: (repo / "a.txt").write_text("b\n"))
-    count = len(store.catalog.list_backups(None))
-    with pytest.raises(preimage.UsageError, match="cannot yet write back single items"):
-        preimage.undo(pre, store=store)
-    assert len(store.catalog.list_backups(None)) == count
-    assert (repo / "a.txt").read_text() == "b\n"
+        tree: Path, store: Store) -> None:
+    """A target whose connector restores only whole targets (the file connector registered
+    again without its undo granularity) is refused in one line, before any capture or
+    write — an undo never falls back to a whole-target restore."""
+    import dataclasses
+
+    from preimage.connectors.files import FileConnector
+
+    class WholeTargetsOnly(FileConnector):
+        capabilities = dataclasses.replace(FileConnector.capabilities, undo=None)
+
+    preimage.register_connector("wholefile", WholeTargetsOnly)
+    try:
+        pre = call(store, f"wholefile://{tree}", "edit",
+                   lambda: (tree / "notes.md").write_text("b\n"))
+        count = len(store.catalog.list_backups(None))
+        with pytest.raises(preimage.UsageError, match="cannot yet write back single items"):
+            preimage.undo(pre, store=store)
+        assert len(store.catalog.list_backups(None)) == count
+        assert (tree / "notes.md").read_text() == "b\n"
+    finally:
+        preimage.interface.registry.unregister_connector("wholefile")
 
 
 def test_forget_keeps_and_forgets_a_call_s_two_backups_together(
@@ -330,4 +339,5 @@ def test_connectors_lists_how_finely_each_one_undoes(tmp_path: Path) -> None:
     undo = {r["scheme"]: r["undo"] for r in json.loads(proc.stdout)}
     assert undo["file"].startswith("file by path")
     assert undo["sqlite"].startswith("row by primary key")
-    assert undo["git"].startswith("no (")
+    assert undo["git"].startswith("work-tree file by path")
+    assert undo["pip"].startswith("no (")
