@@ -57,6 +57,7 @@ from preimage.snapshot_schemas._base import (
     entry_labels,
     key,
     metadata,
+    register_migration,
     register_snapshot_type,
     server,
 )
@@ -418,7 +419,7 @@ class KubernetesSnapshot(Snapshot):
     """Objects of one namespace, resource type, object or label selection."""
 
     schema_name: ClassVar[str] = "kubernetes"
-    schema_version: int = 1
+    schema_version: int = 2
     connector: str = "k8s"
     context: str = Field(description="kubeconfig context the capture used")
     server_url: str = Field("", description="API server URL of that context")
@@ -426,6 +427,7 @@ class KubernetesSnapshot(Snapshot):
     resource: str | None = Field(None, description="resource.group the target named, if any")
     name: str | None = Field(None, description="object name the target named, if any")
     selector: str | None = Field(None, description="label selector of the target, if any")
+    node: str | None = Field(None, description="the node whose pods the target named, if any")
     include_owned: bool = Field(False, description="controller-owned pods etc. were captured")
     listed: list[str] = Field(
         default_factory=list,
@@ -441,3 +443,9 @@ class KubernetesSnapshot(Snapshot):
         "resources, PVs of claims); never removed by a restore",
     )
     items: list[KubeObject] = Field(default_factory=list)
+
+
+@register_migration("kubernetes", 1)
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v2 adds ``node`` (pods bound to one node), ``None`` for older captures."""
+    return {**document, "schema_version": 2}

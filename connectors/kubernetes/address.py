@@ -5,6 +5,7 @@
     k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]][?selector=LABELS][&owned=true]
     k8s://CONTEXT/_[/RESOURCE[/NAME]]          cluster-scoped objects
     k8s://CONTEXT/_all/RESOURCE[?selector=…]   one namespaced resource in every namespace
+    k8s://CONTEXT/_all/pods?node=NODE          the pods bound to one node (what a drain evicts)
 
 * ``CONTEXT`` — a kubeconfig context (from ``$KUBECONFIG``); empty
   (``k8s:///shop``) means the current context.  Percent-encode ``:`` and
@@ -16,6 +17,8 @@
 * ``selector`` — a label selector, as ``kubectl -l`` takes it.
 * ``owned=true`` — also capture what controllers create and own (pods of a
   ReplicaSet, jobs of a CronJob…), which are skipped by default.
+* ``node`` — only pods bound to that node (the API server's field selector
+  ``spec.nodeName``); the resource must be ``pods``, and no name is given.
 * ``kubeconfig=PATH`` — the kubeconfig file to read the context from, instead of
   ``$KUBECONFIG`` (a tool that runs with a kubeconfig of its own — an MCP server
   whose definition sets ``KUBECONFIG`` — is backed up and restored with that one).
@@ -50,6 +53,7 @@ class Address:
     include_owned: bool
     all_namespaces: bool = False
     kubeconfig: str | None = None
+    node: str | None = None
 
     @property
     def whole_namespace(self) -> bool:
@@ -73,12 +77,20 @@ class Address:
             )
         if len(parts) > 3:
             raise InvalidTargetError(uri, "expected k8s://CONTEXT/NAMESPACE[/RESOURCE[/NAME]]")
-        unknown = set(target.query) - {"selector", "owned", "kubeconfig"}
+        unknown = set(target.query) - {"selector", "owned", "kubeconfig", "node"}
         if unknown:
             raise InvalidTargetError(
                 uri, f"unknown query parameter(s) {', '.join(sorted(unknown))} "
-                "(known: selector, owned, kubeconfig)"
+                "(known: selector, owned, kubeconfig, node)"
             )
+        node = target.param("node") or None
+        if node is not None:
+            if len(parts) != 2 or parts[0] in _CLUSTER_ALIASES:
+                raise InvalidTargetError(
+                    uri, "node= selects pods: write k8s://CONTEXT/_all/pods?node=NODE (or "
+                    "k8s://CONTEXT/NAMESPACE/pods?node=NODE)")
+            if not _dns_subdomain(node):
+                raise InvalidTargetError(uri, f"{node!r} is not a valid node name")
         all_namespaces = parts[0] == ALL_NAMESPACES
         if all_namespaces and (len(parts) != 2):
             raise InvalidTargetError(
@@ -101,7 +113,12 @@ class Address:
             include_owned=owned in _TRUE,
             all_namespaces=all_namespaces,
             kubeconfig=target.param("kubeconfig") or None,
+            node=node,
         )
+
+
+def _dns_subdomain(name: str) -> bool:
+    return 0 < len(name) <= 253 and all(_dns_label(p) for p in name.split("."))
 
 
 def _dns_label(name: str) -> bool:
@@ -121,14 +138,16 @@ def k8s_uri(
     *,
     selector: str | None = None,
     kubeconfig: str | None = None,
+    node: str | None = None,
 ) -> str:
-    """``k8s://ctx/ns[/resource[/name]][?selector=…]``; ``namespace=None`` means the
-    cluster scope (``_``), :data:`ALL_NAMESPACES` every namespace."""
+    """``k8s://ctx/ns[/resource[/name]][?selector=…][&node=…]``; ``namespace=None`` means
+    the cluster scope (``_``), :data:`ALL_NAMESPACES` every namespace."""
     ns = namespace if namespace is not None else CLUSTER
     path = "/" + quote(ns, safe="")
     if resource:
         path += "/" + quote(resource, safe=".")
         if name:
             path += "/" + quote(name, safe=".:")
-    params = [("selector", selector or ""), ("kubeconfig", kubeconfig or "")]
+    params = [("selector", selector or ""), ("node", node or ""),
+              ("kubeconfig", kubeconfig or "")]
     return f"k8s://{quote(context, safe='-._~')}{path}{query(params)}"

@@ -33,12 +33,15 @@ _CLUSTER_DEFAULT_EXCLUDED = {"namespaces"}
 
 def list_objects(
     client: KubeClient, rtype: ResourceType, namespace: str | None,
-    selector: str | None = None,
+    selector: str | None = None, node: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Every object of ``rtype`` (in ``namespace``), page by page, with kind and apiVersion."""
+    """Every object of ``rtype`` (in ``namespace``; of pods, those bound to ``node``), page
+    by page, with kind and apiVersion."""
     query = [("limit", _PAGE)]
     if selector:
         query.append(("labelSelector", selector))
+    if node:  # the API server filters pods by the node they are bound to
+        query.append(("fieldSelector", f"spec.nodeName={node}"))
     token = ""
     while True:
         page = client.request(
@@ -95,6 +98,10 @@ class Capturer:
                     a.uri, f"{a.resource!r} is ambiguous ({names}); write resource.group"
                 )
             rtype = found[0]
+            if a.node and rtype.qualified != "pods":
+                raise InvalidTargetError(
+                    a.uri, f"node= selects pods by the node they run on; {rtype.qualified} "
+                    "are not pods — write …/pods?node=NODE")
             if rtype.namespaced and a.namespace is None and not a.all_namespaces:
                 raise InvalidTargetError(
                     a.uri, f"{rtype.qualified} are namespaced: write k8s://CONTEXT/NAMESPACE/"
@@ -115,7 +122,8 @@ class Capturer:
     # ------------------------------------------------------------ reading
     def _list(self, rtype: ResourceType, selector: str | None) -> list[dict[str, Any]] | None:
         try:
-            return list(list_objects(self.client, rtype, self.address.namespace, selector))
+            return list(list_objects(self.client, rtype, self.address.namespace, selector,
+                                     self.address.node))
         except ApiError as exc:
             if exc.forbidden:
                 where = f"in namespace {self.address.namespace}" if self.address.namespace \
@@ -190,6 +198,7 @@ class Capturer:
             resource=types[0].qualified if a.resource else None,
             name=a.name,
             selector=a.selector,
+            node=a.node,
             include_owned=a.include_owned,
             listed=sorted(listed),
             denied=sorted(self.denied),

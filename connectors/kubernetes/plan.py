@@ -278,7 +278,7 @@ class Planner:
                 continue
             try:
                 objs = list(list_objects(self.client, rtype, self.snap.namespace,
-                                         self.snap.selector))
+                                         self.snap.selector, self.snap.node))
             except ApiError as exc:
                 if exc.forbidden:
                     continue  # cannot see them, so cannot judge them

@@ -188,7 +188,8 @@ def relocate_namespace(
             moved, placed = _take_placed(moved, theirs)
             mappings += placed
         items.append(moved)
-    target = k8s_uri(context or "", new, src.resource, src.name, selector=src.selector)
+    target = k8s_uri(context or "", new, src.resource, src.name, selector=src.selector,
+                     node=src.node)
     if src.include_owned:
         target += ("&" if "?" in target else "?") + "owned=true"
     deps = [d.replace(f"|namespace={old}|", f"|namespace={new}|") for d in snapshot.dependencies]

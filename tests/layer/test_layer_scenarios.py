@@ -280,7 +280,7 @@ def test_kubectl_generic_is_read_as_the_line_it_runs(layer: BackupLayer, world: 
     drain = layer.plan(mcp("kubernetes", "kubectl_generic", {
         "command": "drain", "name": "worker-1", "flags": {"ignore-daemonsets": True}})(world))
     assert sorted(t.uri for t in drain.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
-                                                   f"k8s://{CTX}/_all/pods"]
+                                                   f"k8s://{CTX}/_all/pods?node=worker-1"]
     status = layer.plan(mcp("kubernetes", "kubectl_rollout", {
         "subCommand": "status", "resourceType": "deployment", "name": "web",
         "namespace": "shop"})(world))
@@ -381,11 +381,12 @@ def test_kubectl_objects_named_by_shell_variables(layer: BackupLayer, world: Wor
 
 
 def test_kubectl_drain_names_a_node_not_a_kind(layer: BackupLayer, world: World) -> None:
-    """`kubectl drain NODE` captures that node and the pods it may evict; cordon the node
-    alone; a node named by a variable or chosen by -l widens to every node."""
+    """`kubectl drain NODE` captures that node and the pods it may evict (bound to that
+    node, matching its --pod-selector); cordon the node alone; a node named by a variable
+    or chosen by -l widens to every node and every pod."""
     plan = layer.plan(sh("kubectl drain worker-1 --ignore-daemonsets --pod-selector app=web")(world))
-    assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
-                                                  f"k8s://{CTX}/_all/pods"]
+    assert sorted(t.uri for t in plan.wanted) == [
+        f"k8s://{CTX}/_/nodes/worker-1", f"k8s://{CTX}/_all/pods?selector=app%3Dweb&node=worker-1"]
     plan = layer.plan(sh("kubectl cordon worker-1 worker-2")(world))
     assert sorted(t.uri for t in plan.wanted) == [f"k8s://{CTX}/_/nodes/worker-1",
                                                   f"k8s://{CTX}/_/nodes/worker-2"]

@@ -236,18 +236,25 @@ def dynamic_names(args: Args) -> set[str]:
 def node_targets(ctx_name: str, verb: str, names: list[str], args: Args,
                  dynamic: set[str]) -> list[PlannedTarget]:
     """The nodes a drain/cordon/uncordon names (all nodes for ``-l`` or a name from a
-    variable) and, for a drain, every pod it may evict: the pods of any namespace."""
+    variable) and, for a drain, every pod it may evict: the pods bound to each named node,
+    in any namespace — or, when the nodes are not known before the line runs, every pod."""
     why = f"kubectl {verb} changes it"
     named = [n for n in names if n not in dynamic]
-    if not named or len(named) < len(names) or args.value("-l", "--selector"):
+    every = not named or len(named) < len(names) or bool(args.value("-l", "--selector"))
+    if every:
         targets = [PlannedTarget(k8s_uri(ctx_name, None, "nodes"), why, external=True)]
     else:
         targets = [PlannedTarget(k8s_uri(ctx_name, None, "nodes", n), why, external=True)
                    for n in named]
-    if verb == "drain":
+    if verb == "drain" and every:
         targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, "pods"),
                                      f"drain evicts the pods on {' '.join(names) or 'the nodes'}",
                                      external=True))
+    elif verb == "drain":
+        pods = args.value("--pod-selector") or None  # drain evicts only the pods it matches
+        targets += [PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, "pods", selector=pods,
+                                          node=n),
+                                  f"drain evicts the pods on {n}", external=True) for n in named]
     return targets
 
 
@@ -318,7 +325,7 @@ def mcp_kubernetes(call: ToolCall, rule: Rule, ctx: Context) -> Finding:
                                  external=True)]
         if a.get("operation") not in ("cordon", "uncordon"):   # drain evicts its pods
             targets.append(PlannedTarget(k8s_uri(ctx_name, ALL_NAMESPACES, "pods",
-                                                 kubeconfig=own),
+                                                 kubeconfig=own, node=node),
                                          f"drain evicts the pods on {node}", external=True))
         return finding(call, rule, targets=targets, outside_workspace=True,
                        wide=len(targets) > 1)
