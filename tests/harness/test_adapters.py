@@ -233,7 +233,8 @@ def test_codex_project_config_can_only_sandbox(tmp_path: Path) -> None:
 
 def test_codex_rm_is_captured_when_the_hook_cannot_see_codex(home: Path, tmp_path: Path) -> None:
     """A Codex hook whose process has no Codex among its ancestors (here: the test itself)
-    cannot tell the sandbox, so `rm` is not rewritten — the tree is copied first."""
+    cannot tell the sandbox, so `rm` is not rewritten — the tree is copied first, and the
+    model is told why."""
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "a.o").write_bytes(b"x")
     text = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -242,3 +243,4 @@ def test_codex_rm_is_captured_when_the_hook_cannot_see_codex(home: Path, tmp_pat
     answer = json.loads(handle("codex", [], text).stdout)
     specific = answer["hookSpecificOutput"]
     assert "updatedInput" not in specific and "preimage backup " in specific["additionalContext"]
+    assert "Codex's sandbox mode cannot be told" in specific["additionalContext"]

@@ -79,7 +79,8 @@ def test_kilo_sandbox_keeps_the_copy(where: str, home: Path, user_home: Path, tm
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """When Kilo's sandbox may be on (its settings, an agent's, the per-session policy it
     keeps, a settings file that cannot be parsed, $KILO_CONFIG_CONTENT) the `rm` is not
-    rewritten — the sandbox could not write to the store — and the tree is copied first."""
+    rewritten — the sandbox could not write to the store — the tree is copied first, and
+    the note to the model says why."""
     project = _project(tmp_path)
     if where == "project":
         (project / "kilo.json").write_text('{"sandbox": {"enabled": true}}')
@@ -98,6 +99,9 @@ def test_kilo_sandbox_keeps_the_copy(where: str, home: Path, user_home: Path, tm
     out = json.loads(handle("kilo", [], _before("rm -rf build", project)).stdout)
     assert "args" not in out and "block" not in out
     assert "holds the state before this call: " + (project / "build").as_uri() in out["note"]
+    # the model hears why its rm was copied, not moved into the trash
+    assert "not turned into a move into preimage's trash: Kilo may run it in its sandbox (" \
+        in out["note"]
 
 
 def test_kilo_sandbox_turned_off_keeps_the_trash_move(home: Path, user_home: Path,

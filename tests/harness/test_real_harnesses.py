@@ -370,7 +370,7 @@ def test_codex_in_its_sandbox_keeps_the_capture(
     """Codex runs commands in its sandbox unless told otherwise, and the sandbox cannot
     write to the store: with `sandbox_mode = "workspace-write"` the hook does not rewrite
     `rm` into `preimage trash` but copies the tree before the call, as for any harness
-    that could not run the rewrite."""
+    that could not run the rewrite, and tells the model why."""
     root = tmp_path_factory.mktemp("codex-sandboxed")
     ran = start(model, "codex", root, [shell("codex", "rm -rf build")],
                 codex_sandbox="workspace-write")
@@ -381,6 +381,8 @@ def test_codex_in_its_sandbox_keeps_the_capture(
     # the tree, and the entry of its parent directory (whose mtime the rm changes)
     assert backup["targets"] == [(ran.box.project / "build").as_uri(),
                                  ran.box.project.as_uri() + "?depth=0"]
+    assert "Codex runs it in its sandbox (sandbox_mode workspace-write)" in \
+        ran.route.seen_after_tools()
 
 
 def test_real_harness_through_the_decision_service(

@@ -1,11 +1,13 @@
 """Kilo Code CLI (an OpenCode fork loading the same plugins), its real binary driven by the
 scripted model, with preimage put there by ``preimage install kilo`` as a user would.
 
-Three runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
+Four runs: **work** (a project install: `ls -la`, `rm -rf build`, an overwrite of `notes.txt`
 with Kilo's `write` tool, an `edit` of `README.md`, a `DELETE` through MCP server `shop` — mcp-server-sqlite, named only
 in Kilo's own kilo.json — then `uninstall`) **unrunnable** (the plugin cannot start
 `preimage`: Kilo must not run the `rm`) and **sandboxed** (Kilo's sandbox on, where the store
-is read-only: the `rm` is copied first, not moved).
+is read-only: the `rm` is copied first, not moved, and the model is told why) and **patch**
+(the model named `gpt-5-scripted`, so Kilo offers `apply_patch`: one patch that updates,
+adds and deletes a file).
 """
 
 from __future__ import annotations
@@ -75,10 +77,10 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 
 def start(model: ModelServer, root: Path, calls: list[Call],
           extra: dict[str, str] | None = None, mcp: bool = False,
-          settings: dict[str, Any] | None = None) -> Ran:
+          settings: dict[str, Any] | None = None, model_id: str | None = None) -> Ran:
     """A project with `build/` and `notes.txt` (with ``mcp``, `shop.db` and MCP server `shop`
-    in kilo.json; ``settings`` merged into kilo.json), `preimage install kilo` there, one Kilo
-    run."""
+    in kilo.json; ``settings`` merged into kilo.json; ``model_id`` the scripted model's
+    name), `preimage install kilo` there, one Kilo run."""
     route = model.route(Script(calls))
     store = root / "preimage"
     box = Sandbox("kilo", root, route.url, path_dirs=[BIN], extra_env={
@@ -98,6 +100,12 @@ def start(model: ModelServer, root: Path, calls: list[Call],
         con.close()
         box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"),
                                     "--db-path", str(box.project / "shop.db")])
+    if model_id:  # Kilo offers its tools by the model's name (apply_patch to GPT models)
+        config = box.project / "kilo.json"
+        doc = json.loads(config.read_text())
+        doc["model"] = f"scripted/{model_id}"
+        doc["provider"]["scripted"]["models"][model_id] = {"name": model_id, "tool_call": True}
+        config.write_text(json.dumps(doc))
     if settings:
         config = box.project / "kilo.json"
         doc = json.loads(config.read_text())
@@ -201,6 +209,51 @@ def test_kilo_install_list_and_uninstall_leave_the_project_as_it_was(work: Ran) 
     assert "not installed" in row
 
 
+PATCH = """*** Begin Patch
+*** Update File: README.md
+@@
+ # shop
+-version 1
++version 3
+*** Add File: added.txt
++added by the patch
+*** Delete File: notes.txt
+*** End Patch"""
+
+
+@pytest.fixture(scope="module")
+def patched(model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """One `apply_patch` (the tool Kilo offers GPT models instead of `edit` and `write`:
+    7.7.7 has no `multiedit` or `patch`) updating README.md, adding added.txt and deleting
+    notes.txt."""
+    root = tmp_path_factory.mktemp("kilo-patch")
+    return start(model, root, [Call("apply_patch", {"patchText": PATCH})],
+                 model_id="gpt-5-scripted")
+
+
+def test_kilo_apply_patch_is_backed_up_and_restored(patched: Ran) -> None:
+    """Kilo's `apply_patch` reaches the plugin as `apply_patch` with the patch's files: the
+    three (and the folder's entry) are backed up before it runs, the model is told, and
+    restore brings README.md and notes.txt back and takes added.txt away."""
+    project = patched.box.project
+    assert (project / "README.md").read_text() == "# shop\nversion 3\n"   # Kilo ran it
+    assert not (project / "notes.txt").exists()
+    assert (project / "added.txt").read_text() == "added by the patch\n"
+    (decision,) = patched.decisions()
+    assert decision["harness"] == "kilo" and decision["tool"] == "apply_patch"
+    (backup,) = patched.backups()
+    assert backup["id"] == decision["backup_id"]
+    # the three files, and the project folder's own entry (adding and deleting change it)
+    assert sorted(backup["targets"]) == sorted(
+        [*((project / n).as_uri() for n in ("README.md", "added.txt", "notes.txt")),
+         project.as_uri() + "?depth=0"])
+    assert backup["id"] in patched.route.seen_after_tools()
+    preimage("restore", backup["id"], env=patched.env)
+    assert (project / "README.md").read_text() == "# shop\nversion 1\n"
+    assert (project / "notes.txt").read_text() == "hello\n"
+    assert not (project / "added.txt").exists()
+
+
 def test_kilo_refuses_the_call_when_preimage_cannot_run(
         model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """When the plugin cannot start `preimage` (here: PREIMAGE_BIN names nothing), Kilo does
@@ -218,8 +271,8 @@ def test_kilo_in_its_sandbox_gets_the_copy_not_the_trash_move(
         model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """With Kilo's sandbox on (its shell commands see everything outside the project
     read-only, the store included), the `rm` is not rewritten into a trash move that could
-    not write there: it runs as written, after the tree was copied, and restore brings it
-    back exactly."""
+    not write there: it runs as written, after the tree was copied, the model hears why, and
+    restore brings it back exactly."""
     root = tmp_path_factory.mktemp("kilo-sandboxed")
     outside = root / "outside"
     outside.mkdir()
@@ -232,6 +285,8 @@ def test_kilo_in_its_sandbox_gets_the_copy_not_the_trash_move(
     (backup,) = [b for b in ran.backups() if "build" in json.dumps(b["tool_call"]["input"])]
     assert backup["kind"] != "trash" and backup["stored_bytes"] > 0
     assert backup["tool_call"]["input"]["command"] == "rm -rf build"
-    assert backup["id"] in ran.route.seen_after_tools()
+    told = ran.route.seen_after_tools()
+    assert backup["id"] in told
+    assert "not turned into a move into preimage's trash: Kilo may run it in its sandbox" in told
     preimage("restore", backup["id"], env=ran.env)
     assert tree(build) == ran.build_before

@@ -42,6 +42,8 @@ class ToolCall:
     # Whether the harness runs a rewritten input as given (the hook decides it per call
     # where the harness's settings matter); ``None``: as the harness's adapter says.
     runs_rewrites: bool | None = field(default=None, repr=False)
+    # Why the harness may not run a rewrite as given (its sandbox), for the model's note.
+    rewrite_stopped: str | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ constructors
     @classmethod

@@ -124,6 +124,11 @@ def trash_rewrite(cmd: SimpleCommand, f: Finding, ctx: Context) -> Finding | Non
     runs = ctx.call.runs_rewrites
     if runs is None:
         runs = ctx.call.harness in APPLIES_REWRITES
+    if cmd.name == "rm" and ctx.call.rewrite_stopped:
+        # the model hears why its rm was copied into a backup, not moved into the trash
+        f.notes.append(f"The rm was not turned into a move into preimage's trash: "
+                       f"{ctx.call.rewrite_stopped}, where the store cannot be written; "
+                       "what it removes was copied into the backup first instead.")
     if cmd.name != "rm" or not runs or ctx.store_home is None:
         return None
     if os.environ.get("PREIMAGE_STORE"):

@@ -76,11 +76,13 @@ class Harness:
             error=str(error) if failed and error else None,
         )
 
-    def runs_rewrites(self, call: ToolCall, env: Mapping[str, str], pid: int) -> bool:
-        """Whether ``call``, seen by hook process ``pid`` with environment ``env``, runs a
-        rewritten input as given (a rewrite such as ``rm`` → ``preimage trash`` takes no
-        copy, so a harness that ignored it, or could not run it, would lose the state)."""
-        return self.applies_rewrites
+    def rewrite_stopped(self, call: ToolCall, env: Mapping[str, str], pid: int) -> str | None:
+        """Why ``call``, seen by hook process ``pid`` with environment ``env``, may not run
+        a rewritten input as given though the harness applies rewrites (its sandbox may
+        confine the command away from the store); ``None``: it runs it.  A rewrite such as
+        ``rm`` → ``preimage trash`` takes no copy, so a harness that could not run it would
+        lose the state; the reason reaches the model with the backup taken instead."""
+        return None
 
     # ------------------------------------------------------------ answering
     def answer(self, decision: Decision, config: LayerConfig, *,

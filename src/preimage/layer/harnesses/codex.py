@@ -48,8 +48,12 @@ class Codex(Harness):
     pre_events = ("PreToolUse",)
     post_events = ("PostToolUse",)
 
-    def runs_rewrites(self, call: ToolCall, env: Mapping[str, str], pid: int) -> bool:
-        return sandbox_mode(pid, env, call.cwd) == UNSANDBOXED
+    def rewrite_stopped(self, call: ToolCall, env: Mapping[str, str], pid: int) -> str | None:
+        mode = sandbox_mode(pid, env, call.cwd)
+        if mode == UNSANDBOXED:
+            return None
+        return ("Codex runs it in its sandbox (sandbox_mode " + mode + ")" if mode else
+                "Codex's sandbox mode cannot be told from its command line and settings")
 
     def result(self, payload: dict[str, Any], *, failed: bool) -> ToolResult:
         response = payload.get("tool_response")

@@ -143,8 +143,9 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         event.call.cwd = cwd
     if event.phase == "post":
         return adapter.answer_after(_after(event.call, event.result, cfg, env, cwd))
-    event.call.runs_rewrites = adapter.runs_rewrites(
-        event.call, env if env is not None else os.environ, pid or os.getpid())
+    seen_env = env if env is not None else os.environ
+    event.call.rewrite_stopped = adapter.rewrite_stopped(event.call, seen_env, pid or os.getpid())
+    event.call.runs_rewrites = event.call.rewrite_stopped is None and adapter.applies_rewrites
     decision = _decide_with_deadline(event.call, cfg, env, cwd)
     if cfg.observe:
         from preimage.layer.harnesses.observed_rewrite import supervised_form

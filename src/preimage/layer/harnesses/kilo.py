@@ -7,7 +7,9 @@ OpenCode's (:mod:`preimage.layer.harnesses.opencode`), sent to ``preimage hook k
 It loads plugins from ``{plugin,plugins}/*.{js,ts}`` in its global folder
 (``$KILO_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/kilo``) and in a project's ``.kilo/``
 (and the older ``.kilocode/``).  The tools keep OpenCode's names (``bash``, ``write``,
-``edit`` …, MCP tools ``<server>_<tool>``).
+``edit`` …, MCP tools ``<server>_<tool>``); to a model named ``gpt-…`` it offers
+``apply_patch`` (``patchText``) in place of ``edit`` and ``write``.  7.7.7 has no
+``multiedit`` and no ``patch`` tool.
 
 What differs from OpenCode, as observed with the real binary (7.7.7):
 
@@ -16,7 +18,7 @@ What differs from OpenCode, as observed with the real binary (7.7.7):
   lets it go ahead, said in the tool's output);
 * Kilo can confine its shell commands to the project (its sandbox); the ``rm`` → trash
   rewrite is answered only when nothing says it might (:mod:`.kilo_sandbox`), else the
-  paths are copied before the call;
+  paths are copied before the call and the model's note says why;
 * on its first start in a config folder it tries to install ``@kilocode/plugin`` there
   in the background (7.7.7 asks for a version the registry does not have, so it fails
   and goes on) and writes a ``.gitignore`` hiding the package files.
@@ -42,11 +44,12 @@ class Kilo(OpenCode):
     binary = "kilo"
     plugin_mark: ClassVar[str] = "preimage for Kilo Code CLI"
 
-    def runs_rewrites(self, call: ToolCall, env: Mapping[str, str], pid: int) -> bool:
+    def rewrite_stopped(self, call: ToolCall, env: Mapping[str, str], pid: int) -> str | None:
         from preimage.layer.harnesses.kilo_sandbox import may_sandbox
 
         # The call's own environment (the service answers for many): its HOME, its XDG_*.
-        return may_sandbox(call.cwd, env, Path(env.get("HOME") or home())) is None
+        why = may_sandbox(call.cwd, env, Path(env.get("HOME") or home()))
+        return None if why is None else f"Kilo may run it in its sandbox ({why})"
 
     def settings_path(self, scope: Scope, project: Path) -> Path:
         if scope == "user":
