@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,8 @@ def main() -> None:
     ap.add_argument("--postgres", type=int, default=0, help="rows for the PostgreSQL comparison")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    # a run stopped with kill (or a CI timeout) unwinds, so its temporary folder goes too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     result: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()],
                               "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:

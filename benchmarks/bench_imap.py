@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,11 @@ def load_dovecot() -> Any:
     return module
 
 
-def message(i: int, body_bytes: int) -> bytes:
+def message(i: int, body_bytes: int, when: datetime) -> bytes:
+    """Message ``i``, its ``Date:`` header the moment it is filed at (``when``)."""
     head = (
         f"From: Sender {i % 97} <s{i % 97}@example.org>\r\nTo: alice@example.org\r\n"
-        f"Subject: Report {i}\r\nDate: Mon, 2 Feb 2026 09:00:00 +0000\r\n"
+        f"Subject: Report {i}\r\nDate: {format_datetime(when)}\r\n"
         f"Message-ID: <bench-{i}@example.org>\r\nMIME-Version: 1.0\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n\r\n"
     )
@@ -69,9 +71,10 @@ def seed(client: imapclient.IMAPClient, n: int, body_bytes: int) -> int:
     batch: list[dict[str, Any]] = []
     for i in range(n):
         flags = (["\\Seen"] if i % 3 else []) + (["\\Flagged", "$todo"] if i % 11 == 0 else [])
-        raw = message(i, body_bytes)
+        when = start + timedelta(minutes=37 * i)
+        raw = message(i, body_bytes, when)
         total += len(raw)
-        batch.append({"msg": raw, "flags": flags, "date": start + timedelta(minutes=37 * i)})
+        batch.append({"msg": raw, "flags": flags, "date": when})
         if len(batch) == 500:
             client.multiappend("INBOX", batch)
             batch = []

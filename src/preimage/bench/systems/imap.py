@@ -13,8 +13,8 @@ benchmark run (or an existing server: ``PREIMAGE_BENCH_IMAP`` =
          flags: ["\\\\Seen"], flags_every: {"\\\\Flagged": 7, "$Important": 5}}
 
 Message ``n`` (numbered across the whole mailbox) gets INTERNALDATE ``date +
-(i * step_hours)``, the ``flags`` and each flag of ``flags_every`` whose
-number divides ``n``, and ``Message-ID: <bench-n@example.org>``.
+(i * step_hours)`` and a ``Date:`` header of that moment, the ``flags`` and each flag of
+``flags_every`` whose number divides ``n``, and ``Message-ID: <bench-n@example.org>``.
 Variables: ``{imap_uri}`` (``imap://user@host:port``, no password),
 ``{imap_user}``.  MCP tools (``mcp__email__…``): ``move_messages {folder,
 search, to}``, ``delete_messages {folder, search}``, ``store_flags {folder,
@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,14 +46,15 @@ def quote_folder(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def make_message(n: int, group: dict[str, Any]) -> bytes:
-    """Message number ``n`` of a seeding group, RFC 822 with CRLF."""
+def make_message(n: int, group: dict[str, Any], when: datetime) -> bytes:
+    """Message number ``n`` of a seeding group, RFC 822 with CRLF, dated ``when`` (its
+    ``Date:`` header says the moment it is filed at, as a mail client's would)."""
     subject = str(group.get("subject", "Message {n}")).replace("{n}", str(n))
     sender = str(group.get("from", "sender{n}@example.org")).replace("{n}", str(n))
     body = str(group.get("body", "Hello, this is message {n}.\nRegards.")).replace("{n}", str(n))
     lines = [
         f"From: {sender}", "To: alice@example.org", f"Subject: {subject}",
-        f"Date: Mon, 02 Feb 2026 09:{n % 60:02d}:00 +0000",
+        f"Date: {format_datetime(when)}",
         f"Message-ID: <bench-{n}@example.org>", "MIME-Version: 1.0",
         "Content-Type: text/plain; charset=utf-8", "", *body.split("\n"),
     ]
@@ -145,7 +147,7 @@ class ImapSystem(System):
                         when = datetime.fromtimestamp(base / 1e9, UTC) + timedelta(hours=i * step)
                         typ, data = conn.append(
                             quote_folder(folder), f"({' '.join(flags)})" if flags else None,
-                            imaplib.Time2Internaldate(when), make_message(n, group),
+                            imaplib.Time2Internaldate(when), make_message(n, group, when),
                         )
                         if typ != "OK":
                             raise UsageError(f"APPEND to {folder} failed: {data!r}")
@@ -216,7 +218,7 @@ class ImapSystem(System):
             mtime_ns(str(arguments.get("date", "2026-03-01T08:00:00Z"))) / 1e9, UTC)
         flags = list(arguments.get("flags", []))
         typ, data = conn.append(quote_folder(folder), f"({' '.join(flags)})" if flags else None,
-                                imaplib.Time2Internaldate(when), make_message(n, arguments))
+                                imaplib.Time2Internaldate(when), make_message(n, arguments, when))
         return CallOutcome(0 if typ == "OK" else 1, repr(data))
 
     def mcp_servers(self, sandbox: Sandbox) -> dict[str, dict[str, Any]]:
