@@ -10,6 +10,7 @@ from preimage.connectors.postgres.largeobjects import read_large_objects
 from preimage.connectors.postgres.order import addresses, dependencies
 from preimage.connectors.postgres.psql_copy import big_tables, open_session
 from preimage.connectors.postgres.rows import copy_out
+from preimage.connectors.postgres.rows_beside import read_rows_beside
 from preimage.connectors.postgres.scope import PgScope
 from preimage.interface.blobs import BlobStore
 from preimage.snapshot_schemas import Uncaptured
@@ -53,26 +54,50 @@ def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any
         schemas = present
     else:
         table_oids, absent = catalog.named_tables(cur, scope.names)
-    if scope.scope != "rows":
-        items += catalog.read_types(cur, catalog.types_for(cur, table_oids, schemas))
-        items += catalog.read_functions(cur, catalog.functions_for(cur, table_oids, schemas))
-        items += catalog.read_sequences(cur, catalog.sequences_for(cur, table_oids, schemas))
+    # The tables first: their rows are read beside the rest of the catalog (.rows_beside).
     tables = catalog.read_tables(cur, table_oids)
-    if blobs is not None:
-        where = scope.where if scope.scope == "rows" else None
-        # a big whole table is read by psql sessions in this transaction's snapshot
-        big = big_tables(cur, [t.oid for t in tables if t.oid]) if where is None else set()
-        psql = open_session(cur) if big else None
-        tables = [copy_out(cur, t, blobs, where, psql if t.oid in big else None)
+    where = scope.where if scope.scope == "rows" else None
+
+    def rest() -> tuple[list[Any], list[PgView], list[Any]]:
+        return _read_rest(cur, scope, table_oids, schemas)
+
+    if blobs is None:
+        before, views, after = rest()
+    elif where is not None:
+        tables = [copy_out(cur, t, blobs, where).model_copy(update={"row_filter": where})
                   for t in tables]
-        if where is not None:
-            tables = [t.model_copy(update={"row_filter": where}) for t in tables]
+        before, views, after = rest()
+    else:
+        # a big whole table is read by psql sessions in this transaction's snapshot
+        big = big_tables(cur, [t.oid for t in tables if t.oid])
+        psql = open_session(cur) if big else None
+        tables, (before, views, after) = read_rows_beside(cur, tables, blobs, big, psql, rest)
+    items += before
     items += tables
     items += [PgTable(namespace=s, name=n, exists=False) for s, n in absent]
     if scope.scope == "rows":
         return items
-    views = catalog.read_views(cur, catalog.views_for(cur, table_oids, schemas))
     items += views
+    items += after
+    if scope.scope == "database":
+        items += read_large_objects(cur, blobs)
+    relations = [t.oid for t in tables if t.oid] + [v.oid for v in views if v.oid]
+    items += objects.rules(cur, relations)
+    items += objects.statistics(cur, relations)
+    return dependencies(cur, items)
+
+
+def _read_rest(cur: Cursor, scope: PgScope, table_oids: list[int], schemas: list[str] | None
+               ) -> tuple[list[Any], list[PgView], list[Any]]:
+    """What the tables' rows are not needed for: the types, functions and sequences the
+    tables use; the views; the other objects of the schemas and of the database."""
+    if scope.scope == "rows":
+        return [], [], []
+    before: list[Any] = catalog.read_types(cur, catalog.types_for(cur, table_oids, schemas))
+    before += catalog.read_functions(cur, catalog.functions_for(cur, table_oids, schemas))
+    before += catalog.read_sequences(cur, catalog.sequences_for(cur, table_oids, schemas))
+    views = catalog.read_views(cur, catalog.views_for(cur, table_oids, schemas))
+    items: list[Any] = []
     if schemas is not None:
         for read in (objects.aggregates, objects.operators, objects.casts, objects.collations,
                      objects.conversions, lowlevel.text_search_machinery, objects.text_search,
@@ -81,11 +106,7 @@ def read_state(cur: Cursor, scope: PgScope, blobs: BlobStore | None) -> list[Any
     if scope.scope == "database":
         items += objects.database_objects(cur)
         items += lowlevel.languages_and_transforms(cur)
-        items += read_large_objects(cur, blobs)
-    relations = [t.oid for t in tables if t.oid] + [v.oid for v in views if v.oid]
-    items += objects.rules(cur, relations)
-    items += objects.statistics(cur, relations)
-    return dependencies(cur, items)
+    return before, views, items
 
 
 def audit_state(cur: Cursor, scope: PgScope, items: list[Any]) -> list[Uncaptured]:

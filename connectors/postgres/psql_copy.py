@@ -151,9 +151,7 @@ def open_session(cur: Cursor) -> PsqlSession | None:
     cur.execute("SELECT pg_catalog.pg_is_in_recovery() AS standby")
     if cur.fetchone()["standby"]:
         return None
-    cur.execute("SELECT name, setting FROM pg_catalog.pg_settings WHERE name = ANY(%s) "
-                "ORDER BY name", (list(_SETTINGS),))
-    settings = [f"SET {r['name']} TO {_literal(r['setting'])}" for r in cur.fetchall()]
+    settings = copy_settings(cur)
     cur.execute("SELECT pg_catalog.pg_export_snapshot() AS snapshot")
     snapshot = cur.fetchone()["snapshot"]
     env = dict(os.environ)
@@ -166,6 +164,14 @@ def open_session(cur: Cursor) -> PsqlSession | None:
         setup=["BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
                f"SET TRANSACTION SNAPSHOT {_literal(snapshot)}", "; ".join(settings)],
     )
+
+
+def copy_settings(cur: Cursor) -> list[str]:
+    """``SET`` statements giving another session this session's settings that shape
+    ``COPY`` text and the order of a scan."""
+    cur.execute("SELECT name, setting FROM pg_catalog.pg_settings WHERE name = ANY(%s) "
+                "ORDER BY name", (list(_SETTINGS),))
+    return [f"SET {r['name']} TO {_literal(r['setting'])}" for r in cur.fetchall()]
 
 
 def _literal(value: str) -> str:
