@@ -79,20 +79,41 @@ def pair(res: dict[str, Any], label: str, ours: tuple[float, int, str],
                   "preimage_peak_mib": ours[1], "tool_peak_mib": theirs[1]}
 
 
+def pair_runs(res: dict[str, Any], label: str, ours: list[tuple[float, int, str]],
+              theirs: list[tuple[float, int, str]]) -> None:
+    """:func:`pair` of runs taken in turn (ours, theirs, ours, …), with the ratio taken pair
+    by pair as well: its median and spread (lowest, highest).  On a shared machine whose
+    speed drifts, the ratio of each pair (run a moment apart) is steadier than the ratio of
+    the two medians."""
+    pair(res, label, median(ours), median(theirs))
+    ratios = sorted(o[0] / t[0] for o, t in zip(ours, theirs, strict=True) if t[0])
+    if ratios:
+        mid = len(ratios) // 2
+        res[label]["pair_ratio"] = round(
+            ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2, 2)
+        res[label]["pair_spread"] = [round(ratios[0], 2), round(ratios[-1], 2)]
+
+
 def print_ratios(res: dict[str, Any], headline: str, tool: str) -> None:
     """The table of ``res``'s :func:`pair` entries under ``headline`` (``tool``: the tool
     column's name); a restore's check, and the peak MiB of own-process rows."""
     print(headline)
     print("preimage commands run warm (a session's second and later), except 'own process' "
           "rows (a session's first); peak MiB: the command's own process only")
-    print(f"{'':30}{'preimage s':>11}{tool:>9}{'ratio':>7}{'peak MiB':>10}  check")
+    print("ratio: of the medians; by pair: the median of the runs' ratios taken pair by pair "
+          "(each preimage run beside the tool's next), with the lowest and highest")
+    print(f"{'':30}{'preimage s':>11}{tool:>9}{'ratio':>7}{'by pair':>9}{'spread':>13}"
+          f"{'peak MiB':>10}  check")
     for label, r in res.items():
         if not isinstance(r, dict) or "ratio" not in r:
             continue
         extra = "" if "exact" not in r else ("exact" if r["exact"] else "MISMATCH")
         peak = f"{r['preimage_peak_mib']:10d}" if "own process" in label else f"{'-':>10}"
+        by_pair = f"{r['pair_ratio']:9.2f}" if "pair_ratio" in r else f"{'-':>9}"
+        spread = (f"{r['pair_spread'][0]:6.2f}-{r['pair_spread'][1]:<6.2f}"
+                  if "pair_spread" in r else f"{'-':>13}")
         print(f"{label:30}{r['preimage_s']:11.2f}{r['tool_s']:9.2f}{r['ratio']:7.2f}"
-              f"{peak}  {extra}")
+              f"{by_pair}{spread:>13}{peak}  {extra}")
 
 
 def own_process(env: dict[str, str]) -> dict[str, str]:

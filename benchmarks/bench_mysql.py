@@ -99,10 +99,8 @@ def round_trip(res: dict[str, Any], key: str, label: str, *, repeat: int, env: d
         drop()
         times["replay"].append(run(replay, env, stdin=dumped[2].encode()))
         ok = ok and check()
-    _common.pair(res, f"{key} capture{label}", _common.median(times["cap"]),
-                 _common.median(times["dump"]))
-    _common.pair(res, f"{key} restore{label}", _common.median(times["rest"]),
-                 _common.median(times["replay"]))
+    _common.pair_runs(res, f"{key} capture{label}", times["cap"], times["dump"])
+    _common.pair_runs(res, f"{key} restore{label}", times["rest"], times["replay"])
     res[f"{key} restore{label}"]["exact"] = ok
 
 

@@ -1,20 +1,24 @@
 """Capture and restore side by side with pg_dump -Fc / pg_restore, with ratios, in one run.
 
-Usage: python benchmarks/bench_postgres.py [--rows N] [--type-rows N] [--repeat N] [--score]
-                                          [--json]
+Usage: python benchmarks/bench_postgres.py [--rows N] [--type-rows N] [--types a,b] [--repeat N]
+                                          [--sample-repeat N] [--score] [--json]
 
 Starts a throw-away server (fixtures/postgres.py) and measures each command as a process
-of its own, ``--repeat`` times (default 3; the medians are compared).  ``preimage``
+of its own, ``--repeat`` times (default 3), preimage's and the tool's runs in turn; the
+medians are compared, and the ratios of the runs taken pair by pair are printed as a
+median with their spread (the whole pagila, which is quick, runs ``--sample-repeat`` times,
+default 9).  ``preimage``
 commands are served by a warm process (docs/layer.md), as a session's second and later
 commands are; the 1M-row table is also measured with each command in its own process
 (``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with ``wait4``:
 
-* ``table``: ``public.events`` with N rows (default 1,000,000; identity key, an index, a
+* ``table``: ``public.events`` with N rows (``--rows 0``: left out; default 1,000,000; identity key, an index, a
   check constraint, text, numeric, jsonb, timestamptz): ``preimage capture
   …?tables=public.events`` vs ``pg_dump -Fc -t public.events``; after ``DROP TABLE``,
   ``preimage restore`` vs ``pg_restore --single-transaction``;
 * ``types``: one table per column type (int, text, numeric, jsonb, timestamptz, bytea,
-  uuid), ``--type-rows`` rows each (default 1,000,000), the same four commands;
+  uuid), ``--type-rows`` rows each (default 1,000,000; ``--types`` picks some, ``--type-rows
+  0`` none), the same four commands;
 * ``sample``: the whole pagila database (fixtures/samples/): ``preimage capture`` of the
   database vs ``pg_dump -Fc``; after ``DROP DATABASE``, ``preimage restore`` vs
   ``pg_restore --create``.
@@ -100,10 +104,8 @@ def bench_table(pg: Any, env: dict[str, str], work: Path, name: str, check: str,
             times["pgr"].append(run([pg.tool("pg_restore"), "--single-transaction", "-d",
                                      "bench", str(dump)], env))
             ok = ok and pg.psql(check, "bench").strip() == expected
-        _common.pair(res, f"{key} capture{label}", _common.median(times["cap"]),
-                     _common.median(times["pgd"]))
-        _common.pair(res, f"{key} restore{label}", _common.median(times["rest"]),
-                     _common.median(times["pgr"]))
+        _common.pair_runs(res, f"{key} capture{label}", times["cap"], times["pgd"])
+        _common.pair_runs(res, f"{key} restore{label}", times["rest"], times["pgr"])
         res[f"{key} restore{label}"]["exact"] = ok
     res[f"{key} capture"]["stored_mib"] = round(backup["stored_bytes"] / 2**20, 1)
     res[f"{key} capture"]["dump_mib"] = round(dump.stat().st_size / 2**20, 1)
@@ -130,10 +132,8 @@ def bench_sample(pg: Any, env: dict[str, str], work: Path, res: dict[str, Any],
         pg.psql("DROP DATABASE pagila")
         times["pgr"].append(run([pg.tool("pg_restore"), "--create", "-d", "postgres",
                                  str(dump)], env))
-    _common.pair(res, "pagila capture", _common.median(times["cap"]),
-                 _common.median(times["pgd"]))
-    _common.pair(res, "pagila restore", _common.median(times["rest"]),
-                 _common.median(times["pgr"]))
+    _common.pair_runs(res, "pagila capture", times["cap"], times["pgd"])
+    _common.pair_runs(res, "pagila restore", times["rest"], times["pgr"])
     res["pagila restore"]["exact"] = same
 
 
@@ -148,6 +148,10 @@ def main() -> None:
     parser.add_argument("--type-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each command; the medians are compared (default 3)")
+    parser.add_argument("--types", default=",".join(TYPES),
+                        help="column types to measure, comma-separated (default: all)")
+    parser.add_argument("--sample-repeat", type=int, default=9,
+                        help="runs of each command on pagila (default 9)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--score", action="store_true",
                         help="also time `preimage score` of the big table (per-row scoring)")
@@ -167,28 +171,31 @@ def main() -> None:
         t0 = time.perf_counter()
         pg.psql(SEED.format(rows=args.rows), "bench")
         res["seed_seconds"] = round(time.perf_counter() - t0, 1)
-        bench_table(pg, env, work, "public.events", CHECK, res, "table", args.repeat, own=True)
-        if args.score:
+        if args.rows:
+            bench_table(pg, env, work, "public.events", CHECK, res, "table", args.repeat,
+                        own=True)
+        if args.score and args.rows:
             backup = json.loads(run([sys.executable, "-m", "preimage", "capture", "--json",
                                      pg.uri("bench", query="tables=public.events")], env)[2])
             s, mem, out = run([sys.executable, "-m", "preimage", "score", "--json",
                                backup["id"]], env)
             res["score"] = {"seconds": round(s, 2), "peak_mib": mem,
                             "restorable": json.loads(out)["restorable"]["score"]}
-        for typ, expr in TYPES.items():
+        for typ in [t for t in args.types.split(",") if t] if args.type_rows else []:
+            expr = TYPES[typ]
             name = f"public.t_{typ}"
             pg.psql(f"CREATE TABLE {name} (id int PRIMARY KEY, v {typ}); INSERT INTO {name} "
                     f"SELECT g, {expr} FROM generate_series(1, {args.type_rows}) g", "bench")
             check = f"SELECT count(*), md5(string_agg(v::text, ',' ORDER BY id)) FROM {name}"
             bench_table(pg, env, work, name, check, res, typ, args.repeat)
-        bench_sample(pg, env, work, res, args.repeat)
+        bench_sample(pg, env, work, res, args.sample_repeat)
     res["load"] = os.getloadavg()
     if args.json:
         print(json.dumps(res, indent=2))
         return
     _common.print_ratios(res, f"PostgreSQL: table {args.rows:,} rows, {args.type_rows:,} per "
-                         f"type; medians of {args.repeat} runs; load average "
-                         f"{res['load'][0]:.1f} on {os.cpu_count()} cores", "pg_* s")
+                         f"type; {args.repeat} runs each ({args.sample_repeat} on pagila); "
+                         f"load average {res['load'][0]:.1f} on {os.cpu_count()} cores", "pg_* s")
     if "score" in res:
         print(f"preimage score of the table: {res['score']['seconds']:.2f}s")
 
