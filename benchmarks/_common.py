@@ -132,19 +132,40 @@ def timed_restore(backup_id: str, store: Any) -> tuple[float, Any, Any]:
     return seconds, result, total
 
 
+# GNU time reports the peak of the command it starts from its own small process.  The
+# peak wait4 reports for a child of this (large) interpreter is never below the
+# interpreter's own size: the kernel carries the parent's high-water mark into the
+# child's across fork and exec.
+GNU_TIME = "/usr/bin/time"
+
+
+def _with_peak(argv: list[str], peak_file: str) -> list[str]:
+    if not os.access(GNU_TIME, os.X_OK):
+        raise SystemExit(f"{GNU_TIME} is missing: install Debian's 'time' package "
+                         "(make setup does) to measure peak memory")
+    return [GNU_TIME, "-q", "-f", "%M", "-o", peak_file, *argv]
+
+
+def _read_peak_mib(peak_file: str) -> int:
+    lines = Path(peak_file).read_text().split()
+    return int(lines[-1]) // 1024 if lines else 0
+
+
 def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, int, str]:
     """Run ``args`` as a child process; return (seconds, its peak RSS in MiB, stdout).
 
-    The peak is the child's own, read with ``wait4``; a non-zero exit stops the benchmark.
+    The peak is the command's own, as GNU time reads it; a non-zero exit stops the
+    benchmark.
     """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.TemporaryFile() as inp:
+            tempfile.TemporaryFile() as inp, tempfile.NamedTemporaryFile() as peak:
         if stdin is not None:
             inp.write(stdin)
             inp.seek(0)
-        proc = subprocess.Popen(args, stdin=inp, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(_with_peak(args, peak.name), stdin=inp, stdout=out,
+                                stderr=err, env=env)
+        _, status, _usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - start
         out.seek(0)
@@ -152,7 +173,8 @@ def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> tup
         stdout = out.read().decode()
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(args[:3])} failed: {err.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss // 1024, stdout
+        rss_mib = _read_peak_mib(peak.name)
+    return seconds, rss_mib, stdout
 
 
 class Measured:
@@ -167,7 +189,8 @@ class Measured:
 
 
 def measure(args: list[str], env: dict[str, str] | None = None, *, shell: bool = False) -> Measured:
-    """Run ``args`` (a ``sh -c`` pipeline when ``shell``) and measure it with ``wait4``.
+    """Run ``args`` (a ``sh -c`` pipeline when ``shell``): CPU time with ``wait4``, the peak
+    with GNU time.
 
     CPU time is the child's user + system time, including every process it waited
     for (both ends of a pipeline, every thread of a Go program): on a shared,
@@ -175,8 +198,10 @@ def measure(args: list[str], env: dict[str, str] | None = None, *, shell: bool =
     """
     argv = ["sh", "-c", args[0]] if shell else args
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile() as peak:
+        proc = subprocess.Popen(_with_peak(argv, peak.name), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=err,
                                 env=env if env is not None else dict(os.environ))
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
@@ -185,4 +210,5 @@ def measure(args: list[str], env: dict[str, str] | None = None, *, shell: bool =
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{' '.join(argv[:4])} failed: {err.read().decode()[-2000:]}")
         stdout = out.read().decode()
-    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, stdout)
+        rss_mib = _read_peak_mib(peak.name)
+    return Measured(wall, usage.ru_utime + usage.ru_stime, rss_mib, stdout)

@@ -6,7 +6,7 @@ Starts a throw-away control plane (fixtures/kubernetes, etcd + kube-apiserver
 + kube-controller-manager on loopback), fills namespace ``bench`` with N
 objects (default 1,000: ConfigMaps, Secrets, Services, ServiceAccounts, Roles
 and Deployments — whose ReplicaSets come on top), then times, each as a
-separate process whose peak RSS is read with ``wait4``:
+separate process whose peak RSS is read with GNU time:
 
   capture:  preimage capture k8s://preimage-test/bench
             kubectl get <every listed type> -n bench -o json

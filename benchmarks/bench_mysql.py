@@ -7,7 +7,7 @@ Starts a throw-away MariaDB server (fixtures/mariadb.py) and measures each comma
 process of its own, ``--repeat`` times (default 3; the medians are compared).  ``preimage``
 commands are served by a warm process (docs/layer.md), as a session's second and later
 commands are; the 1M-row table is also measured with each command in its own process
-(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with ``wait4``:
+(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with GNU time:
 
 * ``table``: ``events`` with N rows (default 1,000,000; AUTO_INCREMENT key, an index,
   varchar, decimal, JSON text, datetime): ``preimage capture …?tables=events`` vs

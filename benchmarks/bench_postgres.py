@@ -10,7 +10,7 @@ median with their spread (the whole pagila, which is quick, runs ``--sample-repe
 default 9).  ``preimage``
 commands are served by a warm process (docs/layer.md), as a session's second and later
 commands are; the 1M-row table is also measured with each command in its own process
-(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with ``wait4``:
+(``PREIMAGE_SERVICE=off``, as a session's first), whose peak RSS is read with GNU time:
 
 * ``table``: ``public.events`` with N rows (``--rows 0``: left out; default 1,000,000; identity key, an index, a
   check constraint, text, numeric, jsonb, timestamptz): ``preimage capture
