@@ -170,10 +170,11 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
         _list(base)
         return
     scope = _scope(user_scope, local)
+    client = _hook_client(scope) if not dry_run else None
     for name in _harnesses(names, every):
         try:
             change = plan_install(name, scope, base, mode=mode,  # type: ignore[arg-type]
-                                  on_failure=on_failure, approve=approve)
+                                  on_failure=on_failure, approve=approve, client=client)
         except UsageError as exc:
             _fail(str(exc))
             return
@@ -186,6 +187,20 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
     if scope != "user" and not dry_run and shutil.which("preimage") is None:
         _echo("preimage: note — `preimage` is not on this PATH; the harness runs the hook "
                    "by that name (install with pipx or uv tool, or use --user)", err=True)
+
+
+def _hook_client(scope: str) -> str | None:
+    """The compiled hook client for a user-scope install (built now if need be), or
+    ``None`` with a note saying why the hooks run the Python client."""
+    if scope != "user":
+        return None
+    from preimage.services.compiled_client import ensure_client
+
+    path, why = ensure_client()
+    if path is None:
+        _echo(f"preimage: note — the hooks run {why}", err=True)
+        return None
+    return str(path)
 
 
 @click.command()

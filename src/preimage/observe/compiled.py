@@ -60,7 +60,8 @@ def library_path() -> Path:
     return cache_dir() / "observe" / f"fastloop-{_key()}.so"
 
 
-def _compilers() -> list[list[str]]:
+def compilers() -> list[list[str]]:
+    """The C compilers to try, best first: the `ziglang` wheel's, then `$CC`, then `cc`."""
     out = []
     if importlib.util.find_spec("ziglang") is not None:
         out.append([sys.executable, "-m", "ziglang", "cc"])
@@ -73,13 +74,13 @@ def _compilers() -> list[list[str]]:
 
 def _build(target: Path) -> str | None:
     """Build the loop into ``target``; ``None`` when built, else why not."""
-    compilers = _compilers()
-    if not compilers:
+    found = compilers()
+    if not found:
         return ("no C compiler to build it (pip install 'preimage[observe-fast]' brings one "
                 "as a wheel)")
     target.parent.mkdir(parents=True, exist_ok=True)
     errors = []
-    for cc in compilers:
+    for cc in found:
         fd, tmp = tempfile.mkstemp(prefix=".fastloop-", suffix=".so", dir=target.parent)
         os.close(fd)
         try:
@@ -139,7 +140,7 @@ def loop_status() -> str:
         return "compiled" if lib is not None else why
     if library_path().exists():
         return f"compiled ({library_path()})"
-    if _compilers():
+    if compilers():
         return "compiled (built on the first supervised call)"
     return "Python (no C compiler: pip install 'preimage[observe-fast]')"
 

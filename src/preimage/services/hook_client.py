@@ -238,9 +238,20 @@ def _log_path() -> str:
     return os.environ.get("PREIMAGE_LOG") or os.path.join(wire.log_dir(), "hook.log")
 
 
+# Set by the compiled client (hook_client.c) when it hands a call to this one: ``unavailable
+# WHY`` (no service took the call), ``lost WHY`` (the service took it and did not answer),
+# ``python WHY`` (a path only this client takes).  Read once and removed, so the call's own
+# environment and the processes it starts never carry it.
+COMPILED_SAID = "PREIMAGE_HOOK_FALLBACK"
+
+
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
     harness, args = _harness_and_options(argv)
+    said, _, said_why = os.environ.pop(COMPILED_SAID, "").partition(" ")
+    if said:
+        _log({"event": "path", "path": "compiled client handed over", "said": said,
+              "why": said_why})
     text = stdin.decode("utf-8", "replace")
     done = nothing_after(harness, text)
     if done is not None:   # a call that took no backup: nothing to record, nothing to say
@@ -257,6 +268,10 @@ def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
         _log({"event": "path", "path": "in-process", "why": why})
         return decide_in_process(harness, args, text, why)
     try:
+        if said == "unavailable":   # the compiled client found no service: never ask twice
+            raise ServiceUnavailable(said_why)
+        if said == "lost":          # it did, and the service took the call: never ask twice
+            raise ServiceLost(said_why)
         return ask_service(address, harness, args, stdin)
     except ServiceUnavailable as exc:
         started = start_service(address)

@@ -139,10 +139,36 @@ def preimage_executable(scope: Scope) -> str:
     return str(mine)
 
 
-def hook_command(harness: str, scope: Scope, options: list[str]) -> str:
-    """The shell command line of preimage's hook for ``harness``."""
-    exe = preimage_executable(scope)
-    return shlex.join([exe, "hook", harness, *options])
+def hook_command(harness: str, scope: Scope, options: list[str],
+                 client: str | None = None) -> str:
+    """The shell command line of preimage's hook for ``harness``.
+
+    With ``client`` (the compiled hook client, :mod:`preimage.services.compiled_client`;
+    user scope only — its path is this machine's) the line runs it when it is there and
+    the Python client when it is not, so a client deleted from the cache never leaves a
+    call unprotected."""
+    python = shlex.join([preimage_executable(scope), "hook", harness, *options])
+    if client is None or scope != "user":
+        return python
+    quoted = shlex.quote(client)
+    return f"[ -x {quoted} ] && exec {quoted} {python}; exec {python}"
+
+
+_CLIENT_FORM = re.compile(r"^\[ -x (?P<client>.+?) \] && exec (?P=client) (?P<python>.+); "
+                          r"exec (?P=python)$")
+
+
+def split_hook_command(command: str) -> tuple[str | None, str]:
+    """``(compiled client or None, the Python client's command line)`` of a hook command
+    :func:`hook_command` wrote."""
+    form = _CLIENT_FORM.match(command)
+    if form is None:
+        return None, command
+    try:
+        client = shlex.split(form.group("client"))
+    except ValueError:
+        return None, command
+    return (client[0] if len(client) == 1 else None), form.group("python")
 
 
 def _is_ours(command: object, harness: str) -> bool:
@@ -290,21 +316,31 @@ def json_status(adapter: Harness, path: Path) -> str:
 def _with_options(state: str, command: str, harness: str) -> str:
     """``installed`` plus the options baked into the hook's command line, and a warning
     when the ``preimage`` it runs cannot be found from here."""
+    client, python = split_hook_command(command)
     try:
-        words = shlex.split(command)
+        words = shlex.split(python)
     except ValueError:
         return state
     at = next((i for i in range(len(words) - 1)
                if words[i] == "hook" and words[i + 1] == harness), None)
     return _describe(state, words[0] if words else "preimage",
-                     words[at + 2:] if at is not None else [])
+                     words[at + 2:] if at is not None else [], client)
 
 
-def _describe(state: str, exe: str, options: list[str]) -> str:
+def _describe(state: str, exe: str, options: list[str], client: str | None) -> str:
     text = f"{state} ({' '.join(options)})" if options else state
     if shutil.which(exe) is None:
         text += f"; {NOT_FOUND} {exe}"
-    return text
+    return text + "; " + client_status(client)
+
+
+def client_status(client: str | None) -> str:
+    """Which client a hook naming ``client`` (``None``: none) runs now."""
+    if client is None:
+        return "Python client"
+    if os.access(client, os.X_OK):
+        return "compiled client"
+    return f"Python client (the compiled client {client} is gone; run install again)"
 
 
 NOT_FOUND = "cannot run:"   # a status saying the hook's preimage is not found from here
@@ -346,8 +382,10 @@ def plugin_status(adapter: OpenCode, path: Path) -> str:
         return "not installed (another plugin file)"
     found = re.search(r"^const ARGS = (\[.*\])$", text, re.M)
     exe = re.search(r'^const PREIMAGE = process\.env\.PREIMAGE_BIN \|\| "(.*)"$', text, re.M)
+    client = re.search(r'^const CLIENT = (".*")$', text, re.M)
     return _describe("installed", exe.group(1) if exe else "preimage",
-                     json.loads(found.group(1)) if found else [])
+                     json.loads(found.group(1)) if found else [],
+                     (json.loads(client.group(1)) or None) if client else None)
 
 
 # ------------------------------------------------------------------ per harness
@@ -365,8 +403,10 @@ def hook_options(mode: str | None = None, on_failure: str | None = None,
 
 
 def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None = None,
-                 on_failure: str | None = None, approve: bool = False) -> Change:
-    """What ``preimage install HARNESS`` would write for ``scope``."""
+                 on_failure: str | None = None, approve: bool = False,
+                 client: str | None = None) -> Change:
+    """What ``preimage install HARNESS`` would write for ``scope`` (``client``: the
+    compiled hook client the hook runs when it is there; user scope only)."""
     adapter = get_harness(harness)
     _check_scope(adapter, scope)
     path = adapter.settings_path(scope, project)
@@ -374,8 +414,9 @@ def plan_install(harness: str, scope: Scope, project: Path, *, mode: str | None 
     plugin = _plugin_harness(adapter)
     if plugin is not None:
         return plan_plugin_install(plugin, path, plugin.plugin_source(
-            preimage_executable(scope), options, on_failure or "ask"))
-    return plan_json_install(adapter, path, hook_command(adapter.name, scope, options))
+            preimage_executable(scope), options, on_failure or "ask",
+            client=client if scope == "user" else None))
+    return plan_json_install(adapter, path, hook_command(adapter.name, scope, options, client))
 
 
 def plan_uninstall(harness: str, scope: Scope, project: Path) -> Change:

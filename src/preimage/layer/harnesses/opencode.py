@@ -121,9 +121,12 @@ class OpenCode(Harness):
             return (Path(base) if base else home() / ".config") / "opencode" / "plugin" / PLUGIN_FILE
         return project / ".opencode" / "plugin" / PLUGIN_FILE
 
-    def plugin_source(self, preimage: str, args: list[str], on_failure: str) -> str:
-        """The plugin file, for ``preimage`` (a name on PATH or an absolute path)."""
-        return plugin_source(preimage, args, on_failure, harness=self.name, title=self.title)
+    def plugin_source(self, preimage: str, args: list[str], on_failure: str, *,
+                      client: str | None = None) -> str:
+        """The plugin file, for ``preimage`` (a name on PATH or an absolute path) and the
+        compiled hook ``client`` it runs instead when that is there."""
+        return plugin_source(preimage, args, on_failure, harness=self.name, title=self.title,
+                             client=client)
 
 
 def _sanitize(name: str) -> str:
@@ -140,7 +143,8 @@ def _mcp_server(harness: str, tool: str, cwd: str) -> str | None:
 
 
 def plugin_source(preimage: str, args: list[str], on_failure: str, *,
-                  harness: str = "opencode", title: str = "OpenCode") -> str:
+                  harness: str = "opencode", title: str = "OpenCode",
+                  client: str | None = None) -> str:
     """The plugin file of ``harness`` (OpenCode or a fork of it that loads the same
     plugins), for ``preimage`` (a name on PATH or an absolute path)."""
     from importlib.resources import files
@@ -148,5 +152,5 @@ def plugin_source(preimage: str, args: list[str], on_failure: str, *,
     text = (files("preimage.layer.harnesses") / "opencode_plugin.js").read_text()
     return (text.replace("@@HARNESS@@", harness).replace("@@TITLE@@", title)
             .replace("@@PREIMAGE@@", preimage.replace("\\", "\\\\").replace('"', '\\"'))
-            .replace("@@ARGS@@", json.dumps(args))
+            .replace("@@ARGS@@", json.dumps(args)).replace("@@CLIENT@@", json.dumps(client or ""))
             .replace("@@ON_FAILURE@@", "deny" if on_failure != "allow" else "allow"))

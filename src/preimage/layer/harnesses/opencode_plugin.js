@@ -7,8 +7,23 @@
 // When preimage itself cannot run, the call goes ahead unless ON_FAILURE is "deny",
 // and the failure is said on stderr and in the tool's output — never a silent pass.
 import { spawn } from "node:child_process"
+import { accessSync, constants } from "node:fs"
 
 const PREIMAGE = process.env.PREIMAGE_BIN || "@@PREIMAGE@@"
+// The compiled hook client (no interpreter start per call); the Python client when it is
+// gone from the cache or PREIMAGE_BIN names another preimage.
+const CLIENT = @@CLIENT@@
+
+function command() {
+  const args = ["hook", "@@HARNESS@@", ...ARGS]
+  if (CLIENT && !process.env.PREIMAGE_BIN) {
+    try {
+      accessSync(CLIENT, constants.X_OK)
+      return [CLIENT, [PREIMAGE, ...args]]
+    } catch (e) {}
+  }
+  return [PREIMAGE, args]
+}
 const ARGS = @@ARGS@@
 const ON_FAILURE = "@@ON_FAILURE@@"
 const notes = new Map()
@@ -19,7 +34,8 @@ function ask(payload) {
     let err = ""
     let child
     try {
-      child = spawn(PREIMAGE, ["hook", "@@HARNESS@@", ...ARGS], { stdio: ["pipe", "pipe", "pipe"] })
+      const [program, argv] = command()
+      child = spawn(program, argv, { stdio: ["pipe", "pipe", "pipe"] })
     } catch (e) {
       resolve({ failed: `cannot run ${PREIMAGE}: ${e.message}` })
       return
