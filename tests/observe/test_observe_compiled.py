@@ -114,7 +114,7 @@ def test_without_a_compiler_the_python_loop_runs_and_says_why(
     """No compiler and nothing built: the call is supervised by the Python loop, recorded
     and restorable, and the outcome and `install --list` line say why."""
     _fresh_cache(tmp_path, monkeypatch)
-    monkeypatch.setattr(compiled, "_compilers", list)
+    monkeypatch.setattr(compiled, "compilers", list)
     assert "loop: Python (no C compiler" in status_line()
     work = tmp_path / "work"
     work.mkdir()
