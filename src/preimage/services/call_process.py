@@ -15,7 +15,11 @@ folder it used and the modules it had to import (the model tier, a capture's eng
 store and connector, a driver), so the service loads them for the processes it forks
 next — the state a threaded service keeps after its first call of each kind.
 A call is handed to it as the connection itself (``SCM_RIGHTS``) plus what the service
-already read of the request; the service forks the next spare right after.
+already read of the request.  The service forks the next spare once that call has been
+answered (its process's notes arrive) or the service had nothing to do for half a second —
+not right after the hand-off, where the new spare's fork and warm-up would compete with
+the call for the CPU: at load 25 to 30 on two cores that halved a read-only call's time from
+connect to answer (p50 77 to 125 ms → 38 to 44 ms, measured).
 """
 
 from __future__ import annotations

@@ -208,6 +208,11 @@ class DecisionService:
                     self.last_call = time.time()
                 if self._notes_r in ready:
                     self._read_notes()
+                if self.spare is None and (self._notes_r in ready or not ready):
+                    # The call handed to the last spare has been answered (its process
+                    # wrote its notes), or nothing happened for a while: the next spare is
+                    # forked now, not beside the call it would slow down.
+                    self._fork_spare()
                 if sock.fileno() not in ready:
                     if time.time() - self.last_call > self.idle:
                         reason = "idle"
@@ -332,7 +337,6 @@ class DecisionService:
             if child is not None:
                 self.children.add(child)
                 self.served["hook"] += 1
-        self._fork_spare()   # after the hand-off: the call does not wait for this fork
 
     def _fork_call(self, conn: socket.socket, request: Request) -> int | None:
         """Answer ``request`` in a process forked for it now (no spare was ready)."""
