@@ -271,8 +271,8 @@ def test_the_hook_line_runs_python_when_the_client_is_gone(client: str, hooks: H
     gone = tmp_path / "client-copy"
     shutil.copy(client, gone)
     line = hook_command("claude-code", "user", ["--on-failure", "deny"], str(gone))
-    assert split_hook_command(line) == (str(gone), f"{PREIMAGE} hook claude-code --on-failure "
-                                        "deny") or split_hook_command(line)[0] == str(gone)
+    assert split_hook_command(line) == (str(gone), hook_command(
+        "claude-code", "user", ["--on-failure", "deny"]))
     env = {**hooks.home(tmp_path), "PREIMAGE_SERVICE": "off"}
     payload = json.dumps(_claude("PreToolUse", "ls", "h1", tmp_path)).encode()
     for present in (True, False):
@@ -283,3 +283,37 @@ def test_the_hook_line_runs_python_when_the_client_is_gone(client: str, hooks: H
     events = [json.loads(line) for line in (tmp_path / "log" / "hook.log").read_text().splitlines()]
     assert [e.get("why") for e in events if e.get("path") == "compiled client handed over"] \
         == ["PREIMAGE_SERVICE is off"]   # the first run went through the client, the second not
+
+
+def test_install_writes_the_client_line_and_list_names_the_client(tmp_path: Path) -> None:
+    """`install --user` builds the client and writes the line that runs it (a dry run shows
+    the same line); `install --list` says the compiled client runs, and that the Python
+    client runs once the client is deleted; uninstall leaves no hook behind."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PREIMAGE_CACHE_DIR": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(home / ".config")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PREIMAGE, *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=300, check=True)
+
+    dry = cli("install", "claude-code", "--user", "--dry-run").stdout
+    cli("install", "claude-code", "--user")
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    commands = {h["command"] for groups in settings["hooks"].values() for g in groups
+                for h in g["hooks"]}
+    assert len(commands) == 1
+    client, python = split_hook_command(commands.pop())
+    assert client is not None and os.access(client, os.X_OK)
+    assert python == f"{PREIMAGE} hook claude-code" and client in dry
+
+    def row() -> str:
+        listing = cli("install", "--list").stdout.splitlines()
+        return next(r for r in listing if r.startswith("claude-code") and " user " in r)
+
+    assert "compiled client" in row()
+    os.unlink(client)
+    assert "Python client (the compiled client" in row() and "run install again" in row()
+    cli("uninstall", "claude-code", "--user")
+    assert not (home / ".claude" / "settings.json").exists()

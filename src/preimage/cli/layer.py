@@ -170,7 +170,7 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
         _list(base)
         return
     scope = _scope(user_scope, local)
-    client = _hook_client(scope) if not dry_run else None
+    client = _hook_client(scope, dry_run)
     for name in _harnesses(names, every):
         try:
             change = plan_install(name, scope, base, mode=mode,  # type: ignore[arg-type]
@@ -189,13 +189,17 @@ def install(names: tuple[str, ...], every: bool, listing: bool, project: str | N
                    "by that name (install with pipx or uv tool, or use --user)", err=True)
 
 
-def _hook_client(scope: str) -> str | None:
-    """The compiled hook client for a user-scope install (built now if need be), or
-    ``None`` with a note saying why the hooks run the Python client."""
+def _hook_client(scope: str, dry_run: bool) -> str | None:
+    """The compiled hook client for a user-scope install (built now if need be; a dry run
+    names the one it would build), or ``None`` with a note saying why the hooks run the
+    Python client."""
     if scope != "user":
         return None
-    from preimage.services.compiled_client import ensure_client
+    from preimage.services.compiled_client import ensure_client, planned_client
 
+    if dry_run:
+        planned = planned_client()
+        return str(planned) if planned is not None else None
     path, why = ensure_client()
     if path is None:
         _echo(f"preimage: note — the hooks run {why}", err=True)

@@ -90,6 +90,17 @@ def _build(target: Path) -> str | None:
     return "building it failed — " + "; ".join(errors)
 
 
+def planned_client() -> Path | None:
+    """The client :func:`ensure_client` would give, without building it (for ``--dry-run``)."""
+    if os.environ.get(_ENV, "").lower() == "python":
+        return None
+    try:
+        path = client_path()
+    except OSError:
+        return None
+    return path if os.access(path, os.X_OK) or compilers() else None
+
+
 def ensure_client() -> tuple[Path | None, str]:
     """The built client and ``"compiled"``, or ``None`` and why the Python client runs.
     Builds it the first time (once per source version, installation and machine)."""
