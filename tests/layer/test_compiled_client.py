@@ -317,3 +317,19 @@ def test_install_writes_the_client_line_and_list_names_the_client(tmp_path: Path
     assert "Python client (the compiled client" in row() and "run install again" in row()
     cli("uninstall", "claude-code", "--user")
     assert not (home / ".claude" / "settings.json").exists()
+
+
+def test_a_stale_client_does_not_make_every_call_in_process(hooks: Hooks,
+                                                           tmp_path: Path) -> None:
+    """A compiled client that looked for the service in another place (built for another
+    installation) is not believed: the Python client asks the service itself, and the
+    hook log says to run install again."""
+    hooks.start_service()
+    env = {**hooks.home(tmp_path), "PREIMAGE_HOOK_FALLBACK": "unavailable no service there",
+           "PREIMAGE_HOOK_SOCKET": str(tmp_path / "elsewhere.sock")}
+    out, err, code = hooks.run([PREIMAGE, "hook", "claude-code"],
+                               json.dumps(_claude("PreToolUse", "ls", "s1", tmp_path)).encode(),
+                               env)
+    assert code == 0 and json.loads(out) == {} and "in-process" not in err
+    log = (tmp_path / "log" / "hook.log").read_text()
+    assert "compiled client stale" in log and "install --user" in log

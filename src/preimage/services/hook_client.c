@@ -84,6 +84,7 @@ static void putf(buf_t *b, const char *fmt, ...) {
 
 /* ------------------------------------------------------------------ the fallback */
 static char **g_argv;          /* PREIMAGE hook HARNESS OPTION... */
+static const char *g_socket;   /* the service's socket as this client computed it */
 static const char *g_payload = "";
 static size_t g_payload_n;
 
@@ -114,6 +115,10 @@ static void fall_back(const char *said) {
             if (fd != 0) close(fd);
             if (said) setenv("PREIMAGE_HOOK_FALLBACK", said, 1);
             else unsetenv("PREIMAGE_HOOK_FALLBACK");
+            /* so the Python client can tell a stale client (built for another
+             * installation) from a service that is down */
+            if (g_socket) setenv("PREIMAGE_HOOK_SOCKET", g_socket, 1);
+            else unsetenv("PREIMAGE_HOOK_SOCKET");
             if (strchr(g_argv[0], '/')) execv(g_argv[0], g_argv);
             else execvp(g_argv[0], g_argv);
         }
@@ -763,6 +768,7 @@ int main(int argc, char **argv) {
     buf_t sock = {0}, why = {0};
     if (socket_path(&sock))
         fall_back("python no runtime directory of the user's alone, or no installation stamp");
+    g_socket = sock.p;
     ask_service(sock.p, argv + 3, argc - 3, &why);
     fall_back(why.p);
     return 2;

@@ -243,12 +243,14 @@ def _log_path() -> str:
 # ``python WHY`` (a path only this client takes).  Read once and removed, so the call's own
 # environment and the processes it starts never carry it.
 COMPILED_SAID = "PREIMAGE_HOOK_FALLBACK"
+COMPILED_SOCKET = "PREIMAGE_HOOK_SOCKET"   # the socket the compiled client asked
 
 
 def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
     """Answer one hook call: ``argv`` is ``[HARNESS, OPTION…]``."""
     harness, args = _harness_and_options(argv)
     said, _, said_why = os.environ.pop(COMPILED_SAID, "").partition(" ")
+    tried = os.environ.pop(COMPILED_SOCKET, "")
     if said:
         _log({"event": "path", "path": "compiled client handed over", "said": said,
               "why": said_why})
@@ -267,6 +269,12 @@ def run(argv: list[str], stdin: bytes) -> tuple[str, str, int]:
         why = f"no runtime directory for the decision service ({exc})"
         _log({"event": "path", "path": "in-process", "why": why})
         return decide_in_process(harness, args, text, why)
+    if said == "unavailable" and tried and tried != address.socket:
+        # A client built for another installation (a new interpreter, say) looked in the
+        # wrong place: ask the service here rather than decide every call in-process.
+        _log({"event": "path", "path": "compiled client stale", "why": f"it asked {tried}, "
+              f"the service is at {address.socket}; run `preimage install --user` again"})
+        said = ""
     try:
         if said == "unavailable":   # the compiled client found no service: never ask twice
             raise ServiceUnavailable(said_why)
