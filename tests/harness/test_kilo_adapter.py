@@ -66,6 +66,41 @@ def test_kilo_tools_read_as_neutral_calls(user_home: Path, tmp_path: Path) -> No
     assert mcp is not None and mcp.tool == "mcp__shop__write_query"
 
 
+def _notebook(tool: str, args: dict[str, object], cwd: Path) -> str:
+    return json.dumps({"hook_event_name": "tool.execute.before", "tool": tool,
+                       "session_id": "ses_1", "tool_use_id": "toolu_2", "cwd": str(cwd),
+                       "tool_input": args})
+
+
+def test_kilo_notebook_edit_backs_up_the_notebook_it_names(home: Path, user_home: Path,
+                                                           tmp_path: Path) -> None:
+    """Kilo's `notebook_edit` (its `path`, relative to the project) reads as NotebookEdit
+    of that notebook, and the backup before the call holds that file, not the workspace."""
+    project = _project(tmp_path)
+    (project / "nb").mkdir()
+    (project / "nb" / "a.ipynb").write_text('{"cells": [], "nbformat": 4}')
+    args = {"path": "nb/a.ipynb", "action": "replace", "index": 0, "kind": "code",
+            "source": "print(1)", "expected_revision": "r1"}
+    call = get_harness("kilo").event(json.loads(_notebook("notebook_edit", args, project))).call
+    assert call is not None and call.tool == "NotebookEdit"
+    out = json.loads(handle("kilo", [], _notebook("notebook_edit", args, project)).stdout)
+    assert "block" not in out
+    assert "(pair tier)" in out["note"]
+    assert (project / "nb" / "a.ipynb").as_uri() in out["note"]
+
+
+def test_kilo_notebook_execute_is_not_taken_for_harmless(home: Path, user_home: Path,
+                                                         tmp_path: Path) -> None:
+    """Kilo's `notebook_execute` runs a cell in the user's kernel: no rule names what it
+    changes, so the call is protected as an unknown one (the workspace backed up)."""
+    project = _project(tmp_path)
+    args = {"path": "nb/a.ipynb", "index": 0, "expected_revision": "r1"}
+    out = json.loads(handle("kilo", [], _notebook("notebook_execute", args, project)).stdout)
+    assert "block" not in out
+    assert "(workspace tier)" in out.get("note", ""), out
+    assert project.as_uri() in out["note"]
+
+
 def test_kilo_rm_is_moved_to_the_trash_without_a_sandbox(home: Path, user_home: Path,
                                                           tmp_path: Path) -> None:
     """With nothing turning Kilo's sandbox on, the plugin gets `args` running

@@ -9,7 +9,14 @@ It loads plugins from ``{plugin,plugins}/*.{js,ts}`` in its global folder
 (and the older ``.kilocode/``).  The tools keep OpenCode's names (``bash``, ``write``,
 ``edit`` …, MCP tools ``<server>_<tool>``); to a model named ``gpt-…`` it offers
 ``apply_patch`` (``patchText``) in place of ``edit`` and ``write``.  7.7.7 has no
-``multiedit`` and no ``patch`` tool.
+``multiedit`` and no ``patch`` tool.  In VS Code it may offer notebook tools (its
+``native_notebook_tools`` setting): ``notebook_edit`` (``path``, ``action`` insert, replace,
+delete or create, ``index``, ``kind``, ``source``, ``expected_revision``, as its schema in
+the 7.7.7 binary names them) reads as ``NotebookEdit`` of the notebook at ``path``
+(relative to the project, or absolute; Kilo edits the notebook open in VS Code and the
+file changes when it is saved), ``notebook_read`` as ``Read``.  ``notebook_execute``
+runs a cell in the user's kernel, whose effects nothing names: it stays unknown, so the
+layer backs up the workspace (or asks, as configured) — never nothing.
 
 What differs from OpenCode, as observed with the real binary (7.7.7):
 
@@ -33,7 +40,10 @@ from typing import ClassVar
 
 from preimage.layer.call import ToolCall
 from preimage.layer.harnesses._base import Scope, home
-from preimage.layer.harnesses.opencode import PLUGIN_FILE, OpenCode
+from preimage.layer.harnesses.opencode import PLUGIN_FILE, TOOLS, OpenCode
+
+#: Kilo's tools beyond OpenCode's (``notebook_execute`` left out on purpose: see above).
+KILO_TOOLS = {**TOOLS, "notebook_edit": "NotebookEdit", "notebook_read": "Read"}
 
 
 class Kilo(OpenCode):
@@ -43,6 +53,7 @@ class Kilo(OpenCode):
     title = "Kilo Code CLI"
     binary = "kilo"
     plugin_mark: ClassVar[str] = "preimage for Kilo Code CLI"
+    tools: ClassVar[dict[str, str]] = KILO_TOOLS
 
     def rewrite_stopped(self, call: ToolCall, env: Mapping[str, str], pid: int) -> str | None:
         from preimage.layer.harnesses.kilo_sandbox import may_sandbox

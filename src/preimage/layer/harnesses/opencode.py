@@ -58,6 +58,7 @@ class OpenCode(Harness):
     pre_events = ("tool.execute.before",)
     post_events = ("tool.execute.after",)
     plugin_mark: ClassVar[str] = PLUGIN_MARK   # the line that says a plugin file is preimage's
+    tools: ClassVar[dict[str, str]] = TOOLS    # the harness's tool names → the neutral ones
 
     def event(self, payload: Any) -> HookEvent:
         if not isinstance(payload, dict):
@@ -70,7 +71,7 @@ class OpenCode(Harness):
     def call(self, payload: dict[str, Any]) -> ToolCall:
         raw = ToolCall.from_hook_payload(payload, harness=self.name)
         args = dict(raw.input)
-        name = TOOLS.get(raw.tool)
+        name = self.tools.get(raw.tool)
         if name is None:
             server = _mcp_server(self.name, raw.tool, raw.cwd)
             if server is not None:
