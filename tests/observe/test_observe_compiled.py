@@ -157,3 +157,45 @@ def test_install_list_and_run_name_the_loop(tmp_path: Path, cli: Callable[..., C
     python = cli("run", "--", "touch", "g", cwd=tmp_path,
                  env={**env, "PREIMAGE_OBSERVE_LOOP": "python"})
     assert "syscalls answered by the Python loop (PREIMAGE_OBSERVE_LOOP=python)" in python.stderr
+
+
+SANDBOX_SCRIPT = (
+    "echo more >> kept.txt; rm old.txt; mkdir made; echo new > made/n.txt; mv moved.txt "
+    "made/; rm -rf tree; echo hidden > ../private/p.txt; ln -s kept.txt link; true")
+
+
+def test_both_loops_record_the_same_paths_in_a_sandbox(tmp_path: Path, store: Store,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call in another mount namespace (bubblewrap, the project bound in, a private
+    tmpfs beside it) leaves the same backup on both loops — the same paths held, the same
+    write in the private mount named as not captured — and the compiled loop answers the
+    removals of the sandboxed `rm -rf` itself instead of handing every syscall back."""
+    held, uncaptured, native = {}, {}, {}
+    for loop in ("python", "compiled"):
+        monkeypatch.setenv("PREIMAGE_OBSERVE_LOOP", loop)
+        box = tmp_path / loop
+        work = box / "work"
+        (work / "tree").mkdir(parents=True)
+        (box / "private").mkdir()
+        for name in ("kept.txt", "old.txt", "moved.txt"):
+            (work / name).write_text(f"{name}\n")
+        for i in range(40):
+            (work / "tree" / f"f{i}").write_text(f"{i}\n")
+        sandbox = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
+                   "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--tmpfs", str(box / "private"), "--chdir", str(work), "--"]
+        outcome = run_command([*sandbox, "bash", "-c", SANDBOX_SCRIPT], store=store, log=None,
+                              post_call=False)
+        assert outcome.returncode == 0, f"the sandboxed call failed on the {loop} loop"
+        assert not (box / "private" / "p.txt").exists()   # it went to the sandbox's tmpfs
+        held[loop] = [t.replace(str(box), "BOX") for t in _held(store, outcome.backup_id)]
+        uncaptured[loop] = sorted(u.replace(str(box), "BOX").split(": ")[0]
+                                  for u in outcome.uncaptured)
+        native[loop] = outcome.native
+        preimage.restore(outcome.backup_id, store=store)
+        assert (work / "old.txt").read_text() == "old.txt\n"
+        assert len(list((work / "tree").iterdir())) == 40
+    assert held["compiled"] == held["python"] and held["python"]
+    assert uncaptured["compiled"] == uncaptured["python"]
+    assert any("BOX/private/p.txt" in u for u in uncaptured["python"]), uncaptured
+    assert native["python"] == 0 and native["compiled"] >= 40, native

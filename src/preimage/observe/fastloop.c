@@ -282,16 +282,21 @@ static int read_string(pid_t pid, uint64_t addr, char *out) {
     return -1;
 }
 
+/* 1: pid sees the supervisor's mounts from the supervisor's root (its paths are ours);
+ * 0: another mount namespace or root (a sandbox: paths_of resolves them inside
+ * /proc/<pid>/root, as paths.resolve does); -1: the links cannot be read (PUNT: Python
+ * says why).  Read on every syscall: a process may unshare, setns or chroot at any time. */
 static int own_namespace(const fl_state *s, pid_t pid) {
     char link[64], got[256];
     snprintf(link, sizeof link, "/proc/%d/ns/mnt", pid);
     ssize_t n = readlink(link, got, sizeof got - 1);
-    if (n <= 0) return 0;
+    if (n <= 0) return -1;
     got[n] = 0;
-    if (strcmp(got, s->ns_mnt) != 0) return 0;
+    int same = strcmp(got, s->ns_mnt) == 0;
     snprintf(link, sizeof link, "/proc/%d/root", pid);
     n = readlink(link, got, sizeof got - 1);
-    return n == 1 && got[0] == '/';
+    if (n <= 0) return -1;
+    return same && n == 1 && got[0] == '/';
 }
 
 /* what descriptor fd (AT_FDCWD: the cwd) of pid names; -1 when it cannot be read */
@@ -314,9 +319,11 @@ static int ends_with(const char *p, const char *suffix) {
 }
 
 /* Resolve `text` against `base` (already the kernel's name for a directory) the way
- * os.path.realpath does for the components written in `text`; the last one is looked at
- * only when `follow`.  PUNT on a symlink, "..", "." or an empty last name, or overflow. */
-static int walk(const char *base, const char *text, int follow, char *out) {
+ * os.path.realpath does for the components written in `text` (realpath_under inside
+ * `root` when it is not NULL: every component is looked at as root + path); the last one
+ * is looked at only when `follow`.  PUNT on a symlink, "..", "." or an empty last name,
+ * or overflow. */
+static int walk(const char *root, const char *base, const char *text, int follow, char *out) {
     size_t len;
     if (text[0] == '/') {
         out[0] = 0;
@@ -351,7 +358,14 @@ static int walk(const char *base, const char *text, int follow, char *out) {
         out[len] = 0;
         if (!last || follow) {
             struct stat st;
-            if (lstat(out, &st) == 0 && S_ISLNK(st.st_mode)) return PUNT;
+            static char seen[PATHBUF + 64];
+            const char *at = out;
+            if (root) {
+                if ((size_t)snprintf(seen, sizeof seen, "%s%s", root, out) >= sizeof seen)
+                    return PUNT;
+                at = seen;
+            }
+            if (lstat(at, &st) == 0 && S_ISLNK(st.st_mode)) return PUNT;
         }
         i = j;
     }
@@ -359,10 +373,28 @@ static int walk(const char *base, const char *text, int follow, char *out) {
     return ALLOW;
 }
 
+/* A sandboxed process's path `p` (as it sees it) is ours only where its parent is the
+ * very directory we reach at the same path (paths.resolve: else ForeignPath, which Python
+ * records as uncaptured); the pseudo file systems Python returns unchecked are left to it. */
+static int same_parent(const char *root, const char *p) {
+    if (starts(p, "/dev/") || starts(p, "/proc/") || starts(p, "/sys/")) return PUNT;
+    char dir[PATHBUF];
+    static char theirs[PATHBUF + 64];
+    dirname_of(p, dir);
+    if ((size_t)snprintf(theirs, sizeof theirs, "%s%s", root, dir) >= sizeof theirs)
+        return PUNT;
+    struct stat a, b;
+    if (stat(theirs, &a) != 0 || stat(dir, &b) != 0) return PUNT;
+    return (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ? ALLOW : PUNT;
+}
+
 static int path_of(const fl_state *s, pid_t pid, const uint64_t *args, int arg, int dirfd,
                    int follow, char *out) {
     static char text[PMAX + 2], base[PATHBUF];
-    (void)s;
+    char root[64];
+    int own = own_namespace(s, pid);
+    if (own < 0) return PUNT;
+    if (!own) snprintf(root, sizeof root, "/proc/%d/root", pid);
     if (read_string(pid, args[arg], text) != 0) return PUNT;
     if (!text[0]) return PUNT;
     for (const unsigned char *c = (const unsigned char *)text; *c; c++)
@@ -375,8 +407,18 @@ static int path_of(const fl_state *s, pid_t pid, const uint64_t *args, int arg, 
         for (const unsigned char *c = (const unsigned char *)base; *c; c++)
             if (*c >= 0x80) return PUNT;
     }
-    if (walk(base, text, follow, out) != ALLOW) return PUNT;
+    if (!own && text[0] != '/') {
+        /* realpath_under looks at the base's components too (inside the sandbox's root
+         * they are not the kernel's name for the directory): walk base + text whole */
+        static char inside[PATHBUF + PMAX + 2];
+        int m = snprintf(inside, sizeof inside, "%s/%s", base[1] ? base : "", text);
+        if (m <= 0 || (size_t)m >= sizeof inside) return PUNT;
+        if (walk(root, "/", inside, follow, out) != ALLOW) return PUNT;
+    } else if (walk(own ? NULL : root, base, text, follow, out) != ALLOW) {
+        return PUNT;
+    }
     if (starts(out, "/proc")) return PUNT;
+    if (!own && same_parent(root, out) != ALLOW) return PUNT;
     return ALLOW;
 }
 
@@ -557,7 +599,6 @@ static int decide(fl_state *s, const struct seccomp_notif *n) {
     default:
         break;
     }
-    if (!own_namespace(s, pid)) return PUNT;
     switch (nr) {
     case SYS_open: return opened(s, pid, a, 0, -1, a[1]);
     case SYS_openat: return opened(s, pid, a, 1, 0, a[2]);
