@@ -11,9 +11,14 @@ running it again):
 5. create and rewrite top-down in capture order: directories, files (written
    to a temp file beside the final one and renamed; a blob the store cloned
    is cloned back where the filesystem can), symlinks, FIFOs, device
-   nodes, hardlinks to their group's first path;
+   nodes, hardlinks to their group's first path.  A directory that is not
+   there live is built under a hidden name with everything beneath it written
+   in place (:mod:`.dirfd`, *staged subtrees*);
 6. put metadata back bottom-up (children before parents, so directory mtimes
-   stick): xattrs, owner, mode (after chown, which clears setuid), then times.
+   stick): xattrs, owner, mode (after chown, which clears setuid), then times;
+   a staged directory is renamed to its name once its own metadata is set, so a
+   restore that stops before leaves none of it in place (a restore after
+   ``rm -rf`` leaves the target absent until its whole tree is there).
 
 Every write goes through directory file descriptors (:mod:`.dirfd`): a path
 is reached component by component without following a symlink, and the
@@ -366,6 +371,9 @@ class TreeRestorer:
                     e.path, is_link=e.type == "symlink", xattrs=e.xattrs, uid=e.uid, gid=e.gid,
                     mode=e.mode, atime_ns=e.atime_ns, mtime_ns=e.mtime_ns,
                 )
+            if tree.staged(e.path):
+                # its subtree is written and set, its parent's times not yet: in place now
+                tree.publish(e.path)
         for e in plan.fix:
             if e.path in not_written:
                 continue
@@ -377,12 +385,13 @@ class TreeRestorer:
         for e in plan.write:
             if e.type == "file" and e.digest and e.hardlink_to is None and e.digest not in seen:
                 seen.add(e.digest)
-                self.blobs.verify(e.digest, path=shown(self.tree.abs(e.path)))
+                self.blobs.verify(e.digest, path=shown(f"{self.tree.root}/{e.path}"))
 
     def _ensure_parent(self) -> None:
         tree = self.tree
         if not tree.parent_exists():
             tree.make_parent()
+        tree.sweep_stages()
         if self.snap.root_type is not None and tree.lstat(".") is None:
             probe = ".preimage-tmp-probe-" + str(os.getpid())
             fd = tree.parent_fd()

@@ -9,6 +9,17 @@ operation with :class:`UnsafePathError`; nothing is written through it or
 outside the root.  The target's parent itself is checked against the real
 path recorded at capture: if it resolves elsewhere now, nothing is written.
 Paths longer than PATH_MAX are no obstacle, as no call sees a whole path.
+
+**Staged subtrees.** A directory the restore creates (it is not there live) is
+built under a hidden name beside its final one (``.preimage-tmp-stage-*``),
+everything beneath it written in place — no temp file and rename per entry, no
+stat of what is there, since nothing is — and renamed to its name only once its
+subtree is written and its metadata set (:meth:`TreeHandle.publish`).  So a
+restore that fails or is killed before then leaves nothing of that subtree where
+it belongs; the next restore removes the hidden leftover (the walk lists one
+inside the target as debris; one beside the target's root — a root the restore
+creates — is removed by :meth:`TreeHandle.sweep_stages` unless a running restore
+holds its ``flock``).
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import secrets
 import shutil
@@ -24,11 +36,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from preimage.connectors.files.walk import TMP_PREFIX, at_path
+from preimage.interface import crash as _crash
 from preimage.interface.blobs import FICLONE, NO_CLONE
 from preimage.interface.errors import RestoreError, UnsafePathError
 
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_CACHED = 256
+STAGE_PREFIX = f"{TMP_PREFIX}stage-"
 
 
 def shown(path: Path | str) -> str:
@@ -54,14 +68,25 @@ class TreeHandle:
         self.name = root.name
         self._parent: int | None = None
         self._dirs: dict[str, int] = {}
+        # the top of each subtree being built, by its final path -> its hidden name
+        self._staged: dict[str, str] = {}
+        self._fresh: set[str] = set()    # directories made by this restore, not yet published
+        self._held: dict[str, int] = {}  # a root staged beside the target: its flock'ed fd
 
     # ------------------------------------------------------------ reaching directories
     def close(self) -> None:
-        """Close every fd."""
-        self.forget_dirs()
-        if self._parent is not None:
-            os.close(self._parent)
-            self._parent = None
+        """Remove every subtree still staged (its restore failed), then close every fd."""
+        try:
+            for rel in sorted(self._staged, key=lambda r: -r.count("/")):
+                self.discard(rel)
+        finally:
+            self.forget_dirs()
+            for fd in self._held.values():
+                os.close(fd)
+            self._held.clear()
+            if self._parent is not None:
+                os.close(self._parent)
+                self._parent = None
 
     def forget_dirs(self, under: str | None = None) -> None:
         """Drop cached directory fds: all, or those of ``under`` and below (a directory
@@ -118,10 +143,10 @@ class TreeHandle:
         if fd is not None:
             return fd
         if rel == ".":
-            fd = self._step(self.parent_fd(), self.name, self.root)
+            fd = self._step(self.parent_fd(), self._staged.get(".", self.name), self.root)
         else:
             up, _, name = rel.rpartition("/")
-            fd = self._step(self.dir_fd(up or "."), name, self.abs(rel))
+            fd = self._step(self.dir_fd(up or "."), self._staged.get(rel, name), self.abs(rel))
         if len(self._dirs) >= _MAX_CACHED:   # keep only the chain leading here
             for cached in list(self._dirs):
                 if not (cached == "." or rel.startswith(cached + "/")):
@@ -132,8 +157,10 @@ class TreeHandle:
     def locate(self, rel: str) -> tuple[int, str]:
         """``(fd of the directory holding rel, rel's name in it)``."""
         if rel == ".":
-            return self.parent_fd(), self.name
+            return self.parent_fd(), self._staged.get(".", self.name)
         up, _, name = rel.rpartition("/")
+        if self._staged and rel in self._staged:
+            name = self._staged[rel]
         return self.dir_fd(up or "."), name
 
     def lstat(self, rel: str) -> os.stat_result | None:
@@ -147,6 +174,8 @@ class TreeHandle:
     # ------------------------------------------------------------ writing
     def make_writable(self, rel: str) -> None:
         """Give the owner write and search permission on directory ``rel`` if it lacks them."""
+        if rel in self._fresh:   # made 0700 by this restore
+            return
         with contextlib.suppress(OSError, UnsafePathError):
             fd, name = self.locate(rel)
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -178,8 +207,12 @@ class TreeHandle:
         return ""
 
     def _replace_with(self, rel: str, make: Callable[[int, str], None]) -> None:
-        """Create ``rel`` as a temp entry beside it, then rename it over whatever is there."""
+        """Create ``rel`` as a temp entry beside it, then rename it over whatever is there
+        (in a staged subtree: in place, as nobody sees it until it is published)."""
         fd, name = self.locate(rel)
+        if _parent(rel) in self._fresh:
+            make(fd, name)
+            return
         tmp = f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         make(fd, tmp)
         try:
@@ -196,18 +229,104 @@ class TreeHandle:
         os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
 
     def mkdir(self, rel: str) -> None:
-        """Make ``rel`` a real directory (replacing a non-directory), owner-writable."""
+        """Make ``rel`` a real directory (replacing a non-directory), owner-writable.  One
+        that is not there is staged (see the module docstring) until :meth:`publish`."""
+        fd, name = self.locate(rel)
+        if rel != "." and _parent(rel) in self._fresh:
+            os.mkdir(name, 0o700, dir_fd=fd)
+            self._fresh.add(rel)
+            return
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is None:
+            self._stage(rel, fd)
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=fd)
+            os.mkdir(name, 0o700, dir_fd=fd)
+        self.make_writable(rel)
+
+    def _stage(self, rel: str, fd: int) -> None:
+        """Make directory ``rel`` under a hidden name in its parent ``fd``."""
+        hidden = f"{STAGE_PREFIX}{self._stage_tag() if rel == '.' else ''}" \
+                 f"{os.getpid()}-{secrets.token_hex(4)}"
+        os.mkdir(hidden, 0o700, dir_fd=fd)
+        if rel == ".":   # beside the target: held, so another restore's sweep spares it
+            held = os.open(hidden, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                           dir_fd=fd)
+            fcntl.flock(held, fcntl.LOCK_EX)
+            self._held[rel] = held
+        self._staged[rel] = hidden
+        self._fresh.add(rel)
+
+    def _stage_tag(self) -> str:
+        # names this root's staging beside it, whatever the length of its name
+        return hashlib.sha256(os.fsencode(self.name)).hexdigest()[:16] + "-"
+
+    def staged(self, rel: str) -> bool:
+        """Whether ``rel`` is the top of a subtree built under a hidden name."""
+        return rel in self._staged
+
+    def publish(self, rel: str) -> None:
+        """Rename the staged subtree ``rel`` to its name (over whatever appeared there
+        since the plan, as any write of the restore replaces it)."""
+        _crash.point("restore-publish")
+        hidden = self._staged.pop(rel)
         fd, name = self.locate(rel)
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             st = None
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            os.unlink(name, dir_fd=fd)
-            st = None
-        if st is None:
-            os.mkdir(name, 0o700, dir_fd=fd)
-        self.make_writable(rel)
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode):
+                _rmtree_at(fd, name)
+            else:
+                os.unlink(name, dir_fd=fd)
+        os.rename(hidden, name, src_dir_fd=fd, dst_dir_fd=fd)
+        # cached fds beneath stay right: they name the directories, not their paths
+        self._fresh = {d for d in self._fresh if not (d == rel or _under(d, rel))}
+        held = self._held.pop(rel, None)
+        if held is not None:
+            os.close(held)
+
+    def discard(self, rel: str) -> None:
+        """Remove the staged subtree ``rel`` (its restore did not finish)."""
+        hidden = self._staged.pop(rel)
+        self._fresh = {d for d in self._fresh if not (d == rel or _under(d, rel))}
+        self.forget_dirs(rel)
+        with contextlib.suppress(OSError, UnsafePathError):
+            fd, _name = self.locate(rel)
+            _rmtree_at(fd, hidden)
+
+    def sweep_stages(self) -> None:
+        """Remove what killed restores of this root left beside it (staged, never
+        published); a stage a running restore holds is left to it."""
+        fd = self.parent_fd()
+        prefix = STAGE_PREFIX + self._stage_tag()
+        try:   # listed through a descriptor opened for reading (``fd`` is O_PATH)
+            listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            try:
+                names = [n for n in os.listdir(listing) if n.startswith(prefix)]
+            finally:
+                os.close(listing)
+        except OSError:
+            return
+        for name in names:
+            try:
+                probe = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                | os.O_CLOEXEC, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue   # a running restore builds it
+            finally:
+                os.close(probe)
+            with contextlib.suppress(OSError):
+                _rmtree_at(fd, name)
 
     def write_file(self, rel: str, chunks: Iterable[bytes], size: int,
                    extents: list[tuple[int, int]] | None) -> None:
@@ -294,7 +413,11 @@ class TreeHandle:
 
 
 def _parent(rel: str) -> str:
-    return rel.rpartition("/")[0] or "."
+    return "." if rel == "." else (rel.rpartition("/")[0] or ".")
+
+
+def _under(path: str, top: str) -> bool:
+    return top == "." or path.startswith(top + "/")
 
 
 def _write_all(fd: int, chunks: Iterable[bytes]) -> None:

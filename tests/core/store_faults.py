@@ -43,7 +43,8 @@ from preimage.store.retention import RetentionPolicy
 
 POINTS = {
     "capture": ("blob", "pack-seal", "pack-index", "catalog"),
-    "restore": ("restore-write", "blob", "pack-seal", "pack-index", "catalog"),
+    "restore": ("restore-write", "restore-publish", "blob", "pack-seal", "pack-index",
+                "catalog"),
     "forget": ("forget", "catalog"),
     "prune": ("prune-delete", "pack-seal", "pack-index", "catalog"),
 }

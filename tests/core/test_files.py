@@ -276,7 +276,8 @@ def test_restore_into_read_only_parent_fails_cleanly(tmp_path: Path, home: Path)
 
 
 def test_restore_last_killed_half_way_then_run_again_finishes(tmp_path: Path, home: Path) -> None:
-    """The README's recovery path: `restore last`, kill -9 after 355 files, `restore last` again."""
+    """The README's recovery path: `restore last`, kill -9 after 355 files, `restore last` again;
+    the killed run leaves the removed tree absent, the next leaves no staging behind."""
     root = tmp_path / "many"
     root.mkdir()
     for i in range(1500):
@@ -289,7 +290,8 @@ def test_restore_last_killed_half_way_then_run_again_finishes(tmp_path: Path, ho
     killed = subprocess.run([*cmd, "restore", "last"], capture_output=True,
                             env={**env, "PREIMAGE_CRASH_AT": "restore-write:357"})
     assert killed.returncode == -signal.SIGKILL
-    assert 300 < len(os.listdir(root)) < 1500
+    assert not root.exists()   # built under a hidden name, never published
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".preimage-tmp-")] != []
     again = subprocess.run([*cmd, "restore", "last", "--json"], env=env, check=True,
                            capture_output=True, text=True)
     assert json.loads(again.stdout)["backup"] == backup
@@ -297,6 +299,7 @@ def test_restore_last_killed_half_way_then_run_again_finishes(tmp_path: Path, ho
                                       capture_output=True, text=True).stdout)
     assert score["restorable"]["score"] == 1.0
     assert len(os.listdir(root)) == 1500
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".preimage-tmp-")] == []
 
 
 def test_target_holding_the_store_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

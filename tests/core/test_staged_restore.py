@@ -1,0 +1,118 @@
+"""Staged restores: a directory the restore creates appears whole or not at all."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+import preimage
+from preimage import Store
+from preimage.connectors.files import FileConnector
+from preimage.interface.blobs import BlobStore
+from preimage.interface.errors import BlobCorruptError
+from preimage.restoration import RestorePolicy
+from preimage.store.snapshots import load_snapshot_row
+
+
+class _DamagedOnRead:
+    """The store's blobs, except one whose bytes turn out damaged when read: a disk that
+    fails after the restore's verification (every other call goes to the real store)."""
+
+    def __init__(self, real: BlobStore, damaged: str) -> None:
+        self.real, self.damaged = real, damaged
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def chunks(self, digest: str, *, backup_id: str | None = None,
+               path: str | None = None) -> Iterator[bytes]:
+        if digest == self.damaged:
+            yield b"half of it"
+            raise BlobCorruptError(digest, backup_id=backup_id, path=path)
+        yield from self.real.chunks(digest, backup_id=backup_id, path=path)
+
+
+def _tree(root: Path) -> None:
+    (root / "new" / "deep").mkdir(parents=True)
+    (root / "keep.txt").write_text("stays\n")
+    for i in range(20):
+        (root / "new" / f"f{i}").write_text(f"file {i}\n")
+        (root / "new" / "deep" / f"g{i}").write_text(f"deeper {i}\n")
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _restore_with_damage(st: Store, backup_id: str, damaged_path: str) -> None:
+    snap = load_snapshot_row(st, st.catalog.get(backup_id).snapshots[0])
+    digest = next(e.digest for e in snap.items if e.path == damaged_path)
+    assert digest is not None
+    snap = load_snapshot_row(st, st.catalog.get(backup_id).snapshots[0])
+    FileConnector().restore(snap, cast(BlobStore, _DamagedOnRead(st.blobs, digest)),
+                            policy=RestorePolicy(dry_run=False))
+
+
+def test_a_blob_damaged_mid_restore_publishes_none_of_the_new_directory(
+    tmp_path: Path, store: Store
+) -> None:
+    """A blob that fails its hash while a removed directory is rebuilt leaves the directory
+    absent and no hidden staging behind; the same restore with a sound store brings it back."""
+    root = tmp_path / "t"
+    _tree(root)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root / "new")
+    before = _listing(root)
+    with pytest.raises(BlobCorruptError):
+        _restore_with_damage(store, backup.id, "new/deep/g7")
+    assert _listing(root) == before == ["keep.txt"]
+    assert preimage.restore(backup.id, store=store).ok
+    assert (root / "new" / "deep" / "g7").read_text() == "deeper 7\n"
+    assert len(_listing(root)) == 43
+
+
+def test_a_removed_target_stays_absent_when_its_restore_fails(
+    tmp_path: Path, store: Store
+) -> None:
+    """A restore after `rm -rf` whose last file is damaged leaves the target absent and
+    nothing beside it."""
+    root = tmp_path / "t"
+    _tree(root)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root)
+    with pytest.raises(BlobCorruptError):
+        _restore_with_damage(store, backup.id, "new/f19")
+    assert not root.exists()
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".preimage-tmp-")] == []
+
+
+def test_a_leftover_stage_is_swept_unless_a_running_restore_holds_it(
+    tmp_path: Path, store: Store
+) -> None:
+    """What a killed restore left beside the target is removed by the next restore; a stage
+    another restore holds (its flock) is left alone."""
+    root = tmp_path / "t"
+    _tree(root)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root)
+    tag = hashlib.sha256(b"t").hexdigest()[:16]
+    dead = tmp_path / f".preimage-tmp-stage-{tag}-1-dead"
+    held = tmp_path / f".preimage-tmp-stage-{tag}-2-held"
+    for d in (dead, held):
+        (d / "sub").mkdir(parents=True)
+    fd = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert preimage.restore(backup.id, store=store).ok
+        assert not dead.exists()
+        assert held.exists()
+    finally:
+        os.close(fd)
+    assert len(_listing(root)) == 43
