@@ -38,17 +38,23 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from preimage.connectors.files.dirfd import TreeHandle, shown
 from preimage.connectors.files.planned import PlannedEntry
 from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
 from preimage.interface import crash as _crash
 from preimage.interface.blobs import BlobStore
-from preimage.interface.errors import RestoreConflictError, RestoreError, UnsafePathError
+from preimage.interface.errors import (
+    BlobCorruptError,
+    BlobMissingError,
+    RestoreConflictError,
+    RestoreError,
+    UnsafePathError,
+)
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
+_AHEAD = 256   # files whose blobs the store is told about before they are written
 _NOT_CAPTURED = "its content was not captured (over the store's per-file cap); left as it is"
 
 
@@ -60,8 +66,8 @@ def check_path(rel: str) -> None:
         raise UnsafePathError(rel, "empty or contains NUL")
     if rel.startswith("/"):
         raise UnsafePathError(rel, "absolute path in a snapshot")
-    parts = PurePosixPath(rel).parts
-    if any(p in ("..", ".", "") for p in parts) or rel != "/".join(parts):
+    # split, not parsed: an empty part is a doubled or trailing slash, refused as well
+    if any(p in ("..", ".", "") for p in rel.split("/")):
         raise UnsafePathError(rel, "'..' or '.' component in a snapshot path")
 
 
@@ -293,7 +299,7 @@ class TreeRestorer:
         would not match after it.
         """
         changed = [*plan.remove, *(e.path for e in plan.write)]
-        parents = {str(PurePosixPath(rel).parent) for rel in changed if rel != "."}
+        parents = {_parent(rel) for rel in changed if rel != "."}
         fixing = {e.path for e in plan.fix}
         added = False
         for rel in parents:
@@ -359,7 +365,12 @@ class TreeRestorer:
             elif rel not in rewritten:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
-        for e in plan.write:
+        ahead = 0
+        for i, e in enumerate(plan.write):
+            if i == ahead:   # the store may look the next files' blobs up (or fetch them) at once
+                ahead = i + _AHEAD
+                self.blobs.will_read([w.digest for w in plan.write[i:ahead] if w.type == "file"
+                                      and w.digest and w.hardlink_to is None])
             _crash.point("restore-write")
             reason = self._write(e)
             if reason:
@@ -381,11 +392,13 @@ class TreeRestorer:
             self.report.add(e.path, Outcome.RESTORED, action)
 
     def _preflight(self, plan: Plan) -> None:
-        seen: set[str] = set()
-        for e in plan.write:
-            if e.type == "file" and e.digest and e.hardlink_to is None and e.digest not in seen:
-                seen.add(e.digest)
-                self.blobs.verify(e.digest, path=shown(f"{self.tree.root}/{e.path}"))
+        needed = (e.digest for e in plan.write
+                  if e.type == "file" and e.digest and e.hardlink_to is None)
+        try:
+            self.blobs.verify_many(needed)
+        except (BlobCorruptError, BlobMissingError) as exc:
+            where = next((e.path for e in plan.write if e.digest == exc.digest), ".")
+            raise type(exc)(exc.digest, path=shown(self.tree.abs(where))) from exc
 
     def _ensure_parent(self) -> None:
         tree = self.tree

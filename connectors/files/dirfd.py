@@ -127,13 +127,14 @@ class TreeHandle:
             self._parent = fd
         return self._parent
 
-    def _step(self, fd: int, part: str, where: Path | str) -> int:
+    def _step(self, fd: int, part: str, where: Path | str | Callable[[], Path]) -> int:
         try:
             return os.open(part, _DIR, dir_fd=fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                shown_where = shown(where() if callable(where) else where)
                 raise UnsafePathError(
-                    shown(where), f"{part!r} on the way is not a real directory (a symlink?)"
+                    shown_where, f"{part!r} on the way is not a real directory (a symlink?)"
                 ) from exc
             raise
 
@@ -146,7 +147,8 @@ class TreeHandle:
             fd = self._step(self.parent_fd(), self._staged.get(".", self.name), self.root)
         else:
             up, _, name = rel.rpartition("/")
-            fd = self._step(self.dir_fd(up or "."), self._staged.get(rel, name), self.abs(rel))
+            fd = self._step(self.dir_fd(up or "."), self._staged.get(rel, name),
+                            lambda: self.abs(rel))
         if len(self._dirs) >= _MAX_CACHED:   # keep only the chain leading here
             for cached in list(self._dirs):
                 if not (cached == "." or rel.startswith(cached + "/")):
@@ -402,7 +404,7 @@ class TreeHandle:
         """xattrs, owner, mode (after chown, which clears setuid), then times."""
         fd, name = self.locate(rel)
         if not is_link:
-            _set_xattrs(at_path(fd, name, self.abs(rel)), xattrs)
+            _set_xattrs(at_path(fd, name, lambda: self.abs(rel)), xattrs)
         with contextlib.suppress(PermissionError):
             os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
         if not is_link:

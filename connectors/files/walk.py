@@ -82,12 +82,14 @@ def open_noatime(path: str | Path, flags: int, *, dir_fd: int | None = None) -> 
 _PROC_FD = os.path.isdir("/proc/self/fd")
 
 
-def at_path(dir_fd: int, name: str, fallback: str | Path | None = None) -> str:
+def at_path(dir_fd: int, name: str,
+            fallback: str | Path | Callable[[], Path] | None = None) -> str:
     """A short path naming ``name`` in the directory ``dir_fd``, for calls that take no
-    ``dir_fd`` (xattrs): through ``/proc/self/fd``, else ``fallback``."""
+    ``dir_fd`` (xattrs): through ``/proc/self/fd``, else ``fallback`` (called when it is
+    a function: a whole path costs more to build than the call it is for)."""
     if _PROC_FD or fallback is None:
         return f"/proc/self/fd/{dir_fd}/{name}"
-    return str(fallback)
+    return str(fallback() if callable(fallback) else fallback)
 
 
 def read_xattrs(path: str | Path) -> dict[str, str]:

@@ -117,6 +117,12 @@ class BlobStore(ABC):
         """Yield the blob's bytes; raise ``BlobMissingError`` / ``BlobCorruptError``
         (at the end, when the hash does not match)."""
 
+    def will_read(self, digests: list[str]) -> None:
+        """A hint: the caller reads these blobs next, about in this order (a restore's
+        next few hundred files).  A backend may look them up or fetch them ahead; what
+        it reads still verifies as ``chunks`` does.  The default does nothing."""
+        del digests
+
     def get_bytes(
         self, digest: str, *, backup_id: str | None = None, path: str | None = None
     ) -> bytes:

@@ -159,6 +159,7 @@ class LocalPacks:
         self._state: dict[str, tuple[PackKey, frozenset[str]]] = {}   # verified: key, bad
         self._dirs: set[str] = set()
         self._dctxs = threading.local()   # a decompressor per thread: one is not thread-safe
+        self._expected: dict[str, Location] = {}   # looked up ahead of reads (``expect``)
         _LIVE.add(self)
 
     # ------------------------------------------------------------ index
@@ -186,8 +187,19 @@ class LocalPacks:
     def pack_path(self, pack: str) -> str:
         return f"{self._root_s}/packs/{pack[:2]}/{pack}.pack"
 
+    def expect(self, digests: list[str]) -> None:
+        """Look up where ``digests`` are, 500 at a time, for the reads about to come: each
+        is answered once from what was found (a read that finds its pack gone looks
+        again); what an earlier call found and nobody read is dropped."""
+        found: dict[str, Location] = {}
+        for start in range(0, len(digests), 500):
+            found.update(self.locate_many(digests[start:start + 500]))
+        self._expected = found
+
     def locate(self, digest: str) -> Location | None:
         """The blob's frame: in the open pack, or as the index names it (hidden or not)."""
+        if self._expected and (loc := self._expected.pop(digest, None)) is not None:
+            return loc
         with self._lock:
             op = self._open
             if op is not None and digest in op.entries:
@@ -199,6 +211,27 @@ class LocalPacks:
                 "SELECT pack, offset, length, raw, hidden FROM packed WHERE digest=?", (digest,)
             ).fetchone()
         return Location(*row) if row else None
+
+    def locate_many(self, digests: list[str]) -> dict[str, Location]:
+        """:meth:`locate` for each of ``digests`` (at most 500) in one query; those no
+        pack holds are left out."""
+        found: dict[str, Location] = {}
+        with self._lock:
+            op = self._open
+            if op is not None:
+                for digest in digests:
+                    if digest in op.entries:
+                        off, length, raw = op.entries[digest]
+                        found[digest] = Location(None, off, length, raw)
+            rest = [d for d in digests if d not in found]
+            if not rest or not self.has_index():
+                return found
+            marks = ",".join("?" * len(rest))
+            for digest, *row in self._index().execute(
+                    f"SELECT digest, pack, offset, length, raw, hidden FROM packed "
+                    f"WHERE digest IN ({marks})", rest):
+                found[digest] = Location(*row)
+        return found
 
     def rescue(self, digest: str, loc: Location) -> None:
         """Bring back a blob a prune hid (a capture or reader asks for it)."""
@@ -349,6 +382,18 @@ class LocalPacks:
             return self._sound(digest, loc.pack)
 
     def _sound(self, digest: str, pack: str) -> bool | None:
+        bad = self._bad(pack)
+        return None if bad is None else digest not in bad
+
+    def damaged_in(self, pack: str | None) -> frozenset[str] | None:
+        """The blobs of ``pack`` whose frames are damaged (judged as :meth:`sound` does);
+        None when the pack is gone.  The open pack (None) has none."""
+        if pack is None:
+            return frozenset()
+        with self._lock:
+            return self._bad(pack)
+
+    def _bad(self, pack: str) -> frozenset[str] | None:
         path = self.pack_path(pack)
         try:
             st = os.stat(path)
@@ -369,7 +414,7 @@ class LocalPacks:
                         db.execute("INSERT OR REPLACE INTO sound VALUES (?, ?, ?, ?, ?)",
                                    (pack, *key))
             self._state[pack] = state
-        return digest not in state[1]
+        return state[1]
 
     def _verify_pack(self, pack: str, path: str) -> frozenset[str]:
         """The digests of the pack whose frames do not hash to their names."""
