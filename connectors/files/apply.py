@@ -136,6 +136,9 @@ class Plan:
     unchanged: list[str]
     skipped: list[tuple[str, str]]
     debris: list[str] = field(default_factory=list)   # temp files of a killed restore
+    # the root is not there: the whole tree is staged, and published only once every
+    # blob verified as it was read (so none is read before the first write)
+    staged_whole: bool = False
 
 
 class TreeRestorer:
@@ -202,7 +205,8 @@ class TreeRestorer:
         _check_tree(wanted.values(), self.snap.root_type)
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         live = {e.path: e for e in walker.entries()}
-        plan = Plan([], [], [], [], [], debris=walker.debris)
+        plan = Plan([], [], [], [], [], debris=walker.debris,
+                    staged_whole="." not in live and self.snap.root_type is not None)
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         merge = self.policy.conflict is ConflictMode.MERGE
         conflicts: list[str] = []
@@ -365,12 +369,13 @@ class TreeRestorer:
             elif rel not in rewritten:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
-        ahead = 0
         for i, e in enumerate(plan.write):
-            if i == ahead:   # the store may look the next files' blobs up (or fetch them) at once
-                ahead = i + _AHEAD
-                self.blobs.will_read([w.digest for w in plan.write[i:ahead] if w.type == "file"
-                                      and w.digest and w.hardlink_to is None])
+            if i % _AHEAD == 0:
+                # the store may look up (or fetch) the blobs of the files after the next
+                # _AHEAD while these are written; at the start, of those too
+                self.blobs.will_read([w.digest for w in plan.write[i + _AHEAD if i else 0
+                                                                   : i + 2 * _AHEAD]
+                                      if w.type == "file" and w.digest and w.hardlink_to is None])
             _crash.point("restore-write")
             reason = self._write(e)
             if reason:
@@ -392,6 +397,8 @@ class TreeRestorer:
             self.report.add(e.path, Outcome.RESTORED, action)
 
     def _preflight(self, plan: Plan) -> None:
+        if plan.staged_whole:
+            return
         needed = (e.digest for e in plan.write
                   if e.type == "file" and e.digest and e.hardlink_to is None)
         try:

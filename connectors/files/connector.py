@@ -12,7 +12,12 @@ from preimage.connectors.files.revert import FilesReverter
 from preimage.connectors.files.walk import Exclude, Walker, file_type, resolve_root
 from preimage.interface.blobs import BlobStore
 from preimage.interface.connector import Capabilities, ConnectorBase, Granularity, ItemStream
-from preimage.interface.errors import InvalidTargetError, TerminalConnectorError, UnsafePathError
+from preimage.interface.errors import (
+    InvalidTargetError,
+    PreimageError,
+    TerminalConnectorError,
+    UnsafePathError,
+)
 from preimage.interface.target import Target
 from preimage.restoration import Relocation, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas import Snapshot
@@ -125,6 +130,17 @@ class FileConnector(ConnectorBase):
                     "server (postgresql://, imap://) or stop it first")
         return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
                             prune_new=depth is not None).run()
+
+    def restores_whole_or_nothing(self, snapshot: Snapshot) -> bool:
+        """True when the target is not there: the restore builds it beside its place and
+        renames it in once every file's blob verified as it was written (:mod:`.dirfd`,
+        *staged subtrees*), so a damaged or missing blob leaves it absent."""
+        if not isinstance(snapshot, FileSnapshot) or snapshot.root_type is None:
+            return False
+        try:
+            return not os.path.lexists(resolve_root(snapshot.root))
+        except (OSError, PreimageError):
+            return False
 
     def check_snapshot(self, snapshot: Snapshot) -> None:
         """Raise :class:`UnsafePathError` when a restore of ``snapshot`` would be refused

@@ -169,28 +169,39 @@ def list_backups(limit: int | None = 50, *, store: Store | None = None) -> list[
     return [as_seen(st, r) for r in st.catalog.list_backups(limit)]
 
 
+def whole_or_nothing(connector: str, snap: Snapshot) -> bool:
+    """Whether ``connector`` restores ``snap`` into its target as it is now whole or not
+    at all (see ``ConnectorBase.restores_whole_or_nothing``)."""
+    conn = get_connector(connector)
+    decide = getattr(conn, "restores_whole_or_nothing", None)
+    if decide is None:
+        return capabilities_of(conn).atomic_restore
+    return bool(decide(snap))
+
+
 def check_whole(
     st: Store, backup: BackupRow, loaded: list[tuple[SnapshotRow, Any, Snapshot]]
 ) -> None:
     """Every snapshot row is there and every blob each selected snapshot references
     is present and sound — before anything is written anywhere.
 
-    A restore of one target whose connector restores atomically (it reads every blob
-    inside the transaction it writes in, so a damaged one rolls it all back) needs the
-    blobs present only: reading each of them here too would read it twice."""
+    A restore of one target whose connector restores it whole or not at all (it reads
+    every blob inside the transaction it writes in, or builds the target where nobody
+    sees it and publishes it once all verified) needs the blobs present only: reading
+    each of them here too would read it twice."""
     if backup.expected_snapshots is not None and len(backup.snapshots) != backup.expected_snapshots:
         raise StoreError(
             f"backup {backup.id} should have {backup.expected_snapshots} snapshot(s) but the "
             f"catalog holds {len(backup.snapshots)}; run `preimage check` — nothing was written"
         )
-    atomic = len(loaded) == 1 and capabilities_of(get_connector(loaded[0][0].connector)).atomic_restore
+    atomic = len(loaded) == 1 and whole_or_nothing(loaded[0][0].connector, loaded[0][2])
     for row, _scope, snap in loaded:
         try:
             refs = sorted(st.catalog.refs(backup.id, row.idx))
             if atomic:
-                for digest in refs:
-                    if not st.blobs.present(digest):
-                        raise BlobMissingError(digest, backup_id=backup.id)
+                missing = st.blobs.missing(refs)
+                if missing is not None:
+                    raise BlobMissingError(missing, backup_id=backup.id)
                 continue
             st.blobs.verify_many(refs, backup_id=backup.id)
         except (BlobCorruptError, BlobMissingError) as exc:

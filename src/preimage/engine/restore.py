@@ -16,6 +16,7 @@ from preimage.engine.backups import (
     guarded,
     open_store,
     select_snapshots,
+    whole_or_nothing,
 )
 from preimage.engine.capture import capture
 from preimage.engine.resume import journal_entry
@@ -165,6 +166,11 @@ def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Seq
             reports.append(guarded(partial(conn.restore, snap, st.blobs, policy=policy),
                                     "restore", row.target))
         except (BlobCorruptError, BlobMissingError) as exc:
+            if len(loaded) == 1 and whole_or_nothing(row.connector, snap):
+                # read as it was written where nobody sees it: nothing was put in place
+                raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path, consequence=(
+                    f"nothing was restored ({row.target} is as it was); run `preimage "
+                    "check`")) from exc
             # verified before the first write, so lost since: part of the target is written
             raise type(exc)(exc.digest, backup_id=backup.id, path=exc.path, consequence=(
                 f"the restore stopped part way — undo backup {undo} holds the state before "

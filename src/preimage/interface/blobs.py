@@ -159,6 +159,10 @@ class BlobStore(ABC):
         undo what it wrote (a backend that cannot tell without reading verifies)."""
         return self.exists(digest)
 
+    def missing(self, digests: Iterable[str]) -> str | None:
+        """The first of ``digests`` that is not :meth:`present`, or None."""
+        return next((d for d in digests if not self.present(d)), None)
+
     @abstractmethod
     def stored_size(self, digest: str) -> int:
         """Bytes the blob takes in the store (0 when missing)."""

@@ -117,6 +117,15 @@ class ConnectorBase:
 
         return diff_snapshots(before, after)
 
+    def restores_whole_or_nothing(self, snapshot: Snapshot) -> bool:
+        """Whether a restore of ``snapshot`` into its target as it is now shows nothing
+        until every blob it read verified (one transaction; the file connector's tree
+        built beside a target that is not there).  The engine then checks that a
+        one-target restore's blobs are present instead of reading each of them before
+        it starts — on a shared store, a fetch of every byte before the first write."""
+        del snapshot
+        return self.capabilities.atomic_restore
+
     def relocate(
         self, snapshot: Snapshot, destination: Target, *, other: Snapshot | None = None,
         blobs: BlobStore | None = None,

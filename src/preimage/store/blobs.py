@@ -243,6 +243,24 @@ class LocalBlobStore(BlobStore):
             return True
         return self.fallback.present(digest) if self.fallback else False
 
+    def missing(self, digests: Iterable[str]) -> str | None:
+        """The first of ``digests`` that is not :meth:`present`: the packed ones looked
+        up 500 at a time, each pack's file checked once per batch."""
+        todo = list(digests)
+        for start in range(0, len(todo), 500):
+            batch = todo[start:start + 500]
+            found = self.packs.locate_many(batch)
+            there: dict[str, bool] = {}
+            for digest in batch:
+                loc = found.get(digest)
+                if loc is not None and loc.pack is not None and loc.pack not in there:
+                    there[loc.pack] = os.path.exists(self.packs.pack_path(loc.pack))
+                if loc is not None and (loc.pack is None or there[loc.pack]):
+                    self.packs.rescue(digest, loc)
+                elif not self.present(digest):
+                    return digest
+        return None
+
     def _needs_write(self, digest: str, *, writing: bool = False) -> bool:
         """Whether no sound copy of the blob is in place (a hidden one is brought back
         first).  ``writing``: a compressed copy is about to be written, so a damaged
@@ -510,8 +528,13 @@ class LocalBlobStore(BlobStore):
 
     def will_read(self, digests: list[str]) -> None:
         """Look the packed ones of ``digests`` up in the index at once (one query for a
-        few hundred instead of one each)."""
-        self.packs.expect(digests)
+        few hundred instead of one each); verify the cloned ones, so a restore may clone
+        them back (:meth:`clone_source` offers only a verified one)."""
+        packed = self.packs.expect(digests)
+        for digest in digests:
+            if digest not in packed and self._file(digest).endswith(".raw"):
+                with contextlib.suppress(BlobCorruptError, BlobMissingError):
+                    self.verify(digest)   # a damaged one is then read, and raises there
 
     def verify_many(self, digests: Iterable[str], *, backup_id: str | None = None,
                     path: str | None = None) -> None:

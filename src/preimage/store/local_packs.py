@@ -187,14 +187,17 @@ class LocalPacks:
     def pack_path(self, pack: str) -> str:
         return f"{self._root_s}/packs/{pack[:2]}/{pack}.pack"
 
-    def expect(self, digests: list[str]) -> None:
-        """Look up where ``digests`` are, 500 at a time, for the reads about to come: each
-        is answered once from what was found (a read that finds its pack gone looks
-        again); what an earlier call found and nobody read is dropped."""
+    def expect(self, digests: list[str]) -> dict[str, Location]:
+        """Look up where ``digests`` are, 500 at a time, for the reads about to come, and
+        return what was found: each is answered once from it (a read that finds its pack
+        gone looks again); what earlier calls found and nobody read is dropped in time."""
         found: dict[str, Location] = {}
         for start in range(0, len(digests), 500):
             found.update(self.locate_many(digests[start:start + 500]))
-        self._expected = found
+        if len(self._expected) > 4 * len(found) + 1024:   # looked up, never read: dropped
+            self._expected.clear()
+        self._expected.update(found)
+        return found
 
     def locate(self, digest: str) -> Location | None:
         """The blob's frame: in the open pack, or as the index names it (hidden or not)."""

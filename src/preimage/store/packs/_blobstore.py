@@ -34,6 +34,7 @@ from preimage.store.packs._storage import ObjectMissing
 
 DAMAGED = "damaged"   # the generation under which ``set_aside`` hides a blob
 _VERIFY_WORKERS = 4   # blobs or spans verified at once by ``verify_many``
+_AHEAD_MAX = 4 << 20  # larger blobs are streamed by their read, not fetched ahead
 
 
 class Coordinator(Protocol):
@@ -161,6 +162,9 @@ class PackBlobStore(BlobStore):
         # Blobs this process verified whole; the spool keeps the bytes of those that fit.
         self._verified: set[str] = set()
         self.spool = Spool(repo.cache_dir / "spool") if repo.cache_dir else Spool(Path(), 0)
+        # blobs a reader said it will read (``will_read``), fetched in the background
+        self._ahead: ThreadPoolExecutor | None = None
+        self._coming: dict[str, Future[None]] = {}
         repo.before_first_pack = self._take_writer_lease
         repo.lease_intact = lambda: self.coordinator.lease_intact(f"writer-{repo.writer}")
 
@@ -175,6 +179,10 @@ class PackBlobStore(BlobStore):
 
     def close(self) -> None:
         """Finish uploads, release the writer lease, trim the cache, drop the spool."""
+        if self._ahead is not None:
+            self._ahead.shutdown(wait=True, cancel_futures=True)
+            self._ahead = None
+            self._coming.clear()
         self.repo.close()
         self._leases.close()
         self.spool.close()
@@ -294,10 +302,40 @@ class PackBlobStore(BlobStore):
         read from the spool: the bytes that hashed to ``digest`` as they were written
         there (a file cut short since raises :class:`BlobCorruptError`).
         """
+        coming = self._coming.pop(digest, None)
+        if coming is not None:
+            # fetched ahead, or not: then it is fetched here, and a failure raises here
+            with contextlib.suppress(Exception):
+                coming.result()
         spooled = self.spool.read(digest)
         if spooled is not None:
             return spooled
         return self._fetched(digest, backup_id, path)
+
+    def will_read(self, digests: list[str]) -> None:
+        """Fetch and verify the small ones of ``digests`` in the background, several
+        ranged GETs at once (``verify_many``), into the spool, while the caller writes
+        what it read before: a restore's fetching and writing overlap.  A blob that
+        fails there is left for its own read, which fetches it again and raises."""
+        todo = []
+        for digest in dict.fromkeys(digests):
+            if digest in self._verified or digest in self._coming:
+                continue
+            found = self.repo.readable_blob(digest)
+            if found is not None and found[0] <= _AHEAD_MAX:
+                todo.append(digest)
+        if not todo:
+            return
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preimage-ahead")
+        future = self._ahead.submit(self._fetch_ahead, todo)
+        for digest in todo:
+            self._coming[digest] = future
+
+    def _fetch_ahead(self, digests: list[str]) -> None:
+        # whatever fails here is met again by the blob's own read, which says what it is
+        with contextlib.suppress(Exception):
+            self.verify_many(digests)
 
     def _checked(self, digest: str, pieces: Iterable[bytes], backup_id: str | None,
                  path: str | None) -> Iterator[bytes]:
