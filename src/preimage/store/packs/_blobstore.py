@@ -34,7 +34,6 @@ from preimage.store.packs._storage import ObjectMissing
 
 DAMAGED = "damaged"   # the generation under which ``set_aside`` hides a blob
 _VERIFY_WORKERS = 4   # blobs or spans verified at once by ``verify_many``
-_AHEAD_MAX = 4 << 20  # larger blobs are streamed by their read, not fetched ahead
 
 
 class Coordinator(Protocol):
@@ -313,29 +312,32 @@ class PackBlobStore(BlobStore):
         return self._fetched(digest, backup_id, path)
 
     def will_read(self, digests: list[str]) -> None:
-        """Fetch and verify the small ones of ``digests`` in the background, several
-        ranged GETs at once (``verify_many``), into the spool, while the caller writes
-        what it read before: a restore's fetching and writing overlap.  A blob that
-        fails there is left for its own read, which fetches it again and raises."""
-        todo = []
-        for digest in dict.fromkeys(digests):
-            if digest in self._verified or digest in self._coming:
-                continue
+        """Fetch and verify ``digests`` in the background into the spool, as
+        ``verify_many`` does (neighbouring small blobs in one ranged GET, four ranges or
+        large blobs at a time), while the caller writes what it read before: a
+        restore's fetching and writing overlap.  Each read waits only for the range or
+        blob that holds its own; one that failed there is fetched again by its read,
+        which raises."""
+        todo = [d for d in dict.fromkeys(digests)
+                if d not in self._verified and d not in self._coming]
+        located = []
+        for digest in todo:
             found = self.repo.readable_blob(digest)
-            if found is not None and found[0] <= _AHEAD_MAX:
-                todo.append(digest)
-        if not todo:
+            if found is not None:
+                located.append((digest, found[1]))
+        if not located:
             return
         if self._ahead is None:
-            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preimage-ahead")
-        future = self._ahead.submit(self._fetch_ahead, todo)
-        for digest in todo:
-            self._coming[digest] = future
-
-    def _fetch_ahead(self, digests: list[str]) -> None:
-        # whatever fails here is met again by the blob's own read, which says what it is
-        with contextlib.suppress(Exception):
-            self.verify_many(digests)
+            self._ahead = ThreadPoolExecutor(max_workers=_VERIFY_WORKERS,
+                                             thread_name_prefix="preimage-ahead")
+        spans, singles = self.repo.spans(located)
+        for span in spans:
+            future = self._ahead.submit(self._verify_task, (span, None), None, None)
+            for digest, _entries in span.blobs:
+                self._coming[digest] = future
+        for digest in singles:
+            self._coming[digest] = self._ahead.submit(self._verify_task, (None, digest),
+                                                      None, None)
 
     def _checked(self, digest: str, pieces: Iterable[bytes], backup_id: str | None,
                  path: str | None) -> Iterator[bytes]:
