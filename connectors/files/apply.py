@@ -54,7 +54,8 @@ from preimage.interface.errors import (
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
 from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
 
-_AHEAD = 256   # files whose blobs the store is told about before they are written
+_AHEAD = 256   # files whose blobs the store is told about at once, before they are written
+_WINDOWS = 8   # that many windows ahead of the file being written
 _NOT_CAPTURED = "its content was not captured (over the store's per-file cap); left as it is"
 
 
@@ -371,10 +372,10 @@ class TreeRestorer:
         not_written: set[str] = set()
         for i, e in enumerate(plan.write):
             if i % _AHEAD == 0:
-                # the store may look up (or fetch) the blobs of the files after the next
-                # _AHEAD while these are written; at the start, of those too
-                self.blobs.will_read([w.digest for w in plan.write[i + _AHEAD if i else 0
-                                                                   : i + 2 * _AHEAD]
+                # the store may look up (or fetch) the blobs of the files _WINDOWS windows
+                # on while these are written; at the start, of all the windows before
+                start = i + (_WINDOWS - 1) * _AHEAD if i else 0
+                self.blobs.will_read([w.digest for w in plan.write[start : i + _WINDOWS * _AHEAD]
                                       if w.type == "file" and w.digest and w.hardlink_to is None])
             _crash.point("restore-write")
             reason = self._write(e)

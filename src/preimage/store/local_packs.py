@@ -194,7 +194,7 @@ class LocalPacks:
         found: dict[str, Location] = {}
         for start in range(0, len(digests), 500):
             found.update(self.locate_many(digests[start:start + 500]))
-        if len(self._expected) > 4 * len(found) + 1024:   # looked up, never read: dropped
+        if len(self._expected) > 16_384:   # looked up and never read: dropped
             self._expected.clear()
         self._expected.update(found)
         return found
