@@ -186,9 +186,15 @@ def test_a_blob_lost_while_a_restore_writes_is_not_reported_as_nothing_written(
     _tree(root, 6, 3000, "b")
     with _stopped_restore(home, backup.id) as proc:
         for digest in store.catalog.refs(backup.id):
+            packed = store.blobs.packs.locate(digest)
             path = store.blobs.path(digest)
             if path.exists() and path.stat().st_size > 2000:   # file contents, not the document
                 path.unlink()
+                if packed is not None and packed.pack is not None:
+                    # the restore may have looked it up in its pack already: gone there too
+                    with open(store.blobs.packs.pack_path(packed.pack), "r+b") as fh:
+                        fh.seek(packed.offset)
+                        fh.write(bytes(packed.length))
     assert proc.returncode != 0
     err = proc.stderr
     assert "nothing was written" not in err and "undo backup" in err, err
