@@ -206,8 +206,7 @@ class TreeRestorer:
         _check_tree(wanted.values(), self.snap.root_type)
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         live = {e.path: e for e in walker.entries()}
-        plan = Plan([], [], [], [], [], debris=walker.debris,
-                    staged_whole="." not in live and self.snap.root_type is not None)
+        plan = Plan([], [], [], [], [], debris=walker.debris)
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         merge = self.policy.conflict is ConflictMode.MERGE
         conflicts: list[str] = []
@@ -286,6 +285,8 @@ class TreeRestorer:
             plan.fix.append(e)
         if self.policy.conflict is ConflictMode.REFUSE and conflicts:
             raise RestoreConflictError(self.snap.target, conflicts)
+        # the root itself is written, where nothing is: everything goes beneath it, hidden
+        plan.staged_whole = "." not in live and any(e.path == "." for e in plan.write)
         plan.remove.sort(key=lambda p: (-p.count("/") if p != "." else 1, p))
         # a type change removes before it writes; a removed dir takes its subtree
         self._fix_parents(plan, wanted)
