@@ -97,11 +97,77 @@ def test_an_email_step_lists_the_folder_then_acts_on_the_ids_it_read() -> None:
     assert listed(codex) == listed(LISTING)
 
 
+#: A page snapshot as @playwright/mcp 0.0.79's browser_snapshot answers it (Trac's ticket
+#: delete page, cut down).
+SNAPSHOT = """### Page
+- Page URL: http://127.0.0.1:8000/ticket/1?action=delete
+### Snapshot
+```yaml
+- generic [ref=e1]:
+  - button "Search" [ref=e9] [cursor=pointer]
+  - 'link "Ticket #1" [ref=e43] [cursor=pointer]':
+    - /url: /ticket/1
+  - generic [ref=e94]:
+    - button "Delete ticket" [ref=e95] [cursor=pointer]
+    - button "Cancel" [ref=e96] [cursor=pointer]
+```
+"""
+
+
+def test_a_browser_click_names_the_ref_the_last_snapshot_showed() -> None:
+    """A click is a browser_snapshot, then browser_click with the ref that snapshot gave the
+    button of the element's name — read from the text as each harness passes it on; a
+    snapshot without that button stops the run, naming what it showed."""
+    from preimage.interface.errors import UsageError
+
+    step = CallSpec(tool="mcp__playwright__browser_click",
+                    input={"element": "Delete ticket", "ref": "e7"})
+    snap, click = harness_calls("claude-code", step, set())
+    assert (snap.tool, snap.arguments) == ("mcp__playwright__browser_snapshot", {})
+    assert click.tool == "mcp__playwright__browser_click" and click.resolve is not None
+    wanted = {"element": "Delete ticket", "target": "e95"}
+    assert click.resolve(SNAPSHOT) == wanted
+    assert click.resolve(json.dumps([{"type": "text", "text": SNAPSHOT}])) == wanted
+    assert click.resolve("Wall time: 0.2 seconds\nOutput:\n"
+                         + json.dumps({"result": SNAPSHOT})) == wanted
+    _, other = harness_calls("claude-code", CallSpec(
+        tool="mcp__playwright__browser_click", input={"element": "Delete page"}), set())
+    assert other.resolve is not None
+    with pytest.raises(UsageError, match=r"no button or link 'Delete page'.*Delete ticket"):
+        other.resolve(SNAPSHOT)
+    nav = CallSpec(tool="mcp__playwright__browser_navigate", input={"url": "http://h/x"})
+    search, go = harness_calls("codex", nav, set())
+    assert search.kind == "tool_search"
+    assert (go.tool, go.namespace, go.arguments) == (
+        "browser_navigate", "mcp__playwright", {"url": "http://h/x"})
+
+
+def test_the_browser_server_opens_the_runs_profile_with_remote_debugging(tmp_path: Path) -> None:
+    """@playwright/mcp is configured on the run's profile (where the logins were seeded),
+    with remote debugging on so preimage reaches its open browser, and writes its files
+    beside the run, not into the project."""
+    from preimage.bench.harness_calls import mcp_definitions
+    from preimage.bench.systems.base import Sandbox
+
+    sandbox = Sandbox.create(tmp_path)
+    sandbox.variables["profile"] = str(tmp_path / "profile")
+    spec = mcp_definitions({"playwright"}, sandbox, lambda pin: Path(f"/bin/{pin}"))
+    args = spec["playwright"]["args"]
+    assert args[args.index("--user-data-dir") + 1] == str(tmp_path / "profile")
+    config = json.loads(Path(args[args.index("--config") + 1]).read_text())
+    assert config["browser"]["launchOptions"]["args"] == ["--remote-debugging-port=0"]
+    assert not Path(args[args.index("--output-dir") + 1]).is_relative_to(sandbox.cwd)
+
+
 def test_a_step_without_a_published_tool_is_refused_with_the_reason() -> None:
-    """A browser click has no path yet: the refusal says why (never simulated instead)."""
-    step = CallSpec(tool="mcp__playwright__browser_click", input={"element": "Delete", "ref": "e1"})
+    """A step no published server's tool carries is refused with the reason (never
+    simulated instead)."""
+    step = CallSpec(tool="mcp__playwright__browser_drag", input={"from": "a", "to": "b"})
     with pytest.raises(NoHarnessToolError, match="@playwright/mcp"):
         harness_calls("claude-code", step, set())
+    step = CallSpec(tool="mcp__postgres__vacuum_everything", input={})
+    with pytest.raises(NoHarnessToolError, match="no published MCP server"):
+        harness_calls("codex", step, set())
 
 
 @pytest.mark.harness
@@ -110,20 +176,16 @@ def test_a_step_without_a_published_tool_is_refused_with_the_reason() -> None:
 @pytest.mark.imap
 @pytest.mark.slow
 def test_the_ci_sample_through_claude_code(bench: Callable[..., Any]) -> None:
-    """The fixed CI sample through the pinned Claude Code binary: every task with a
-    harness path runs (the browser tasks are listed as not run, with the reason); preimage's
-    hook held every regret moment of the terminal, PostgreSQL, Kubernetes and email tasks
-    and brought their state back; with no protector the damage stays."""
+    """The fixed CI sample through the pinned Claude Code binary, all five domains (the
+    browser tasks through @playwright/mcp on the run's profile): preimage's hook held every
+    regret moment and brought the state back; with no protector the damage stays."""
     report = bench("--suite", "regret-ci", "--harness", "claude-code",
                    "--protectors", "none,preimage", "--require-servers", timeout=1800)
     runs = report["runs"]
-    assert {nr["scenario"] for nr in report["not_run"]} == {
-        s for s in CI_SAMPLE if s.startswith("B.")}
-    assert all(nr["reason"].startswith("no harness path") for nr in report["not_run"])
-    ran = {r["scenario"] for r in runs}
-    assert ran == {s for s in CI_SAMPLE if not s.startswith("B.")}
+    assert report["not_run"] == []
+    assert {r["scenario"] for r in runs} == set(CI_SAMPLE)
     assert Counter(r["category"] for r in runs if r["protector"] == "preimage") == {
-        "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3}
+        "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3, "browser": 4}
     for r in runs:
         assert r["status"] == "ok" and r["harness"] == "claude-code", (r["scenario"], r["reason"])
         assert not any("refused" in n or " ran " in n for n in r["notes"]), (r["scenario"], r["notes"])
@@ -162,6 +224,31 @@ def test_the_harness_table_pairs_each_call_with_the_unprotected_run(tmp_path: Pa
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {
         "index.html", "table.md", "latency.png", "similarity_by_category.png"}
     assert table in (tmp_path / "out" / "table.md").read_text()
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<h3>claude-code</h3>" in page
+    assert "<td>1/1 held · 1.000 · 300 ms/call (+150 ms) · 2.0 KiB · 0 tok · later work " \
+           "lost 0/3</td>" in page
+    assert "<dt>later work lost</dt>" in page and "<dt>held</dt>" in page
+
+
+def test_every_preimage_run_below_full_names_why() -> None:
+    """Each preimage run below 1.0 restorable is listed per harness with the leaves that
+    differ (else its notes); unprotected runs and full restores are not."""
+    report = BenchReport(version="0", suite="regret", started_at="now", seconds=1.0,
+                         protectors={"none": "no backup", "preimage": "preimage (hook)"})
+    report.runs = [
+        _run("B.a", "none", [0.1], restorable=0.3, damage=0.3),
+        _run("B.a", "preimage", [0.2], restorable=0.95, damage=0.3,
+             differences=["share k1: expiry 1700 → 1800 (server-assigned: copyparty stamps it)"]),
+        _run("B.b", "preimage", [0.2], restorable=0.9, damage=0.3, notes=["restore took 2 s"]),
+        _run("B.c", "preimage", [0.2], restorable=1.0, damage=0.3),
+    ]
+    table = harness_table(report)
+    assert "preimage below 1.0 restorable through claude-code: 2 runs" in table
+    assert "- B.a (preimage): restorable 0.950 — share k1: expiry 1700 → 1800 " \
+           "(server-assigned: copyparty stamps it)" in table
+    assert "- B.b (preimage): restorable 0.900 — restore took 2 s" in table
+    assert "B.c (" not in table
 
 
 def test_collateral_counts_the_later_work_not_the_protectors_own_store() -> None:

@@ -11,6 +11,8 @@ scripted model asks for the harness's own tool instead:
   servers' tool names and arguments, so the step passes as it is;
 * an email step is emails-mcp's: a listing (``get_emails``) of the folder, then the
   change by the sequence numbers that listing showed (:mod:`preimage.bench.harness_email`);
+* a browser step is @playwright/mcp's: a navigation or a script as it is, a click by the
+  ref the page's snapshot just showed for its element (:mod:`preimage.bench.harness_browser`);
 * Codex offers MCP tools only behind its client-side ``tool_search``: the model
   searches once per server before its first call there, then calls the tool in the
   ``mcp__<server>`` namespace the search returned.
@@ -29,6 +31,7 @@ import os
 import re
 from typing import Any
 
+from preimage.bench.harness_browser import playwright_mcp_args, playwright_mcp_calls
 from preimage.bench.harness_email import emails_mcp_calls, emails_mcp_config
 from preimage.bench.harness_tool import HarnessCall, NoHarnessToolError
 from preimage.bench.scenario import CallSpec
@@ -45,13 +48,8 @@ PASSED_AS_IS = {
                                             "kubectl_describe", "kubectl_generic"})),
     # the task's IMAP steps, each as emails-mcp's own tools (preimage.bench.harness_email)
     "email": ("emails-mcp", frozenset()),
-}
-
-#: Why a server's steps cannot go through its published MCP server in this build.
-NOT_MAPPED = {
-    "playwright": "@playwright/mcp would open the run's Chromium profile (where the forum's "
-                  "and forge's logins live) while the benchmark's own browser holds it, and "
-                  "its clicks name the refs of its last page snapshot; neither is wired yet",
+    # the task's browser steps, each as @playwright/mcp's (preimage.bench.harness_browser)
+    "playwright": ("playwright", frozenset()),
 }
 
 
@@ -89,10 +87,10 @@ def harness_calls(harness: str, call: CallSpec, searched: set[str]) -> list[Harn
             raise NoHarnessToolError(f"a {call.tool} step without a command line")
         return [shell_call(harness, command)]
     server, tool = call.mcp
-    if server in NOT_MAPPED:
-        raise NoHarnessToolError(f"{server}/{tool}: {NOT_MAPPED[server]}")
     if server == "email":
         steps = emails_mcp_calls(tool, call.input)
+    elif server == "playwright":
+        steps = playwright_mcp_calls(tool, call.input)
     else:
         known = PASSED_AS_IS.get(server)
         if known is None or tool not in known[1]:
@@ -113,7 +111,8 @@ def mcp_definitions(servers: set[str], sandbox: Sandbox, executable: Any
                     ) -> dict[str, dict[str, Any]]:
     """``{name: {command, args, env}}`` for each server the task calls, configured as its
     documentation says: postgres-mcp with ``DATABASE_URI``, mcp-server-kubernetes with
-    ``KUBECONFIG``, emails-mcp with a ``--config_file``.  ``executable(pin)`` gives an
+    ``KUBECONFIG``, emails-mcp with a ``--config_file``, @playwright/mcp with the run's
+    profile (``--user-data-dir``) and remote debugging on.  ``executable(pin)`` gives an
     installed server's path."""
     out: dict[str, dict[str, Any]] = {}
     for server in sorted(servers):
@@ -128,6 +127,8 @@ def mcp_definitions(servers: set[str], sandbox: Sandbox, executable: Any
         args: list[str] = []
         if server == "email":
             args = ["--config_file", str(emails_mcp_config(sandbox))]
+        elif server == "playwright":
+            args = playwright_mcp_args(sandbox)
         out[server] = {"command": str(executable(pin)), "args": args, "env": env}
     return out
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from preimage.bench.harness_tool import HarnessCall, NoHarnessToolError
+from preimage.bench.harness_tool import HarnessCall, NoHarnessToolError, answer_text
 from preimage.bench.systems.base import Sandbox
 
 LISTING_SIZE = 500   # one page holds a seeded folder
@@ -47,13 +47,7 @@ def listed(text: str) -> list[dict[str, str]]:
     (the text as the server wrote it, or wrapped as the harness passed it on: Claude
     Code's ``{"result": "…"}``, MCP content parts ``[{"type": "text", "text": "…"}]``,
     Codex's ``Wall time: …`` / ``Output:`` lines before them)."""
-    prefix, sep, rest = text.partition("\nOutput:\n")
-    if sep and prefix.startswith("Wall time"):
-        text = rest
-    try:
-        text = _unwrapped(json.loads(text))
-    except ValueError:
-        pass
+    text = answer_text(text)
     out: list[dict[str, str]] = []
     for line in text.splitlines():
         head = re.match(r"\s*\d+\.\s+ID:\s*(\S+)", line)
@@ -64,18 +58,6 @@ def listed(text: str) -> list[dict[str, str]]:
         if field_ and out:
             out[-1][field_.group(1).lower()] = field_.group(2)
     return out
-
-
-def _unwrapped(doc: Any) -> str:
-    if isinstance(doc, str):
-        return doc
-    if isinstance(doc, list):
-        return "\n".join(_unwrapped(part) for part in doc)
-    if isinstance(doc, dict):
-        for key in ("result", "text", "content", "output"):
-            if key in doc:
-                return _unwrapped(doc[key])
-    return ""
 
 
 def _date(value: str) -> datetime | None:

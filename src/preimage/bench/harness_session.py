@@ -225,6 +225,7 @@ def run_harness_session(
         executable = rig.fixtures["mcp_packages"].executable
         definitions = mcp_definitions(set(names), sandbox, executable)
         rig.configure(sandbox, sandbox.env, route.url, definitions)
+        _site_settings(system, sandbox)
         try:
             protector.install(ctx, rig.harness, sandbox.env)
         except NotCoveredError as exc:
@@ -242,7 +243,10 @@ def run_harness_session(
                 ctx.truth.update(capture_truth(every, truth_store))
             if watch is not None and k in (first_regret, later):
                 watch.take("s0" if k == first_regret else "s1")
+            system.yield_to_harness(sandbox)
             return protector.mark(ctx)
+
+        system.yield_to_harness(sandbox)
 
         marks = _drive(rig, route, plan, sandbox, scenario.task or scenario.title,
                        {n: d["command"] for n, d in definitions.items()},
@@ -277,6 +281,17 @@ def run_harness_session(
             watch.record(result, {k for _, p in account.protected for k in p.reported},
                          protector.own_paths(ctx))
     return run.result
+
+
+def _site_settings(system: System, sandbox: Sandbox) -> None:
+    """The web apps' origins and their site adapters in preimage's settings, as a user of a
+    browser agent writes them (``sites:`` in ``config.yaml``); the browser's profile the
+    hook reads from the Playwright MCP server's own ``--user-data-dir``."""
+    sites = system.layer_settings(sandbox).get("sites")
+    if sites:
+        folder = Path(sandbox.env["PREIMAGE_CONFIG_DIR"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.yaml").write_text(json.dumps({"sites": sites}))
 
 
 def _server_of(call: HarnessCall) -> str | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from preimage.bench.harness_report import harness_html
 from preimage.bench.page_style import CSS
 from preimage.bench.results import (
     P95_MIN_RUNS,
@@ -341,6 +342,7 @@ def write_html(report: BenchReport, out: Path, images: list[Path]) -> Path:
     if published_lines(report):
         parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in published_lines(report))
                      + "</ul>")
+    parts.append(harness_html(report))
     for img in images:
         parts.append(f"<img src='{e(img.name)}' alt='{e(img.stem)}'>")
     parts.append(

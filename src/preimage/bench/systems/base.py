@@ -168,6 +168,10 @@ class System:
     def teardown(self, sandbox: Sandbox) -> None:
         """Remove what seeding put on a shared server (a database, a namespace, a user)."""
 
+    def yield_to_harness(self, sandbox: Sandbox) -> None:
+        """Let go of what a real harness's own tools open themselves (a browser profile),
+        before the harness runs and after each in-process look while it runs."""
+
     def run_mcp(
         self, server: str, tool: str, arguments: dict[str, Any], sandbox: Sandbox
     ) -> CallOutcome:

@@ -96,6 +96,17 @@ class WebSystem(System):
         if sandbox.variables.get("profile"):
             close_profile(Path(sandbox.variables["profile"]))
 
+    def yield_to_harness(self, sandbox: Sandbox) -> None:
+        """Close the run's tab and let go of the profile: through a real harness the
+        Playwright MCP server opens it (its logins were saved to disk when it closed), and
+        this process reaches that browser over the DevTools protocol when it looks."""
+        from preimage.connectors.browser.chromium import close_profile
+
+        page = self.pages.pop(sandbox.variables.get("run", ""), None)
+        if page is not None and not page.is_closed():
+            page.close()
+        close_profile(Path(sandbox.variables["profile"]))
+
     # ------------------------------------------------------------ MCP
     def run_mcp(
         self, server: str, tool: str, arguments: dict[str, Any], sandbox: Sandbox
