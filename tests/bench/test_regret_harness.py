@@ -170,22 +170,31 @@ def test_a_step_without_a_published_tool_is_refused_with_the_reason() -> None:
         harness_calls("codex", step, set())
 
 
+#: The CI sample's browser tasks that also run through the real harness: one per app (the
+#: forum's script, the forge's click by a snapshot ref, the file-sharing app's script).
+#: B.forge-repository.02 runs in the simulated sample only: CI's time budget.
+HARNESS_BROWSER_SAMPLE = ("B.forum-moderate.01", "B.forge-milestone.01", "B.files-share.01")
+
+
 @pytest.mark.harness
 @pytest.mark.postgres
 @pytest.mark.kubernetes
 @pytest.mark.imap
 @pytest.mark.slow
 def test_the_ci_sample_through_claude_code(bench: Callable[..., Any]) -> None:
-    """The fixed CI sample through the pinned Claude Code binary, all five domains (the
+    """The fixed CI sample through the pinned Claude Code binary, all five domains (three
     browser tasks through @playwright/mcp on the run's profile): preimage's hook held every
     regret moment and brought the state back; with no protector the damage stays."""
-    report = bench("--suite", "regret-ci", "--harness", "claude-code",
-                   "--protectors", "none,preimage", "--require-servers", timeout=1800)
+    picked = [arg for sid in HARNESS_BROWSER_SAMPLE for arg in ("-k", sid)]
+    report = bench("--suite", "regret-ci", "-k", "[TSKE].*", *picked, "--harness",
+                   "claude-code", "--protectors", "none,preimage", "--require-servers",
+                   timeout=2400)
     runs = report["runs"]
     assert report["not_run"] == []
-    assert {r["scenario"] for r in runs} == set(CI_SAMPLE)
+    assert {r["scenario"] for r in runs} == {
+        s for s in CI_SAMPLE if not s.startswith("B.")} | set(HARNESS_BROWSER_SAMPLE)
     assert Counter(r["category"] for r in runs if r["protector"] == "preimage") == {
-        "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3, "browser": 4}
+        "terminal": 7, "sql": 5, "kubernetes": 2, "email": 3, "browser": 3}
     for r in runs:
         assert r["status"] == "ok" and r["harness"] == "claude-code", (r["scenario"], r["reason"])
         assert not any("refused" in n or " ran " in n for n in r["notes"]), (r["scenario"], r["notes"])
@@ -266,3 +275,24 @@ def test_collateral_counts_the_later_work_not_the_protectors_own_store() -> None
     kept = {"kind=file|path=/p/NOTES.md": {}, "kind=file|path=/p/.backupper/x": {}}
     assert set(outside_own(kept, ["/p/.backupper"])) == {"kind=file|path=/p/NOTES.md"}
     assert outside_own(kept, []) == kept and watch.step == 1
+
+
+def test_codex_waits_for_a_slow_mcp_server_as_claude_code_does(tmp_path: Path) -> None:
+    """Codex's MCP servers are required and may take as long to start as Claude Code's
+    (120 s): at its default 30 s postgres-mcp did not start on a loaded machine, and Codex
+    ran none of the task's calls."""
+    import tomllib
+
+    from preimage.bench.harness_session import HarnessRig
+    from preimage.bench.systems.base import Sandbox
+
+    sandbox = Sandbox.create(tmp_path)
+    env = {"CODEX_HOME": str(tmp_path / "codex")}
+    HarnessRig("codex", {}, None).configure(
+        sandbox, env, "http://127.0.0.1:9", {"postgres": {"command": "/bin/pg-mcp", "args": [],
+                                                          "env": {"DATABASE_URI": "pg://x"}}})
+    server = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())["mcp_servers"]
+    assert server["postgres"]["required"] is True
+    assert server["postgres"]["startup_timeout_sec"] == 120
+    claude = HarnessRig("claude-code", {}, None).environment(sandbox, tmp_path / "h", "http://m")
+    assert claude["MCP_TIMEOUT"] == "120000"

@@ -69,6 +69,7 @@ HARNESS_TIMEOUT = 900.0
 _REFUSED = ("rejected: ", "not permitted", "Permission to use", "requires approval",
             "No such tool available")
 TURN_TIMEOUT = 600.0
+MCP_STARTUP_TIMEOUT = 120.0
 
 
 def fixture_modules() -> dict[str, ModuleType]:
@@ -138,7 +139,8 @@ class HarnessRig:
                     # does: by default Claude Code starts them in the background, and a
                     # slow one (postgres-mcp on a loaded machine) is not there yet when the
                     # model's first call names its tool.
-                    "MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "120000"}
+                    "MCP_CONNECTION_NONBLOCKING": "0",
+                    "MCP_TIMEOUT": str(int(MCP_STARTUP_TIMEOUT * 1000))}
         else:
             env |= {"CODEX_HOME": str(folder / "codex"), "SCRIPTED_KEY": "scripted"}
         return env
@@ -164,10 +166,12 @@ class HarnessRig:
         for name, spec in servers.items():
             env_table = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}"
                                   for k, v in spec["env"].items())
-            # required: Codex waits for the server before the first turn.
+            # required: Codex waits for the server before the first turn — up to its
+            # startup timeout, 30 s by default, which postgres-mcp (a Python program)
+            # overran on a loaded machine; the same 120 s Claude Code gets (MCP_TIMEOUT).
             lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(spec['command'])}",
                       f"args = {json.dumps(spec['args'])}", f"env = {{ {env_table} }}",
-                      "required = true"]
+                      "required = true", f"startup_timeout_sec = {MCP_STARTUP_TIMEOUT:.0f}"]
         (home / "config.toml").write_text("\n".join(lines) + "\n")
 
     def argv(self, prompt: str, servers: list[str]) -> list[str]:
@@ -366,8 +370,11 @@ def _drive(rig: HarnessRig, route: Any, plan: _Plan, sandbox: Sandbox, prompt: s
         json.dumps(route.tool_results, indent=1))
     ran = len(route.tool_results)
     if proc.returncode != 0:
-        result.notes.append(f"{rig.harness} exited {proc.returncode}: "
-                            f"{(out.get('stderr') or out.get('stdout') or '')[-300:]}")
+        said = (out.get("stderr") or out.get("stdout") or "")[-300:]
+        if ran < len(plan.calls):   # the session never happened as planned: not a measurement
+            raise UsageError(f"{rig.harness} exited {proc.returncode} after {ran} of the "
+                             f"{len(plan.calls)} tool calls: {said}")
+        result.notes.append(f"{rig.harness} exited {proc.returncode}: {said}")
     for i, text in enumerate(route.tool_results):
         if any(sign in text for sign in _REFUSED):  # the step never ran: the damage shows it
             result.notes.append(f"{rig.harness} refused call {i + 1}: {text[:240]}")
