@@ -199,3 +199,64 @@ def test_both_loops_record_the_same_paths_in_a_sandbox(tmp_path: Path, store: St
     assert uncaptured["compiled"] == uncaptured["python"]
     assert any("BOX/private/p.txt" in u for u in uncaptured["python"]), uncaptured
     assert native["python"] == 0 and native["compiled"] >= 40, native
+
+
+BOUND_SCRIPT = (
+    "echo changed >> bound.txt; truncate -s 0 decoy/g.txt; "
+    "{python} -c 'import os\n"
+    "for p in (\"decoy/f.txt\", \"only/inside/h.txt\"):\n"
+    "    os.fchmod(os.open(p, os.O_RDONLY), 0o600)'")
+
+
+def test_a_file_bound_over_in_a_sandbox_is_not_taken_for_the_one_outside(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a sandbox where a file, and a folder, are bound over names that exist outside, a
+    write to the bound file, a truncate and an fchmod through a descriptor are named as not
+    captured on both loops, the same way, and the other files at those paths outside are
+    neither held nor touched by the call or by the restore."""
+    held, uncaptured = {}, {}
+    for loop in ("python", "compiled"):
+        monkeypatch.setenv("PREIMAGE_OBSERVE_LOOP", loop)
+        box = tmp_path / loop
+        work, real = box / "work", box / "real"
+        (work / "decoy").mkdir(parents=True)
+        (work / "only" / "inside").mkdir(parents=True)   # empty here: h.txt is only there
+        real.mkdir()
+        (work / "bound.txt").write_text("outside\n")
+        (box / "other.txt").write_text("other\n")
+        (work / "kept.txt").write_text("kept\n")
+        for name in ("f.txt", "g.txt"):
+            (work / "decoy" / name).write_text(f"decoy {name}\n")
+        for name in ("f.txt", "g.txt", "h.txt"):
+            (real / name).write_text(f"real {name}\n")
+        sandbox = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
+                   "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--bind", str(box / "other.txt"), str(work / "bound.txt"),
+                   "--bind", str(real), str(work / "decoy"),
+                   "--bind", str(real), str(work / "only" / "inside"),
+                   "--chdir", str(work), "--"]
+        script = BOUND_SCRIPT.format(python=sys.executable) + "; echo more >> kept.txt"
+        outcome = run_command([*sandbox, "bash", "-c", script], store=store, log=None,
+                              post_call=False)
+        assert outcome.returncode == 0, f"the sandboxed call failed on the {loop} loop"
+        # the call changed the files bound in, not the ones at those paths outside
+        assert (box / "other.txt").read_text() == "other\nchanged\n"
+        assert (real / "g.txt").read_text() == ""
+        assert (real / "f.txt").stat().st_mode & 0o777 == 0o600
+        assert (work / "bound.txt").read_text() == "outside\n"
+        assert (work / "decoy" / "g.txt").read_text() == "decoy g.txt\n"
+        assert (work / "decoy" / "f.txt").stat().st_mode & 0o777 != 0o600
+        held[loop] = [t.replace(str(box), "BOX") for t in _held(store, outcome.backup_id)]
+        uncaptured[loop] = sorted((u.replace(str(box), "BOX").split(": ")[0],
+                                   u.partition(", ")[2]) for u in outcome.uncaptured)
+        assert any("bound over" in u for u in outcome.uncaptured), outcome.uncaptured
+        preimage.restore(outcome.backup_id, store=store)
+        assert (work / "kept.txt").read_text() == "kept\n"
+        assert (work / "decoy" / "f.txt").read_text() == "decoy f.txt\n"
+        assert (work / "bound.txt").read_text() == "outside\n"
+    assert held["compiled"] == held["python"]
+    assert not [t for t in held["python"] if "bound.txt" in t or "decoy/" in t or "only/" in t]
+    named = {path for path, _reason in uncaptured["python"]}
+    assert named >= {"BOX/work/bound.txt", "BOX/work/decoy/g.txt", "BOX/work/decoy/f.txt",
+                     "BOX/work/only/inside/h.txt"}, uncaptured
+    assert uncaptured["compiled"] == uncaptured["python"]

@@ -374,9 +374,11 @@ static int walk(const char *root, const char *base, const char *text, int follow
 }
 
 /* A sandboxed process's path `p` (as it sees it) is ours only where its parent is the
- * very directory we reach at the same path (paths.resolve: else ForeignPath, which Python
- * records as uncaptured); the pseudo file systems Python returns unchecked are left to it. */
-static int same_parent(const char *root, const char *p) {
+ * very directory we reach at the same path, and what it names, when it exists there, the
+ * very file here (a file bound over another shares the directory): paths.resolve raises
+ * ForeignPath otherwise, which Python records as uncaptured, saying why.  The pseudo file
+ * systems Python returns unchecked are left to it. */
+static int same_place(const char *root, const char *p) {
     if (starts(p, "/dev/") || starts(p, "/proc/") || starts(p, "/sys/")) return PUNT;
     char dir[PATHBUF];
     static char theirs[PATHBUF + 64];
@@ -385,6 +387,11 @@ static int same_parent(const char *root, const char *p) {
         return PUNT;
     struct stat a, b;
     if (stat(theirs, &a) != 0 || stat(dir, &b) != 0) return PUNT;
+    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) return PUNT;
+    if ((size_t)snprintf(theirs, sizeof theirs, "%s%s", root, p) >= sizeof theirs)
+        return PUNT;
+    if (lstat(theirs, &a) != 0) return (errno == ENOENT || errno == ENOTDIR) ? ALLOW : PUNT;
+    if (lstat(p, &b) != 0) return PUNT;
     return (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ? ALLOW : PUNT;
 }
 
@@ -418,7 +425,7 @@ static int path_of(const fl_state *s, pid_t pid, const uint64_t *args, int arg, 
         return PUNT;
     }
     if (starts(out, "/proc")) return PUNT;
-    if (!own && same_parent(root, out) != ALLOW) return PUNT;
+    if (!own && same_place(root, out) != ALLOW) return PUNT;
     return ALLOW;
 }
 
@@ -442,6 +449,21 @@ static int fd_object(const fl_state *s, pid_t pid, uint64_t reg) {
     for (const unsigned char *c = (const unsigned char *)where; *c; c++)
         if (*c >= 0x80) return PUNT;
     if (starts(where, "/proc")) return PUNT;
+    /* a sandboxed process's name for the file: ours only when it is the very file the
+     * descriptor is open on (paths.fd_file: else ForeignPath, left to Python) */
+    int own = own_namespace(s, pid);
+    if (own < 0) return PUNT;
+    if (!own && !starts(where, "/dev/") && !starts(where, "/sys/")) {
+        int fd = (int)(int32_t)(reg & 0xFFFFFFFF);
+        char link[64];
+        if (fd == AT_FDCWD)
+            snprintf(link, sizeof link, "/proc/%d/cwd", pid);
+        else
+            snprintf(link, sizeof link, "/proc/%d/fd/%d", pid, fd);
+        struct stat a, b;
+        if (stat(link, &a) != 0 || lstat(where, &b) != 0) return PUNT;
+        if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) return PUNT;
+    }
     return object(s, where);
 }
 

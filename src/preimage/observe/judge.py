@@ -9,7 +9,8 @@ directory is removed), ``content`` (the bytes of the file a path names),
 syscall
 changes nothing (a read-only ``openat2``, ``O_CREAT`` on a file that exists,
 ``rmdir`` of a directory that is not empty, a bind to an abstract socket).
-``foreign`` is a path in a sandbox's private mount, not reachable from here.
+``foreign`` is a path in a sandbox's private mount, not reachable from here, or one
+that names another file here than the one the sandboxed call changes.
 :class:`Unjudgeable` means the supervisor cannot tell: the syscall is refused.
 """
 
@@ -27,7 +28,7 @@ from preimage.observe.paths import (
     AT_FDCWD,
     AT_SYMLINK_NOFOLLOW,
     ForeignPath,
-    fd_path,
+    fd_file,
     read_bytes,
     read_string,
     resolve,
@@ -56,6 +57,7 @@ class Change:
 
     how: Literal["name", "drop", "rmdir", "content", "meta", "foreign"]
     path: str
+    reason: str = ""   # for ``foreign``: why the path here is not what changes
 
 
 def _path(n: Notification, arg: int, dirfd: int | None, *, follow: bool,
@@ -73,14 +75,18 @@ def _renamed(n: Notification, arg: int, dirfd: int | None) -> Change:
     try:
         return Change("name", _path(n, arg, dirfd, follow=False))
     except ForeignPath as exc:
-        return Change("foreign", exc.path)
+        return Change("foreign", exc.path, exc.reason)
 
 
-def _fd(n: Notification, arg: int) -> list[Change]:
-    where = fd_path(n.pid, n.args[arg])
+def _fd(n: Notification, arg: int, how: Literal["content", "meta"] = "content"
+        ) -> list[Change]:
+    try:
+        where = fd_file(n.pid, n.args[arg])
+    except ForeignPath as exc:
+        return [Change("foreign", exc.path, exc.reason)]
     if not where.startswith("/") or where.endswith(" (deleted)"):
         return []   # a pipe, socket, memfd or unlinked file: no path to keep
-    return [Change("content", where)]
+    return [Change(how, where)]
 
 
 def _open(n: Notification, dirfd: int | None, arg: int, flags: int) -> list[Change]:
@@ -109,7 +115,7 @@ def _at_flags(n: Notification, arg: int) -> int:
 
 def _meta_at(n: Notification, dirfd: int, arg: int, flags: int) -> list[Change]:
     if not n.args[arg] or (flags & AT_EMPTY_PATH and not read_string(n.pid, n.args[arg])):
-        return [Change("meta", c.path) for c in _fd(n, dirfd)]
+        return _fd(n, dirfd, "meta")
     return [Change("meta", _path(n, arg, dirfd, follow=not flags & AT_SYMLINK_NOFOLLOW,
                                  flags=flags))]
 
@@ -270,7 +276,7 @@ def judge(n: Notification) -> list[Change]:
     if name in ("lchown", "lsetxattr", "lremovexattr"):
         return [Change("meta", _path(n, 0, None, follow=False))]
     if name in ("fchmod", "fchown", "fsetxattr", "fremovexattr"):
-        return [Change("meta", c.path) for c in _fd(n, 0)]
+        return _fd(n, 0, "meta")
     if name in ("fchmodat", "futimesat"):
         return [Change("meta", _path(n, 1, 0, follow=True))]
     if name == "fchmodat2":

@@ -36,13 +36,21 @@ class UnreadablePath(Exception):
         self.errno = errno_value
 
 
-class ForeignPath(Exception):
-    """A path inside a process's own mount namespace that is not reachable at the same
-    path from the supervisor's (a private ``/tmp`` of a sandbox): it cannot be kept."""
+NOT_REACHABLE = "not reachable from the supervisor"
+OTHER_FILE = "another file there than the one at this path here (a file bound over it)"
+NOT_HERE = "the file there is not at this path here"
+UNSEEN = "cannot be looked at there"
 
-    def __init__(self, path: str, pid: int) -> None:
-        super().__init__(f"{path} in the mount namespace of process {pid}, not reachable here")
+
+class ForeignPath(Exception):
+    """A path inside a process's own mount namespace that does not reach the same file at
+    the same path from the supervisor's (a private ``/tmp`` of a sandbox, a file bound
+    over another): it cannot be kept.  ``reason`` says which."""
+
+    def __init__(self, path: str, pid: int, reason: str = NOT_REACHABLE) -> None:
+        super().__init__(f"{path} in the mount namespace of process {pid}: {reason}")
         self.path = path
+        self.reason = reason
 
 
 def read_string(pid: int, address: int) -> bytes:
@@ -173,7 +181,45 @@ def resolve(pid: int, dirfd: int, raw: bytes, *, follow: bool) -> str:
         raise ForeignPath(seen, pid) from None
     if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
         raise ForeignPath(seen, pid)
+    # the same directory can still hold a different file there: one bound over the name
+    # inside the sandbox (a mount point is an entry of its own, the directory is shared)
+    try:
+        target = os.lstat(root + seen)
+    except (FileNotFoundError, NotADirectoryError):
+        return seen   # nothing there yet: what the call makes is made here too
+    except OSError:
+        raise ForeignPath(seen, pid, UNSEEN) from None
+    try:
+        here = os.lstat(seen)
+    except OSError:
+        raise ForeignPath(seen, pid, NOT_HERE) from None
+    if (target.st_dev, target.st_ino) != (here.st_dev, here.st_ino):
+        raise ForeignPath(seen, pid, OTHER_FILE)
     return seen
+
+
+def fd_file(pid: int, fd: int) -> str:
+    """What descriptor ``fd`` of ``pid`` names, as :func:`fd_path`, where a path of a
+    sandboxed process is kept only when the descriptor is open on the very file
+    (``st_dev``, ``st_ino``) that path names here: the kernel gives the process's own
+    name for it, which here may be another file or none (:class:`ForeignPath`)."""
+    where = fd_path(pid, fd)
+    if not where.startswith("/") or where.endswith(" (deleted)") or where.startswith(_PSEUDO) \
+            or _own_namespace(pid):
+        return where
+    link = f"/proc/{pid}/cwd" if _signed(fd) == AT_FDCWD else f"/proc/{pid}/fd/{_signed(fd)}"
+    try:
+        theirs = os.stat(link)   # follows the magic link to the open file itself
+    except OSError as exc:
+        raise UnreadablePath(f"cannot read descriptor {_signed(fd)} of process {pid}: "
+                             f"{exc.strerror}", errno.EBADF) from exc
+    try:
+        ours = os.lstat(where)
+    except OSError:
+        raise ForeignPath(where, pid, NOT_HERE) from None
+    if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+        raise ForeignPath(where, pid, OTHER_FILE)
+    return where
 
 
 _MAGIC = re.compile(r"^/proc/(\d+)/(?:task/\d+/)?(fd/\d+|cwd|root)(?=/|$)")

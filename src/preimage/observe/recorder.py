@@ -210,13 +210,14 @@ class Recorder:
             self._trash_dev = os.stat(folder).st_dev
         return self._trash
 
-    def foreign(self, path: str, pid: int) -> None:
+    def foreign(self, path: str, pid: int, reason: str = "") -> None:
         """A change inside a process's own mount namespace (a sandbox's private
-        ``/tmp``) that no path here reaches: reported once as not captured."""
+        ``/tmp``, a file bound over another) that no path here reaches: reported once
+        as not captured, saying why."""
         if path not in self._foreign and not path.startswith(_PSEUDO):
             self._foreign.add(path)
-            self.uncaptured.append(f"{path}: in the mount namespace of process {pid}, not "
-                                   "reachable from the supervisor")
+            self.uncaptured.append(f"{path}: in the mount namespace of process {pid}, "
+                                   f"{reason or 'not reachable from the supervisor'}")
 
     def removed_dir(self, path: str) -> None:
         """Empty directory ``path`` is about to be removed: its own entry is all it

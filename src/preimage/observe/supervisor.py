@@ -136,14 +136,14 @@ class Loop:
                 if change.how in ("name", "drop"):
                     self.recorder.name(change.path, dropped=change.how == "drop")
                 elif change.how == "foreign":
-                    self.recorder.foreign(change.path, n.pid)
+                    self.recorder.foreign(change.path, n.pid, change.reason)
                 elif change.how == "rmdir":
                     self.recorder.removed_dir(change.path)
                 else:
                     self.recorder.object(change.path, content=change.how == "content")
         except ForeignPath as exc:
             # a sandbox's private mount: gone with it, and not reachable from here
-            self.recorder.foreign(exc.path, n.pid)
+            self.recorder.foreign(exc.path, n.pid, exc.reason)
         except (Unjudgeable, UnreadablePath, PreimageError, OSError) as exc:
             code = exc.errno if isinstance(exc, UnreadablePath) else (
                 errno.EPERM if isinstance(exc, Unjudgeable) else errno.EIO)
