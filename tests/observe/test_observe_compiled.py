@@ -5,6 +5,7 @@ loaded."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -259,4 +260,35 @@ def test_a_file_bound_over_in_a_sandbox_is_not_taken_for_the_one_outside(
     named = {path for path, _reason in uncaptured["python"]}
     assert named >= {"BOX/work/bound.txt", "BOX/work/decoy/g.txt", "BOX/work/decoy/f.txt",
                      "BOX/work/only/inside/h.txt"}, uncaptured
+    assert uncaptured["compiled"] == uncaptured["python"]
+
+
+def test_a_recorded_path_bound_over_in_a_sandbox_is_still_named(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder whose tree is already held, bound over by another inside a sandbox: an
+    fchmod there through a descriptor is named as not captured on both loops (the compiled
+    loop does not let it through as already held)."""
+    uncaptured = {}
+    for loop in ("python", "compiled"):
+        monkeypatch.setenv("PREIMAGE_OBSERVE_LOOP", loop)
+        box = tmp_path / loop
+        work, real = box / "work", box / "real"
+        (work / "decoy").mkdir(parents=True)
+        real.mkdir()
+        (work / "decoy" / "f.txt").write_text("decoy\n")
+        (real / "f.txt").write_text("real\n")
+        sandbox = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
+                   "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                   "--bind", str(real), str(work / "decoy"), "--chdir", str(work), "--"]
+        fchmod = "import os; os.fchmod(os.open('decoy/f.txt', os.O_RDONLY), 0o600)"
+        script = ("mv decoy d2 && mv d2 decoy && "   # the whole decoy tree is held now
+                  + " ".join(shlex.quote(a) for a in [*sandbox, sys.executable, "-c", fchmod]))
+        outcome = _run(box, script, store)
+        assert outcome.returncode == 0, f"the call failed on the {loop} loop"
+        assert (real / "f.txt").stat().st_mode & 0o777 == 0o600
+        uncaptured[loop] = sorted(u.replace(str(box), "BOX").split(": ")[0]
+                                  for u in outcome.uncaptured if u.startswith(str(box)))
+        preimage.restore(outcome.backup_id, store=store)
+        assert (work / "decoy" / "f.txt").read_text() == "decoy\n"
+    assert uncaptured["python"] == ["BOX/work/decoy/f.txt"]
     assert uncaptured["compiled"] == uncaptured["python"]
