@@ -45,7 +45,10 @@ lint: venv-all
 types: venv-all
 	$(VENV)/bin/mypy -p preimage
 
-test: setup venv-all
+# setup and the virtual environment at once: both wait mostly on downloads, and setup's
+# Go builds run in its background meanwhile (docs/development.md: the cold CI budget).
+test:
+	$(MAKE) --no-print-directory -j2 setup venv-all
 	$(QUIET) $(PIP) install -q -e '.[all,dev,mysql-c]' $(EDITABLE)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
