@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -70,26 +71,31 @@ def diff_snapshots(
         ignored.add(Fidelity.SERVER.value)
     if not include_access:
         ignored.add(Fidelity.ACCESS.value)
-    from preimage.similarity.streamed import DuplicateKey
+    from preimage.similarity.streamed import DuplicateKey, Unordered, order_of
 
+    order = order_of(before, after)
     try:
-        changes = _paired_changes(before, after, blobs, ignored)
+        try:
+            changes = _paired_changes(before, after, blobs, ignored, order)
+        except Unordered:   # a side out of its promised order: pair by natural key
+            changes = _paired_changes(before, after, blobs, ignored, None)
     except DuplicateKey:
         changes = _flat_changes(before, after, blobs, ignored)
     unread = sorted({f"{u.label()}: {u.reason}" for u in (*before.uncaptured, *after.uncaptured)})
     return StateDiff(target=before.target, changes=changes, uncaptured=unread)
 
 
-def _paired_changes(before: Snapshot, after: Snapshot, blobs: Any,
-                    ignored: set[str]) -> list[ItemChange]:
-    """The changes, item by item (:mod:`.streamed`): only ``after``'s items and the
-    changes are held, however large ``before`` is."""
+def _paired_changes(before: Snapshot, after: Snapshot, blobs: Any, ignored: set[str],
+                    order: Callable[[Any], Any] | None) -> list[ItemChange]:
+    """The changes, item by item (:mod:`.streamed`): with ``order`` (the one both sides
+    promise) two sorted streams merged, only the changes held; else ``after``'s items
+    too, however large ``before`` is."""
     from preimage.similarity.streamed import paired
 
     removed: list[ItemChange] = []
     added: list[ItemChange] = []
     changed: list[ItemChange] = []
-    for p in paired(before.scoring_items(blobs), after.scoring_items(blobs)):
+    for p in paired(before.scoring_items(blobs), after.scoring_items(blobs), order=order):
         if p.r_leaves is None:
             removed.append(ItemChange(key=p.key, change="removed", label=p.o_label or ""))
             continue

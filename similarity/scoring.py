@@ -64,7 +64,13 @@ from preimage.similarity.report import (
     SimilarityReport,
     merge_reports,
 )
-from preimage.similarity.streamed import DuplicateKey, compare_paired, paired
+from preimage.similarity.streamed import (
+    DuplicateKey,
+    Unordered,
+    compare_paired,
+    order_of,
+    paired,
+)
 from preimage.snapshot_schemas import Fidelity, Item, Leaf, Snapshot, iter_leaves
 from preimage.snapshot_schemas.oracle import SchemaOracle
 
@@ -203,18 +209,24 @@ def score(
 
 def _compare_items(original: Snapshot, restored: Snapshot | None, blobs: Any,
                    remaps: Iterable[IdRemap]) -> SimilarityReport:
-    """:func:`compare` of the two snapshots' items, item by item (:mod:`.streamed`: only
-    the live side's items and the differences are held); the whole way when a side
-    repeats a natural key."""
-    try:
-        return compare_paired(paired(
-            original.scoring_items(blobs),
-            () if restored is None else restored.scoring_items(blobs),
-            o_note=original.server_note,
-            r_note=None if restored is None else restored.server_note,
-        ), remaps)
-    except DuplicateKey:
-        pass
+    """:func:`compare` of the two snapshots' items, item by item (:mod:`.streamed`): as
+    two sorted streams when both promise one order, else holding the live side's items
+    by natural key, and the whole way when a side repeats a natural key."""
+    remaps = list(remaps)
+    order = order_of(original, restored)
+    for merge in (True, False) if order is not None else (False,):
+        try:
+            return compare_paired(paired(
+                original.scoring_items(blobs),
+                () if restored is None else restored.scoring_items(blobs),
+                o_note=original.server_note,
+                r_note=None if restored is None else restored.server_note,
+                order=order if merge else None,
+            ), remaps)
+        except Unordered:
+            continue   # a side out of its order: pair by natural key
+        except DuplicateKey:
+            break
     o_leaves, o_items = flatten(original.scoring_items(blobs), original.server_note)
     r_leaves: Leaves = {}
     r_items: dict[str, str] = {}

@@ -2,13 +2,17 @@
 the leaves of both sides.
 
 :func:`.scoring.compare` takes every leaf of both snapshots at once (``(key, path)
-→ leaf``, a few kilobytes an item).  Here the restored (live) side's items are
-kept by natural key and the original's are read one at a time — from the store,
-a chunk at a time, when the backup is large — and each pair is flattened,
-compared and dropped: only the differences are kept.  The counts, reasons and
-notes are those of :func:`.scoring.compare` (the same formula, the same
-invariants); a side that names one natural key twice (its leaves would merge)
-raises :class:`DuplicateKey`, and the caller compares the whole way instead.
+→ leaf``, a few kilobytes an item).  Here each pair of items is flattened, compared
+and dropped: only the differences are kept.  When both snapshots promise the same
+order (:meth:`~preimage.snapshot_schemas.Snapshot.item_order`: a file tree in walk
+order), the two sides are read as two sorted streams and merged, so neither is held
+— the backup's read from the store a chunk at a time, the live state's as it is
+walked; otherwise the restored (live) side's items are kept by natural key and the
+original's are read one at a time.  The counts, reasons and notes are those of
+:func:`.scoring.compare` (the same formula, the same invariants).  A side that names
+one natural key twice (its leaves would merge) raises :class:`DuplicateKey`, and the
+caller compares the whole way instead; a side found out of its promised order raises
+:class:`Unordered`, and the caller pairs by natural key instead.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ SERVER = Fidelity.SERVER.value
 
 class DuplicateKey(Exception):
     """One side names a natural key twice: its leaves merge, so items cannot be paired."""
+
+
+class Unordered(Exception):
+    """One side's items are not in the order its snapshot promised: they cannot be merged
+    as sorted streams (they can still be paired by natural key)."""
 
 
 def item_leaves(item: Item, server_note: ServerNote) -> dict[str, Leaf]:
@@ -62,10 +71,16 @@ class Pair:
 
 
 def paired(original: Iterable[Item], restored: Iterable[Item], *,
-           o_note: ServerNote = None, r_note: ServerNote = None) -> Iterator[Pair]:
-    """Every natural key of either side, the original's in their order, then the keys
-    only the restored side has.  Raises :class:`DuplicateKey` (possibly after some
-    pairs) when a side repeats a key."""
+           o_note: ServerNote = None, r_note: ServerNote = None,
+           order: Callable[[Any], Any] | None = None) -> Iterator[Pair]:
+    """Every natural key of either side, once.  With ``order`` (the sort key both sides
+    promise) the two sorted streams are merged and the pairs come in that order; without
+    it the original's keys come in their order, then the keys only the restored side has.
+    Raises :class:`DuplicateKey` when a side repeats a key and :class:`Unordered` when a
+    side breaks ``order`` (possibly after some pairs)."""
+    if order is not None:
+        yield from _merged(original, restored, order, o_note, r_note)
+        return
     rest: dict[str, Item] = {}
     for item in restored:
         key = item.natural_key()
@@ -84,6 +99,66 @@ def paired(original: Iterable[Item], restored: Iterable[Item], *,
                    None if other is None else item_leaves(other, r_note))
     for key, other in rest.items():
         yield Pair(key, None, None, other.label(), item_leaves(other, r_note))
+
+
+class _Sorted:
+    """One side read in its promised order: the current item and its sort key, each new
+    key checked to rise strictly (an equal one is a repeated item, a lower one disorder)."""
+
+    __slots__ = ("_items", "_order", "item", "key")
+
+    def __init__(self, items: Iterable[Item], order: Callable[[Any], Any]) -> None:
+        self._items = iter(items)
+        self._order = order
+        self.item: Item | None = None
+        self.key: Any = None
+        self.advance()
+
+    def advance(self) -> None:
+        item = next(self._items, None)
+        if item is None:
+            self.item = None
+            return
+        key = self._order(item)
+        if self.item is not None:
+            if key == self.key:
+                raise DuplicateKey(item.natural_key())
+            if key < self.key:
+                raise Unordered(item.natural_key())
+        self.item, self.key = item, key
+
+
+def _merged(original: Iterable[Item], restored: Iterable[Item], order: Callable[[Any], Any],
+            o_note: ServerNote, r_note: ServerNote) -> Iterator[Pair]:
+    """The pairs of two streams sorted by ``order``: one item of each side held at a time."""
+    o, r = _Sorted(original, order), _Sorted(restored, order)
+    while True:
+        oi, ri = o.item, r.item
+        if oi is not None and (ri is None or o.key < r.key):
+            yield Pair(oi.natural_key(), oi.label(), item_leaves(oi, o_note), None, None)
+            o.advance()
+        elif ri is not None and (oi is None or r.key < o.key):
+            yield Pair(ri.natural_key(), None, None, ri.label(), item_leaves(ri, r_note))
+            r.advance()
+        elif oi is not None and ri is not None:
+            key = oi.natural_key()
+            if ri.natural_key() != key:   # equal order, unequal keys: not the promise
+                raise Unordered(key)
+            yield Pair(key, oi.label(), item_leaves(oi, o_note), ri.label(),
+                       item_leaves(ri, r_note))
+            o.advance()
+            r.advance()
+        else:
+            return
+
+
+def order_of(original: Any, restored: Any) -> Callable[[Any], Any] | None:
+    """The order both snapshots promise their items in (``restored`` may be None:
+    nothing to merge with), or None when they promise none or different ones."""
+    mine: Callable[[Any], Any] | None = type(original).item_order()
+    if mine is None or (restored is not None and type(restored).item_order() is not mine):
+        return None
+    return mine
 
 
 def compare_paired(pairs: Iterable[Pair], remaps: Iterable[IdRemap] = ()) -> SimilarityReport:

@@ -293,6 +293,16 @@ class Snapshot(BaseModel):
         site adapter's, overrides it); ``""`` for the meter's generic note."""
         return ""
 
+    @classmethod
+    def item_order(cls) -> Callable[[Any], Any] | None:
+        """The order its connector yields :meth:`scoring_items` in, when it promises one: a
+        sort key that rises strictly from item to item, two items having equal keys exactly
+        when they have equal natural keys.  Two snapshots with the same order are compared
+        as two sorted streams (:mod:`preimage.similarity.streamed`), neither held whole; a
+        stream found out of order is compared by natural key instead.  ``None`` (the
+        default): no order is promised."""
+        return None
+
 
 # ---------------------------------------------------------------- registry
 _SNAPSHOT_TYPES: dict[str, type[Snapshot]] = {}

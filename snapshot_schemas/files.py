@@ -26,6 +26,7 @@ a v1 document migrates with both unset.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -43,6 +44,16 @@ from preimage.snapshot_schemas._base import (
 )
 
 FileType = Literal["file", "dir", "symlink", "fifo", "chardev", "blockdev", "socket"]
+
+
+def walk_order(path: str) -> tuple[str, ...]:
+    """Where ``path`` comes in a walk of the tree: ``"."`` first, then by components
+    (pre-order with each directory's names sorted is the order of these tuples)."""
+    return () if path == "." else tuple(path.split("/"))
+
+
+def _entry_order(entry: FileEntry) -> tuple[str, ...]:
+    return walk_order(entry.path)
 
 
 class FileEntry(Item):
@@ -96,6 +107,12 @@ class FileSnapshot(Snapshot):
     )
     root_type: FileType | None = Field(None, description="None when the target did not exist")
     items: list[FileEntry] = Field(default_factory=list)
+
+    @classmethod
+    def item_order(cls) -> Callable[[Any], Any] | None:
+        """Entries come in walk order (:func:`walk_order` of their paths): the capture
+        walks each directory's names sorted, parents before children."""
+        return _entry_order
 
 
 @register_migration("file", 1)

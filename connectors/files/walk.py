@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from preimage.interface.errors import InvalidTargetError, PreimageError, TerminalConnectorError
 from preimage.interface.sizes import human_bytes
 from preimage.snapshot_schemas import Uncaptured
-from preimage.snapshot_schemas.files import FileEntry, FileType
+from preimage.snapshot_schemas.files import FileEntry, FileType, walk_order
 
 if TYPE_CHECKING:
     from preimage.interface.blobs import BlobStore
@@ -163,12 +163,6 @@ class _Counting:
 CLONE_MIN = 1 << 20   # files this large are cloned into the store where it can (FICLONE)
 
 
-def walk_key(rel: str) -> tuple[str, ...]:
-    """The order a walk yields paths in: ``"."`` first, then by components (pre-order
-    with names sorted is the order of these tuples)."""
-    return () if rel == "." else tuple(rel.split("/"))
-
-
 class _Previous:
     """The entries of the previous snapshot of the same root, matched to the walk by
     path: both come in walk order, so one pass over each suffices."""
@@ -185,10 +179,10 @@ class _Previous:
         except (PreimageError, ValueError, TypeError):
             self._cur = None   # its document cannot be read: reuse nothing more
         if self._cur is not None:
-            self._key = walk_key(self._cur.path)
+            self._key = walk_order(self._cur.path)
 
     def get(self, rel: str) -> FileEntry | None:
-        key = walk_key(rel)
+        key = walk_order(rel)
         while self._cur is not None and self._key < key:
             self._advance()
         return self._cur if self._cur is not None and self._key == key else None

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from preimage.engine.backups import select_snapshots
+from preimage.engine.live_capture import live_capture
 from preimage.interface.blobs import BlobStore
 from preimage.interface.errors import UNRESTORABLE, BlobCorruptError, BlobMissingError
 from preimage.interface.registry import get_connector
@@ -50,7 +51,7 @@ def _live_pairs(
                          for row, _scope in select_snapshots(backup, only)]
             uris = [row.target for row, _snap in originals]
         pairs = [
-            (row, original, get_connector(row.connector).capture(Target.parse(uri), scratch))
+            (row, original, live_capture(get_connector(row.connector), Target.parse(uri), scratch))
             for (row, original), uri in zip(originals, uris, strict=True)
         ]
         yield scratch, pairs
