@@ -30,6 +30,7 @@ generator), so the page cache is alike for the three.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import shutil
@@ -44,14 +45,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_capture import PY, Run, count_entries, generate_mixed, print_table, tree_bytes
 
 
-def manifest(tree: Path) -> str:
-    """Every entry's path, type, size (files) and mode, then every file's sha256."""
-    listing = subprocess.run(
-        f"cd {tree} && find . -printf '%P\\t%y\\t%m\\t%s\\n' | awk -F'\\t' "
+def manifest(tree: Path, out: Path) -> Path:
+    """Every entry's path, type, size (files) and mode, then every file's sha256, written
+    to ``out`` by the tools themselves: this process stays small, as it must — a child
+    spawned from it reports at least its peak RSS as its own (``_common.measure``)."""
+    subprocess.run(
+        f"cd {tree} && {{ find . -printf '%P\\t%y\\t%m\\t%s\\n' | awk -F'\\t' "
         "'{ if ($2 != \"f\") $4 = \"\"; print }' | LC_ALL=C sort && "
-        "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
-        shell=True, check=True, capture_output=True, text=True)
-    return listing.stdout
+        f"find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; }} > {out}",
+        shell=True, check=True)
+    return out
 
 
 def check_disk(work: Path, mib: int) -> None:
@@ -65,10 +68,10 @@ def check_disk(work: Path, mib: int) -> None:
 
 def run_tools(run: Run, work: Path, tree: Path, recaptures: int) -> dict[str, Any]:
     info: dict[str, Any] = {"entries": count_entries(tree), "bytes": tree_bytes(tree)}
-    expected = manifest(tree)
+    expected = manifest(tree, work / "manifest-before")
 
     def restored_exactly(label: str) -> bool:
-        same = manifest(tree) == expected
+        same = filecmp.cmp(expected, manifest(tree, work / "manifest-after"), shallow=False)
         print(f"{label}: the restored tree {'matches' if same else 'DIFFERS'}",
               file=sys.stderr, flush=True)
         return same
