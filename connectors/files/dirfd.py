@@ -20,6 +20,12 @@ it belongs; the next restore removes the hidden leftover (the walk lists one
 inside the target as debris; one beside the target's root — a root the restore
 creates — is removed by :meth:`TreeHandle.sweep_stages` unless a running restore
 holds its ``flock``).
+
+**The parent's times.** The target's parent lies outside the target, but writing the
+root itself (a file target's temp file and rename, a staged root's rename, a probe)
+moves the parent's mtime.  Its ``(atime, mtime)`` are noted when the restore first
+reaches it, before any write, and set back when the restore closes if they moved: a
+restore, or an undo of one file, leaves the directory around its target as it found it.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ class TreeHandle:
         self._staged: dict[str, str] = {}
         self._fresh: set[str] = set()    # directories made by this restore, not yet published
         self._held: dict[str, int] = {}  # a root staged beside the target: its flock'ed fd
+        self._parent_times: tuple[int, int] | None = None   # before the restore's writes
 
     # ------------------------------------------------------------ reaching directories
     def close(self) -> None:
@@ -85,6 +92,7 @@ class TreeHandle:
                 os.close(fd)
             self._held.clear()
             if self._parent is not None:
+                self._put_back_parent_times()
                 os.close(self._parent)
                 self._parent = None
 
@@ -125,7 +133,20 @@ class TreeHandle:
                 os.close(fd)
                 raise
             self._parent = fd
+            with contextlib.suppress(OSError):
+                st = os.stat(".", dir_fd=fd)
+                self._parent_times = (st.st_atime_ns, st.st_mtime_ns)
         return self._parent
+
+    def _put_back_parent_times(self) -> None:
+        """Set the parent's times back to those noted before the restore's first write,
+        if they moved (the ctime is the kernel's own)."""
+        if self._parent is None or self._parent_times is None:
+            return
+        with contextlib.suppress(OSError):
+            st = os.stat(".", dir_fd=self._parent)
+            if st.st_mtime_ns != self._parent_times[1]:
+                os.utime(".", ns=self._parent_times, dir_fd=self._parent)
 
     def _step(self, fd: int, part: str, where: Path | str | Callable[[], Path]) -> int:
         try:
