@@ -83,6 +83,30 @@ def test_undo_without_later_changes_equals_the_state_before_the_call(
     assert verdicts["new.txt"] == "revert" and verdicts["src/util.py"] == "revert"
 
 
+def test_undo_of_one_file_leaves_its_directory_s_times(tree: Path, store: Store) -> None:
+    """A call that overwrote one file (``cp defaults app.yaml``) and its directory, captured
+    as the layer does (the file, and the directory at depth 0): undo writes the file back
+    and the directory keeps the mtime it had — the write beside the file does not leak
+    into it, so the whole state scores 1.0."""
+    folder = tree / "config"
+    folder.mkdir()
+    target = folder / "app.yaml"
+    target.write_text("port: 8443\n")
+    old = 1_700_000_000_000_000_000
+    os.utime(folder, ns=(old, old))
+    uris = [f"file://{target}", f"file://{folder}?depth=0"]
+    pre = preimage.capture(uris, store=store, kind="layer", tier="pair", session="s1",
+                           tool_call={"tool": "Bash", "input": {"command": "cp"}}, label="cp")
+    with target.open("w") as out:   # overwritten in place: the directory does not move
+        out.write("port: 8080\n")
+    assert capture_after(pre.id, store=store) is not None
+    result = preimage.undo(pre.id, store=store)
+    assert result.ok and target.read_text() == "port: 8443\n"
+    assert folder.stat().st_mtime_ns == old
+    total, _ = preimage.score(pre.id, store=store)
+    assert total.restorable.score == 1.0, total.differences[:5]
+
+
 def test_later_changes_survive_and_the_call_is_reverted(tree: Path, store: Store) -> None:
     """A person's edits after the call — other files, a new sibling, other lines of a
     file the call edited — are all kept; the call's own changes are reverted."""
