@@ -14,13 +14,15 @@ Exit codes (the README's table is this one):
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from preimage.cli.output import (
+    JsonArray,
     _fail,
     emit_json,
     err,
@@ -33,6 +35,9 @@ from preimage.cli.output import (
 )
 from preimage.interface.sizes import human_bytes
 from preimage.interface.target import redact
+
+if TYPE_CHECKING:
+    from preimage.restoration import RestoreReport
 
 __all__ = ["_fail", "err", "handle_errors", "main", "out", "print_score_table", "redact"]
 
@@ -143,7 +148,7 @@ def restore(
             "undo_backup": result.undo_backup_id,
             "dry_run": result.dry_run,
             "ok": result.ok,
-            "reports": [r.model_dump(mode="json") for r in result.reports],
+            "reports": [_report_json(r) for r in result.reports],
             **({"mapped": {t: [m.model_dump(mode="json") for m in ms]
                            for t, ms in mappings.items()}} if to else {}),
         })
@@ -159,15 +164,20 @@ def restore(
             table.add_column("outcome")
             table.add_column("action")
             table.add_column("reason")
-            shown = [i for i in rep.items if i.outcome.value != "unchanged"]
-            for item in shown[:200]:
+            from preimage.restoration import Outcome
+
+            unchanged = rep.count(Outcome.UNCHANGED)
+            shown = len(rep.items) - unchanged
+            # the first 200 of them, read as the report is iterated (a long one is on disk)
+            first = itertools.islice((i for i in rep.items if i.outcome is not Outcome.UNCHANGED),
+                                     200)
+            for item in first:
                 table.add_row(item.key, item.outcome.value, item.action, item.reason)
-            if len(shown) > 200:
-                table.add_row(f"… {len(shown) - 200} more", "", "", "")
-            unchanged = len(rep.items) - len(shown)
+            if shown > 200:
+                table.add_row(f"… {shown - 200} more", "", "", "")
             if shown:
                 out.print(table)
-            out.print(f"{rep.target}: {len(shown)} change(s), {unchanged} unchanged")
+            out.print(f"{rep.target}: {shown} change(s), {unchanged} unchanged")
             for remap in rep.remaps[:50]:
                 out.print(f"  id changed: {remap.key} {remap.field}: {remap.old} → {remap.new}")
             for note in rep.notes:
@@ -176,8 +186,16 @@ def restore(
             out.print(f"undo this restore with: preimage restore {result.undo_backup_id}")
     if not result.ok:
         sys.exit(1)
-    if dry_run and not any(r.changes for r in result.reports) and not as_json:
+    if dry_run and not any(r.count_changes() for r in result.reports) and not as_json:
         out.print("nothing to do: the live state already matches the backup")
+
+
+def _report_json(rep: RestoreReport) -> dict[str, Any]:
+    """``rep`` as ``--json`` prints it, its items read as they are printed."""
+    doc = rep.model_dump(mode="json", exclude={"items"})
+    items = JsonArray(lambda: (i.model_dump(mode="json") for i in rep.items), len(rep.items))
+    head = ("target", "connector", "dry_run")
+    return {**{k: doc.pop(k) for k in head}, "items": items, **doc}
 
 
 def _destinations(only: tuple[str, ...], to: tuple[str, ...]) -> str | dict[str, str]:

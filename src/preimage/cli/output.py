@@ -128,9 +128,37 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class JsonArray(list[Any]):
+    """An array :func:`emit_json` prints as it reads it, never held whole: ``items()``
+    gives its values afresh each time it is called, ``length`` says how many (json's
+    encoder, with an indent, walks a list with ``for`` and asks only whether it is empty)."""
+
+    def __init__(self, items: Callable[[], Iterator[Any]], length: int) -> None:
+        super().__init__()
+        self._items = items
+        self._length = length
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._items()
+
+    def __len__(self) -> int:
+        return self._length
+
+
 def emit_json(data: Any) -> None:
-    """Print ``data`` as JSON on stdout (the only thing a ``--json`` command prints there)."""
-    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+    """Print ``data`` as JSON on stdout (the only thing a ``--json`` command prints there),
+    a block at a time: a :class:`JsonArray` in it is read as it is printed."""
+    block: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2, default=str).iterencode(data):
+        block.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 16:
+            click.echo("".join(block), nl=False)
+            block.clear()
+            size = 0
+    block.append("\n")
+    click.echo("".join(block), nl=False)
 
 
 def iso(ts: float | None) -> str | None:
