@@ -34,12 +34,24 @@ Temporary files of a killed restore (``.preimage-tmp-*``) are removed.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from preimage.connectors.files.dirfd import TreeHandle, shown
+from preimage.connectors.files.plan_table import (
+    FIX,
+    NONE,
+    PAGE,
+    UNCHANGED,
+    WRITE,
+    PlanTable,
+    check_path,
+    parent_of,
+)
 from preimage.connectors.files.planned import PlannedEntry
 from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
 from preimage.interface import crash as _crash
@@ -49,27 +61,13 @@ from preimage.interface.errors import (
     BlobMissingError,
     RestoreConflictError,
     RestoreError,
-    UnsafePathError,
 )
 from preimage.restoration import ConflictMode, Outcome, RestorePolicy, RestoreReport
-from preimage.snapshot_schemas.files import FileEntry, FileSnapshot
+from preimage.snapshot_schemas.files import FileSnapshot
 
 _AHEAD = 256   # files whose blobs the store is told about at once, before they are written
 _WINDOWS = 8   # that many windows ahead of the file being written
 _NOT_CAPTURED = "its content was not captured (over the store's per-file cap); left as it is"
-
-
-def check_path(rel: str) -> None:
-    """Raise :class:`UnsafePathError` unless ``rel`` stays inside its root."""
-    if rel == ".":
-        return
-    if not rel or "\x00" in rel:
-        raise UnsafePathError(rel, "empty or contains NUL")
-    if rel.startswith("/"):
-        raise UnsafePathError(rel, "absolute path in a snapshot")
-    # split, not parsed: an empty part is a doubled or trailing slash, refused as well
-    if any(p in ("..", ".", "") for p in rel.split("/")):
-        raise UnsafePathError(rel, "'..' or '.' component in a snapshot path")
 
 
 def check_snapshot(snap: FileSnapshot) -> None:
@@ -78,32 +76,11 @@ def check_snapshot(snap: FileSnapshot) -> None:
     snapshot's root type, and nothing lies beneath an entry that is not a directory (a
     symlink the restore would make, then write through).  Checked before any write, so a
     crafted or damaged document is refused whole instead of failing half-way."""
-    _check_tree(snap.items, snap.root_type)
+    with PlanTable() as table:
+        table.add_wanted(snap.items, snap.root_type)
 
 
-def _check_tree(entries: Iterable[FileEntry | PlannedEntry], root_type: str | None) -> None:
-    types: dict[str, str] = {}
-    for e in entries:
-        check_path(e.path)
-        if e.hardlink_to is not None:
-            check_path(e.hardlink_to)
-        if e.path in types:
-            raise UnsafePathError(e.path, "listed twice in the snapshot")
-        types[e.path] = e.type
-    root = types.get(".")
-    if root is not None and root_type is not None and root != root_type:
-        raise UnsafePathError(".", f"the root entry is a {root}, but the snapshot's root is a "
-                                   f"{root_type}")
-    for path in types:
-        if path == ".":
-            continue
-        up = _parent(path)
-        kind = types.get(up, root_type if up == "." else None)
-        if kind is not None and kind != "dir":
-            raise UnsafePathError(path, f"it lies beneath {up}, which the snapshot makes a {kind}")
-
-
-def _content_equal(want: PlannedEntry, have: FileEntry) -> bool:
+def _content_equal(want: PlannedEntry, have: PlannedEntry) -> bool:
     if want.type != have.type:
         return False
     if want.type == "file":
@@ -116,7 +93,7 @@ def _content_equal(want: PlannedEntry, have: FileEntry) -> bool:
     return True
 
 
-def _meta_equal(want: PlannedEntry, have: FileEntry) -> bool:
+def _meta_equal(want: PlannedEntry, have: PlannedEntry) -> bool:
     return (
         (want.type == "symlink" or want.mode == have.mode)
         and want.uid == have.uid
@@ -129,17 +106,39 @@ def _meta_equal(want: PlannedEntry, have: FileEntry) -> bool:
 
 @dataclass
 class Plan:
-    """What a restore will do, path by path."""
+    """What a restore will do, path by path.
 
+    The entries it writes or sets metadata on are rows of ``table`` (capture order),
+    read back a page at a time; what a user must see is listed here.  Close it with
+    :meth:`close` once it has run (:meth:`TreeRestorer.run` does).
+    """
+
+    table: PlanTable
     remove: list[str]           # live paths to delete (deepest first)
-    write: list[PlannedEntry]   # entries to (re)create, capture order
-    fix: list[PlannedEntry]     # entries whose metadata to set, capture order
-    unchanged: list[str]
     skipped: list[tuple[str, str]]
     debris: list[str] = field(default_factory=list)   # temp files of a killed restore
     # the root is not there: the whole tree is staged, and published only once every
     # blob verified as it was read (so none is read before the first write)
     staged_whole: bool = False
+
+    @property
+    def write(self) -> Iterator[PlannedEntry]:
+        """Entries to (re)create, capture order."""
+        return self.table.entries((WRITE,))
+
+    @property
+    def fix(self) -> Iterator[PlannedEntry]:
+        """Entries whose metadata to set (every written one among them), capture order."""
+        return self.table.entries((FIX, WRITE))
+
+    @property
+    def unchanged(self) -> Iterator[str]:
+        """Paths whose live entry already matches, capture order."""
+        return self.table.paths(UNCHANGED)
+
+    def close(self) -> None:
+        """Drop the plan's table."""
+        self.table.close()
 
 
 class TreeRestorer:
@@ -196,25 +195,29 @@ class TreeRestorer:
     def plan(self) -> Plan:
         """Compare the live tree with the snapshot; raise before anything is written
         when a path is unsafe or (policy ``refuse``) anything changed."""
-        # the snapshot's items read once, kept in their compact form (a stored document
-        # is read back chunk by chunk: each pass over snap.items would read it again)
-        wanted: dict[str, PlannedEntry] = {}
-        for item in self.snap.items:
-            if item.path in wanted:
-                raise UnsafePathError(item.path, "listed twice in the snapshot")
-            wanted[item.path] = PlannedEntry.of(item)
-        _check_tree(wanted.values(), self.snap.root_type)
+        table = PlanTable()
+        try:
+            return self._plan(table)
+        except BaseException:
+            table.close()
+            raise
+
+    def _plan(self, table: PlanTable) -> Plan:
+        # the snapshot's items read once, into the plan's table (a stored document is
+        # read back chunk by chunk: each pass over snap.items would read it again)
+        table.add_wanted(self.snap.items, self.snap.root_type)
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
-        live = {e.path: e for e in walker.entries()}
-        plan = Plan([], [], [], [], [], debris=walker.debris)
+        table.add_live(walker.entries())
+        plan = Plan(table, [], [], debris=walker.debris)
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         merge = self.policy.conflict is ConflictMode.MERGE
-        conflicts: list[str] = []
-        for rel in sorted(set(live) - set(wanted), key=lambda p: (-p.count("/"), p)):
+        refuse = self.policy.conflict is ConflictMode.REFUSE
+        conflicts: list[str] = []   # what a refusal names
+        for rel in sorted(table.live_only(), key=lambda p: (-p.count("/"), p)):
             if not self._in_scope(rel):
                 continue
+            conflicts.append(rel) if refuse else None
             if rel == "." and self.snap.root_type is None:
-                conflicts.append(rel)
                 if overwrite:
                     plan.remove.append(rel)
                 continue
@@ -222,121 +225,129 @@ class TreeRestorer:
                 plan.remove.append(rel)
             elif merge:
                 plan.skipped.append((rel, "created after the capture; merge keeps it"))
-            conflicts.append(rel)
         kept_in_place: list[str] = []   # snapshot dirs merge leaves as the non-dir they are now
-        rewritten: set[str] = set()
-        # Hardlink groups: the paths sharing each live inode, and each captured path's group
+        # Hardlink groups: the live paths sharing each inode, and each captured path's group
         # (its first path), so a file linked since the capture to a path it was not linked
         # to then (`hardlink a b`, `cp -l`) is written again as a file of its own.
-        mates: dict[int, list[str]] = {}
-        for p, h in live.items():
-            if h.type == "file" and h.inode is not None:
-                mates.setdefault(h.inode, []).append(p)
-        group = {e.path: e.hardlink_to or e.path for e in wanted.values()}
-        for e in wanted.values():
-            if not self._in_scope(e.path):
+        mates = table.shared_inodes()
+        acts: list[tuple[int, int]] = []   # decided for this page, recorded after it
+        pending: dict[str, int] = {}       # the same, by path, until recorded
+        for i, e, have in table.pairs():
+            act = self._act(e, have, plan, kept_in_place, mates, pending)
+            if act is None:   # changed since the capture, and the policy keeps it
+                if refuse:
+                    conflicts.append(e.path)
                 continue
-            blocker = next((k for k in kept_in_place if _under(e.path, k)), None)
-            if blocker is not None:
-                plan.skipped.append(
-                    (e.path, f"inside {blocker}, which is no longer a directory; merge keeps it")
-                )
-                continue
-            have = live.get(e.path)
-            if have is None:
-                if e.type == "file" and e.digest is None and e.hardlink_to is None:
-                    plan.skipped.append((e.path, _NOT_CAPTURED.replace("; left as it is", "")))
-                    continue
-                plan.write.append(e)
-                plan.fix.append(e)
-                rewritten.add(e.path)
-                continue
-            same_content = _content_equal(e, have)
-            same_links = e.hardlink_to is None or (
-                e.hardlink_to not in rewritten
-                and (live.get(e.hardlink_to) is None
-                     or live[e.hardlink_to].inode == have.inode)
-            )
-            if same_links and e.type == "file" and have.type == "file" \
-                    and have.inode is not None:
-                same_links = all(group.get(m) == group[e.path]
-                                 for m in mates.get(have.inode, []))
-            if same_content and same_links and _meta_equal(e, have):
-                plan.unchanged.append(e.path)
-                continue
-            if same_content and same_links and have.type == "file" \
-                    and self._linked_outside(e.path, mates.get(have.inode or -1, [])):
-                # a hard link to a file outside the target (planted, or made since): its
-                # mode, owner and times would be set on that file too — write this one
-                # again as a file of its own, and leave the other alone
-                same_links = False
-            conflicts.append(e.path)
-            if not overwrite:
-                if merge:
-                    plan.skipped.append((e.path, "changed since the capture; merge keeps it"))
-                    if e.type == "dir" and have.type != "dir":
-                        kept_in_place.append(e.path)
-                continue
-            if not (same_content and same_links):
-                if have.type != e.type and (e.path != "." or have.type == "dir" or e.type == "dir"):
-                    plan.remove.append(e.path)
-                plan.write.append(e)
-                rewritten.add(e.path)
-            plan.fix.append(e)
-        if self.policy.conflict is ConflictMode.REFUSE and conflicts:
+            if act != NONE:
+                acts.append((act, i))
+                pending[e.path] = act
+            if len(acts) >= PAGE:
+                table.set_acts(acts)
+                acts.clear()
+                pending.clear()
+        table.set_acts(acts)
+        if refuse and conflicts:
             raise RestoreConflictError(self.snap.target, conflicts)
         # the root itself is written, where nothing is: everything goes beneath it, hidden
-        plan.staged_whole = "." not in live and any(e.path == "." for e in plan.write)
+        plan.staged_whole = not table.has_live(".") and table.act_of(".") == WRITE
         plan.remove.sort(key=lambda p: (-p.count("/") if p != "." else 1, p))
         # a type change removes before it writes; a removed dir takes its subtree
-        self._fix_parents(plan, wanted)
+        self._fix_parents(plan)
         return plan
+
+    def _act(self, e: PlannedEntry, have: PlannedEntry | None, plan: Plan,
+             kept_in_place: list[str], mates: dict[int, list[str]],
+             pending: dict[str, int]) -> int | None:
+        """What to do with captured entry ``e`` (live ``have``); None when it changed
+        since the capture and the policy keeps it (``merge``: skipped) or refuses it."""
+        if not self._in_scope(e.path):
+            return NONE
+        blocker = next((k for k in kept_in_place if _under(e.path, k)), None)
+        if blocker is not None:
+            plan.skipped.append(
+                (e.path, f"inside {blocker}, which is no longer a directory; merge keeps it")
+            )
+            return NONE
+        if have is None:
+            if e.type == "file" and e.digest is None and e.hardlink_to is None:
+                plan.skipped.append((e.path, _NOT_CAPTURED.replace("; left as it is", "")))
+                return NONE
+            return WRITE
+        same = _content_equal(e, have) and self._same_links(e, have, plan.table, mates, pending)
+        if same and _meta_equal(e, have):
+            return UNCHANGED
+        if same and have.type == "file" \
+                and self._linked_outside(e.path, mates.get(have.inode or -1, [])):
+            # a hard link to a file outside the target (planted, or made since): its
+            # mode, owner and times would be set on that file too — write this one
+            # again as a file of its own, and leave the other alone
+            same = False
+        if self.policy.conflict is not ConflictMode.OVERWRITE:
+            if self.policy.conflict is ConflictMode.MERGE:
+                plan.skipped.append((e.path, "changed since the capture; merge keeps it"))
+                if e.type == "dir" and have.type != "dir":
+                    kept_in_place.append(e.path)
+            return None
+        if same:
+            return FIX
+        if have.type != e.type and (e.path != "." or have.type == "dir" or e.type == "dir"):
+            plan.remove.append(e.path)
+        return WRITE
+
+    @staticmethod
+    def _same_links(e: PlannedEntry, have: PlannedEntry, table: PlanTable,
+                    mates: dict[int, list[str]], pending: dict[str, int]) -> bool:
+        """Whether live ``have`` is linked as captured ``e`` was: to its group's first
+        path (not rewritten by this plan), and to no live path outside its group."""
+        if e.hardlink_to is not None:
+            act = pending.get(e.hardlink_to)
+            if (act if act is not None else table.act_of(e.hardlink_to)) == WRITE:
+                return False
+            there, inode = table.live_inode(e.hardlink_to)
+            if there and inode != have.inode:
+                return False
+        if e.type == "file" and have.type == "file" and have.inode is not None:
+            linked = mates.get(have.inode, [])
+            if len(linked) > 1:
+                group = table.group_of(e.path)
+                return all(table.group_of(m) == group for m in linked)
+        return True
 
     def _linked_outside(self, rel: str, mates: list[str]) -> bool:
         """Whether live file ``rel`` has more hard links than the target holds."""
         st = self.tree.lstat(rel)
         return st is not None and st.st_nlink > max(len(mates), 1)
 
-    def _fix_parents(self, plan: Plan, wanted: dict[str, PlannedEntry]) -> None:
+    def _fix_parents(self, plan: Plan) -> None:
         """Directories whose entries are written or removed get their metadata set again.
 
         Creating, replacing (temp file + rename) or removing an entry moves its
         directory's mtime, so a directory that matched before the restore
         would not match after it.
         """
-        changed = [*plan.remove, *(e.path for e in plan.write)]
-        parents = {_parent(rel) for rel in changed if rel != "."}
-        fixing = {e.path for e in plan.fix}
-        added = False
-        for rel in parents:
-            entry = wanted.get(rel)
-            # Under exact keys too: a parent outside them gets back the metadata it had
-            # just before (the synthesized snapshot holds its live state), so writing a
-            # child does not move its mtime.
-            if (entry is None or entry.path in fixing or entry.type != "dir"
-                    or not (self._in_scope(rel) or self.policy.exact)):
-                continue
-            plan.fix.append(entry)
-            added = True
-            if rel in plan.unchanged:
-                plan.unchanged.remove(rel)
-        if added:
-            order = {path: i for i, path in enumerate(wanted)}
-            plan.fix.sort(key=lambda e: order[e.path])
+        # Under exact keys too: a parent outside them gets back the metadata it had
+        # just before (the synthesized snapshot holds its live state), so writing a
+        # child does not move its mtime.
+        plan.table.set_acts((FIX, i) for i, rel in plan.table.parents_to_fix(plan.remove)
+                            if self._in_scope(rel) or self.policy.exact)
 
     # ------------------------------------------------------------ run
     def run(self, plan: Plan | None = None) -> RestoreReport:
         """Carry out ``plan`` (made now when not given); see the module docstring."""
         plan = plan if plan is not None else self.plan()
+        try:
+            return self._run(plan)
+        finally:
+            plan.close()
+
+    def _run(self, plan: Plan) -> RestoreReport:
         if self.policy.dry_run:
             for rel in plan.remove:
                 self.report.add(rel, Outcome.PLANNED, "remove")
             for e in plan.write:
                 self.report.add(e.path, Outcome.PLANNED, f"write {e.type}")
-            writing = {id(e) for e in plan.write}
-            for e in plan.fix:
-                if id(e) not in writing:
-                    self.report.add(e.path, Outcome.PLANNED, "set metadata")
+            for e in plan.table.entries((FIX,)):
+                self.report.add(e.path, Outcome.PLANNED, "set metadata")
             for rel in plan.unchanged:
                 self.report.add(rel, Outcome.UNCHANGED)
             for rel, why in plan.skipped:
@@ -358,7 +369,7 @@ class TreeRestorer:
 
     def _apply(self, plan: Plan) -> None:
         tree = self.tree
-        rewritten = {e.path for e in plan.write}
+        table = plan.table
         for rel in plan.debris:
             tree.remove(rel, only_if_empty=False)
         for rel in plan.remove:
@@ -368,22 +379,30 @@ class TreeRestorer:
                                or self.policy.exact)
             if kept:
                 self.report.add(rel, Outcome.SKIPPED, "remove", kept)
-            elif rel not in rewritten:
+            elif table.act_of(rel) != WRITE:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
-        for i, e in enumerate(plan.write):
+        writes = plan.write
+        ahead: deque[PlannedEntry] = deque()   # the entries read, not yet written
+        i = 0
+        while True:
             if i % _AHEAD == 0:
                 # the store may look up (or fetch) the blobs of the files _WINDOWS windows
                 # on while these are written; at the start, of all the windows before
-                start = i + (_WINDOWS - 1) * _AHEAD if i else 0
-                self.blobs.will_read([w.digest for w in plan.write[start : i + _WINDOWS * _AHEAD]
+                known = len(ahead)
+                ahead.extend(itertools.islice(writes, _WINDOWS * _AHEAD - known))
+                self.blobs.will_read([w.digest for w in itertools.islice(ahead, known, None)
                                       if w.type == "file" and w.digest and w.hardlink_to is None])
+            if not ahead:
+                break
+            e = ahead.popleft()
+            i += 1
             _crash.point("restore-write")
             reason = self._write(e)
             if reason:
                 not_written.add(e.path)
                 self.report.add(e.path, Outcome.SKIPPED, f"write {e.type}", reason)
-        for e in reversed(plan.fix):
+        for e in table.entries((FIX, WRITE), reverse=True):
             if e.path not in not_written:
                 tree.set_metadata(
                     e.path, is_link=e.type == "symlink", xattrs=e.xattrs, uid=e.uid, gid=e.gid,
@@ -392,21 +411,20 @@ class TreeRestorer:
             if tree.staged(e.path):
                 # its subtree is written and set, its parent's times not yet: in place now
                 tree.publish(e.path)
-        for e in plan.fix:
+        for e, act in table.entries_with_act((FIX, WRITE)):
             if e.path in not_written:
                 continue
-            action = f"write {e.type}" if e.path in rewritten else "set metadata"
+            action = f"write {e.type}" if act == WRITE else "set metadata"
             self.report.add(e.path, Outcome.RESTORED, action)
 
     def _preflight(self, plan: Plan) -> None:
         if plan.staged_whole:
             return
-        needed = (e.digest for e in plan.write
-                  if e.type == "file" and e.digest and e.hardlink_to is None)
+        needed = (digest for digest, _path in plan.table.written_digests())
         try:
             self.blobs.verify_many(needed)
         except (BlobCorruptError, BlobMissingError) as exc:
-            where = next((e.path for e in plan.write if e.digest == exc.digest), ".")
+            where = plan.table.first_written_with(exc.digest) or "."
             raise type(exc)(exc.digest, path=shown(self.tree.abs(where))) from exc
 
     def _ensure_parent(self) -> None:
@@ -430,7 +448,7 @@ class TreeRestorer:
     def _write(self, e: PlannedEntry) -> str:
         """Create ``e``; return a reason when it cannot be created by a client."""
         tree = self.tree
-        tree.make_writable(_parent(e.path))
+        tree.make_writable(parent_of(e.path))
         if e.type == "dir":
             tree.mkdir(e.path)
             return ""
@@ -475,10 +493,6 @@ def entry_key(rel: str) -> str:
 
 def _under(path: str, top: str) -> bool:
     return top == "." or path.startswith(top + "/")
-
-
-def _parent(rel: str) -> str:
-    return "." if rel == "." else (rel.rpartition("/")[0] or ".")
 
 
 def _os_failure(exc: OSError, tree: TreeHandle) -> str:
