@@ -197,7 +197,7 @@ def check_whole(
     atomic = len(loaded) == 1 and whole_or_nothing(loaded[0][0].connector, loaded[0][2])
     for row, _scope, snap in loaded:
         try:
-            refs = sorted(st.catalog.refs(backup.id, row.idx))
+            refs = st.catalog.ref_digests(backup.id, row.idx)   # read as checked
             if atomic:
                 missing = st.blobs.missing(refs)
                 if missing is not None:

@@ -181,6 +181,12 @@ class Catalog(ABC):
         """Blobs a backup (or one of its snapshots) references, directly or through
         the links of a blob it references (see :meth:`add_links`)."""
 
+    def ref_digests(self, backup_id: str, idx: int) -> Iterator[str]:
+        """What :meth:`refs` gives for one snapshot, each digest once, in digest order,
+        read as it is iterated where the catalog can (a restore's check of a million
+        blobs would otherwise hold them all); this default reads them whole."""
+        yield from sorted(self.refs(backup_id, idx))
+
     @abstractmethod
     def referenced(self, *, skip_statuses: tuple[str, ...] = ()) -> set[str]:
         """Every blob a backup references (directly or through links), leaving out

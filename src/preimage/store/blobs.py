@@ -47,6 +47,7 @@ import contextlib
 import fcntl
 import hashlib
 import heapq
+import itertools
 import os
 import secrets
 import tempfile
@@ -246,9 +247,8 @@ class LocalBlobStore(BlobStore):
     def missing(self, digests: Iterable[str]) -> str | None:
         """The first of ``digests`` that is not :meth:`present`: the packed ones looked
         up 500 at a time, each pack's file checked once per batch."""
-        todo = list(digests)
-        for start in range(0, len(todo), 500):
-            batch = todo[start:start + 500]
+        todo = iter(digests)
+        while batch := list(itertools.islice(todo, 500)):   # never the whole list at once
             found = self.packs.locate_many(batch)
             there: dict[str, bool] = {}
             for digest in batch:
@@ -540,10 +540,10 @@ class LocalBlobStore(BlobStore):
                     path: str | None = None) -> None:
         """:meth:`verify` each blob: the packed ones looked up in the index 500 at a
         time, each pack's soundness judged once per batch (a restore verifies thousands
-        of small blobs, mostly from a few packs)."""
-        todo = list(dict.fromkeys(digests))
-        for start in range(0, len(todo), 500):
-            batch = todo[start:start + 500]
+        of small blobs, mostly from a few packs).  ``digests`` are read 500 at a time,
+        never held whole: a digest repeated in a later batch is looked up again."""
+        todo = iter(digests)
+        while batch := list(dict.fromkeys(itertools.islice(todo, 500))):
             found = self.packs.locate_many(batch)
             damaged: dict[str | None, frozenset[str] | None] = {}
             for digest in batch:
