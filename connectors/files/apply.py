@@ -4,7 +4,9 @@ Order (each step is idempotent, so a restore killed half-way is finished by
 running it again):
 
 1. validate every snapshot path — relative, no ``..``, no NUL — before any write;
-2. plan by comparing the live tree with the snapshot (files hashed, not stored);
+2. plan by comparing the live tree with the snapshot (files hashed, not stored),
+   both sides rows of a temporary table (:mod:`.plan_table`), each entry's action
+   recorded in its row;
 3. verify every blob the plan needs, so a corrupt or missing blob stops the
    restore before anything is written;
 4. remove what the snapshot does not have (deepest first; ``overwrite`` only);
@@ -29,6 +31,12 @@ must be its target's path.  Hardlink groups are re-linked to their first path
 whenever that path is rewritten; sparse files get their holes back; a file
 whose content was not captured (over the per-file cap) keeps its live content.
 Temporary files of a killed restore (``.preimage-tmp-*``) are removed.
+
+Memory does not grow with the tree: the writes read the plan's rows forward and the
+metadata pass backward, a page at a time, and the report keeps a count per outcome
+with its results in a temporary file past a few thousand
+(:class:`~preimage.restoration.report.ItemLog`).  What the plan lists in memory is
+what a user must see: removals, skipped entries, and the conflicts a refusal names.
 """
 
 from __future__ import annotations
@@ -216,7 +224,8 @@ class TreeRestorer:
         for rel in sorted(table.live_only(), key=lambda p: (-p.count("/"), p)):
             if not self._in_scope(rel):
                 continue
-            conflicts.append(rel) if refuse else None
+            if refuse:
+                conflicts.append(rel)
             if rel == "." and self.snap.root_type is None:
                 if overwrite:
                     plan.remove.append(rel)

@@ -165,15 +165,20 @@ class GitRestorer:
         if not self.policy.dry_run:
             self._check_not_busy()
         trees = self._trees()
-        for tree in trees:  # plans first: a refusal or an unsafe path stops before any write
-            tree.plan = tree.restorer.plan()
-        if not self.policy.dry_run:
-            self._verify_blobs(trees)
-        for tree in trees:
-            if tree.name == "worktree":
-                self._gitfile()
-            result = tree.restorer.run(tree.plan)
-            self._merge(tree, result)
+        try:
+            for tree in trees:  # plans first: a refusal or an unsafe path stops before any write
+                tree.plan = tree.restorer.plan()
+            if not self.policy.dry_run:
+                self._verify_blobs(trees)
+            for tree in trees:
+                if tree.name == "worktree":
+                    self._gitfile()
+                result = tree.restorer.run(tree.plan)
+                self._merge(tree, result)
+        finally:   # a plan's table is a temporary file: closed once run, or when one stops
+            for tree in trees:
+                if tree.plan is not None:
+                    tree.plan.close()
         if not any(t.name == "worktree" for t in trees) and not self.policy.only:
             self._gitfile()
         return self.report
