@@ -21,8 +21,14 @@ from preimage.store.snapshots import load_snapshot_row
 from preimage.store.store import Store
 
 
-def restorable_items(snap: Snapshot, blobs: BlobStore) -> dict[str, dict[str, tuple[str, Any]]]:
-    leaves, keys = flatten(snap.scoring_items(blobs))
+def restorable_items(snap: Snapshot, blobs: BlobStore,
+                     only: set[str] | None = None) -> dict[str, dict[str, tuple[str, Any]]]:
+    """The restorable leaves of each item of ``snap`` by natural key (of the items whose
+    key is in ``only``, when given)."""
+    chosen = snap.scoring_items(blobs)
+    if only is not None:
+        chosen = (i for i in chosen if i.natural_key() in only)
+    leaves, keys = flatten(chosen)
     items: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in keys}
     for (key, path), leaf in leaves.items():
         if leaf.fidelity in RESTORABLE:  # not server ids, not access times a read moves
@@ -60,9 +66,12 @@ def resumable(st: Store, undo_id: str, loaded: list[tuple[SnapshotRow, Any, Snap
             except PreimageError:
                 return False
             u = restorable_items(before, scratch)
-            b = restorable_items(wanted, scratch)
             now = restorable_items(live, scratch)
-            for key in set(u) | set(now):
+            # only the backup's items the undo backup or the live state has are looked at:
+            # after `rm -rf`, a million of them would otherwise be held to look at none
+            seen = set(u) | set(now)
+            b = restorable_items(wanted, scratch, seen)
+            for key in seen:
                 have, old, new = now.get(key), u.get(key), b.get(key)
                 if have in (old, new):
                     continue
