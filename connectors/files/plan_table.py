@@ -226,21 +226,10 @@ class PlanTable:
             yield from (_path(path) for _i, path in page)
             last = page[-1][0]
 
-    def count(self, act: int) -> int:
-        """How many captured entries have action ``act``."""
-        return int(self._db.execute("SELECT count(*) FROM want WHERE act = ?", (act,))
-                   .fetchone()[0])
-
     def act_of(self, path: str) -> int | None:
         """The action decided for the captured entry at ``path``; None when not captured."""
         row = self._db.execute("SELECT act FROM want WHERE path = ?", (_held(path),)).fetchone()
         return None if row is None else int(row[0])
-
-    def wanted(self, path: str) -> PlannedEntry | None:
-        """The captured entry at ``path``, or None."""
-        row = self._db.execute("SELECT path, type, lead, digest, rest FROM want WHERE path = ?",
-                               (_held(path),)).fetchone()
-        return None if row is None else _entry(*row)
 
     def group_of(self, path: str) -> str | None:
         """The hardlink group (its first path) the captured entry at ``path`` was in."""
