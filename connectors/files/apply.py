@@ -59,6 +59,7 @@ from preimage.connectors.files.plan_table import (
     PlanTable,
     check_path,
     parent_of,
+    temporary_space,
 )
 from preimage.connectors.files.planned import PlannedEntry
 from preimage.connectors.files.walk import CLONE_MIN, Exclude, Walker, file_type, resolve_root
@@ -84,7 +85,7 @@ def check_snapshot(snap: FileSnapshot) -> None:
     snapshot's root type, and nothing lies beneath an entry that is not a directory (a
     symlink the restore would make, then write through).  Checked before any write, so a
     crafted or damaged document is refused whole instead of failing half-way."""
-    with PlanTable() as table:
+    with temporary_space(), PlanTable() as table:
         table.add_wanted(snap.items, snap.root_type)
 
 
@@ -203,12 +204,13 @@ class TreeRestorer:
     def plan(self) -> Plan:
         """Compare the live tree with the snapshot; raise before anything is written
         when a path is unsafe or (policy ``refuse``) anything changed."""
-        table = PlanTable()
-        try:
-            return self._plan(table)
-        except BaseException:
-            table.close()
-            raise
+        with temporary_space():
+            table = PlanTable()
+            try:
+                return self._plan(table)
+            except BaseException:
+                table.close()
+                raise
 
     def _plan(self, table: PlanTable) -> Plan:
         # the snapshot's items read once, into the plan's table (a stored document is

@@ -16,12 +16,14 @@ the plan's lists.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from preimage.connectors.files.planned import NO_XATTRS, PlannedEntry
-from preimage.interface.errors import UnsafePathError
+from preimage.interface.errors import RestoreError, UnsafePathError
 from preimage.snapshot_schemas.files import FileEntry
 
 PAGE = 2000   # rows read at once by a pass
@@ -31,6 +33,25 @@ NONE = 0        # nothing: out of scope, skipped, or kept by ``merge``
 UNCHANGED = 1   # the live entry already matches
 FIX = 2         # metadata set again
 WRITE = 3       # (re)created, then its metadata set
+
+
+
+@contextlib.contextmanager
+def temporary_space() -> Iterator[None]:
+    """Turn SQLite's "database or disk is full" while planning into an error that says
+    where the plan's table lives and what to do (nothing of the target is written yet)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "full" not in str(exc):
+            raise
+        where = (os.environ.get("SQLITE_TMPDIR") or os.environ.get("TMPDIR")
+                 or "/var/tmp (or /tmp)")
+        raise RestoreError(
+            f"the restore's plan filled the temporary directory {where} (it takes about 250 "
+            "bytes an entry of the tree); free space there, or set TMPDIR to a directory on "
+            "a larger disk, and run the restore again; nothing was written") from exc
+
 
 _SCHEMA = """
 CREATE TABLE want (i INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, parent TEXT NOT NULL,

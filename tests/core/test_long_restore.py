@@ -104,3 +104,35 @@ def test_a_report_past_its_in_memory_results_reads_the_same(
     again = RestoreReport.model_validate(dumped)
     assert again == long and copy.deepcopy(long) == long
     assert long.items == list(again.items)
+
+
+def test_a_full_temporary_directory_stops_the_restore_before_it_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the plan's table cannot grow — its temporary directory is full; SQLite's own
+    page limit stands in for the disk here — the restore stops before it writes anything,
+    with an error that says where the table lives and what to do."""
+    import preimage
+    from preimage import Store
+    from preimage.connectors.files import plan_table
+
+    root = tmp_path / "t"
+    _tree(root)
+    store = Store(tmp_path / "home")
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root / "d1")
+    damaged = _state(root)
+    made = plan_table.PlanTable.__init__
+
+    def small(self: plan_table.PlanTable) -> None:
+        made(self)
+        self._db.execute("PRAGMA max_page_count = 16")
+
+    monkeypatch.setattr(plan_table.PlanTable, "__init__", small)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with pytest.raises(preimage.PreimageError) as raised:
+        preimage.restore(backup.id, store=store)
+    message = str(raised.value)
+    assert str(tmp_path) in message and "TMPDIR" in message and "nothing was written" in message
+    assert "\n" not in message
+    assert _state(root) == damaged
+    store.close()
