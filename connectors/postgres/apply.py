@@ -17,7 +17,7 @@ from preimage.connectors.postgres.connection import MAINTENANCE_DB, DatabaseMiss
 from preimage.connectors.postgres.ddl import lit, q, qn
 from preimage.connectors.postgres.largeobjects import plan_large_objects
 from preimage.connectors.postgres.objects import own_default_acls
-from preimage.connectors.postgres.plan import PHASES, Planner, Step
+from preimage.connectors.postgres.plan import PHASES, Planner, Step, quoted_table
 from preimage.connectors.postgres.rows import (
     copy_in,
     live_digest,
@@ -163,6 +163,7 @@ class PgRestorer:
         if self.snap.scope == "database":
             plan_large_objects(plan, list(self.snap.items), live, self.blobs)
         if self.policy.keys is not None:
+            self._refuse_reshaping(planner)
             self._row_steps(plan, planner.recreate)
         steps = [s for s in plan.steps(PHASES) if s.bracket or self.policy.in_scope(s.key)]
         mode = self.policy.conflict
@@ -202,6 +203,24 @@ class PgRestorer:
             if mode is ConflictMode.MERGE:
                 self.report.notes.append(
                     "merge: only missing objects and rows were put back; changed ones were kept")
+
+    def _refuse_reshaping(self, planner: Planner) -> None:
+        """Under exact keys (an undo): a table that is there and whose columns must change
+        back is refused before anything is written.  The planner would re-create it from
+        the backup (``DROP TABLE``, ``CREATE TABLE``, its captured rows), losing what was
+        written to it since the call and the sequences it owns; a restore of the backup
+        is the way to bring it back whole."""
+        names = sorted(
+            quoted_table(t) for t in self.snap.tables()
+            if t.natural_key() in planner.recreate and self.policy.in_scope(t.natural_key())
+            and (have := planner.live_of(t)) is not None and have.exists)
+        if names:
+            raise RestoreError(
+                f"undo cannot yet change the columns of {', '.join(names)} back in place (it "
+                "would re-create the table from the backup and lose what was written to it "
+                "since); nothing was changed — restore the call's backup "
+                f"(`preimage restore ID --only {self.snap.target}`) to bring the table back "
+                "whole")
 
     def _row_steps(self, plan: Any, recreated: set[str]) -> None:
         """Exact keys (an undo): one step per table writing exactly its named rows.

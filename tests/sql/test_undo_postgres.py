@@ -141,3 +141,28 @@ def test_cli_plan_then_take_backup(db: Any, store: Any) -> None:
     assert db.sql("SELECT last_name FROM customers WHERE id IN (1, 2, 3) ORDER BY id"
                   ).split() == ["Last1", "Last2", "Last3"]
     assert db.sql("SELECT last_name FROM customers WHERE first_name = 'New'").strip() == "Person"
+
+
+def test_undo_of_a_dropped_column_is_refused_before_it_writes(db: Any, store: Any) -> None:
+    """``ALTER TABLE … DROP COLUMN``, then a person's insert into the same table: undo
+    would have to re-create the table from the backup and lose that row, so it refuses
+    before writing, says why and names the restore that brings the table back; the
+    restore does."""
+    db.sql("""
+        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, notes text);
+        INSERT INTO customers (name, notes)
+            SELECT 'name ' || g, 'kept ' || g FROM generate_series(1, 50) g;
+    """)
+    uri = db.uri("tables=public.customers")
+    pre = protected(store, db, uri, "ALTER TABLE customers DROP COLUMN notes")
+    db.sql("INSERT INTO customers (name) VALUES ('later')")
+    with pytest.raises(preimage.PreimageError) as raised:
+        preimage.undo(pre, store=store)
+    message = str(raised.value)
+    assert "columns of public.customers" in message and "preimage restore" in message
+    assert "nothing was changed" in message and "\n" not in message
+    assert db.sql("SELECT name FROM customers WHERE id = 51").strip() == "later"
+    assert db.sql("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                  "'customers' AND column_name = 'notes'").strip() == "0"
+    preimage.restore(pre, store=store)
+    assert db.sql("SELECT notes FROM customers WHERE id = 7").strip() == "kept 7"
