@@ -158,7 +158,8 @@ class PgRestorer:
         planner = Planner(list(self.snap.items), live,
                           whole_schemas=self.snap.scope in ("schema", "database"),
                           own_defaults=own_default_acls(cur),
-                          merge=self.policy.conflict is ConflictMode.MERGE)
+                          merge=self.policy.conflict is ConflictMode.MERGE,
+                          columns_in_place=self.policy.keys is not None)
         plan = planner.build(data_step=lambda t, have: self._data_step(cur, t, have))
         if self.snap.scope == "database":
             plan_large_objects(plan, list(self.snap.items), live, self.blobs)
@@ -198,6 +199,7 @@ class PgRestorer:
         for item in self.snap.items:
             if item.natural_key() not in touched and self.policy.in_scope(item.natural_key()):
                 self.report.add(item.natural_key(), Outcome.UNCHANGED)
+        self.report.notes.extend(note for key, note in planner.notes if key in touched)
         if not self.policy.dry_run:
             self._remaps(cur, planner.recreate)
             if mode is ConflictMode.MERGE:
@@ -206,18 +208,21 @@ class PgRestorer:
 
     def _refuse_reshaping(self, planner: Planner) -> None:
         """Under exact keys (an undo): a table that is there and whose columns must change
-        back is refused before anything is written.  The planner would re-create it from
-        the backup (``DROP TABLE``, ``CREATE TABLE``, its captured rows), losing what was
-        written to it since the call and the sequences it owns; a restore of the backup
-        is the way to bring it back whole."""
+        back in a way ``ADD COLUMN`` cannot (a changed type, an identity, generated or
+        sequence-backed column, partitioning) is refused before anything is written.  The
+        planner would re-create it from the backup (``DROP TABLE``, ``CREATE TABLE``, its
+        captured rows), losing what was written to it since the call and the sequences it
+        owns; a restore of the backup is the way to bring it back whole.  A table that
+        only lost plain columns gets them back in place (:func:`readdable_columns`)."""
         names = sorted(
             quoted_table(t) for t in self.snap.tables()
             if t.natural_key() in planner.recreate and self.policy.in_scope(t.natural_key())
             and (have := planner.live_of(t)) is not None and have.exists)
         if names:
             raise RestoreError(
-                f"undo cannot yet change the columns of {', '.join(names)} back in place (it "
-                "would re-create the table from the backup and lose what was written to it "
+                f"undo cannot yet change the columns of {', '.join(names)} back in place (a "
+                "changed type, or an identity, generated or sequence-backed column: it would "
+                "re-create the table from the backup and lose what was written to it "
                 "since); nothing was changed — restore the call's backup "
                 f"(`preimage restore ID --only {self.snap.target}`) to bring the table back "
                 "whole")

@@ -49,6 +49,7 @@ from preimage.connectors.postgres import ddl
 from preimage.connectors.postgres.ddl import q, qn
 from preimage.connectors.postgres.objects import ACL_KINDS
 from preimage.snapshot_schemas.postgres import (
+    PgColumn,
     PgConstraint,
     PgDatabase,
     PgExtension,
@@ -129,12 +130,46 @@ def fresh_acl(owner: str | None) -> list[str]:
     return [f"={'/'}{owner}", f"{owner}=/{owner}"] if owner else ["=/"]
 
 
+def readdable_columns(t: PgTable, have: PgTable, tables: list[PgTable]) -> list[PgColumn]:
+    """The columns ``t`` holds that ``have`` (the same table, live) lost, when adding them
+    back is all it takes to bring its shape back: every other column as captured, in the
+    same order, nothing else about the table reshaped, no table inheriting from it, and
+    each lost column a plain one (no identity, generated value, sequence or function in
+    its default — those are re-created with the table).  Empty: it takes more."""
+    def col(c: PgColumn) -> tuple[Any, ...]:
+        return (c.name, c.type, c.collation, c.identity, c.generated, c.local)
+
+    rest = shape(t)[:1] + shape(t)[2:]
+    if rest != shape(have)[:1] + shape(have)[2:] or t.relkind != "r" or t.partition_of \
+            or t.inherits:
+        return []
+    me = quoted_table(t)
+    if any(x.partition_of == me or me in x.inherits for x in tables):
+        return []
+    live_names = {c.name for c in have.columns}
+    missing = [c for c in t.columns if c.name not in live_names]
+    if not missing or [col(c) for c in have.columns] != [
+            col(c) for c in t.columns if c.name in live_names]:
+        return []
+    if any(c.identity or c.generated is not None or not c.local or c.name in t.late_defaults
+           or (c.default is not None and "nextval(" in c.default) for c in missing):
+        return []
+    return missing
+
+
 class Planner:
     """Builds the :class:`Plan` for one snapshot against the live state."""
 
     def __init__(self, captured: list[Any], live: list[Any], *, whole_schemas: bool,
-                 own_defaults: list[PgObject] | None = None, merge: bool = False) -> None:
+                 own_defaults: list[PgObject] | None = None, merge: bool = False,
+                 columns_in_place: bool = False) -> None:
         self.captured = captured
+        # columns_in_place (an undo): a table that only lost columns gets them back with
+        # ALTER TABLE … ADD COLUMN instead of being re-created, so rows written to it
+        # since the capture stay; ``readd`` holds those columns by table key.
+        self.columns_in_place = columns_in_place
+        self.readd: dict[str, list[PgColumn]] = {}
+        self.notes: list[tuple[str, str]] = []  # (item key, what the report should say)
         # merge: what exists stays as the agent left it (nothing is dropped, so nothing is
         # made again over it); only what is missing is created.
         self.merge = merge
@@ -163,6 +198,11 @@ class Planner:
         for t in tables:
             have = self.live_of(t)
             if have is None or not have.exists or (shape(have) != shape(t) and not self.merge):
+                missing = (readdable_columns(t, have, tables) if self.columns_in_place
+                           and have is not None and have.exists else None)
+                if missing:
+                    self.readd[t.natural_key()] = missing
+                    continue
                 self.recreate.add(t.natural_key())
         # A child of a re-created parent is dropped with it: re-create it too.
         changed = True
@@ -202,13 +242,16 @@ class Planner:
         self._database()
         self._views(drop_tables, extras)
         kept = [t for t in tables if t.natural_key() not in self.recreate]
+        # A table whose columns are put back in place gets its rows by key (the undo's row
+        # steps), never synced whole: that would remove the rows written since.
         data_steps = [(t, data_step(t, self.live_of(t) if t in kept else None)) for t in tables
-                      if not (self.merge and t in kept and shape(self.live_of(t)) != shape(t))]
+                      if not (self.merge and t in kept and shape(self.live_of(t)) != shape(t))
+                      and t.natural_key() not in self.readd]
         any_data_change = any(s is not None for t, s in data_steps if t in kept)
         synced = {t.natural_key() for t, s in data_steps if s is not None}
         for t in kept:
-            self._kept_table(t, self.live_of(t), drop_all_fks=any_data_change,
-                             synced=t.natural_key() in synced)
+            self._kept_table(t, self._with_readded(t, self.live_of(t)),
+                             drop_all_fks=any_data_change, synced=t.natural_key() in synced)
         if drop_tables:
             names = ", ".join(qn(t.namespace, t.name) for t in drop_tables)
             for t in drop_tables:
@@ -411,11 +454,54 @@ class Planner:
                                               defaults))
         self._attached(t, None)
 
+    def _with_readded(self, t: PgTable, have: PgTable) -> PgTable:
+        """``have`` as it will be once the columns it lost are added back: each as
+        ``ADD COLUMN`` makes it (type, collation and default; nullable, no comment, grant
+        or settings), so the steps that follow set the rest as for any kept column."""
+        added = self.readd.get(t.natural_key())
+        if not added:
+            return have
+        made = [PgColumn(name=c.name, type=c.type, collation=c.collation, default=c.default,
+                         not_null=c.not_null) for c in added]
+        return have.model_copy(update={"columns": [*have.columns, *made]})
+
+    def _add_columns(self, t: PgTable) -> None:
+        """The ``ADD COLUMN`` statements for a table that lost columns (each filled with its
+        default, as a row inserted since would have been), and ``SET NOT NULL`` after the
+        rows are written back; a note when the columns now come after ones they preceded."""
+        added = self.readd.get(t.natural_key())
+        if not added:
+            return
+        name = qn(t.namespace, t.name)
+        sql = []
+        for col in added:
+            d = f"ALTER TABLE {name} ADD COLUMN {q(col.name)} {col.type}"
+            if col.collation:
+                d += f" COLLATE {col.collation}"
+            if col.default is not None:
+                d += f" DEFAULT {col.default}"
+            sql.append(d)
+        names = ", ".join(c.name for c in added)
+        self.plan.add("create", Step(t.natural_key(), f"add back column(s) {names}", sql,
+                                     destructive=False))
+        not_null = [f"ALTER TABLE {name} ALTER COLUMN {q(c.name)} SET NOT NULL"
+                    for c in added if c.not_null]
+        if not_null:
+            self.plan.add("constraints", Step(t.natural_key(), "NOT NULL of the added columns",
+                                              not_null))
+        order = [c.name for c in t.columns]
+        if order[-len(added):] != [c.name for c in added]:
+            self.notes.append((t.natural_key(),
+                f"{t.qualified}: column(s) {names} are back with their values but now come "
+                "last (a column cannot be added in the middle); a restore of the backup "
+                "re-creates the table in its captured column order"))
+
     def _kept_table(
         self, t: PgTable, have: PgTable, *, drop_all_fks: bool, synced: bool
     ) -> None:
         name = qn(t.namespace, t.name)
         key = t.natural_key()
+        self._add_columns(t)
         have_cons = {c.name: c for c in have.constraints}
         have_idx = {i.name: i for i in have.indexes}
         have_trg = {x.name: x for x in have.triggers}

@@ -70,6 +70,49 @@ stringData: {{token: abc}}
                for c in conflict.conflicts)
 
 
+def test_undo_of_a_namespace_deletion_still_under_way_brings_back_every_object(
+        kube: Any) -> None:
+    """``kubectl delete namespace --wait=false``: the call returns while the namespace is
+    still Terminating and its objects still exist (a finalizer holds one), so the capture
+    right after the call sees them.  They are on their way out all the same: undo counts
+    every object in a namespace being deleted as deleted by the call, waits for the
+    deletion to finish and brings the namespace back with all of them — not only the
+    namespace's phase."""
+    ns = kube.namespace("leaving")
+    kube.apply(f"""
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: held, namespace: {ns}, finalizers: [preimage.test/hold],
+           labels: {{tier: backend}}}}
+data: {{region: eu, replicas: "3"}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: db, namespace: {ns}, annotations: {{owner: payments}}}}
+stringData: {{password: s3cret}}
+""")
+    release = ["-n", ns, "patch", "configmap", "held", "--type", "merge",
+               "-p", '{"metadata":{"finalizers":null}}']
+    with Store() as store:
+        pre = preimage.capture([kube.uri(ns)], store=store, kind="layer", session="k")
+        kube.kubectl("delete", "namespace", ns, "--wait=false")
+        kube.wait_for("the held ConfigMap marked for deletion", lambda: bool(
+            kube.get("configmap", "held", ns)["metadata"].get("deletionTimestamp")))
+        capture_after(pre.id, store=store)
+        kube.kubectl(*release)  # the deletion finishes
+        result = preimage.undo(pre.id, store=store)
+    try:
+        assert result.ok, json.dumps(result.to_dict()["plans"])[:2000]
+        assert not kube.get("namespace", ns).get("metadata", {}).get("deletionTimestamp")
+        held = kube.get("configmap", "held", ns)
+        assert held["data"] == {"region": "eu", "replicas": "3"}
+        assert held["metadata"]["labels"] == {"tier": "backend"}
+        secret = kube.get("secret", "db", ns)
+        assert secret["metadata"]["annotations"]["owner"] == "payments"
+    finally:
+        kube.kubectl(*release, check=False)
+
+
 def _hook(kube: Any, event: str, command: str, cwd: Path, **extra: Any) -> Any:
     """One Claude Code hook event, through `preimage hook` in its own process."""
     payload = json.dumps({"hook_event_name": event, "tool_name": "Bash",

@@ -143,18 +143,70 @@ def test_cli_plan_then_take_backup(db: Any, store: Any) -> None:
     assert db.sql("SELECT last_name FROM customers WHERE first_name = 'New'").strip() == "Person"
 
 
-def test_undo_of_a_dropped_column_is_refused_before_it_writes(db: Any, store: Any) -> None:
-    """``ALTER TABLE … DROP COLUMN``, then a person's insert into the same table: undo
-    would have to re-create the table from the backup and lose that row, so it refuses
-    before writing, says why and names the restore that brings the table back; the
-    restore does."""
+def notes(result: Any) -> list[str]:
+    """Every note of an undo: its own and its restores'."""
+    return [*result.notes, *(n for r in result.reports for n in r.notes)]
+
+
+def test_undo_of_a_dropped_column_adds_it_back_and_keeps_later_rows(
+        db: Any, store: Any, pg_dump: Any) -> None:
+    """``ALTER TABLE … DROP COLUMN`` (the column held an index and a NOT NULL with a
+    default), then a person's insert into the same table: undo adds the column back in
+    place, writes its values into every row it held and keeps the later row (the
+    column's default in it) — the schema pg_dump prints is the one before the call."""
     db.sql("""
-        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, notes text);
+        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL,
+                                notes text NOT NULL DEFAULT 'none');
+        CREATE INDEX customers_notes ON customers (notes);
+        COMMENT ON COLUMN customers.notes IS 'free text';
         INSERT INTO customers (name, notes)
             SELECT 'name ' || g, 'kept ' || g FROM generate_series(1, 50) g;
     """)
+    schema_before = pg_dump(db, "--schema-only")
     uri = db.uri("tables=public.customers")
     pre = protected(store, db, uri, "ALTER TABLE customers DROP COLUMN notes")
+    db.sql("INSERT INTO customers (name) VALUES ('later')")
+    report = preimage.undo(pre, store=store)
+    assert report.ok, report
+    assert db.sql("SELECT notes FROM customers WHERE id = 7").strip() == "kept 7"
+    assert db.sql("SELECT count(*) FROM customers WHERE notes LIKE 'kept %'").strip() == "50"
+    assert db.sql("SELECT name || '/' || notes FROM customers WHERE id = 51").strip() == \
+        "later/none"
+    assert pg_dump(db, "--schema-only") == schema_before
+    assert not any("come last" in n for n in notes(report))
+
+
+def test_undo_of_a_middle_column_says_it_now_comes_last(db: Any, store: Any) -> None:
+    """A column dropped from the middle comes back last (PostgreSQL cannot add one in
+    between): every value is back, and the report says so and names the restore that
+    keeps the order."""
+    db.sql("""
+        CREATE TABLE products (id int PRIMARY KEY, legacy_sku text, name text);
+        INSERT INTO products SELECT g, 'sku-' || g, 'p' || g FROM generate_series(1, 20) g;
+    """)
+    pre = protected(store, db, db.uri("tables=public.products"),
+                    "ALTER TABLE products DROP COLUMN legacy_sku")
+    report = preimage.undo(pre, store=store)
+    assert db.sql("SELECT string_agg(legacy_sku, ',' ORDER BY id) FROM products WHERE id < 4"
+                  ).strip() == "sku-1,sku-2,sku-3"
+    assert db.sql("SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM "
+                  "information_schema.columns WHERE table_name = 'products'").strip() == \
+        "id,name,legacy_sku"
+    assert report.ok
+    assert any("legacy_sku" in n and "come last" in n for n in notes(report))
+
+
+def test_undo_of_a_changed_type_is_refused_before_it_writes(db: Any, store: Any) -> None:
+    """A column's type changed, then a person's insert: undo would have to re-create the
+    table from the backup and lose that row, so it refuses before writing, says why and
+    names the restore that brings the table back; the restore does."""
+    db.sql("""
+        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, score numeric);
+        INSERT INTO customers (name, score)
+            SELECT 'name ' || g, g + 0.25 FROM generate_series(1, 50) g;
+    """)
+    uri = db.uri("tables=public.customers")
+    pre = protected(store, db, uri, "ALTER TABLE customers ALTER COLUMN score TYPE int")
     db.sql("INSERT INTO customers (name) VALUES ('later')")
     with pytest.raises(preimage.PreimageError) as raised:
         preimage.undo(pre, store=store)
@@ -162,7 +214,6 @@ def test_undo_of_a_dropped_column_is_refused_before_it_writes(db: Any, store: An
     assert "columns of public.customers" in message and "preimage restore" in message
     assert "nothing was changed" in message and "\n" not in message
     assert db.sql("SELECT name FROM customers WHERE id = 51").strip() == "later"
-    assert db.sql("SELECT count(*) FROM information_schema.columns WHERE table_name = "
-                  "'customers' AND column_name = 'notes'").strip() == "0"
+    assert db.sql("SELECT score FROM customers WHERE id = 7").strip() == "7"
     preimage.restore(pre, store=store)
-    assert db.sql("SELECT notes FROM customers WHERE id = 7").strip() == "kept 7"
+    assert db.sql("SELECT score FROM customers WHERE id = 7").strip() == "7.25"
