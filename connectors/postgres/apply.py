@@ -208,21 +208,22 @@ class PgRestorer:
 
     def _refuse_reshaping(self, planner: Planner) -> None:
         """Under exact keys (an undo): a table that is there and whose columns must change
-        back in a way ``ADD COLUMN`` cannot (a changed type, an identity, generated or
-        sequence-backed column, partitioning) is refused before anything is written.  The
-        planner would re-create it from the backup (``DROP TABLE``, ``CREATE TABLE``, its
-        captured rows), losing what was written to it since the call and the sequences it
-        owns; a restore of the backup is the way to bring it back whole.  A table that
-        only lost plain columns gets them back in place (:func:`readdable_columns`)."""
+        back in a way ``ADD COLUMN`` and ``ALTER COLUMN … TYPE`` cannot (an identity,
+        generated or sequence-backed column, columns in another order, partitioning) is
+        refused before anything is written.  The planner would re-create it from the
+        backup (``DROP TABLE``, ``CREATE TABLE``, its captured rows), losing what was
+        written to it since the call and the sequences it owns; a restore of the backup
+        is the way to bring it back whole.  Lost and retyped plain columns come back in
+        place (:func:`~preimage.connectors.postgres.plan.columns_back`)."""
         names = sorted(
             quoted_table(t) for t in self.snap.tables()
             if t.natural_key() in planner.recreate and self.policy.in_scope(t.natural_key())
             and (have := planner.live_of(t)) is not None and have.exists)
         if names:
             raise RestoreError(
-                f"undo cannot yet change the columns of {', '.join(names)} back in place (a "
-                "changed type, or an identity, generated or sequence-backed column: it would "
-                "re-create the table from the backup and lose what was written to it "
+                f"undo cannot yet change the columns of {', '.join(names)} back in place (an "
+                "identity, generated or sequence-backed column, or columns in another order: "
+                "it would re-create the table from the backup and lose what was written to it "
                 "since); nothing was changed — restore the call's backup "
                 f"(`preimage restore ID --only {self.snap.target}`) to bring the table back "
                 "whole")

@@ -130,31 +130,44 @@ def fresh_acl(owner: str | None) -> list[str]:
     return [f"={'/'}{owner}", f"{owner}=/{owner}"] if owner else ["=/"]
 
 
-def readdable_columns(t: PgTable, have: PgTable, tables: list[PgTable]) -> list[PgColumn]:
-    """The columns ``t`` holds that ``have`` (the same table, live) lost, when adding them
-    back is all it takes to bring its shape back: every other column as captured, in the
-    same order, nothing else about the table reshaped, no table inheriting from it, and
-    each lost column a plain one (no identity, generated value, sequence or function in
-    its default — those are re-created with the table).  Empty: it takes more."""
+@dataclass
+class ColumnsBack:
+    """How a table's columns come back in place (an undo): the ones it lost, added back,
+    and the ones whose type or collation changed, altered back."""
+
+    added: list[PgColumn]
+    retyped: list[PgColumn]
+
+
+def columns_back(t: PgTable, have: PgTable, tables: list[PgTable]) -> ColumnsBack | None:
+    """How ``t``'s columns come back on ``have`` (the same table, live) without
+    re-creating it, or None when it takes more: the columns ``have`` still holds must be
+    in the captured order, nothing else about the table reshaped, no table inheriting from
+    it, and every column to add or alter a plain one (no identity or generated value on
+    either side; a lost one with no sequence or function in its default — those are
+    re-created with the table)."""
     def col(c: PgColumn) -> tuple[Any, ...]:
-        return (c.name, c.type, c.collation, c.identity, c.generated, c.local)
+        return (c.name, c.identity, c.generated, c.local)
 
     rest = shape(t)[:1] + shape(t)[2:]
     if rest != shape(have)[:1] + shape(have)[2:] or t.relkind != "r" or t.partition_of \
             or t.inherits:
-        return []
+        return None
     me = quoted_table(t)
     if any(x.partition_of == me or me in x.inherits for x in tables):
-        return []
-    live_names = {c.name for c in have.columns}
-    missing = [c for c in t.columns if c.name not in live_names]
-    if not missing or [col(c) for c in have.columns] != [
-            col(c) for c in t.columns if c.name in live_names]:
-        return []
+        return None
+    live = {c.name: c for c in have.columns}
+    if [col(c) for c in have.columns] != [col(c) for c in t.columns if c.name in live]:
+        return None
+    added = [c for c in t.columns if c.name not in live]
+    retyped = [c for c in t.columns if c.name in live
+               and (c.type, c.collation) != (live[c.name].type, live[c.name].collation)]
+    if any(c.identity or c.generated is not None for c in retyped):
+        return None
     if any(c.identity or c.generated is not None or not c.local or c.name in t.late_defaults
-           or (c.default is not None and "nextval(" in c.default) for c in missing):
-        return []
-    return missing
+           or (c.default is not None and "nextval(" in c.default) for c in added):
+        return None
+    return ColumnsBack(added, retyped) if added or retyped else None
 
 
 class Planner:
@@ -164,11 +177,12 @@ class Planner:
                  own_defaults: list[PgObject] | None = None, merge: bool = False,
                  columns_in_place: bool = False) -> None:
         self.captured = captured
-        # columns_in_place (an undo): a table that only lost columns gets them back with
-        # ALTER TABLE … ADD COLUMN instead of being re-created, so rows written to it
-        # since the capture stay; ``readd`` holds those columns by table key.
+        # columns_in_place (an undo): a table that lost columns or had their type changed
+        # gets them back with ALTER TABLE … ADD COLUMN / ALTER COLUMN … TYPE instead of
+        # being re-created, so rows written to it since the capture stay; ``readd`` holds
+        # those columns by table key.
         self.columns_in_place = columns_in_place
-        self.readd: dict[str, list[PgColumn]] = {}
+        self.readd: dict[str, ColumnsBack] = {}
         self.notes: list[tuple[str, str]] = []  # (item key, what the report should say)
         # merge: what exists stays as the agent left it (nothing is dropped, so nothing is
         # made again over it); only what is missing is created.
@@ -198,10 +212,10 @@ class Planner:
         for t in tables:
             have = self.live_of(t)
             if have is None or not have.exists or (shape(have) != shape(t) and not self.merge):
-                missing = (readdable_columns(t, have, tables) if self.columns_in_place
-                           and have is not None and have.exists else None)
-                if missing:
-                    self.readd[t.natural_key()] = missing
+                back = (columns_back(t, have, tables) if self.columns_in_place
+                        and have is not None and have.exists else None)
+                if back is not None:
+                    self.readd[t.natural_key()] = back
                     continue
                 self.recreate.add(t.natural_key())
         # A child of a re-created parent is dropped with it: re-create it too.
@@ -455,53 +469,70 @@ class Planner:
         self._attached(t, None)
 
     def _with_readded(self, t: PgTable, have: PgTable) -> PgTable:
-        """``have`` as it will be once the columns it lost are added back: each as
+        """``have`` as it will be once its columns are back in place: a lost one as
         ``ADD COLUMN`` makes it (type, collation and default; nullable, no comment, grant
-        or settings), so the steps that follow set the rest as for any kept column."""
-        added = self.readd.get(t.natural_key())
-        if not added:
+        or settings), an altered one with the captured type and collation and no default
+        (it is dropped before the type changes), so the steps that follow set the rest as
+        for any kept column."""
+        back = self.readd.get(t.natural_key())
+        if back is None:
             return have
+        retyped = {c.name: c for c in back.retyped}
+        cols = [c.model_copy(update={"type": retyped[c.name].type, "default": None,
+                                     "collation": retyped[c.name].collation})
+                if c.name in retyped else c for c in have.columns]
         made = [PgColumn(name=c.name, type=c.type, collation=c.collation, default=c.default,
-                         not_null=c.not_null) for c in added]
-        return have.model_copy(update={"columns": [*have.columns, *made]})
+                         not_null=c.not_null) for c in back.added]
+        return have.model_copy(update={"columns": [*cols, *made]})
 
-    def _add_columns(self, t: PgTable) -> None:
-        """The ``ADD COLUMN`` statements for a table that lost columns (each filled with its
-        default, as a row inserted since would have been), and ``SET NOT NULL`` after the
-        rows are written back; a note when the columns now come after ones they preceded."""
-        added = self.readd.get(t.natural_key())
-        if not added:
+    def _columns_back(self, t: PgTable, have: PgTable) -> None:
+        """The statements that put a table's columns back in place: ``ALTER COLUMN … TYPE``
+        (``USING`` a cast of the value, its default dropped first) for a changed column,
+        ``ADD COLUMN`` for a lost one (filled with its default, as a row inserted since
+        would have been); ``SET NOT NULL`` of an added column after the rows are written
+        back; a note when added columns now come after ones they preceded."""
+        back = self.readd.get(t.natural_key())
+        if back is None:
             return
         name = qn(t.namespace, t.name)
+        live = {c.name: c for c in have.columns}
         sql = []
-        for col in added:
+        for col in back.retyped:
+            alter = f"ALTER TABLE {name} ALTER COLUMN {q(col.name)}"
+            if live[col.name].default is not None:
+                sql.append(f"{alter} DROP DEFAULT")
+            collate = f" COLLATE {col.collation}" if col.collation else ""
+            sql.append(f"{alter} TYPE {col.type}{collate} USING {q(col.name)}::{col.type}")
+        for col in back.added:
             d = f"ALTER TABLE {name} ADD COLUMN {q(col.name)} {col.type}"
             if col.collation:
                 d += f" COLLATE {col.collation}"
             if col.default is not None:
                 d += f" DEFAULT {col.default}"
             sql.append(d)
-        names = ", ".join(c.name for c in added)
-        self.plan.add("create", Step(t.natural_key(), f"add back column(s) {names}", sql,
-                                     destructive=False))
+        what = [f"type of {', '.join(c.name for c in back.retyped)}"] if back.retyped else []
+        if back.added:
+            what.append(f"column(s) {', '.join(c.name for c in back.added)}")
+        self.plan.add("create", Step(t.natural_key(), f"put back {' and '.join(what)} in place",
+                                     sql, destructive=False))
         not_null = [f"ALTER TABLE {name} ALTER COLUMN {q(c.name)} SET NOT NULL"
-                    for c in added if c.not_null]
+                    for c in back.added if c.not_null]
         if not_null:
             self.plan.add("constraints", Step(t.natural_key(), "NOT NULL of the added columns",
                                               not_null))
-        order = [c.name for c in t.columns]
-        if order[-len(added):] != [c.name for c in added]:
+        names = [c.name for c in back.added]
+        if names and [c.name for c in t.columns][-len(names):] != names:
             self.notes.append((t.natural_key(),
-                f"{t.qualified}: column(s) {names} are back with their values but now come "
-                "last (a column cannot be added in the middle); a restore of the backup "
-                "re-creates the table in its captured column order"))
+                f"{t.qualified}: column(s) {', '.join(names)} are back with their values but "
+                "now come last (a column cannot be added in the middle); a restore of the "
+                "backup re-creates the table in its captured column order"))
 
     def _kept_table(
         self, t: PgTable, have: PgTable, *, drop_all_fks: bool, synced: bool
     ) -> None:
         name = qn(t.namespace, t.name)
         key = t.natural_key()
-        self._add_columns(t)
+        self._columns_back(t, self.live_of(t))
         have_cons = {c.name: c for c in have.constraints}
         have_idx = {i.name: i for i in have.indexes}
         have_trg = {x.name: x for x in have.triggers}

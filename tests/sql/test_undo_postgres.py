@@ -196,24 +196,52 @@ def test_undo_of_a_middle_column_says_it_now_comes_last(db: Any, store: Any) -> 
     assert any("legacy_sku" in n and "come last" in n for n in notes(report))
 
 
-def test_undo_of_a_changed_type_is_refused_before_it_writes(db: Any, store: Any) -> None:
-    """A column's type changed, then a person's insert: undo would have to re-create the
-    table from the backup and lose that row, so it refuses before writing, says why and
-    names the restore that brings the table back; the restore does."""
+def test_undo_of_a_changed_type_alters_it_back_and_keeps_later_rows(
+        db: Any, store: Any, pg_dump: Any) -> None:
+    """A column's type narrowed (numeric → int rounds every value, and its default goes
+    with it), then a person's insert: undo alters the type back in place, writes each
+    row's value as it was and keeps the later row — the schema pg_dump prints is the one
+    before the call."""
     db.sql("""
-        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, score numeric);
+        CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL,
+                                score numeric DEFAULT 0.5);
+        CREATE INDEX customers_score ON customers (score);
         INSERT INTO customers (name, score)
             SELECT 'name ' || g, g + 0.25 FROM generate_series(1, 50) g;
     """)
+    schema_before = pg_dump(db, "--schema-only")
     uri = db.uri("tables=public.customers")
-    pre = protected(store, db, uri, "ALTER TABLE customers ALTER COLUMN score TYPE int")
-    db.sql("INSERT INTO customers (name) VALUES ('later')")
+    pre = protected(store, db, uri, "ALTER TABLE customers ALTER COLUMN score TYPE int; "
+                    "ALTER TABLE customers ALTER COLUMN score SET DEFAULT 1")
+    db.sql("INSERT INTO customers (name, score) VALUES ('later', 9)")
+    report = preimage.undo(pre, store=store)
+    assert report.ok, report
+    assert db.sql("SELECT score FROM customers WHERE id = 7").strip() == "7.25"
+    assert db.sql("SELECT name || '/' || score FROM customers WHERE id = 51").strip() == \
+        "later/9"
+    assert pg_dump(db, "--schema-only") == schema_before
+
+
+def test_undo_of_a_dropped_sequence_column_is_refused_before_it_writes(
+        db: Any, store: Any) -> None:
+    """A dropped ``serial`` column took its sequence with it; then a person's insert.
+    Undo would have to re-create the table from the backup and lose that row, so it
+    refuses before writing, says why and names the restore that brings the table back;
+    the restore does."""
+    db.sql("""
+        CREATE TABLE tickets (id int PRIMARY KEY, seq serial, title text);
+        INSERT INTO tickets (id, title) SELECT g, 't' || g FROM generate_series(1, 30) g;
+    """)
+    pre = protected(store, db, db.uri("tables=public.tickets"),
+                    "ALTER TABLE tickets DROP COLUMN seq")
+    db.sql("INSERT INTO tickets (id, title) VALUES (31, 'later')")
     with pytest.raises(preimage.PreimageError) as raised:
         preimage.undo(pre, store=store)
     message = str(raised.value)
-    assert "columns of public.customers" in message and "preimage restore" in message
+    assert "columns of public.tickets" in message and "preimage restore" in message
     assert "nothing was changed" in message and "\n" not in message
-    assert db.sql("SELECT name FROM customers WHERE id = 51").strip() == "later"
-    assert db.sql("SELECT score FROM customers WHERE id = 7").strip() == "7"
+    assert db.sql("SELECT title FROM tickets WHERE id = 31").strip() == "later"
+    assert db.sql("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                  "'tickets' AND column_name = 'seq'").strip() == "0"
     preimage.restore(pre, store=store)
-    assert db.sql("SELECT score FROM customers WHERE id = 7").strip() == "7.25"
+    assert db.sql("SELECT seq FROM tickets WHERE id = 7").strip() == "7"
