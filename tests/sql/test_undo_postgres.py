@@ -245,3 +245,53 @@ def test_undo_of_a_dropped_sequence_column_is_refused_before_it_writes(
                   "'tickets' AND column_name = 'seq'").strip() == "0"
     preimage.restore(pre, store=store)
     assert db.sql("SELECT seq FROM tickets WHERE id = 7").strip() == "7"
+
+
+def test_undo_of_a_dropped_column_on_pagila_matches_pg_dump(
+        sample_db: Any, store: Any, pg_dump: Any) -> None:
+    """pagila (a public sample nobody here wrote): ``ALTER TABLE film DROP COLUMN
+    fulltext`` (``NOT NULL``, a GIN index over it, a trigger that fills it, a generated
+    column after it) on the whole database; a rental is recorded after.  Undo puts the
+    column back with every film's value, its ``NOT NULL`` and its index, and keeps the
+    rental: pg_dump of the schema equals the original's line for line but for the
+    column's place (it comes back last, and the report says so)."""
+    db = sample_db("pagila")
+
+    def lines(dump: str) -> list[str]:
+        return sorted(line.rstrip(",") for line in dump.splitlines())
+
+    schema_before = pg_dump(db, "--schema-only")
+    values = ("SELECT md5(string_agg(film_id || ':' || fulltext::text, ',' ORDER BY film_id)) "
+              "FROM film")
+    fulltext_before = db.sql(values)
+    pre = protected(store, db, db.uri(), "ALTER TABLE film DROP COLUMN fulltext")
+    db.sql("INSERT INTO rental (inventory_id, customer_id, staff_id, rental_period) "
+           "VALUES (1, 1, 1, '[2026-12-01,2026-12-02)')")
+    result = preimage.undo(pre, store=store)
+    assert result.ok, result.to_dict()["reports"]
+    schema_after = pg_dump(db, "--schema-only")
+    assert schema_after != schema_before and lines(schema_after) == lines(schema_before)
+    assert db.sql(values) == fulltext_before
+    assert any("fulltext" in n and "come last" in n for n in notes(result))
+    assert db.sql("SELECT count(*) FROM rental WHERE lower(rental_period) = '2026-12-01'"
+                  ).strip() == "1"
+
+
+def test_undo_of_a_cascading_drop_column_on_pagila_brings_the_views_back(
+        sample_db: Any, store: Any, pg_dump: Any) -> None:
+    """pagila: ``ALTER TABLE film DROP COLUMN description CASCADE`` also drops the two
+    views that list it.  Undo adds the column back with every film's text and makes the
+    views again: pg_dump of the schema has every line it had (the column now last)."""
+    db = sample_db("pagila")
+    schema_before = pg_dump(db, "--schema-only")
+    values = ("SELECT md5(string_agg(film_id || ':' || coalesce(description, '-'), ',' "
+              "ORDER BY film_id)) FROM film")
+    before = db.sql(values)
+    pre = protected(store, db, db.uri(), "ALTER TABLE film DROP COLUMN description CASCADE")
+    assert db.sql("SELECT count(*) FROM pg_views WHERE viewname = 'film_list'").strip() == "0"
+    result = preimage.undo(pre, store=store)
+    assert result.ok, result.to_dict()["reports"]
+    after = pg_dump(db, "--schema-only")
+    assert sorted(x.rstrip(",") for x in after.splitlines()) == sorted(
+        x.rstrip(",") for x in schema_before.splitlines())
+    assert db.sql(values) == before
