@@ -79,9 +79,17 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
     colour = {n: COLOURS[i % len(COLOURS)] for i, n in enumerate(report.protectors)}
     protectors = [(n, lbl) for n, lbl in report.protectors.items() if n != "none"]
     cats = [c for c in CATEGORIES if any(r.category == c for r in report.runs)] or ["(none)"]
-    fig, axes = plt.subplots(2, len(cats), figsize=(3.2 * len(cats) + 1.5, 7.2), squeeze=False)
-    for row, (attr, what) in enumerate((("capture_s", "capture before the call"),
-                                         ("restore_s", "restore"))):
+
+    def timed(attr: str) -> bool:
+        return any(getattr(r, attr) for r in report.runs if r.protector != "none")
+
+    # A run through a real harness times whole tool calls (the harness table), not the
+    # capture inside them: a row with no times at all is left out, not drawn empty.
+    rows = [(a, w) for a, w in (("capture_s", "capture before the call"),
+                                ("restore_s", "restore")) if timed(a)] or [("restore_s", "restore")]
+    fig, axes = plt.subplots(len(rows), len(cats), figsize=(3.2 * len(cats) + 1.5,
+                                                            3.6 * len(rows) + 0.6), squeeze=False)
+    for row, (attr, what) in enumerate(rows):
         for col, cat in enumerate(cats):
             ax = axes[row][col]
             panel: dict[str, list[float]] = {}
@@ -107,8 +115,12 @@ def latency_distribution(report: BenchReport, out: Path) -> Path:
                           rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlim(0.4, len(protectors) + 0.6)
             shown = [v for col in panel.values() for v in col]
-            if shown:  # a run through a real harness times calls, not captures: none here
+            if shown:
                 log_axis(ax, ticker, shown)
+            else:  # no axis to read: say why the panel is empty
+                ax.set_yticks([])
+                ax.text(0.5, 0.5, f"no {what} timed here", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8, color="#5b6577")
             ax.set_title(f"{cat}: {what}", fontsize=9)
             ax.grid(axis="y", alpha=0.3, which="both")
         axes[row][0].set_ylabel("milliseconds (log scale)")
