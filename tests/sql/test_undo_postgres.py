@@ -295,3 +295,29 @@ def test_undo_of_a_cascading_drop_column_on_pagila_brings_the_views_back(
     assert sorted(x.rstrip(",") for x in after.splitlines()) == sorted(
         x.rstrip(",") for x in schema_before.splitlines())
     assert db.sql(values) == before
+
+
+def test_undo_of_dropped_columns_brings_back_their_check_unique_and_foreign_key(
+        db: Any, store: Any, pg_dump: Any) -> None:
+    """Two columns dropped: one under a UNIQUE constraint another table's foreign key
+    points at (``CASCADE`` drops the key), one under a CHECK that forbids NULL.  Undo adds
+    both back, writes the values before it checks them, and makes the other table's
+    foreign key again: the schema pg_dump prints has every line it had."""
+    db.sql("""
+        CREATE TABLE parents (id int PRIMARY KEY, code text, a int,
+                              CONSTRAINT code_u UNIQUE (code),
+                              CONSTRAINT a_pos CHECK (a IS NOT NULL AND a > 0));
+        CREATE TABLE kids (id int PRIMARY KEY, parent_code text REFERENCES parents (code));
+        INSERT INTO parents SELECT g, 'c' || g, g FROM generate_series(1, 20) g;
+        INSERT INTO kids SELECT g, 'c' || g FROM generate_series(1, 20) g;
+    """)
+    before = pg_dump(db, "--schema-only")
+    pre = protected(store, db, db.uri("tables=public.parents,public.kids"),
+                    "ALTER TABLE parents DROP COLUMN code CASCADE; "
+                    "ALTER TABLE parents DROP COLUMN a")
+    result = preimage.undo(pre, store=store)
+    assert result.ok, result.to_dict()["reports"]
+    after = pg_dump(db, "--schema-only")
+    assert sorted(x.rstrip(",") for x in after.splitlines()) == sorted(
+        x.rstrip(",") for x in before.splitlines())
+    assert db.sql("SELECT code || '/' || a FROM parents WHERE id = 7").strip() == "c7/7"
