@@ -97,6 +97,11 @@ class PgRestorer:
 
             if isinstance(exc, psycopg.Error):
                 doing = f" (while running: {self.statement[:300]})" if self.statement else ""
+                if self.policy.keys is not None and " USING " in self.statement and \
+                        " TYPE " in self.statement:
+                    doing += (" — a row written since holds a value the column's type before "
+                              "the call cannot take: change that row, or restore the backup "
+                              "to bring the table back whole")
                 raise RestoreError(
                     f"restore of {self.snap.target} failed and was rolled back, nothing was "
                     f"changed: {_pg_message(exc)}{doing}"

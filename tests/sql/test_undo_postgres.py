@@ -321,3 +321,21 @@ def test_undo_of_dropped_columns_brings_back_their_check_unique_and_foreign_key(
     assert sorted(x.rstrip(",") for x in after.splitlines()) == sorted(
         x.rstrip(",") for x in before.splitlines())
     assert db.sql("SELECT code || '/' || a FROM parents WHERE id = 7").strip() == "c7/7"
+
+
+def test_undo_of_a_changed_type_a_later_row_cannot_take_changes_nothing(
+        db: Any, store: Any) -> None:
+    """int → text, then a person stores a word in the column: the column cannot go back to
+    int, so the undo changes nothing and says which row value stopped it and what to do."""
+    db.sql("""CREATE TABLE t (id int PRIMARY KEY, n int);
+              INSERT INTO t SELECT g, g FROM generate_series(1, 10) g;""")
+    pre = protected(store, db, db.uri("tables=public.t"), "ALTER TABLE t ALTER COLUMN n TYPE text")
+    db.sql("INSERT INTO t VALUES (11, 'eleven')")
+    with pytest.raises(preimage.PreimageError) as raised:
+        preimage.undo(pre, store=store)
+    message = str(raised.value)
+    assert "nothing was changed" in message and '"eleven"' in message
+    assert "restore the backup" in message and "\n" not in message
+    assert db.sql("SELECT data_type FROM information_schema.columns WHERE table_name = 't' "
+                  "AND column_name = 'n'").strip() == "text"
+    assert db.sql("SELECT n FROM t WHERE id = 11").strip() == "eleven"
