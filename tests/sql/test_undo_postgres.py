@@ -339,3 +339,22 @@ def test_undo_of_a_changed_type_a_later_row_cannot_take_changes_nothing(
     assert db.sql("SELECT data_type FROM information_schema.columns WHERE table_name = 't' "
                   "AND column_name = 'n'").strip() == "text"
     assert db.sql("SELECT n FROM t WHERE id = 11").strip() == "eleven"
+
+
+def test_undo_a_unique_index_made_since_forbids_changes_nothing_and_says_why(
+        db: Any, store: Any) -> None:
+    """A de-duplication that deleted every copy, then a unique index over the column: the
+    rows cannot come back beside it, so the undo changes nothing and says what to do."""
+    db.sql("""CREATE TABLE contacts (id serial PRIMARY KEY, email text NOT NULL);
+              INSERT INTO contacts (email) SELECT 'c' || (g % 5) || '@x.org'
+                  FROM generate_series(1, 20) g;""")
+    pre = protected(store, db, db.uri("tables=public.contacts"),
+                    "DELETE FROM contacts a USING contacts b WHERE a.email = b.email "
+                    "AND a.id <> b.id")
+    db.sql("CREATE UNIQUE INDEX contacts_email ON contacts (email)")
+    with pytest.raises(preimage.PreimageError) as raised:
+        preimage.undo(pre, store=store)
+    message = str(raised.value)
+    assert "nothing was changed" in message and "contacts_email" in message
+    assert "unique index made since the call" in message and "\n" not in message
+    assert db.sql("SELECT count(*) FROM contacts").strip() == "0"
