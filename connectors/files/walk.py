@@ -356,7 +356,7 @@ class Walker:
             gid=st.st_gid,
             mtime_ns=st.st_mtime_ns,
             atime_ns=st.st_atime_ns,
-            xattrs=read_xattrs(at_path(dir_fd, name, self.root / rel)),
+            xattrs=read_xattrs(at_path(dir_fd, name, lambda: self.root / rel)),
             rdev=rdev,
             extents=extents,
             inode=st.st_ino,
