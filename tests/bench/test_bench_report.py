@@ -168,6 +168,22 @@ def test_latency_panels_name_protectors_and_carry_several_ticks() -> None:
     assert len(shown) >= 3
 
 
+def test_a_latency_row_without_times_is_left_out(tmp_path: Path) -> None:
+    """A run through a real harness times whole calls, not captures: the capture row, which
+    would be empty, is not drawn (the figure is one row high), and with both rows timed it
+    is (two rows)."""
+    import matplotlib.image
+
+    from preimage.bench.plots import latency_distribution
+
+    rep = report()
+    harness_like = rep.model_copy(update={"runs": [r.model_copy(update={"capture_s": None})
+                                                  for r in rep.runs]})
+    one = matplotlib.image.imread(latency_distribution(harness_like, tmp_path)).shape[0]
+    two = matplotlib.image.imread(latency_distribution(rep, tmp_path)).shape[0]
+    assert two > 1.7 * one
+
+
 def test_time_per_call_counts_every_call_a_task_made() -> None:
     """A task of 4 calls with 0.4 s of protector time and a one-call scenario with 0.1 s
     give 0.1 s per call, shown per domain."""
