@@ -103,7 +103,8 @@ class PgRestorer:
                               "made since the call: remove it and undo again, or restore the "
                               "backup to bring the table back as it was")
                 elif self.policy.keys is not None and " USING " in self.statement and \
-                        " TYPE " in self.statement:
+                        " TYPE " in self.statement and str(
+                            getattr(exc, "sqlstate", "") or "").startswith("22"):
                     doing += (" — a row written since holds a value the column's type before "
                               "the call cannot take: change that row, or restore the backup "
                               "to bring the table back whole")
