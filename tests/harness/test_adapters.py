@@ -244,3 +244,26 @@ def test_codex_rm_is_captured_when_the_hook_cannot_see_codex(home: Path, tmp_pat
     specific = answer["hookSpecificOutput"]
     assert "updatedInput" not in specific and "preimage backup " in specific["additionalContext"]
     assert "Codex's sandbox mode cannot be told" in specific["additionalContext"]
+
+
+def test_opencode_plugin_is_told_when_a_call_has_nothing_after(home: Path,
+                                                               tmp_path: Path) -> None:
+    """A read-only call leaves no note, so the pre-call answer tells the plugin to skip the
+    post-call event (``"after": false``: no process, no round trip); a call that took a
+    backup does not, and its post-call event finds the note and names the backup."""
+    (tmp_path / "notes.txt").write_text("keep\n")
+
+    def before(command: str, call: str) -> dict[str, object]:
+        text = json.dumps({"hook_event_name": "tool.execute.before", "tool": "bash",
+                           "session_id": "s", "tool_use_id": call, "cwd": str(tmp_path),
+                           "tool_input": {"command": command}})
+        return dict(json.loads(handle("opencode", [], text).stdout))
+
+    assert before("ls -la", "c1") == {"after": False}
+    protected = before("echo changed > notes.txt", "c2")
+    assert "after" not in protected and "preimage backup " in str(protected.get("note"))
+    after = json.dumps({"hook_event_name": "tool.execute.after", "tool": "bash",
+                        "session_id": "s", "tool_use_id": "c2", "cwd": str(tmp_path),
+                        "tool_input": {"command": "echo changed > notes.txt"},
+                        "tool_response": {"output": ""}})
+    assert "preimage backup " in json.loads(handle("opencode", [], after).stdout).get("note", "")

@@ -43,6 +43,12 @@ class Harness:
     applies_rewrites: ClassVar[bool] = True   # whether it runs a rewritten input as given
     settings_comments: ClassVar[bool] = False  # whether its JSON settings may hold comments
 
+    def nothing_after(self, answer: str) -> str:
+        """The pre-call ``answer`` for a call that left no note for its post-call event
+        (no backup, no failure): a harness whose hook can skip that event when told so
+        (a plugin) says it in the answer; the others answer as they are."""
+        return answer
+
     # ------------------------------------------------------------ reading
     def event(self, payload: Any) -> HookEvent:
         """The event a payload describes.  Raises :class:`ValueError` on a malformed payload."""

@@ -167,7 +167,13 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         rewritten = replace(event.call, input=decision.updated_input)
     remember(event.call, backup_id=decision.backup_id, error=decision.error,
              targets=decision.targets, also=rewritten)
-    return adapter.answer(decision, cfg, permission_mode=event.permission_mode)
+    outcome = adapter.answer(decision, cfg, permission_mode=event.permission_mode)
+    if decision.backup_id is None and decision.error is None and not cfg.observe \
+            and not event.call.tool.startswith("mcp__") and outcome.exit_code == 0:
+        # no note was left (see remember): the post-call event has nothing to record; an
+        # MCP call's may still name the page it is on
+        outcome = HookOutcome(adapter.nothing_after(outcome.stdout), outcome.stderr, 0)
+    return outcome
 
 
 def _unread_settings(adapter: Harness, event: HookEvent, message: str,

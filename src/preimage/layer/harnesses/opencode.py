@@ -113,6 +113,14 @@ class OpenCode(Harness):
                 out["block"] = out["message"]
         return HookOutcome(json.dumps(out))
 
+    def nothing_after(self, answer: str) -> str:
+        """``"after": false``: the plugin then skips the call's ``tool.execute.after``
+        (no process, no service round trip) — there is nothing to record for it."""
+        out = json.loads(answer)
+        if isinstance(out, dict) and "block" not in out:
+            out["after"] = False
+        return json.dumps(out)
+
     def answer_after(self, completion: Completion) -> HookOutcome:
         return HookOutcome(json.dumps({"note": completion.note} if completion.note else {}))
 

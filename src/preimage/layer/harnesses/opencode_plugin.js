@@ -27,6 +27,9 @@ function command() {
 const ARGS = @@ARGS@@
 const ON_FAILURE = "@@ON_FAILURE@@"
 const notes = new Map()
+// Calls whose before-answer said "after": false — no backup, no failure: their
+// tool.execute.after has nothing to record, so it asks nothing (no process per call).
+const quiet = new Set()
 
 function ask(payload) {
   return new Promise((resolve) => {
@@ -76,11 +79,20 @@ export const Preimage = async ({ directory, worktree }) => ({
     if (answer.block) throw new Error(answer.block)
     if (answer.args && typeof answer.args === "object") Object.assign(output.args, answer.args)
     if (answer.note) notes.set(input.callID, answer.note)
+    if (answer.after === false) quiet.add(input.callID)
   },
   "tool.execute.after": async (input, output) => {
     // A built-in tool's output is {title, output, metadata}; an MCP tool's is the server's
     // result ({content: [...], isError}), turned into text only after this hook.
     const mcp = Array.isArray(output.content) && typeof output.output !== "string"
+    if (quiet.delete(input.callID)) {
+      const said = notes.get(input.callID)
+      notes.delete(input.callID)
+      if (!said) return
+      if (mcp) output.content.push({ type: "text", text: said })
+      else if (typeof output.output === "string") output.output += `\n\n${said}`
+      return
+    }
     const response = mcp
       ? { output: output.content.filter((c) => c && c.type === "text").map((c) => c.text).join("\n"),
           isError: output.isError === true }
