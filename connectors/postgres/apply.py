@@ -97,14 +97,14 @@ class PgRestorer:
 
             if isinstance(exc, psycopg.Error):
                 doing = f" (while running: {self.statement[:300]})" if self.statement else ""
-                if self.policy.keys is not None and getattr(exc, "sqlstate", None) in (
-                        "23505", "23P01") and "write rows by key" in self.statement:
+                state = getattr(exc, "sqlstate", None) or ""
+                if self.policy.keys is not None and state in ("23505", "23P01") and \
+                        "write rows by key" in self.statement:
                     doing += (" — rows the call removed collide with a row or a unique index "
                               "made since the call: remove it and undo again, or restore the "
                               "backup to bring the table back as it was")
-                elif self.policy.keys is not None and " USING " in self.statement and \
-                        " TYPE " in self.statement and str(
-                            getattr(exc, "sqlstate", "") or "").startswith("22"):
+                elif self.policy.keys is not None and state.startswith("22") and \
+                        " USING " in self.statement and " TYPE " in self.statement:
                     doing += (" — a row written since holds a value the column's type before "
                               "the call cannot take: change that row, or restore the backup "
                               "to bring the table back whole")

@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,8 +162,6 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if decision.updated_input is not None and not event.call.tool_use_id:
         # No call id (Gemini CLI): the after-event names the call by its input, which is
         # then the rewritten one (or the original, where the harness did not apply it).
-        from dataclasses import replace
-
         rewritten = replace(event.call, input=decision.updated_input)
     remember(event.call, backup_id=decision.backup_id, error=decision.error,
              targets=decision.targets, also=rewritten)
@@ -172,7 +170,7 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
             and not event.call.tool.startswith("mcp__") and outcome.exit_code == 0:
         # no note was left (see remember): the post-call event has nothing to record; an
         # MCP call's may still name the page it is on
-        outcome = HookOutcome(adapter.nothing_after(outcome.stdout), outcome.stderr, 0)
+        outcome = replace(outcome, stdout=adapter.nothing_after(outcome.stdout))
     return outcome
 
 

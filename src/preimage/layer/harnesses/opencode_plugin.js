@@ -85,19 +85,11 @@ export const Preimage = async ({ directory, worktree }) => ({
     // A built-in tool's output is {title, output, metadata}; an MCP tool's is the server's
     // result ({content: [...], isError}), turned into text only after this hook.
     const mcp = Array.isArray(output.content) && typeof output.output !== "string"
-    if (quiet.delete(input.callID)) {
-      const said = notes.get(input.callID)
-      notes.delete(input.callID)
-      if (!said) return
-      if (mcp) output.content.push({ type: "text", text: said })
-      else if (typeof output.output === "string") output.output += `\n\n${said}`
-      return
-    }
     const response = mcp
       ? { output: output.content.filter((c) => c && c.type === "text").map((c) => c.text).join("\n"),
           isError: output.isError === true }
       : { title: output.title, output: output.output, metadata: output.metadata }
-    const answer = await ask({
+    const answer = quiet.delete(input.callID) ? {} : await ask({
       hook_event_name: "tool.execute.after", tool: input.tool, session_id: input.sessionID,
       tool_use_id: input.callID, tool_input: input.args, cwd: directory, worktree,
       tool_response: response,
