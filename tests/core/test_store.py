@@ -78,9 +78,9 @@ def test_parallel_captures_from_processes_keep_the_catalog_sound(
         )
         for t in trees
     ]
+    ended = [p.communicate(timeout=300) for p in procs]   # all of them, before any assert
     ids = []
-    for p in procs:
-        out, errs = p.communicate(timeout=300)
+    for p, (out, errs) in zip(procs, ended, strict=True):
         assert p.returncode == 0, errs
         ids.append(out.strip())
     assert len(set(ids)) == 8

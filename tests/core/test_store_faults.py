@@ -80,8 +80,8 @@ def test_forget_and_prune_while_eight_captures_run(tmp_path: Path, home: Path) -
             forget(st, policy=RetentionPolicy(keep_last=3))
             prune(st, timeout=120)
             rounds += 1
-        for p in procs:
-            _out, err = p.communicate(timeout=300)
+        ended = [p.communicate(timeout=300) for p in procs]   # all, before any assert
+        for p, (_out, err) in zip(procs, ended, strict=True):
             assert p.returncode == 0, err
         report = check(st, read_data=True)
         assert report.ok, [p.message for p in report.problems]

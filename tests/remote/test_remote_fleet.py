@@ -30,9 +30,9 @@ def test_eight_writers_then_every_backup_restores_on_a_fresh_machine(fleet: Flee
             [sys.executable, "-m", "preimage", "capture", f"file://{root}", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
         trees.append((root, expected))
+    ended = [p.communicate(timeout=600) for p in procs]   # all of them, before any assert
     ids = []
-    for p in procs:
-        out, errs = p.communicate(timeout=600)
+    for p, (out, errs) in zip(procs, ended, strict=True):
         fleet.outputs += [out, errs]
         assert p.returncode == 0, errs
         ids.append(json.loads(out)["id"])

@@ -86,9 +86,9 @@ def test_prune_during_concurrent_writes_keeps_every_referenced_chunk(
                                         text=True, env=env))
     pruned = fleet.cli(fleet.machine("pruner"), "prune", "--json", check=True)
     report = json.loads(pruned.stdout)
+    ended = [w.communicate(timeout=600) for w in writers]   # all of them, before any assert
     done = []
-    for w, root in zip(writers, roots, strict=True):
-        out, errs = w.communicate(timeout=600)
+    for w, (out, errs), root in zip(writers, ended, roots, strict=True):
         fleet.outputs += [out, errs]
         assert w.returncode == 0, errs
         for line in out.splitlines():

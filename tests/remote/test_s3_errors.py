@@ -11,7 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from preimage.store.packs._s3 import _first_cause
+from preimage.store.packs._s3 import S3Location, S3Storage, _first_cause
+from preimage.store.packs._storage import ObjectMissing
 
 
 class _Busy(http.server.BaseHTTPRequestHandler):
@@ -27,15 +28,43 @@ class _Busy(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def busy_port() -> Iterator[int]:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Busy)
+class _GoneOnRetry(http.server.BaseHTTPRequestHandler):
+    """Drops the first GET without an answer and answers the retry 404: the object was
+    deleted between the two (a prune replacing an index file)."""
+
+    protocol_version = "HTTP/1.1"
+    dropped = False
+
+    def do_GET(self) -> None:
+        if not _GoneOnRetry.dropped:
+            _GoneOnRetry.dropped = True
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        body = b"<Error><Code>NoSuchKey</Code></Error>"
+        self.send_response(404)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")   # else the test waits out the keep-alive
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    yield from _serve(_Busy)
 
 
 def _put_error(port: int) -> str:
@@ -69,3 +98,16 @@ def test_a_closed_port_is_still_connection_refused() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     assert _first_cause(_put_error(port)) == "connection refused"
+
+
+def test_an_object_deleted_while_it_is_read_is_missing_not_an_unreachable_store() -> None:
+    """obstore retries a GET that got no answer; when the object is gone by then it
+    reports the retry's 404 as a GenericError, not a NotFoundError. A writer that read an index file a prune
+    was replacing stopped with "cannot reach the object store"; it must see a missing
+    object, which the index refresh skips."""
+    _GoneOnRetry.dropped = False
+    for port in _serve(_GoneOnRetry):
+        storage = S3Storage(S3Location("bucket", "", f"http://127.0.0.1:{port}", None),
+                            env={"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})
+        with pytest.raises(ObjectMissing):
+            storage.get("index/0123")

@@ -100,7 +100,12 @@ class S3Storage:
 
         text = str(exc)
         where = self.loc.url
-        if isinstance(exc, ox.NotFoundError) or "NoSuchBucket" in text:
+        # A GET whose body broke off is retried from where it stopped; if the object was
+        # deleted meanwhile (a prune replacing an index) obstore wraps the NotFound of the
+        # retry in a GenericError: that is still a missing object, not an unreachable store.
+        missing = isinstance(exc, ox.NotFoundError) or bool(
+            name and re.search(r"\bsource: NotFound \{|status code: 404\b", text))
+        if missing or "NoSuchBucket" in text:
             if "NoSuchBucket" in text or not name:
                 return StoreConfigError(
                     f"bucket {self.loc.bucket!r} does not exist at {where} — create it (or fix "
