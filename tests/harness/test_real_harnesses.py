@@ -438,7 +438,8 @@ def test_gemini_sessions_share_one_decision_service(
         model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Each Gemini CLI run is a new session with its own `GEMINI_SESSION_ID` in the hook's
     environment: the second session's calls reach the service the first one started, and
-    no second service is left running."""
+    no second service is left running. The read-only call's after-event (Gemini CLI names
+    no call, and the session left no pre-call note) is answered by the hook client alone."""
     root = tmp_path_factory.mktemp("gemini-service")
     runtime = root / "rt"
     try:
@@ -456,3 +457,6 @@ def test_gemini_sessions_share_one_decision_service(
     log = [json.loads(line) for line in log_path.read_text().splitlines()[seen:]]
     assert [e for e in log if e.get("event") == "path"] == []   # none decided in-process
     assert [e["tool"] for e in log if e.get("event") == "decision"] == ["Bash"]
+    alone = [e for e in log if e.get("path") == "nothing after"]
+    assert [e["tool"] for e in alone] == ["run_shell_command"]
+    assert after["served"]["hook"] - first["served"]["hook"] == 1   # type: ignore[index]

@@ -98,3 +98,64 @@ def test_the_hook_process_answers_a_read_only_call_after_it_alone(home: Path, tm
     assert done["t-read"]["path"] == "nothing after" and done["t-read"]["backup_id"] is None
     assert done["t-write"].get("path") is None
     assert done["t-write"]["backup_id"] and done["t-write"]["backup_id"] in backup
+
+
+GEMINI = {"hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+          "tool_input": {"command": "rm -r build", "dir_path": "sub"},
+          "tool_response": {"llmContent": ""}, "session_id": "g-5e1", "cwd": "/"}
+
+
+def test_gemini_without_call_ids_is_answered_alone_only_when_its_session_left_no_note(
+        log: Path) -> None:
+    """Gemini CLI names no call: its note's name ends in a digest of the mapped tool and
+    input. A note of this session — whichever call it is for, written or being written —
+    sends the event the whole way; another session's note does not; an MCP call and an
+    event with a call id always go."""
+    assert nothing_after("gemini", json.dumps(GEMINI)) is not None
+    event = get_harness("gemini").event(json.loads(json.dumps(GEMINI)))
+    assert event.phase == "post" and event.call is not None
+    mine = pending_dir() / f"{call_key(event.call)}.json"
+    other = event.call.__class__(**{**vars(event.call), "session_id": "g-other"})
+    pending_dir().mkdir(parents=True)
+    (pending_dir() / f"{call_key(other)}.json").write_text("{}")
+    assert nothing_after("gemini", json.dumps(GEMINI)) is not None
+    for name in (mine.name, f".{mine.name}.123.tmp"):
+        (pending_dir() / name).write_text("{}")
+        assert nothing_after("gemini", json.dumps(GEMINI)) is None
+        (pending_dir() / name).unlink()
+    for changed in ({"mcp_context": {"server_name": "shop"}}, {"tool_use_id": "x"},
+                    {"tool_name": "mcp_shop_write_query"}):
+        assert nothing_after("gemini", json.dumps({**GEMINI, **changed})) is None
+
+
+def test_the_compiled_client_agrees_on_gemini(log: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled client answers the same Gemini events alone, and sends the one with a
+    note on (with no service here, to the Python client it hands over to)."""
+    from preimage.services.compiled_client import ensure_client
+
+    monkeypatch.setenv("PREIMAGE_CACHE_DIR", str(tmp_path / "cache"))
+    binary, why = ensure_client()
+    assert binary is not None, why
+    preimage = str(Path(sys.executable).parent / "preimage")
+    event = get_harness("gemini").event(json.loads(json.dumps(GEMINI)))
+    assert event.call is not None
+    env = {**os.environ, "PREIMAGE_SERVICE": "off"}
+
+    def client(payload: dict[str, object]) -> list[dict[str, object]]:
+        before = log.read_text().splitlines() if log.exists() else []
+        ran = subprocess.run([str(binary), preimage, "hook", "gemini"],
+                             input=json.dumps(payload), capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        return [json.loads(x) for x in log.read_text().splitlines()[len(before):]]
+
+    alone = client(GEMINI)
+    assert [(e["path"], e.get("client")) for e in alone] == [("nothing after", "compiled")]
+    pending_dir().mkdir(parents=True, exist_ok=True)
+    (pending_dir() / f"{call_key(event.call)}.json").write_text(json.dumps(
+        {"backup_id": None, "error": "the store was full", "targets": [], "tool": "Bash"}))
+    whole = client(GEMINI)
+    assert all(e.get("path") != "nothing after" for e in whole)
+    assert any(e.get("event") == "completed" and e.get("error") == "the store was full"
+               for e in whole)

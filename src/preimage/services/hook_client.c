@@ -18,6 +18,7 @@
  * runs the same payloads through both clients and compares the answers.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -430,25 +431,34 @@ static void mkdirs(char *path) {
 static const char *const END_EVENTS[] = {"PostToolUse", "PostToolUseFailure", "AfterTool"};
 
 /* hook_client.nothing_after: a post-call event with no pre-call note and not MCP is
- * answered "{}" here.  0 when answered; -1 when the call goes the whole way. */
+ * answered "{}" here.  0 when answered; -1 when the call goes the whole way.  Gemini CLI's
+ * calls have no id (the note's name ends in a digest of the mapped tool and input): its
+ * event is answered here only when the session has no note at all. */
 static int nothing_after(const char *harness) {
-    if (strcmp(harness, "claude-code") && strcmp(harness, "codex") && strcmp(harness, "qwen"))
+    int digest = strcmp(harness, "gemini") == 0;
+    if (!digest && strcmp(harness, "claude-code") && strcmp(harness, "codex")
+        && strcmp(harness, "qwen"))
         return -1;
     member_t m[] = {{"hook_event_name", 0, 1, {0}}, {"tool_name", 0, 1, {0}},
-                    {"session_id", 0, 1, {0}}, {"tool_use_id", 0, 1, {0}}};
+                    {"session_id", 0, 1, {0}}, {"tool_use_id", 0, 1, {0}},
+                    {"mcp_context", 0, 1, {0}}};
     int rc = -1;
     buf_t folder = {0}, key = {0}, line = {0};
-    if (jobject(g_payload, g_payload_n, m, 4)) goto out;
-    member_t *event = &m[0], *tool = &m[1], *session = &m[2], *call = &m[3];
+    if (jobject(g_payload, g_payload_n, m, 5)) goto out;
+    member_t *event = &m[0], *tool = &m[1], *session = &m[2], *call = &m[3], *mcp = &m[4];
     int end = 0;
     for (size_t k = 0; k < 3; k++)
         if (event->kind == 's' && strcmp(event->text.p, END_EVENTS[k]) == 0
             && event->text.n == strlen(END_EVENTS[k]))
             end = 1;
-    if (!end || tool->kind != 's' || !tool->plain || call->kind != 's' || !call->plain
-        || call->text.n == 0 || (session->kind && session->kind != 's') || !session->plain)
+    if (!end || tool->kind != 's' || !tool->plain || (session->kind && session->kind != 's')
+        || !session->plain)
         goto out;
-    if (memchr(tool->text.p, 0, tool->text.n) || memchr(call->text.p, 0, call->text.n)
+    if (digest ? (call->kind || mcp->kind)
+               : (call->kind != 's' || !call->plain || call->text.n == 0
+                  || memchr(call->text.p, 0, call->text.n)))
+        goto out;
+    if (memchr(tool->text.p, 0, tool->text.n)
         || (session->kind && memchr(session->text.p, 0, session->text.n)))
         goto out;
     for (size_t k = 0; k + 3 <= tool->text.n; k++) {
@@ -459,24 +469,45 @@ static int nothing_after(const char *harness) {
     puts_(&key, "-");
     puts_(&key, session->kind && session->text.n ? session->text.p : "nosession");
     puts_(&key, "-");
-    puts_(&key, call->text.p);
+    if (!digest) puts_(&key, call->text.p);
     for (size_t k = 0; k < key.n; k++) {
         char c = key.p[k];
         int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
                    || c == '-' || c == '_' || c == '.';
         if (!keep) key.p[k] = '_';
     }
+    if (digest && key.n > 160) goto out;   /* the digest would not fit in the name */
     if (key.n > 200) { key.n = 200; key.p[200] = 0; }
     if (log_folder(&folder)) goto out;
     buf_t note = {0};
     put(&note, folder.p, folder.n);
-    puts_(&note, "/pending/");
-    puts_(&note, key.p);
-    puts_(&note, ".json");
-    struct stat st;
-    int noted = lstat(note.p, &st) == 0;
-    free(note.p);
-    if (noted) goto out;
+    puts_(&note, "/pending");
+    if (digest) {
+        DIR *d = opendir(note.p);
+        int found = 0, failed = 0;
+        if (!d) failed = errno != ENOENT;
+        else {
+            struct dirent *e;
+            errno = 0;
+            while ((e = readdir(d)) != NULL) {
+                const char *name = e->d_name;
+                while (*name == '.') name++;   /* ".<name>.<pid>.tmp": a note being written */
+                if (strncmp(name, key.p, key.n) == 0) { found = 1; break; }
+            }
+            failed = !found && errno != 0;
+            closedir(d);
+        }
+        free(note.p);
+        if (found || failed) goto out;
+    } else {
+        puts_(&note, "/");
+        puts_(&note, key.p);
+        puts_(&note, ".json");
+        struct stat st;
+        int noted = lstat(note.p, &st) == 0;
+        free(note.p);
+        if (noted) goto out;
+    }
     /* the log line hook_client._log writes */
     struct timeval now;
     gettimeofday(&now, NULL);
@@ -486,7 +517,8 @@ static int nothing_after(const char *harness) {
     puts_(&line, ", \"tool\": ");
     json_str(&line, (const unsigned char *)tool->text.p, tool->text.n);
     puts_(&line, ", \"tool_use_id\": ");
-    json_str(&line, (const unsigned char *)call->text.p, call->text.n);
+    if (digest) puts_(&line, "null");
+    else json_str(&line, (const unsigned char *)call->text.p, call->text.n);
     puts_(&line, ", \"session_id\": ");
     if (session->kind) json_str(&line, (const unsigned char *)session->text.p, session->text.n);
     else puts_(&line, "null");
@@ -505,7 +537,7 @@ static int nothing_after(const char *harness) {
     write_all(1, "{}\n", 3);
     rc = 0;
 out:
-    for (size_t k = 0; k < 4; k++) free(m[k].text.p);
+    for (size_t k = 0; k < 5; k++) free(m[k].text.p);
     free(folder.p);
     free(key.p);
     free(line.p);

@@ -198,8 +198,16 @@ def mark_boundary(harness: str, text: str) -> None:
 
 
 #: Harnesses whose post-call payload names the call (``session_id``, ``tool_use_id``), so
-#: the pre-call note's file name can be known here (Gemini CLI's is a digest of the input).
+#: the pre-call note's file name can be known here.
 _NAMED_CALLS = frozenset({"claude-code", "codex", "qwen"})
+#: Harnesses whose calls have no id (Gemini CLI): the note's name ends in a digest of the
+#: mapped tool and input, so here only "no note of this session at all" can be known.
+_DIGEST_CALLS = frozenset({"gemini"})
+
+
+def _note_name(harness: str, session: object, call: str) -> str:
+    raw = f"{harness}-{session if isinstance(session, str) and session else 'nosession'}-{call}"
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)[:200]
 
 
 def nothing_after(harness: str, text: str) -> dict[str, Any] | None:
@@ -208,9 +216,11 @@ def nothing_after(harness: str, text: str) -> dict[str, Any] | None:
     what to log for it.  ``None`` for anything else, which goes the whole way.
 
     The note's name is :func:`preimage.layer.deciding.completion.call_key`'s (a test holds
-    the two equal); anything this cannot read goes the whole way, so an unusual payload
-    costs time, never a post-call step."""
-    if harness not in _NAMED_CALLS or os.environ.get("PREIMAGE_SUPERVISOR"):
+    the two equal); for a harness without call ids the event is answered alone only when
+    the session has no note at all.  Anything this cannot read goes the whole way, so an
+    unusual payload costs time, never a post-call step."""
+    digest = harness in _DIGEST_CALLS
+    if not (digest or harness in _NAMED_CALLS) or os.environ.get("PREIMAGE_SUPERVISOR"):
         return None
     try:
         payload = json.loads(text)
@@ -219,13 +229,27 @@ def nothing_after(harness: str, text: str) -> dict[str, Any] | None:
     if not isinstance(payload, dict) or payload.get("hook_event_name") not in _END_EVENTS:
         return None
     tool, session, call = (payload.get(k) for k in ("tool_name", "session_id", "tool_use_id"))
-    if not isinstance(tool, str) or "mcp" in tool.lower() or not isinstance(call, str) or not call:
+    if not isinstance(tool, str) or "mcp" in tool.lower():
         return None
-    raw = f"{harness}-{session if isinstance(session, str) and session else 'nosession'}-{call}"
-    key = "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)[:200]
+    if digest:
+        if "tool_use_id" in payload or "mcp_context" in payload:
+            return None
+        prefix = _note_name(harness, session, "")
+        if len(prefix) > 160:    # the digest would not fit in the name: cannot tell
+            return None
+    elif not isinstance(call, str) or not call:
+        return None
     try:
         folder = os.path.join(os.path.dirname(_log_path()), "pending")
-        if os.path.lexists(os.path.join(folder, key + ".json")):
+        if digest:
+            try:
+                with os.scandir(folder) as notes:
+                    # ".<name>.<pid>.tmp" is a note being written
+                    if any(n.name.lstrip(".").startswith(prefix) for n in notes):
+                        return None
+            except FileNotFoundError:
+                pass
+        elif os.path.lexists(os.path.join(folder, _note_name(harness, session, call) + ".json")):
             return None
     except OSError:
         return None
