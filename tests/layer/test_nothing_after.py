@@ -100,7 +100,7 @@ def test_the_hook_process_answers_a_read_only_call_after_it_alone(home: Path, tm
     assert done["t-write"]["backup_id"] and done["t-write"]["backup_id"] in backup
 
 
-GEMINI = {"hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+GEMINI: dict[str, object] = {"hook_event_name": "AfterTool", "tool_name": "run_shell_command",
           "tool_input": {"command": "rm -r build", "dir_path": "sub"},
           "tool_response": {"llmContent": ""}, "session_id": "g-5e1", "cwd": "/"}
 

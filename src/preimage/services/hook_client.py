@@ -249,7 +249,7 @@ def nothing_after(harness: str, text: str) -> dict[str, Any] | None:
                         return None
             except FileNotFoundError:
                 pass
-        elif os.path.lexists(os.path.join(folder, _note_name(harness, session, call) + ".json")):
+        elif os.path.lexists(os.path.join(folder, _note_name(harness, session, str(call)) + ".json")):
             return None
     except OSError:
         return None
