@@ -11,7 +11,7 @@ import hashlib
 import io
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
@@ -26,6 +26,13 @@ class DigestCache(Protocol):
     ) -> str | None: ...
 
     def cache_digests(self, rows: list[tuple[int, int, int, int, int, str]]) -> None: ...
+
+    def cached_digests(self, dev: int, inodes: Sequence[int]
+                       ) -> dict[int, tuple[int, int, int, str]] | None:
+        """``cached_digest`` for many inodes of one device at once: inode → ``(size,
+        mtime_ns, ctime_ns, digest)`` of those it holds (the caller compares the stat);
+        ``None`` when this cache cannot batch (ask ``cached_digest`` one by one)."""
+        ...
 
 
 @dataclass(frozen=True)

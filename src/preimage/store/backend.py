@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -321,6 +321,11 @@ class Catalog(ABC):
     @abstractmethod
     def cache_digests(self, rows: list[tuple[int, int, int, int, int, str]]) -> None:
         """Remember digests by identity and stat (batched)."""
+
+    def cached_digests(self, dev: int, inodes: Sequence[int]
+                       ) -> dict[int, tuple[int, int, int, str]] | None:
+        """:meth:`cached_digest` for many inodes at once (``None``: not batched here)."""
+        return None
 
     # ------------------------------------------------------------ trash
     @abstractmethod

@@ -17,7 +17,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -635,6 +635,21 @@ class SqliteCatalog(Catalog):
             return
         with self._tx() as db:
             db.executemany("INSERT OR REPLACE INTO stat_cache VALUES (?,?,?,?,?,?)", rows)
+
+    def cached_digests(self, dev: int, inodes: Sequence[int]
+                       ) -> dict[int, tuple[int, int, int, str]] | None:
+        """The recorded stat and digest of each of ``inodes`` it holds, in one query per
+        500 (a directory's files, before they are read)."""
+        found: dict[int, tuple[int, int, int, str]] = {}
+        db = self._db
+        for start in range(0, len(inodes), 500):
+            part = list(inodes[start:start + 500])
+            marks = ",".join("?" * len(part))
+            for ino, size, mtime_ns, ctime_ns, digest in db.execute(
+                    "SELECT ino, size, mtime_ns, ctime_ns, digest FROM stat_cache"
+                    f" WHERE dev=? AND ino IN ({marks})", (dev, *part)):
+                found[int(ino)] = (int(size), int(mtime_ns), int(ctime_ns), str(digest))
+        return found
 
     # ------------------------------------------------------------ blob verification record
     def blob_keys(self) -> dict[str, tuple[int, int, int, int]]:
