@@ -368,12 +368,15 @@ class BackupLayer:
         from preimage.engine.undo import capture_after
 
         assert completion.backup_id is not None
+        t0 = time.perf_counter()
         try:
             post = capture_after(completion.backup_id, store=self._open_store())
         except (PreimageError, OSError) as exc:
             completion.post_error = (f"the capture after the call failed: {exc}; `preimage "
                                      "undo` cannot revert this call alone")
             return
+        finally:
+            completion.post_capture_seconds = round(time.perf_counter() - t0, 6)
         completion.post_backup_id = post.id if post is not None else None
 
     def _open_store(self) -> Store:

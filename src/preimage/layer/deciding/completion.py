@@ -59,6 +59,7 @@ class Completion:
     tool_use_id: str | None = None
     post_backup_id: str | None = None  # the same targets captured right after the call
     post_error: str | None = None      # why that capture failed, when it did
+    post_capture_seconds: float = 0.0  # time that capture took
 
     @property
     def note(self) -> str:
