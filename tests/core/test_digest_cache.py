@@ -12,7 +12,6 @@ from pathlib import Path
 import preimage
 from preimage.store.store import Store
 
-
 IN_OPEN, IN_ISDIR, IN_NONBLOCK = 0x20, 0x40000000, 0o4000
 
 

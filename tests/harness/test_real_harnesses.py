@@ -460,3 +460,36 @@ def test_gemini_sessions_share_one_decision_service(
     alone = [e for e in log if e.get("path") == "nothing after"]
     assert [e["tool"] for e in alone] == ["run_shell_command"]
     assert after["served"]["hook"] - first["served"]["hook"] == 1   # type: ignore[index]
+
+
+@pytest.mark.parametrize("harness", ["opencode"])
+def test_plugin_talks_to_the_service_itself(
+        harness: str, model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The OpenCode plugin (installed for the user: with the compiled client) asks that
+    client once where the service listens and then sends each call to it itself: every call of the second run is served with the harness
+    process itself at the other end of the socket (one peer, no process per call), and the
+    backup of the protected call restores."""
+    root = tmp_path_factory.mktemp(f"{harness}-direct")
+    project, runtime = root / "project", root / "rt"
+    calls = [shell(harness, "ls -la"), edit(harness, project / "notes.txt", "hello\n", "over\n")]
+    try:
+        ran = start(model, harness, root, calls, service=True, user_scope=True)
+        wait_for_service(runtime)                      # the one the first call started
+        (project / "notes.txt").write_text("hello\n")
+        serve_log = runtime / "serve.log"
+        seen = len(serve_log.read_text().splitlines())
+        again = ran.box.run(label=f"{harness}-direct-again")
+        assert again.returncode == 0, again.stderr[-3000:]
+        served = [json.loads(line) for line in serve_log.read_text().splitlines()[seen:]]
+    finally:
+        stop_services(runtime)
+    hooks = [e for e in served if e.get("event") == "hook"]
+    assert len(hooks) == 3                             # ls before; the edit before and after
+    assert all(e["result"] == "answered" for e in hooks), hooks
+    assert len({e["peer_pid"] for e in hooks}) == 1, hooks
+    assert (project / "notes.txt").read_text() == "over\n"
+    log = [json.loads(line) for line in Path(ran.env["PREIMAGE_LOG"]).read_text().splitlines()]
+    edit_id = [e["backup_id"] for e in log if e.get("event") == "decision"
+               and e.get("action") == "capture"][-1]
+    preimage("restore", edit_id, env=ran.env)
+    assert (project / "notes.txt").read_text() == "hello\n"

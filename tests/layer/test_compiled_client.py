@@ -333,3 +333,51 @@ def test_a_stale_client_does_not_make_every_call_in_process(hooks: Hooks,
     assert code == 0 and json.loads(out) == {} and "in-process" not in err
     log = (tmp_path / "log" / "hook.log").read_text()
     assert "compiled client stale" in log and "install --user" in log
+
+
+_DRIVE = """
+const plugin = await import(process.argv[2])
+const hooks = await plugin.Preimage({ directory: process.cwd(), worktree: process.cwd() })
+const output = { args: { command: "echo x > notes.txt" } }
+try {
+  await hooks["tool.execute.before"]({ tool: "bash", sessionID: "s1", callID: "c1" }, output)
+  console.log(JSON.stringify({ ran: true }))
+} catch (e) {
+  console.log(JSON.stringify({ blocked: e.message }))
+}
+"""
+
+
+@pytest.mark.parametrize(("behave", "said"), [(_accept_then_die, "lost"),
+                                               (_refuse, "unavailable")])
+def test_the_plugin_talking_to_the_service_fails_as_the_client_does(
+        client: str, hooks: Hooks, tmp_path: Path, behave: Callable[[socket.socket], None],
+        said: str) -> None:
+    """The OpenCode plugin sends a call to the service itself. A service that took the call
+    and died gets it answered NOT backed up by the Python client, told so (with --on-failure
+    deny: blocked), and the call is never sent twice; one that refuses it has the call go
+    the client's way (decided in-process, backed up)."""
+    from preimage.layer.harnesses.opencode import plugin_source
+
+    work = _workspace(tmp_path)
+    env = hooks.home(tmp_path)
+    plugin = tmp_path / "preimage.mjs"
+    plugin.write_text(plugin_source(PREIMAGE, ["--on-failure", "deny"], "deny", client=client))
+    (tmp_path / "drive.mjs").write_text(_DRIVE)
+    fake = FakeService(env, behave)
+    try:
+        ran = subprocess.run(["node", str(tmp_path / "drive.mjs"), plugin.as_uri()], env=env,
+                             cwd=work, capture_output=True, text=True, timeout=300)
+    finally:
+        fake.close()
+    assert ran.returncode == 0, ran.stderr
+    assert len(fake.requests) == 1 and fake.requests[0]["harness"] == "opencode"
+    assert fake.requests[0]["env"]["PREIMAGE_HOME"] == env["PREIMAGE_HOME"]
+    answer = json.loads(ran.stdout.strip().splitlines()[-1])
+    events = [json.loads(line) for line in (tmp_path / "log" / "hook.log").read_text().splitlines()]
+    handed = [e["said"] for e in events if e.get("path") == "compiled client handed over"]
+    if said == "lost":
+        assert "NOT backed up" in answer["blocked"] and handed == ["lost"]
+    else:
+        assert answer == {"ran": True}
+        assert any(e.get("event") == "decision" and e.get("backup_id") for e in events)

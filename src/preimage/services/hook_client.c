@@ -784,6 +784,15 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_argv = argv + 1;
+    if (argc == 3 && strcmp(argv[2], "--socket-path") == 0) {
+        /* where the service of this installation listens (the OpenCode and Kilo Code
+         * plugin asks once and then talks to it itself: no process per call) */
+        buf_t where = {0};
+        if (socket_path(&where)) return 1;
+        puts_(&where, "\n");
+        write_all(1, where.p, where.n);
+        return 0;
+    }
     read_stdin();
     /* anything but `PREIMAGE hook HARNESS …` (help, no harness) is the Python client's */
     if (argc < 4 || strcmp(argv[2], "hook") != 0 || argv[3][0] == '-')

@@ -6,8 +6,9 @@
 //   after:  the call's completion is recorded against its backup.
 // When preimage itself cannot run, the call goes ahead unless ON_FAILURE is "deny",
 // and the failure is said on stderr and in the tool's output — never a silent pass.
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { accessSync, constants } from "node:fs"
+import { createConnection } from "node:net"
 
 const PREIMAGE = process.env.PREIMAGE_BIN || "@@PREIMAGE@@"
 // The compiled hook client (no interpreter start per call); the Python client when it is
@@ -31,14 +32,111 @@ const notes = new Map()
 // tool.execute.after has nothing to record, so it asks nothing (no process per call).
 const quiet = new Set()
 
-function ask(payload) {
+// The decision service's socket, asked of the compiled client once: later calls talk to
+// the service here, as the client would (its wire protocol), with no process per call.
+// Anything but a served answer goes the client's way: a service that is not there or
+// refuses the call -> the client (it decides in-process and starts one); a service that
+// took the call and gave no answer -> the Python client told so (it answers NOT backed
+// up with ON_FAILURE and never sends the call twice).
+let socketPath = null
+let socketTries = 0
+
+function serviceSocket() {
+  if (socketPath) return socketPath
+  if (socketTries >= 3 || !CLIENT || process.env.PREIMAGE_BIN
+      || process.env.PREIMAGE_SUPERVISOR
+      || /^(0|off|no|false)$/i.test(process.env.PREIMAGE_SERVICE || "")) return null
+  socketTries += 1
+  try {
+    const got = spawnSync(CLIENT, [PREIMAGE, "--socket-path"], { encoding: "utf8", timeout: 5000 })
+    if (got.status === 0 && got.stdout.trim()) socketPath = got.stdout.trim()
+  } catch (e) {}
+  return socketPath
+}
+
+function askService(where, text) {
+  return new Promise((resolve) => {
+    const env = {}
+    for (const [k, v] of Object.entries(process.env))
+      if (k && v !== undefined && k !== "PREIMAGE_OBSERVED_CALL") env[k] = v
+    const body = Buffer.from(text, "utf8")
+    const head = JSON.stringify({ v: 1, op: "hook", harness: "@@HARNESS@@", args: ARGS,
+                                  cwd: process.cwd(), env, body: body.length }) + "\n"
+    let buffered = Buffer.alloc(0)
+    let accepted = false
+    let done = false
+    const sock = createConnection(where)
+    const finish = (result) => {
+      if (done) return
+      done = true
+      sock.destroy()
+      resolve(result)
+    }
+    const lost = (why) => finish(accepted ? { lost: why } : { unavailable: why })
+    sock.setTimeout(@@CONNECT_MS@@, () => lost("timed out"))
+    sock.on("error", (e) => lost(e.message))
+    sock.on("close", () => lost("it closed the connection"))
+    sock.on("connect", () => {
+      sock.setTimeout(@@ACCEPT_MS@@)
+      sock.write(head)
+      sock.write(body)
+    })
+    sock.on("data", (chunk) => {
+      buffered = Buffer.concat([buffered, chunk])
+      let nl
+      while (!done && (nl = buffered.indexOf(10)) >= 0) {
+        const line = buffered.subarray(0, nl).toString("utf8")
+        buffered = buffered.subarray(nl + 1)
+        let doc
+        try { doc = JSON.parse(line) } catch (e) { lost("an unreadable reply"); return }
+        if (!accepted) {
+          if (doc.event !== "accepted") { finish({ unavailable: doc.error || "refused" }); return }
+          accepted = true
+          const deadline = (typeof doc.deadline === "number" && doc.deadline > 0 ? doc.deadline : 45)
+          sock.setTimeout((deadline + @@ANSWER_MARGIN@@) * 1000)
+        } else if (doc.event === "answer") {
+          finish({ answer: doc })
+        } else {
+          lost(doc.error || "an answer without an event")
+        }
+      }
+    })
+  })
+}
+
+async function ask(payload) {
+  const text = JSON.stringify(payload)
+  const where = serviceSocket()
+  if (where) {
+    const got = await askService(where, text)
+    if (got.answer) {
+      const a = got.answer
+      if (a.exit_code) {
+        return { failed: `${PREIMAGE} hook exited with ${a.exit_code}: ${String(a.stderr || "").trim().slice(0, 500)}` }
+      }
+      try {
+        return JSON.parse(a.stdout || "{}")
+      } catch (e) {
+        return { failed: `${PREIMAGE} hook answered something that is not JSON: ${String(a.stdout).slice(0, 200)}` }
+      }
+    }
+    if (got.lost) {
+      return spawnAsk(text, [PREIMAGE, ["hook", "@@HARNESS@@", ...ARGS]],
+                      { PREIMAGE_HOOK_FALLBACK: `lost the decision service stopped mid-call (${got.lost})`,
+                        PREIMAGE_HOOK_SOCKET: where })
+    }
+  }
+  return spawnAsk(text, command(), {})
+}
+
+function spawnAsk(text, [program, argv], extra) {
   return new Promise((resolve) => {
     let out = ""
     let err = ""
     let child
     try {
-      const [program, argv] = command()
-      child = spawn(program, argv, { stdio: ["pipe", "pipe", "pipe"] })
+      const env = Object.keys(extra).length ? { ...process.env, ...extra } : undefined
+      child = spawn(program, argv, { stdio: ["pipe", "pipe", "pipe"], env })
     } catch (e) {
       resolve({ failed: `cannot run ${PREIMAGE}: ${e.message}` })
       return
@@ -58,7 +156,7 @@ function ask(payload) {
       }
     })
     child.stdin.on("error", () => {})
-    child.stdin.end(JSON.stringify(payload))
+    child.stdin.end(text)
   })
 }
 
