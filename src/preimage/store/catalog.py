@@ -112,6 +112,21 @@ _BACKUP_COLUMNS = (
 _ID_CHARS = re.compile(r"^[0-9a-z]+$")
 
 
+def stat_cache_rows(db: sqlite3.Connection, dev: int, inodes: Sequence[int]
+                    ) -> dict[int, tuple[int, int, int, str]]:
+    """Inode → ``(size, mtime_ns, ctime_ns, digest)`` of each of ``inodes`` a ``stat_cache``
+    table holds, in one query per 500 (a directory's files, before they are read)."""
+    found: dict[int, tuple[int, int, int, str]] = {}
+    for start in range(0, len(inodes), 500):
+        part = list(inodes[start:start + 500])
+        marks = ",".join("?" * len(part))
+        for ino, size, mtime_ns, ctime_ns, digest in db.execute(
+                "SELECT ino, size, mtime_ns, ctime_ns, digest FROM stat_cache"
+                f" WHERE dev=? AND ino IN ({marks})", (dev, *part)):
+            found[int(ino)] = (int(size), int(mtime_ns), int(ctime_ns), str(digest))
+    return found
+
+
 class SqliteCatalog(Catalog):
     """The catalog database at ``path``; leases live in ``path.parent / "locks"``."""
 
@@ -638,18 +653,8 @@ class SqliteCatalog(Catalog):
 
     def cached_digests(self, dev: int, inodes: Sequence[int]
                        ) -> dict[int, tuple[int, int, int, str]] | None:
-        """The recorded stat and digest of each of ``inodes`` it holds, in one query per
-        500 (a directory's files, before they are read)."""
-        found: dict[int, tuple[int, int, int, str]] = {}
-        db = self._db
-        for start in range(0, len(inodes), 500):
-            part = list(inodes[start:start + 500])
-            marks = ",".join("?" * len(part))
-            for ino, size, mtime_ns, ctime_ns, digest in db.execute(
-                    "SELECT ino, size, mtime_ns, ctime_ns, digest FROM stat_cache"
-                    f" WHERE dev=? AND ino IN ({marks})", (dev, *part)):
-                found[int(ino)] = (int(size), int(mtime_ns), int(ctime_ns), str(digest))
-        return found
+        """The recorded stat and digest of each of ``inodes`` it holds (one query per 500)."""
+        return stat_cache_rows(self._db, dev, inodes)
 
     # ------------------------------------------------------------ blob verification record
     def blob_keys(self) -> dict[str, tuple[int, int, int, int]]:

@@ -145,18 +145,10 @@ class LocalDigestCache:
 
     def cached_digests(self, dev: int, inodes: Sequence[int]
                        ) -> dict[int, tuple[int, int, int, str]] | None:
-        """The recorded stat and digest of each of ``inodes`` it holds, in one query per
-        500 (a directory's files, before they are read)."""
-        found: dict[int, tuple[int, int, int, str]] = {}
-        db = self._db()
-        for start in range(0, len(inodes), 500):
-            part = list(inodes[start:start + 500])
-            marks = ",".join("?" * len(part))
-            for ino, size, mtime_ns, ctime_ns, digest in db.execute(
-                    "SELECT ino, size, mtime_ns, ctime_ns, digest FROM stat_cache"
-                    f" WHERE dev=? AND ino IN ({marks})", (dev, *part)):
-                found[int(ino)] = (int(size), int(mtime_ns), int(ctime_ns), str(digest))
-        return found
+        """The recorded stat and digest of each of ``inodes`` it holds (one query per 500)."""
+        from preimage.store.catalog import stat_cache_rows
+
+        return stat_cache_rows(self._db(), dev, inodes)
 
 
 def open_backend(settings: RemoteSettings, home: Path) -> tuple[PackBlobStore, PostgresCatalog]:
