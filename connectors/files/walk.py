@@ -21,6 +21,7 @@ listed in :attr:`Walker.uncaptured`.  Temporary files a killed restore left
 
 from __future__ import annotations
 
+import array
 import contextlib
 import errno
 import hashlib
@@ -46,6 +47,7 @@ TMP_PREFIX = ".preimage-tmp-"
 # the walk, with its subtree; it gets the entry's lstat result.
 Exclude = Callable[[str, os.stat_result], bool]
 _CACHE_BATCH = 500
+_LISTED_MAX = 100_000   # directory entries whose inodes are kept for one digest-cache query
 _CHUNK = 1 << 20
 
 
@@ -310,14 +312,21 @@ class Walker:
                     target=str(self.root),
                 ) from exc
             raise self._fail("list", rel, exc) from exc
+        names: list[str] = []
+        inodes = array.array("Q")
         try:
             with os.scandir(fd) as listing:
-                files = {e.name: e.inode() for e in listing}
+                for e in listing:
+                    names.append(e.name)
+                    inodes.append(e.inode())
         except OSError as exc:
             os.close(fd)
             raise self._fail("list", rel, exc) from exc
-        self._listed[fd] = _Listing(files)
-        return fd, rel, iter(sorted(files))
+        if len(names) <= _LISTED_MAX:   # a huge directory is looked up file by file
+            self._listed[fd] = _Listing(dict(zip(names, inodes, strict=True)))
+        del inodes
+        names.sort()
+        return fd, rel, iter(names)
 
     def _cached(self, dir_fd: int, name: str, st: os.stat_result) -> str | None:
         """The digest cache's digest for the unchanged file ``st``: looked up for the whole
