@@ -104,7 +104,8 @@ class S3Storage:
         # deleted meanwhile (a prune replacing an index) obstore wraps the NotFound of the
         # retry in a GenericError: that is still a missing object, not an unreachable store.
         missing = isinstance(exc, ox.NotFoundError) or bool(
-            name and re.search(r"\bsource: NotFound \{|status code: 404\b", text))
+            name and op in ("get", "read part of")
+            and re.search(r"\bsource: NotFound \{|status code: 404\b", text))
         if missing or "NoSuchBucket" in text:
             if "NoSuchBucket" in text or not name:
                 return StoreConfigError(
