@@ -152,11 +152,12 @@ def resolve_root(path: str) -> Path:
 class _Counting:
     """A read-only file wrapper that counts the bytes handed out."""
 
-    def __init__(self, fh: BinaryIO) -> None:
+    def __init__(self, fh: BinaryIO | None) -> None:
         self.fh = fh
         self.count = 0
 
     def read(self, n: int = -1) -> bytes:
+        assert self.fh is not None
         data = self.fh.read(n)
         self.count += len(data)
         return data
@@ -463,29 +464,64 @@ class Walker:
                 self._flush_cache()
         return digest, size, extents
 
+    def _small(self, fd: int, before: os.stat_result) -> tuple[str, int] | None:
+        """Store a file under a chunk without holes read whole from ``fd``: ``(digest,
+        bytes read)``; ``None`` (its offset moved) for any other, read by the general path."""
+        if (not self.store_content or self.blobs is None or before.st_size >= _CHUNK
+                or before.st_blocks * 512 < before.st_size):
+            return None
+        parts = []
+        got = 0
+        while got < _CHUNK:
+            part = os.read(fd, _CHUNK - got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        if got >= _CHUNK:   # it grew past a chunk while read: the streaming path
+            return None
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        return self.blobs.put_bytes(data), got
+
     def _read(
         self, dir_fd: int, name: str, rel: str, st: os.stat_result
     ) -> tuple[str, int, list[tuple[int, int]] | None]:
         for attempt in (1, 2):
             fd = open_noatime(name, os.O_RDONLY, dir_fd=dir_fd)
-            with os.fdopen(fd, "rb") as fh:
+            try:
                 before = os.fstat(fd)
-                holes = before.st_blocks * 512 < before.st_size
-                extents = data_extents(fd, before.st_size) if holes else None
-                counter = _Counting(fh)
-                cloned = None
-                if self.store_content and self.blobs is not None and before.st_size >= CLONE_MIN:
-                    cloned = self.blobs.put_clone(fd)   # a reflink where the filesystem has them
-                if cloned is not None:
-                    digest, counter.count = cloned
-                elif self.store_content and self.blobs is not None:
-                    digest = self.blobs.put_file(counter)  # type: ignore[arg-type]
-                else:
-                    hasher = hashlib.sha256()
-                    while chunk := counter.read(_CHUNK):
-                        hasher.update(chunk)
-                    digest = hasher.hexdigest()
-                after = os.fstat(fd)
+                small = self._small(fd, before)
+            except BaseException:
+                os.close(fd)
+                raise
+            counter = _Counting(None)
+            extents = None
+            if small is not None:   # most files: one read, no file object around it
+                try:
+                    digest, counter.count = small
+                    after = os.fstat(fd)
+                finally:
+                    os.close(fd)
+            else:
+                with os.fdopen(fd, "rb") as fh:
+                    fh.seek(0)
+                    holes = before.st_blocks * 512 < before.st_size
+                    extents = data_extents(fd, before.st_size) if holes else None
+                    counter = _Counting(fh)
+                    cloned = None
+                    if (self.store_content and self.blobs is not None
+                            and before.st_size >= CLONE_MIN):
+                        cloned = self.blobs.put_clone(fd)   # a reflink where the fs has them
+                    if cloned is not None:
+                        digest, counter.count = cloned
+                    elif self.store_content and self.blobs is not None:
+                        digest = self.blobs.put_file(counter)  # type: ignore[arg-type]
+                    else:
+                        hasher = hashlib.sha256()
+                        while chunk := counter.read(_CHUNK):
+                            hasher.update(chunk)
+                        digest = hasher.hexdigest()
+                    after = os.fstat(fd)
             steady = (
                 counter.count == before.st_size == after.st_size
                 and before.st_mtime_ns == after.st_mtime_ns

@@ -221,8 +221,9 @@ def test_sparse_files_come_back_sparse(tmp_path: Path, store: Store) -> None:
     assert total.restorable.score == 1.0
 
 
+@pytest.mark.parametrize("lines", [1000, 400_000])   # read whole, and streamed in chunks
 def test_a_file_growing_during_capture_is_detected(
-    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch, lines: int
 ) -> None:
     """A file appended to while it is read is recorded with the size read and named uncaptured."""
     from preimage.connectors.files import walk
@@ -230,17 +231,28 @@ def test_a_file_growing_during_capture_is_detected(
     root = tmp_path / "t"
     root.mkdir()
     log = root / "app.log"
-    log.write_bytes(b"line\n" * 1000)
-    real_read = walk._Counting.read
+    log.write_bytes(b"line\n" * lines)
+    real_read, real_os_read = walk._Counting.read, os.read
+
+    def grow() -> None:
+        with open(log, "ab") as fh:   # another process writes while each pass reads
+            fh.write(b"more\n")
 
     def read_and_grow(self: walk._Counting, n: int = -1) -> bytes:
         data = real_read(self, n)
-        if data:
-            with open(log, "ab") as fh:   # another process keeps writing
-                fh.write(b"more\n")
+        if data and self.count == len(data):   # a pass's first read
+            grow()
+        return data
+
+    def os_read_and_grow(fd: int, n: int) -> bytes:
+        data = real_os_read(fd, n)
+        if (data and os.lseek(fd, 0, os.SEEK_CUR) == len(data)
+                and os.path.realpath(f"/proc/self/fd/{fd}") == str(log)):
+            grow()
         return data
 
     monkeypatch.setattr(walk._Counting, "read", read_and_grow)
+    monkeypatch.setattr(os, "read", os_read_and_grow)
     backup = preimage.capture([f"file://{root}"], store=store)
     snap = backup.snapshots[0]
     entry = next(e for e in snap.items if e.path == "app.log")
