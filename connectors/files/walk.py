@@ -391,9 +391,7 @@ class Walker:
             ctime_ns = self._keep_link_atime(dir_fd, name, st)
         elif ftype in ("chardev", "blockdev"):
             rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
-        # built from the system's own stat fields, whose types are the schema's: pydantic's
-        # validation of each of thousands of entries (5 % of a first capture) is skipped
-        return FileEntry.model_construct(
+        return FileEntry(
             path=rel,
             type=ftype,
             size=size,
