@@ -93,3 +93,71 @@ def test_forget_and_prune_while_eight_captures_run(tmp_path: Path, home: Path) -
         live = st.catalog.referenced(skip_statuses=("failed", "abandoned"))
         assert set(st.blobs.digests()) == live
         assert not st.blobs.hidden() and not st.blobs.leftovers()
+
+
+_OPEN_TOGETHER = """
+import os, sys
+from pathlib import Path
+from preimage.store.store import Store
+home, go = Path(sys.argv[1]), sys.argv[2]
+print("ready", flush=True)
+sys.stdin.readline()   # the go signal: every process is here
+st = Store(home)
+st.blobs.put_bytes(os.urandom(64))
+st.blobs.flush()       # seals the pack: opens the pack index
+st.close()
+print("ok", flush=True)
+"""
+
+
+def test_eight_processes_opening_a_new_store_at_once_all_capture(tmp_path: Path) -> None:
+    """Switching a new database to WAL fails at once with "database is locked" while
+    another process does the same, whatever the busy timeout: eight processes that open a
+    fresh store together (its catalog and its pack index) each retry it and all succeed,
+    round after round."""
+    for n in range(5):
+        home = tmp_path / f"home{n}"
+        procs = [subprocess.Popen([sys.executable, "-c", _OPEN_TOGETHER, str(home), "go"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:   # all of them at once: communicate() would go one by one
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.close()
+            p.stdin = None   # sent; communicate() only reads
+        ended = [p.communicate(timeout=300) for p in procs]
+        for p, (out, err) in zip(procs, ended, strict=True):
+            assert p.returncode == 0 and out.strip() == "ok", err
+
+
+_WAL_TOGETHER = """
+import sqlite3, sys
+from preimage.store.wal import use_wal
+print("ready", flush=True)
+sys.stdin.readline()
+db = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
+use_wal(db)
+db.execute("CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY)")
+print(db.execute("PRAGMA journal_mode").fetchone()[0], flush=True)
+"""
+
+
+def test_a_new_database_switched_to_wal_by_eight_processes_at_once(tmp_path: Path) -> None:
+    """The switch itself, twenty rounds of eight processes on a fresh file each: a plain
+    `PRAGMA journal_mode=WAL` failed in about one round of five here."""
+    for n in range(20):
+        procs = [subprocess.Popen([sys.executable, "-c", _WAL_TOGETHER, str(tmp_path / f"{n}.db")],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:   # all of them at once: communicate() would go one by one
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.close()
+            p.stdin = None   # sent; communicate() only reads
+        ended = [p.communicate(timeout=300) for p in procs]
+        for p, (out, err) in zip(procs, ended, strict=True):
+            assert p.returncode == 0 and out.strip() == "wal", err

@@ -31,6 +31,7 @@ from preimage.interface.errors import (
 )
 from preimage.store.backend import BackupRow, Catalog, RestoreEntry, SnapshotRow, TrashEntry
 from preimage.store.pins import locked_file, pinned_file, unpinned_file
+from preimage.store.wal import use_wal
 
 __all__ = ["BackupRow", "SnapshotRow", "SqliteCatalog"]
 
@@ -136,7 +137,7 @@ class SqliteCatalog(Catalog):
         try:
             self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
             self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._version = self._read_version()
             if self._version == 0:

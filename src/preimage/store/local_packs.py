@@ -66,6 +66,7 @@ import zstandard
 from preimage.interface import crash as _crash
 from preimage.interface.blobs import sha256_hex
 from preimage.interface.errors import BlobCorruptError, StoreUnavailableError
+from preimage.store.wal import use_wal
 
 PACK_LIMIT = 16 << 20        # bytes of frames per pack: few files, and a prune repacks little
 # blobs per pack: the writer holds each one's place until the pack is sealed (about 250
@@ -172,7 +173,7 @@ class LocalPacks:
                                      check_same_thread=False)
                 if fresh:
                     os.chmod(path, 0o600)
-                db.execute("PRAGMA journal_mode=WAL")
+                use_wal(db)
                 db.execute("PRAGMA synchronous=NORMAL")
                 db.executescript(_SCHEMA)
             except (sqlite3.Error, OSError) as exc:

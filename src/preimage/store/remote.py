@@ -124,8 +124,10 @@ class LocalDigestCache:
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
+            from preimage.store.wal import use_wal
+
             db = sqlite3.connect(self._path, timeout=60)
-            db.execute("PRAGMA journal_mode=WAL")
+            use_wal(db)
             self._local.db = db
         return db
 
