@@ -95,11 +95,29 @@ def test_forget_and_prune_while_eight_captures_run(tmp_path: Path, home: Path) -
         assert not st.blobs.hidden() and not st.blobs.leftovers()
 
 
+
+def _at_once(code: str, *args: str, n: int = 8) -> list[tuple[int, str, str]]:
+    """Run ``code`` in ``n`` processes released together (each prints "ready" and waits
+    for a line): each one's exit code, output and errors."""
+    procs = [subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    for p in procs:   # all of them at once: communicate() would go one by one
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.close()
+        p.stdin = None   # sent; communicate() only reads
+    ended = [p.communicate(timeout=300) for p in procs]
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, ended, strict=True)]
+
+
 _OPEN_TOGETHER = """
 import os, sys
 from pathlib import Path
 from preimage.store.store import Store
-home, go = Path(sys.argv[1]), sys.argv[2]
+home = Path(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()   # the go signal: every process is here
 st = Store(home)
@@ -116,20 +134,8 @@ def test_eight_processes_opening_a_new_store_at_once_all_capture(tmp_path: Path)
     fresh store together (its catalog and its pack index) each retry it and all succeed,
     round after round."""
     for n in range(5):
-        home = tmp_path / f"home{n}"
-        procs = [subprocess.Popen([sys.executable, "-c", _OPEN_TOGETHER, str(home), "go"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:   # all of them at once: communicate() would go one by one
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.close()
-            p.stdin = None   # sent; communicate() only reads
-        ended = [p.communicate(timeout=300) for p in procs]
-        for p, (out, err) in zip(procs, ended, strict=True):
-            assert p.returncode == 0 and out.strip() == "ok", err
+        for code, out, err in _at_once(_OPEN_TOGETHER, str(tmp_path / f"home{n}")):
+            assert code == 0 and out.strip() == "ok", err
 
 
 _WAL_TOGETHER = """
@@ -148,16 +154,5 @@ def test_a_new_database_switched_to_wal_by_eight_processes_at_once(tmp_path: Pat
     """The switch itself, twenty rounds of eight processes on a fresh file each: a plain
     `PRAGMA journal_mode=WAL` failed in about one round of five here."""
     for n in range(20):
-        procs = [subprocess.Popen([sys.executable, "-c", _WAL_TOGETHER, str(tmp_path / f"{n}.db")],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:   # all of them at once: communicate() would go one by one
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.close()
-            p.stdin = None   # sent; communicate() only reads
-        ended = [p.communicate(timeout=300) for p in procs]
-        for p, (out, err) in zip(procs, ended, strict=True):
-            assert p.returncode == 0 and out.strip() == "wal", err
+        for code, out, err in _at_once(_WAL_TOGETHER, str(tmp_path / f"{n}.db")):
+            assert code == 0 and out.strip() == "wal", err
