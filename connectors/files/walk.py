@@ -37,7 +37,7 @@ from preimage.snapshot_schemas import Uncaptured
 from preimage.snapshot_schemas.files import FileEntry, FileType, walk_order
 
 if TYPE_CHECKING:
-    from preimage.interface.blobs import BlobStore
+    from preimage.interface.blobs import BlobStore, DigestCache
 
 _NOATIME = getattr(os, "O_NOATIME", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -152,12 +152,11 @@ def resolve_root(path: str) -> Path:
 class _Counting:
     """A read-only file wrapper that counts the bytes handed out."""
 
-    def __init__(self, fh: BinaryIO | None) -> None:
+    def __init__(self, fh: BinaryIO) -> None:
         self.fh = fh
         self.count = 0
 
     def read(self, n: int = -1) -> bytes:
-        assert self.fh is not None
         data = self.fh.read(n)
         self.count += len(data)
         return data
@@ -329,13 +328,11 @@ class Walker:
         names.sort()
         return fd, rel, iter(names)
 
-    def _cached(self, dir_fd: int, name: str, st: os.stat_result) -> str | None:
-        """The digest cache's digest for the unchanged file ``st``: looked up for the whole
+    def _cached(self, cache: DigestCache, dir_fd: int, name: str,
+                st: os.stat_result) -> str | None:
+        """``cache``'s digest for the unchanged file ``st``: looked up for the whole
         directory at its first file (one query, not one per file) when the cache can, and
         the listing's inode numbers are the files' own (not on every overlay)."""
-        cache = self.blobs.digest_cache if self.blobs is not None else None
-        if cache is None:
-            return None
         listing = self._listed.get(dir_fd)
         if listing is not None and listing.inodes.get(name) == st.st_ino:
             if listing.dev == -1:   # the directory's first file: ask for all of them
@@ -343,9 +340,9 @@ class Walker:
                 listing.rows = cache.cached_digests(st.st_dev, list(listing.inodes.values()))
             if listing.rows is not None and listing.dev == st.st_dev:
                 row = listing.rows.get(st.st_ino)
-                same = row is not None and row[:3] == (st.st_size, st.st_mtime_ns,
-                                                       st.st_ctime_ns)
-                return row[3] if same and row is not None else None
+                if row is None or row[:3] != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                    return None
+                return row[3]
         return cache.cached_digest(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
                                    st.st_ctime_ns)
 
@@ -438,8 +435,9 @@ class Walker:
                        "`preimage quota --max-file-size` to capture it",
             ))
             return None, st.st_size, None
-        if self.blobs is not None and self.blobs.digest_cache is not None:
-            cached = self._cached(dir_fd, name, st)
+        cache = self.blobs.digest_cache if self.blobs is not None else None
+        if cache is not None:
+            cached = self._cached(cache, dir_fd, name, st)
             if cached and (not self.store_content or self.blobs.exists(cached)):  # type: ignore[union-attr]
                 extents = None
                 if st.st_blocks * 512 < st.st_size:   # sparse: its holes are part of the state
@@ -492,11 +490,10 @@ class Walker:
             except BaseException:
                 os.close(fd)
                 raise
-            counter = _Counting(None)
             extents = None
             if small is not None:   # most files: one read, no file object around it
                 try:
-                    digest, counter.count = small
+                    digest, count = small
                     after = os.fstat(fd)
                 finally:
                     os.close(fd)
@@ -520,21 +517,22 @@ class Walker:
                             hasher.update(chunk)
                         digest = hasher.hexdigest()
                     after = os.fstat(fd)
+                count = counter.count
             steady = (
-                counter.count == before.st_size == after.st_size
+                count == before.st_size == after.st_size
                 and before.st_mtime_ns == after.st_mtime_ns
                 and before.st_ino == st.st_ino
             )
             if steady:
-                return digest, counter.count, extents
+                return digest, count, extents
             if attempt == 2:
                 self.uncaptured.append(Uncaptured(
                     name=rel, kind="file",
                     reason=f"changed while it was read ({before.st_size} bytes at the start, "
-                           f"{after.st_size} at the end, {counter.count} read); the stored copy "
+                           f"{after.st_size} at the end, {count} read); the stored copy "
                            "may mix old and new bytes — capture again when it is quiet",
                 ))
-                return digest, counter.count, None
+                return digest, count, None
         raise AssertionError("unreachable")
 
     def _flush_cache(self) -> None:
