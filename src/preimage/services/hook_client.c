@@ -784,13 +784,17 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_argv = argv + 1;
-    if (argc == 3 && strcmp(argv[2], "--socket-path") == 0) {
-        /* where the service of this installation listens (the OpenCode and Kilo Code
-         * plugin asks once and then talks to it itself: no process per call) */
-        buf_t where = {0};
+    if (argc == 3 && strcmp(argv[2], "--service") == 0) {
+        /* where the service of this installation listens and how long to wait for it (the
+         * OpenCode and Kilo Code plugin asks once and then talks to it itself: no process
+         * per call) */
+        buf_t where = {0}, said = {0};
         if (socket_path(&where)) return 1;
-        puts_(&where, "\n");
-        write_all(1, where.p, where.n);
+        puts_(&said, "{\"socket\": ");
+        json_cstr(&said, where.p);
+        putf(&said, ", \"connect_ms\": %d, \"accept_ms\": %d, \"answer_margin\": %g}\n",
+             CONNECT_MS, ACCEPT_MS, ANSWER_MARGIN);
+        write_all(1, said.p, said.n);
         return 0;
     }
     read_stdin();

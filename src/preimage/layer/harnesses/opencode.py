@@ -162,6 +162,4 @@ def plugin_source(preimage: str, args: list[str], on_failure: str, *,
     return (text.replace("@@HARNESS@@", harness).replace("@@TITLE@@", title)
             .replace("@@PREIMAGE@@", preimage.replace("\\", "\\\\").replace('"', '\\"'))
             .replace("@@ARGS@@", json.dumps(args)).replace("@@CLIENT@@", json.dumps(client or ""))
-            .replace("@@ON_FAILURE@@", "deny" if on_failure != "allow" else "allow")
-            .replace("@@CONNECT_MS@@", "500").replace("@@ACCEPT_MS@@", "2000")
-            .replace("@@ANSWER_MARGIN@@", "30"))
+            .replace("@@ON_FAILURE@@", "deny" if on_failure != "allow" else "allow"))

@@ -32,26 +32,40 @@ const notes = new Map()
 // tool.execute.after has nothing to record, so it asks nothing (no process per call).
 const quiet = new Set()
 
-// The decision service's socket, asked of the compiled client once: later calls talk to
-// the service here, as the client would (its wire protocol), with no process per call.
+// The decision service's socket and the client's waits, asked of the compiled client once:
+// later calls talk to the service here, as the client would (its wire protocol and its
+// timeouts), with no process per call.
 // Anything but a served answer goes the client's way: a service that is not there or
 // refuses the call -> the client (it decides in-process and starts one); a service that
 // took the call and gave no answer -> the Python client told so (it answers NOT backed
 // up with ON_FAILURE and never sends the call twice).
-let socketPath = null
-let socketTries = 0
+let service = null
+let serviceTries = 0
 
-function serviceSocket() {
-  if (socketPath) return socketPath
-  if (socketTries >= 3 || !CLIENT || process.env.PREIMAGE_BIN
+function serviceAddress() {
+  if (service) return service
+  if (serviceTries >= 3 || !CLIENT || process.env.PREIMAGE_BIN
       || process.env.PREIMAGE_SUPERVISOR
       || /^(0|off|no|false)$/i.test(process.env.PREIMAGE_SERVICE || "")) return null
-  socketTries += 1
+  serviceTries += 1
   try {
-    const got = spawnSync(CLIENT, [PREIMAGE, "--socket-path"], { encoding: "utf8", timeout: 5000 })
-    if (got.status === 0 && got.stdout.trim()) socketPath = got.stdout.trim()
+    const got = spawnSync(CLIENT, [PREIMAGE, "--service"], { encoding: "utf8", timeout: 5000 })
+    if (got.status === 0) {
+      const said = JSON.parse(got.stdout)
+      if (typeof said.socket === "string" && said.socket) service = said
+    }
   } catch (e) {}
-  return socketPath
+  return service
+}
+
+// What a hook run said — exit code, stdout, stderr — as the hook's answer.
+function answered(code, out, err) {
+  if (code !== 0) return { failed: `${PREIMAGE} hook exited with ${code}: ${String(err || "").trim().slice(0, 500)}` }
+  try {
+    return JSON.parse(out || "{}")
+  } catch (e) {
+    return { failed: `${PREIMAGE} hook answered something that is not JSON: ${String(out).slice(0, 200)}` }
+  }
 }
 
 function askService(where, text) {
@@ -65,7 +79,7 @@ function askService(where, text) {
     let buffered = Buffer.alloc(0)
     let accepted = false
     let done = false
-    const sock = createConnection(where)
+    const sock = createConnection(where.socket)
     const finish = (result) => {
       if (done) return
       done = true
@@ -73,11 +87,11 @@ function askService(where, text) {
       resolve(result)
     }
     const lost = (why) => finish(accepted ? { lost: why } : { unavailable: why })
-    sock.setTimeout(@@CONNECT_MS@@, () => lost("timed out"))
+    sock.setTimeout(where.connect_ms, () => lost("timed out"))
     sock.on("error", (e) => lost(e.message))
     sock.on("close", () => lost("it closed the connection"))
     sock.on("connect", () => {
-      sock.setTimeout(@@ACCEPT_MS@@)
+      sock.setTimeout(where.accept_ms)
       sock.write(head)
       sock.write(body)
     })
@@ -93,7 +107,7 @@ function askService(where, text) {
           if (doc.event !== "accepted") { finish({ unavailable: doc.error || "refused" }); return }
           accepted = true
           const deadline = (typeof doc.deadline === "number" && doc.deadline > 0 ? doc.deadline : 45)
-          sock.setTimeout((deadline + @@ANSWER_MARGIN@@) * 1000)
+          sock.setTimeout((deadline + where.answer_margin) * 1000)
         } else if (doc.event === "answer") {
           finish({ answer: doc })
         } else {
@@ -106,24 +120,14 @@ function askService(where, text) {
 
 async function ask(payload) {
   const text = JSON.stringify(payload)
-  const where = serviceSocket()
+  const where = serviceAddress()
   if (where) {
     const got = await askService(where, text)
-    if (got.answer) {
-      const a = got.answer
-      if (a.exit_code) {
-        return { failed: `${PREIMAGE} hook exited with ${a.exit_code}: ${String(a.stderr || "").trim().slice(0, 500)}` }
-      }
-      try {
-        return JSON.parse(a.stdout || "{}")
-      } catch (e) {
-        return { failed: `${PREIMAGE} hook answered something that is not JSON: ${String(a.stdout).slice(0, 200)}` }
-      }
-    }
+    if (got.answer) return answered(got.answer.exit_code || 0, got.answer.stdout, got.answer.stderr)
     if (got.lost) {
       return spawnAsk(text, [PREIMAGE, ["hook", "@@HARNESS@@", ...ARGS]],
                       { PREIMAGE_HOOK_FALLBACK: `lost the decision service stopped mid-call (${got.lost})`,
-                        PREIMAGE_HOOK_SOCKET: where })
+                        PREIMAGE_HOOK_SOCKET: where.socket })
     }
   }
   return spawnAsk(text, command(), {})
@@ -144,17 +148,7 @@ function spawnAsk(text, [program, argv], extra) {
     child.on("error", (e) => resolve({ failed: `cannot run ${PREIMAGE}: ${e.message}` }))
     child.stdout.on("data", (d) => { out += d })
     child.stderr.on("data", (d) => { err += d })
-    child.on("close", (code) => {
-      if (code !== 0) {
-        resolve({ failed: `${PREIMAGE} hook exited with ${code}: ${err.trim().slice(0, 500)}` })
-        return
-      }
-      try {
-        resolve(JSON.parse(out || "{}"))
-      } catch (e) {
-        resolve({ failed: `${PREIMAGE} hook answered something that is not JSON: ${out.slice(0, 200)}` })
-      }
-    })
+    child.on("close", (code) => resolve(answered(code, out, err)))
     child.stdin.on("error", () => {})
     child.stdin.end(text)
   })
