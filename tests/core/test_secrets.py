@@ -114,3 +114,34 @@ def test_redact_value_keeps_token_counts_and_masks_token_values() -> None:
            "password": 1234}
     assert redact_value(doc) == {"model_tokens": 812, "max_tokens": 0, "token": "***",
                                  "tokens": "***", "password": "***"}
+
+
+# One text per substitution rule of ``redact``, in the rules' order; the quick check that
+# lets a text skip the rules must let each through.
+ONE_PER_RULE = [
+    "git clone https://user:S3CRET@host/repo",
+    "curl -H 'authorization: Basic S3CRET'",
+    "curl -H 'X-Api-Key: S3CRET'",
+    "PGPASSWORD=S3CRET psql",
+    "deploy --token S3CRET",
+    "curl --user admin:S3CRET https://x",
+    "mariadb-dump -h db -pS3CRET shop",
+    "sshpass -p S3CRET ssh host",
+    "redis-cli -h cache -a S3CRET FLUSHALL",
+    "docker login -u me -p S3CRET registry",
+    "sqlcmd -S db -P S3CRET -Q 'DROP TABLE t'",
+    "kubectl create secret generic s --from-literal=key=S3CRET",
+    "AWS CONFIGURE SET aws_secret_access_key S3CRET",
+    "curl -H 'Private-Token:  S3CRET'",
+    '{"client_secret" : S3CRET}',
+]
+
+
+@pytest.mark.parametrize("text", ONE_PER_RULE)
+def test_each_rule_still_applies_past_the_quick_check(text: str) -> None:
+    from preimage.interface.redact import _RULES
+
+    assert len(ONE_PER_RULE) == len(_RULES)
+    rule = _RULES[ONE_PER_RULE.index(text)][0]
+    assert rule.search(text), "the example exercises its rule"
+    assert "S3CRET" not in redact(text)

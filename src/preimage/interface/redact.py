@@ -103,6 +103,11 @@ _PEM = re.compile(r"(?P<head>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
                   r"(?P<body>.*?)(?P<tail>-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
                   re.DOTALL)
 
+# Every rule above needs one of these to match: a ``:`` or ``=``, a ``--``/``-p``/``-a``/
+# ``-P`` flag, or ``configure``.  A text with none of them (a tool name, a tier, most of
+# a log line's values) skips the fifteen substitutions.
+_RULES_NEED = re.compile(r"[:=]|-[-paP]|(?i:configure)")
+
 _SECRET_KEY = re.compile(rf"(?i)^{_NAME}$")
 # A number under a plural such as ``model_tokens`` or ``max_tokens`` counts tokens; it is
 # not one (a secret-named key with any other value, numbers included, is still masked).
@@ -117,6 +122,8 @@ def redact(text: str) -> str:
         text = _PEM.sub(MASK, text)
     if any(marker in text for marker in _SHAPE_MARKERS):
         text = _SHAPES.sub(MASK, text)
+    if _RULES_NEED.search(text) is None:
+        return text
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return text

@@ -35,6 +35,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -153,9 +154,10 @@ def deadline(args: list[str]) -> float:
         return 45.0
 
 
-def walk_decision_path() -> None:
+def walk_decision_path(*, thread: bool = True) -> None:
     """Decide a read-only call as a hook would, writing nothing: the pages this touches
-    become the spare's own before any call waits on it."""
+    become the spare's own before any call waits on it.  ``thread``: start and join the
+    thread a decision runs in too (not in the service itself, which forks)."""
     from preimage.layer.call import ToolCall
     from preimage.layer.config import LayerConfig
     from preimage.layer.deciding.backup_layer import BackupLayer
@@ -166,8 +168,31 @@ def walk_decision_path() -> None:
                "tool_input": {"command": "ls -la"}, "cwd": "/", "tool_use_id": ""}
     _hook_options([])
     config = LayerConfig.load()
-    get_harness("claude-code").event(json.loads(json.dumps(payload)))
+    adapter = get_harness("claude-code")
+    adapter.event(json.loads(json.dumps(payload)))
     BackupLayer(config=config).plan(ToolCall.shell("ls -la | grep x > /dev/null", cwd="/"))
+    # What the hook does around the decision, minus its effects: the log line's redaction
+    # and encoding (the regular expressions' replacement templates are parsed on first
+    # use), the answer, and the thread the decision runs in — a first call's costs, paid
+    # here instead (measured: a read-only call's answer 3.2 → 1.8 ms in a fresh fork).
+    from preimage.engine.deadline import given_up_when
+    from preimage.interface.redact import redact_value
+    from preimage.layer.decision import Action, Decision
+
+    passed = Decision(Action.PASS, None)
+    json.dumps(redact_value({"time": 0.0, "event": "decision", "harness": "claude-code",
+                             "tool": "Bash", "session": "s", "tool_use_id": "t",
+                             **passed.to_dict()}), default=str)
+    adapter.nothing_after(adapter.answer(passed, config).stdout)
+    def nothing() -> None:
+        with given_up_when(threading.Event()):
+            pass
+
+    if not thread:
+        return
+    worker = threading.Thread(target=nothing, daemon=True)
+    worker.start()
+    worker.join()
 
 
 class Spare:

@@ -42,7 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from preimage.services import wire
-from preimage.services.call_process import Request, Spare, answer, become_call_process
+from preimage.services.call_process import (
+    Request,
+    Spare,
+    answer,
+    become_call_process,
+    walk_decision_path,
+)
 from preimage.services.peer import confinement, peer, refusal
 
 DEFAULT_IDLE = 900.0   # seconds without a call before the service exits
@@ -120,6 +126,8 @@ class DecisionService:
 
         BackupLayer(rules=load_rules(), config=LayerConfig()).plan(
             ToolCall.shell("ls -la | grep x > /dev/null", cwd="/"))
+        with contextlib.suppress(Exception):   # a broken config is reported per call
+            walk_decision_path(thread=False)
         try:
             model = LayerConfig.load().model
         except Exception:  # a broken config is reported per call, by handle()

@@ -22,6 +22,7 @@ are answered with a visible message, and every decision goes to the hook log.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import threading
@@ -77,7 +78,10 @@ class HookOutcome:
     exit_code: int = 0
 
 
-def _hook_options(args: Sequence[str]) -> argparse.Namespace:
+@functools.cache
+def _hook_parser() -> argparse.ArgumentParser:
+    """Built once (a process answers many calls in the decision service): parsing does not
+    change it."""
     parser = argparse.ArgumentParser(prog="preimage hook", add_help=False, exit_on_error=False)
     parser.add_argument("--mode")
     parser.add_argument("--policy")
@@ -85,7 +89,11 @@ def _hook_options(args: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--approve", action="store_true", default=None)
     parser.add_argument("--on-failure", dest="on_failure", choices=["allow", "ask", "deny"])
     parser.add_argument("--timeout", type=float)
-    return parser.parse_args(list(args))
+    return parser
+
+
+def _hook_options(args: Sequence[str]) -> argparse.Namespace:
+    return _hook_parser().parse_args(list(args))
 
 
 def handle(harness: str, args: Sequence[str], stdin_text: str, *,
