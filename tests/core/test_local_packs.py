@@ -280,3 +280,32 @@ def test_a_lost_pack_index_is_rebuilt_from_the_packs_and_loses_nothing(
         assert _files(root) == before
         live = st.catalog.referenced(skip_statuses=("failed", "abandoned"))
         assert set(st.blobs.digests()) == live
+
+
+def test_a_large_blob_hidden_after_a_capture_first_looked_is_written_again(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """A store does not look for loose copies of a new blob where none was when it first
+    looked (fan-out folders, ``hidden/``); a loose blob another process wrote and a prune
+    then hid meanwhile is written again by the capture that needs it, never lost."""
+    big = os.urandom(3 << 20)   # its frame is over a mebibyte: a loose blob
+    other = Store(home)   # another process's view of the same store
+    try:
+        small = _tree(tmp_path / "small", "s", n=3)
+        preimage.capture([f"file://{small}"], store=store)   # this store has looked now
+        digest = other.blobs.put_bytes(big)
+        assert store.blobs._surely_not_loose(digest), "its folder was not there at first look"
+        with other.catalog.lease("0000000000run"):
+            other.catalog.add_backup("0000000000run")
+            prune(other, wait=False)   # hides the unreferenced loose blob
+            assert other.blobs.hidden()
+            tree = tmp_path / "tree"
+            tree.mkdir()
+            (tree / "big.bin").write_bytes(big)
+            backup = preimage.capture([f"file://{tree}"], store=store)
+    finally:
+        other.close()
+    prune(store)   # the hidden copy is purged; the one the capture wrote stands
+    shutil.rmtree(tree)
+    preimage.restore(backup.id, store=store)
+    assert (tree / "big.bin").read_bytes() == big
+    assert not check(store).problems

@@ -125,6 +125,11 @@ class LocalBlobStore(BlobStore):
         self.fallback = fallback
         self.soundness: SoundnessCache | None = None
         self._dirs: set[str] = set()
+        # Fan-out folders (``blobs/<2 hex>/``) not there when a write first looked, and
+        # whether ``hidden/`` was: a blob about to be written is not looked for as a loose
+        # file where none can be (see :meth:`_needs_write`).  ``None``: not looked yet.
+        self._no_fans: set[str] | None = None
+        self._no_hidden: bool | None = None
         # blobs this process read whole and found sound, by file stat: a cache
         # for one process only, so the racy-ctime rule does not apply to it
         self._verified: dict[str, BlobKey] = {}
@@ -173,7 +178,7 @@ class LocalBlobStore(BlobStore):
         """Bring a hidden blob back into place; False when there is none."""
         for hidden in self._hidden_paths(digest):
             final = self.root / digest[:2] / hidden.name
-            _private_dir(final.parent)
+            self._fan(digest)
             try:
                 os.rename(hidden, final)
             except FileNotFoundError:
@@ -270,6 +275,8 @@ class LocalBlobStore(BlobStore):
             self.packs.rescue(digest, loc)
             if self.packs.sound(digest, loc):
                 return False
+        if writing and self._surely_not_loose(digest):
+            return True
         zst = f"{self._root_s}/{digest[:2]}/{digest}.zst"
         sound = self._sound(digest, zst)
         if sound is None:
@@ -281,6 +288,28 @@ class LocalBlobStore(BlobStore):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(raw)
         return not sound
+
+    def _fan(self, digest: str) -> None:
+        """Make the blob's fan-out folder (it is no longer one known absent)."""
+        _private_dir(self.root / digest[:2])
+        if self._no_fans is not None:
+            self._no_fans.discard(digest[:2])
+
+    def _surely_not_loose(self, digest: str) -> bool:
+        """Whether no loose or hidden copy of ``digest`` can be here, by what was seen when
+        this store first looked (a store written since packs keeps a few large blobs loose,
+        in a few fan-out folders): two ``stat``s and an ``isdir`` saved per new small blob.
+        Only a write asks, because a copy that appeared since is no loss to it — another
+        copy is written, and the pack index takes the newer one — where a read or an
+        ``exists`` must find every copy."""
+        if self._no_fans is None:
+            try:
+                there = {e.name for e in os.scandir(self._root_s) if len(e.name) == 2}
+            except OSError:
+                there = {f"{i:02x}" for i in range(256)}   # not known: look every time
+            self._no_fans = {f"{i:02x}" for i in range(256)} - there
+            self._no_hidden = not os.path.isdir(f"{self._root_s}/hidden")
+        return bool(self._no_hidden) and digest[:2] in self._no_fans
 
     # ------------------------------------------------------------ writing
     def put_bytes(self, data: bytes) -> str:
@@ -301,7 +330,7 @@ class LocalBlobStore(BlobStore):
                 return digest
             final = f"{self._root_s}/{digest[:2]}/{digest}.zst"
             if digest[:2] not in self._dirs:
-                _private_dir(Path(final).parent)
+                self._fan(digest)
                 self._dirs.add(digest[:2])
             tmp = f"{self._root_s}/tmp/blob-{os.getpid()}-{secrets.token_hex(8)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -349,7 +378,7 @@ class LocalBlobStore(BlobStore):
                 if not self._needs_write(digest, writing=True):
                     return digest
                 final = self.root / digest[:2] / f"{digest}.zst"
-                _private_dir(final.parent)
+                self._fan(digest)
                 tmp.flush()
                 size = os.fstat(tmp.fileno()).st_size
                 _crash.point("blob")
@@ -396,7 +425,7 @@ class LocalBlobStore(BlobStore):
             if not self._needs_write(digest):
                 return digest, size
             final = f"{self._root_s}/{digest[:2]}/{digest}.raw"
-            _private_dir(Path(final).parent)
+            self._fan(digest)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(final[:-4] + ".zst")   # damaged (else it was sound and kept)
             os.fchmod(out, 0o400)
@@ -707,6 +736,7 @@ class LocalBlobStore(BlobStore):
             return True
         target_dir = self.root / "hidden" / generation
         _private_dir(target_dir)
+        self._no_hidden = False
         source = Path(self._file(digest))
         try:
             os.rename(source, target_dir / source.name)
@@ -720,7 +750,7 @@ class LocalBlobStore(BlobStore):
         for sfx in _SUFFIXES:
             hidden = self.root / "hidden" / generation / f"{digest}{sfx}"
             final = Path(self._file(digest))
-            _private_dir(final.parent)
+            self._fan(digest)
             with contextlib.suppress(FileNotFoundError):
                 if final.exists():
                     os.unlink(hidden)
