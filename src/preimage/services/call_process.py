@@ -182,6 +182,7 @@ def walk_decision_path(*, thread: bool = True) -> None:
     passed = Decision(Action.PASS, None)
     json.dumps(redact_value({"time": 0.0, "event": "decision", "harness": "claude-code",
                              "tool": "Bash", "session": "s", "tool_use_id": "t",
+                             "input": {"command": "ls --color=auto"},   # through every rule
                              **passed.to_dict()}), default=str)
     adapter.nothing_after(adapter.answer(passed, config).stdout)
     def nothing() -> None:
