@@ -131,13 +131,30 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
     return list(zip(kinds, gaps, strict=True)), captures
 
 
+#: The floor of a harness that takes plugins: the same two events, each answered at once
+#: by a hook that does nothing — what the harness's own plugin machinery costs a call.
+FLOOR_PLUGIN = """export const Floor = async () => ({
+  "tool.execute.before": async (input, output) => {},
+  "tool.execute.after": async (input, output) => {},
+})
+"""
+
+
 def _floor_hooks(harness: str, box: Sandbox) -> None:
     """The same hook events and matchers as preimage's, each running a command that reads
-    its payload and answers nothing (``cat``): what any command hook costs in the harness."""
+    its payload and answers nothing (``cat``): what any command hook costs in the harness;
+    for OpenCode and Kilo Code, a plugin in the user's plugin folder whose hooks return at
+    once."""
     from preimage.layer.harnesses import get_harness
     from preimage.layer.harnesses.install import plan_json_install
 
     adapter = get_harness(harness)
+    if harness in ("opencode", "kilo"):
+        with mock.patch.dict(os.environ, box.env()):
+            path = adapter.settings_path("user", box.project)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(FLOOR_PLUGIN)
+        return
     path = box.home / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
                        "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[harness]
     # The install record goes to the sandbox's config folder, never the user's own.
@@ -178,16 +195,16 @@ def main() -> None:
     try:
         with ModelServer() as model:
             for harness in harnesses:
-                # warm: the first hook starts the decision service; not measured
-                for warm in ("service", *(["baseline"] if opts.baseline_bin else [])):
+                # warm: the first hook starts the decision service (and a harness sets up
+                # its config folder on its first start there); not measured
+                for warm in ("service", *(["baseline"] if opts.baseline_bin else []),
+                             *(["floor"] if opts.floor else [])):
                     one_run(model, harness, Path(tempfile.mkdtemp(dir=base)), opts.calls, warm,
                             runtime)
                 wait_for_service(runtime)
                 got = samples.setdefault(harness, {})
                 for _ in range(opts.runs):
                     for arm in arms:
-                        if arm == "floor" and harness in ("opencode", "kilo"):
-                            continue   # their hook is a plugin, not a command
                         pairs, captures = one_run(model, harness,
                                                   Path(tempfile.mkdtemp(dir=base)),
                                                   opts.calls, arm, runtime)
