@@ -22,6 +22,7 @@ listed in :attr:`Walker.uncaptured`.  Temporary files a killed restore left
 from __future__ import annotations
 
 import array
+import collections
 import contextlib
 import errno
 import hashlib
@@ -47,6 +48,7 @@ TMP_PREFIX = ".preimage-tmp-"
 # the walk, with its subtree; it gets the entry's lstat result.
 Exclude = Callable[[str, os.stat_result], bool]
 _CACHE_BATCH = 500
+_AHEAD = 500   # entries of the previous snapshot read (and their blobs looked up) at once
 _LISTED_MAX = 100_000   # directory entries whose inodes are kept for one digest-cache query
 _CHUNK = 1 << 20
 
@@ -167,19 +169,38 @@ CLONE_MIN = 1 << 20   # files this large are cloned into the store where it can 
 
 class _Previous:
     """The entries of the previous snapshot of the same root, matched to the walk by
-    path: both come in walk order, so one pass over each suffices."""
+    path: both come in walk order, so one pass over each suffices.  They are read
+    :data:`_AHEAD` at a time, and ``will_check`` is told those entries' digests (the
+    store looks them up in one query where reusing each asks whether its blob is there)."""
 
-    def __init__(self, entries: Iterable[FileEntry]) -> None:
-        self._it = iter(entries)
+    def __init__(self, entries: Iterable[FileEntry],
+                 will_check: Callable[[list[str]], None] | None = None) -> None:
+        self._it: Iterator[FileEntry] | None = iter(entries)
+        self._will_check = will_check
+        self._ahead: collections.deque[FileEntry] = collections.deque()
         self._cur: FileEntry | None = None
         self._key: tuple[str, ...] = ()
         self._advance()
 
+    def _read_ahead(self) -> None:
+        batch: list[FileEntry] = []
+        while self._it is not None and len(batch) < _AHEAD:
+            try:
+                entry = next(self._it, None)
+            except (PreimageError, ValueError, TypeError):
+                entry = None   # its document cannot be read: reuse nothing more
+            if entry is None:
+                self._it = None
+                break
+            batch.append(entry)
+        if self._will_check is not None and batch:
+            self._will_check([e.digest for e in batch if e.type == "file" and e.digest])
+        self._ahead.extend(batch)
+
     def _advance(self) -> None:
-        try:
-            self._cur = next(self._it, None)
-        except (PreimageError, ValueError, TypeError):
-            self._cur = None   # its document cannot be read: reuse nothing more
+        if not self._ahead:
+            self._read_ahead()
+        self._cur = self._ahead.popleft() if self._ahead else None
         if self._cur is not None:
             self._key = walk_order(self._cur.path)
 
@@ -239,7 +260,8 @@ class Walker:
         self.debris: list[str] = []
         self._cache_rows: list[tuple[int, int, int, int, int, str]] = []
         self._links: dict[tuple[int, int], str] = {}
-        self._previous = _Previous(previous) if previous is not None else None
+        self._previous = None if previous is None else _Previous(
+            previous, blobs.will_check if blobs is not None and store_content else None)
         self._listed: dict[int, _Listing] = {}   # open directory fd -> what its listing said
 
     def _fail(self, what: str, rel: str, exc: OSError) -> TerminalConnectorError:

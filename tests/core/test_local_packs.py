@@ -309,3 +309,32 @@ def test_a_large_blob_hidden_after_a_capture_first_looked_is_written_again(
     preimage.restore(backup.id, store=store)
     assert (tree / "big.bin").read_bytes() == big
     assert not check(store).problems
+
+
+def test_a_recapture_whose_packs_go_after_it_looked_them_up_stores_the_files_again(
+        tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unchanged re-capture looks the previous snapshot's blobs up a few hundred at a
+    time, ahead of the walk; a pack deleted between that look-up and the walk reaching its
+    files (a repack, damage) is not taken for there: the files are read and stored again,
+    and the new backup restores."""
+    from preimage.store.blobs import LocalBlobStore
+
+    root = _tree(tmp_path / "t", "a", n=30)
+    before = _files(root)
+    with Store(home) as st:
+        preimage.capture([f"file://{root}"], store=st)
+    looked = LocalBlobStore.will_check
+
+    def look_then_lose_the_packs(self: LocalBlobStore, digests: list[str]) -> None:
+        looked(self, digests)
+        for pack in _packs(home):
+            pack.unlink()
+
+    monkeypatch.setattr(LocalBlobStore, "will_check", look_then_lose_the_packs)
+    with Store(home) as st:
+        again = preimage.capture([f"file://{root}"], store=st)
+    monkeypatch.undo()
+    shutil.rmtree(root)
+    with Store(home) as st:
+        preimage.restore(again.id, store=st)
+    assert _files(root) == before

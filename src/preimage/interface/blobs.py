@@ -161,6 +161,12 @@ class BlobStore(ABC):
     def exists(self, digest: str) -> bool:
         """Whether the blob is present and sound enough to reuse instead of rewriting."""
 
+    def will_check(self, digests: list[str]) -> None:
+        """A hint: the caller asks :meth:`exists` of these blobs next (an unchanged
+        re-capture, the previous snapshot's next few hundred files).  A backend may look
+        them up at once; each answer is still its own.  The default does nothing."""
+        del digests
+
     def present(self, digest: str) -> bool:
         """Whether the blob is there, for a reader that verifies it as it reads and can
         undo what it wrote (a backend that cannot tell without reading verifies)."""

@@ -433,6 +433,9 @@ class RecordingBlobs(BlobStore):
             return True
         return False
 
+    def will_check(self, digests: list[str]) -> None:
+        self.inner.will_check(digests)
+
     def present(self, digest: str) -> bool:
         if self.inner.present(digest):
             self.touched.add(digest)

@@ -237,6 +237,11 @@ class LocalBlobStore(BlobStore):
             return True
         return self.fallback.exists(digest) if self.fallback else False
 
+    def will_check(self, digests: list[str]) -> None:
+        """The packed ones of ``digests`` looked up in the index at once (500 a query),
+        each then answered from that by the :meth:`exists` that asks for it."""
+        self.packs.expect(digests)
+
     def present(self, digest: str) -> bool:
         """Whether the blob's file is there (here or in the fallback), unread; a hidden
         blob is brought back."""
