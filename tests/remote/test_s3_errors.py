@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from preimage.interface.errors import StoreConfigError
 from preimage.store.packs._s3 import S3Location, S3Storage, _first_cause
 from preimage.store.packs._storage import ObjectMissing
 
@@ -47,6 +48,23 @@ class _GoneOnRetry(http.server.BaseHTTPRequestHandler):
         self.send_header("Connection", "close")   # else the test waits out the keep-alive
         self.end_headers()
         self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _NoBucket(http.server.BaseHTTPRequestHandler):
+    """Answers a write 404 with no ``NoSuchBucket`` in it (a proxy in front of the store,
+    a path-style URL naming another service)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.end_headers()
 
     def log_message(self, *args: object) -> None:
         pass
@@ -111,3 +129,14 @@ def test_an_object_deleted_while_it_is_read_is_missing_not_an_unreachable_store(
                             env={"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})
         with pytest.raises(ObjectMissing):
             storage.get("index/0123")
+
+
+def test_a_write_answered_404_names_the_bucket_not_a_missing_object() -> None:
+    """A write cannot miss its object: a 404 to it says the bucket (or the URL) is wrong,
+    in the one-line error a user can act on — never the storage layer's "object missing",
+    which only a read expects."""
+    for port in _serve(_NoBucket):
+        storage = S3Storage(S3Location("bucket", "", f"http://127.0.0.1:{port}", None),
+                            env={"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})
+        with pytest.raises(StoreConfigError, match="bucket 'bucket' does not exist"):
+            storage.put("packs/0123", b"frame")

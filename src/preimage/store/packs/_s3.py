@@ -103,11 +103,13 @@ class S3Storage:
         # A GET whose body broke off is retried from where it stopped; if the object was
         # deleted meanwhile (a prune replacing an index) obstore wraps the NotFound of the
         # retry in a GenericError: that is still a missing object, not an unreachable store.
+        # A PUT answered 404 comes the same way: there, the bucket is what is missing.
         missing = isinstance(exc, ox.NotFoundError) or bool(
-            name and op in ("get", "read part of")
+            name and op in ("get", "read part of", "put")
             and re.search(r"\bsource: NotFound \{|status code: 404\b", text))
         if missing or "NoSuchBucket" in text:
-            if "NoSuchBucket" in text or not name:
+            # A write has no object to miss: a 404 to it is the bucket (or the URL's path)
+            if "NoSuchBucket" in text or not name or op == "put":
                 return StoreConfigError(
                     f"bucket {self.loc.bucket!r} does not exist at {where} — create it (or fix "
                     "the URL) and run `preimage store init`; nothing was written",
