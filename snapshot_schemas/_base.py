@@ -258,6 +258,11 @@ class Snapshot(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_name: ClassVar[str] = "base"
+    #: Whether an item validated from its stored JSON text is the item validated from
+    #: ``json.loads`` of it (no field that JSON mode would read otherwise, such as
+    #: ``Any``): then the store reads a chunk of items in one pass of pydantic's own JSON
+    #: parser instead of Python's and a validation per item.
+    items_from_json_text: ClassVar[bool] = False
     schema_version: int = 1
     connector: str
     target: str

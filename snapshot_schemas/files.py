@@ -97,6 +97,7 @@ class FileSnapshot(Snapshot):
     """A file or a directory tree."""
 
     schema_name: ClassVar[str] = "file"
+    items_from_json_text: ClassVar[bool] = True
     schema_version: int = 2
     connector: str = "file"
     root: str = Field(description="absolute path of the target")

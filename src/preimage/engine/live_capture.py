@@ -13,12 +13,11 @@ other connector's capture is taken whole, as before.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from preimage.interface.target import Target
-from preimage.store.documents import item_adapter, item_json
+from preimage.store.documents import item_adapter, item_json, read_chunk
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -63,7 +62,7 @@ class ReplayableItems:
 
     def _chunk(self, i: int) -> list[Any]:
         digest, _count = self._chunks[i]
-        return [self._type.validate_python(x) for x in json.loads(self._blobs.get_bytes(digest))]
+        return read_chunk(self._blobs.get_bytes(digest), self._type)
 
     def __iter__(self) -> Iterator[Any]:
         position = 0   # index in the whole stream of the next item to yield

@@ -194,6 +194,9 @@ def expand(document: dict[str, Any], blobs: BlobStore, *, backup_id: str | None 
 
 
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+# By id of an item adapter (each lives as long as the process): the adapter of a whole
+# chunk of such items, for a snapshot type whose items read the same from JSON text.
+_CHUNK_ADAPTERS: dict[int, TypeAdapter[Any]] = {}
 
 
 def item_adapter(snapshot_type: type[Snapshot]) -> TypeAdapter[Any]:
@@ -207,7 +210,26 @@ def item_adapter(snapshot_type: type[Snapshot]) -> TypeAdapter[Any]:
         annotation = snapshot_type.model_fields["items"].annotation
         args = typing.get_args(annotation)
         found = _ADAPTERS[snapshot_type] = TypeAdapter(args[0] if args else Any)
+        if args and snapshot_type.items_from_json_text:
+            _CHUNK_ADAPTERS[id(found)] = TypeAdapter(list[args[0]])  # type: ignore[valid-type]
     return found
+
+
+def read_chunk(raw: bytes, item_type: TypeAdapter[Any]) -> list[Any]:
+    """A stored chunk's items, validated (``ValueError``/``TypeError``/``KeyError`` when
+    it is not a list of such items)."""
+    whole = _CHUNK_ADAPTERS.get(id(item_type))
+    if whole is not None:
+        from pydantic import ValidationError
+
+        try:
+            return whole.validate_json(raw)   # type: ignore[no-any-return]
+        except ValidationError as exc:
+            # A name that is not UTF-8 is stored as a lone surrogate escape (``\udcXX``),
+            # which pydantic's parser refuses: Python's reads it.
+            if not any(e["type"] == "json_invalid" for e in exc.errors()):
+                raise
+    return [item_type.validate_python(x) for x in json.loads(raw)]
 
 
 def _malformed(path: str | None, backup_id: str | None, exc: Exception) -> StoreError:
@@ -243,7 +265,7 @@ class StoredItems(Sequence[Any]):
         digest, count = self._chunks[i]
         raw = self._blobs.get_bytes(digest, backup_id=self._backup_id, path=self._path)
         try:
-            items = [self._type.validate_python(x) for x in json.loads(raw)]
+            items = read_chunk(raw, self._type)
         except (ValueError, TypeError, KeyError) as exc:
             raise _malformed(self._path, self._backup_id, exc) from exc
         if len(items) != count:   # a head and chunk that disagree: not the stored document
@@ -306,5 +328,6 @@ __all__ = [
     "is_chunked",
     "item_adapter",
     "item_json",
+    "read_chunk",
     "store_document",
 ]
