@@ -162,7 +162,7 @@ def walk_decision_path(*, thread: bool = True) -> None:
     from preimage.layer.config import LayerConfig
     from preimage.layer.deciding.backup_layer import BackupLayer
     from preimage.layer.harnesses import get_harness
-    from preimage.layer.harnesses.hook import _hook_options
+    from preimage.layer.harnesses.hook import _hook_options, log_line
 
     payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "session_id": "",
                "tool_input": {"command": "ls -la"}, "cwd": "/", "tool_use_id": ""}
@@ -175,14 +175,12 @@ def walk_decision_path(*, thread: bool = True) -> None:
     # and encoding (the regular expressions' replacement templates are parsed on first
     # use), the answer, and the thread the decision runs in — a first call's costs, paid
     # here instead (measured: a read-only call's `handle()` 3.2 → 1.8 ms in a spare).
-    from preimage.interface.redact import redact_value
     from preimage.layer.decision import Action, Decision
 
     passed = Decision(Action.PASS, None)
-    json.dumps(redact_value({"time": 0.0, "event": "decision", "harness": "claude-code",
-                             "tool": "Bash", "session": "s", "tool_use_id": "t",
-                             "input": {"command": "ls --color=auto"},   # through every rule
-                             **passed.to_dict()}), default=str)
+    log_line({"event": "decision", "harness": "claude-code", "tool": "Bash", "session": "s",
+              "tool_use_id": "t", "input": {"command": "ls --color=auto"},   # every rule
+              **passed.to_dict()})
     adapter.nothing_after(adapter.answer(passed, config).stdout)
     if thread:
         worker = threading.Thread(target=_under_a_deadline, daemon=True)

@@ -41,15 +41,20 @@ if TYPE_CHECKING:
     from preimage.layer.harnesses._base import Harness, HookEvent
 
 
+def log_line(event: dict[str, Any]) -> str:
+    """``event`` as the hook log's JSON line (stamped with the time, secrets redacted)."""
+    from preimage.interface.redact import redact_value
+
+    return json.dumps(redact_value({"time": time.time(), **event}), default=str)
+
+
 def log(event: dict[str, Any]) -> None:
     """Append one JSON line to the hook log (created 0600, secrets redacted); a log that
     cannot be written is skipped."""
-    from preimage.interface.redact import redact_value
-
     try:
         path = log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(redact_value({"time": time.time(), **event}), default=str)
+        line = log_line(event)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a") as fh:
             fh.write(line + "\n")
