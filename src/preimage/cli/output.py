@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import traceback
@@ -52,11 +53,45 @@ def _escaping_console(**options: Any) -> Any:
 
 class _Console:
     """A rich ``Console`` made when first used: a ``--json`` command prints without rich,
-    so it does not pay for importing it."""
+    and so does a line of plain text going to a file or a pipe (see :meth:`print`), so
+    neither pays for importing it (30 ms of a command's own process)."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._console: Any = None
+
+    def _stream(self) -> Any:
+        # looked up at each use: a warm process's child gets its streams after import
+        return sys.stderr if self._options.get("stderr") else sys.stdout
+
+    def _not_a_terminal(self) -> bool:
+        """The stream is surely not a terminal: rich would say so too (no environment
+        variable forces it to treat it as one)."""
+        isatty = getattr(self._stream(), "isatty", None)
+        return (isatty is not None and not isatty() and not os.environ.get("FORCE_TERMINAL")
+                and not os.environ.get("TTY_INTERACTIVE"))
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the stream is a terminal, as rich decides it."""
+        return False if self._not_a_terminal() else bool(self.__getattr__("is_terminal"))
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """Print as rich would; plain strings to a file or a pipe are written directly.
+
+        With no markup, highlighting or emoji codes, soft wrapping on and no style given,
+        rich writes such a line as it is, after :func:`printable` (its tabs it expands,
+        so a line holding one still goes through rich); tests/cli/test_output.py holds
+        both ways to the same output."""
+        if (not options and objects and all(type(o) is str for o in objects)
+                and self._not_a_terminal()):
+            text = " ".join(objects)
+            if "\t" not in text:
+                stream = self._stream()
+                stream.write(printable(text) + "\n")
+                stream.flush()
+                return
+        self.__getattr__("print")(*objects, **options)
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
@@ -69,10 +104,12 @@ class _Console:
         return getattr(self._console, name)
 
 
-# No markup: what is printed quotes names from the user's systems (files, tables, folders),
-# and ``a[bold]b`` or ``t[/]x`` must come out as they are, not styled away or raise.
-out: Any = _Console(highlight=False, soft_wrap=True, markup=False, wide_unless_terminal=True)
-err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+# No markup and no emoji codes: what is printed quotes names from the user's systems
+# (files, tables, folders), and ``a[bold]b``, ``t[/]x`` or ``:smile:.txt`` must come out as
+# they are, not styled away, raise or turn into a picture.
+out: Any = _Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
+                    wide_unless_terminal=True)
+err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def one_line(text: str) -> str:
@@ -118,8 +155,6 @@ def handle_errors(fn: F) -> F:
         except RecursionError:
             _fail("the input is nested too deeply to read")
         except Exception as exc:
-            import os
-
             if os.environ.get("PREIMAGE_DEBUG"):
                 traceback.print_exc()
             _fail(f"unexpected error: {type(exc).__name__}: {exc} — run again with "
