@@ -338,3 +338,30 @@ def test_a_recapture_whose_packs_go_after_it_looked_them_up_stores_the_files_aga
     with Store(home) as st:
         preimage.restore(again.id, store=st)
     assert _files(root) == before
+
+
+def test_a_young_store_whose_index_appears_after_its_first_write_stores_again(
+        tmp_path: Path, home: Path, store: Store) -> None:
+    """A store with no pack index when a write first looks does not look for the index
+    again before it seals a pack of its own; blobs another process packed meanwhile are
+    written once more by the capture that needs them — a second copy, never a lost one —
+    and everything restores, checks clean and survives a prune."""
+    store.blobs.put_bytes(b"first write: the store has no pack index yet")
+    assert not (home / "blobs" / "packs.sqlite").exists()
+    root = _tree(tmp_path / "t", "a", n=12)
+    before = _files(root)
+    with Store(home) as other:   # another process's capture packs the same files
+        first = preimage.capture([f"file://{root}"], store=other)
+    assert (home / "blobs" / "packs.sqlite").exists()
+    copy = tmp_path / "copy"   # the same contents in other files: read and written
+    shutil.copytree(root, copy)
+    written = store.blobs.blobs_written
+    again = preimage.capture([f"file://{copy}"], store=store)
+    assert store.blobs.blobs_written - written >= len(before), "it packed its own copies"
+    assert not check(store).problems
+    forget(store, [first.id])
+    prune(store)
+    shutil.rmtree(copy)
+    preimage.restore(again.id, store=store)
+    assert _files(copy) == before
+    assert not check(store).problems

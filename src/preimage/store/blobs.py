@@ -275,7 +275,7 @@ class LocalBlobStore(BlobStore):
         """Whether no sound copy of the blob is in place (a hidden one is brought back
         first).  ``writing``: a compressed copy is about to be written, so a damaged
         clone, which would stand beside it, is dropped."""
-        loc = self.packs.locate(digest)
+        loc = self.packs.locate(digest, writing=writing)
         if loc is not None:
             self.packs.rescue(digest, loc)
             if self.packs.sound(digest, loc):

@@ -161,6 +161,7 @@ class LocalPacks:
         self._dirs: set[str] = set()
         self._dctxs = threading.local()   # a decompressor per thread: one is not thread-safe
         self._expected: dict[str, Location] = {}   # looked up ahead of reads (``expect``)
+        self._no_index: bool | None = None   # no index when a write first looked (``locate``)
         _LIVE.add(self)
 
     # ------------------------------------------------------------ index
@@ -200,8 +201,14 @@ class LocalPacks:
         self._expected.update(found)
         return found
 
-    def locate(self, digest: str) -> Location | None:
-        """The blob's frame: in the open pack, or as the index names it (hidden or not)."""
+    def locate(self, digest: str, *, writing: bool = False) -> Location | None:
+        """The blob's frame: in the open pack, or as the index names it (hidden or not).
+
+        ``writing``: asked by a write about to store the blob, which is no worse off for a
+        copy it misses (it writes another; the index takes the newer) — so in a store that
+        had no pack index when a write first looked, until this process seals a pack,
+        the index is not looked for again: one ``stat`` saved per new blob of a store's
+        first capture. A read always looks."""
         if self._expected and (loc := self._expected.pop(digest, None)) is not None:
             return loc
         with self._lock:
@@ -209,6 +216,11 @@ class LocalPacks:
             if op is not None and digest in op.entries:
                 off, length, raw = op.entries[digest]
                 return Location(None, off, length, raw)
+            if writing and self._db is None:
+                if self._no_index is None:
+                    self._no_index = not self.has_index()
+                if self._no_index:
+                    return None
             if not self.has_index():
                 return None
             row = self._index().execute(
