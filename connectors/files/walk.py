@@ -96,16 +96,18 @@ def at_path(dir_fd: int, name: str,
     return str(fallback() if callable(fallback) else fallback)
 
 
-def read_xattrs(path: str | Path) -> dict[str, str]:
-    """Extended attributes of ``path`` (not following symlinks), values as hex."""
+def read_xattrs(path: str | Path | int) -> dict[str, str]:
+    """Extended attributes of ``path`` (not following symlinks) or of the open file
+    descriptor ``path``, values as hex."""
     out: dict[str, str] = {}
+    follow = isinstance(path, int)   # a descriptor is the file itself: nothing to follow
     try:
-        names = os.listxattr(path, follow_symlinks=False)
+        names = os.listxattr(path, follow_symlinks=follow)
     except OSError:
         return out
     for name in sorted(names):
         with contextlib.suppress(OSError):
-            out[name] = os.getxattr(path, name, follow_symlinks=False).hex()
+            out[name] = os.getxattr(path, name, follow_symlinks=follow).hex()
     return out
 
 
@@ -397,6 +399,7 @@ class Walker:
         rdev = None
         size = st.st_size if ftype == "file" else 0
         extents = None
+        xattrs = None
         ctime_ns = st.st_ctime_ns
         if ftype != "dir" and st.st_nlink > 1:
             ident = (st.st_dev, st.st_ino)
@@ -404,7 +407,7 @@ class Walker:
             if hardlink_to is None:
                 self._links[ident] = rel
         if ftype == "file":
-            digest, size, extents = self._file(dir_fd, name, rel, st)
+            digest, size, extents, xattrs = self._file(dir_fd, name, rel, st)
         elif ftype == "symlink":
             link_target = os.readlink(name, dir_fd=dir_fd)
             ctime_ns = self._keep_link_atime(dir_fd, name, st)
@@ -422,7 +425,8 @@ class Walker:
             gid=st.st_gid,
             mtime_ns=st.st_mtime_ns,
             atime_ns=st.st_atime_ns,
-            xattrs=read_xattrs(at_path(dir_fd, name, lambda: self.root / rel)),
+            xattrs=(read_xattrs(at_path(dir_fd, name, lambda: self.root / rel))
+                    if xattrs is None else xattrs),
             rdev=rdev,
             extents=extents,
             inode=st.st_ino,
@@ -447,8 +451,9 @@ class Walker:
 
     def _file(
         self, dir_fd: int, name: str, rel: str, st: os.stat_result
-    ) -> tuple[str | None, int, list[tuple[int, int]] | None]:
-        """Digest, size and data extents of a regular file."""
+    ) -> tuple[str | None, int, list[tuple[int, int]] | None, dict[str, str] | None]:
+        """Digest, size and data extents of a regular file, and its extended attributes
+        when it was opened to be read (``None``: not read, look them up by name)."""
         if self.max_file_size is not None and st.st_size > self.max_file_size:
             self.uncaptured.append(Uncaptured(
                 name=rel, kind="file",
@@ -456,7 +461,7 @@ class Walker:
                        f"{human_bytes(self.max_file_size)} — raise it with "
                        "`preimage quota --max-file-size` to capture it",
             ))
-            return None, st.st_size, None
+            return None, st.st_size, None, None
         cache = self.blobs.digest_cache if self.blobs is not None else None
         if cache is not None:
             cached = self._cached(cache, dir_fd, name, st)
@@ -469,9 +474,9 @@ class Walker:
                             extents = data_extents(fd, st.st_size)
                         finally:
                             os.close(fd)
-                return cached, st.st_size, extents
+                return cached, st.st_size, extents, None
         try:
-            digest, size, extents = self._read(dir_fd, name, rel, st)
+            digest, size, extents, xattrs = self._read(dir_fd, name, rel, st)
         except OSError as exc:
             raise self._fail("read", rel, exc) from exc
         if size == st.st_size:
@@ -480,7 +485,7 @@ class Walker:
             )
             if len(self._cache_rows) >= _CACHE_BATCH:
                 self._flush_cache()
-        return digest, size, extents
+        return digest, size, extents, xattrs
 
     def _small(self, fd: int, before: os.stat_result) -> tuple[str, int] | None:
         """Store a file under a chunk without holes read whole from ``fd``: ``(digest,
@@ -503,7 +508,9 @@ class Walker:
 
     def _read(
         self, dir_fd: int, name: str, rel: str, st: os.stat_result
-    ) -> tuple[str, int, list[tuple[int, int]] | None]:
+    ) -> tuple[str, int, list[tuple[int, int]] | None, dict[str, str]]:
+        """Digest, bytes read, data extents, and the extended attributes read from the
+        same open file (one path lookup fewer than by name)."""
         for attempt in (1, 2):
             fd = open_noatime(name, os.O_RDONLY, dir_fd=dir_fd)
             try:
@@ -517,6 +524,7 @@ class Walker:
                 try:
                     digest, count = small
                     after = os.fstat(fd)
+                    xattrs = read_xattrs(fd)
                 finally:
                     os.close(fd)
             else:
@@ -539,6 +547,7 @@ class Walker:
                             hasher.update(chunk)
                         digest = hasher.hexdigest()
                     after = os.fstat(fd)
+                    xattrs = read_xattrs(fd)
                 count = counter.count
             steady = (
                 count == before.st_size == after.st_size
@@ -546,7 +555,7 @@ class Walker:
                 and before.st_ino == st.st_ino
             )
             if steady:
-                return digest, count, extents
+                return digest, count, extents, xattrs
             if attempt == 2:
                 self.uncaptured.append(Uncaptured(
                     name=rel, kind="file",
@@ -554,7 +563,7 @@ class Walker:
                            f"{after.st_size} at the end, {count} read); the stored copy "
                            "may mix old and new bytes — capture again when it is quiet",
                 ))
-                return digest, count, None
+                return digest, count, None, xattrs
         raise AssertionError("unreachable")
 
     def _flush_cache(self) -> None:

@@ -52,6 +52,7 @@ def build_tree(root: Path) -> None:
     os.utime(root / "bin" / "tool", ns=(1_600_000_001_000_000_001, 1_600_000_002_000_000_002))
     big = root / "big.bin"
     big.write_bytes(os.urandom(3 << 20))
+    os.setxattr(big, "user.read", b"streamed")   # read from the file as it is streamed
     os.chown(root / "shared", 1234, 5678)
 
 
@@ -84,6 +85,7 @@ def test_rm_rf_then_restore_by_id_scores_one(tree: Path, cli: Callable[..., CliR
 
     assert inside(after_ls) == inside(before_ls)
     assert os.getxattr(tree / "a.txt", "user.tag") == b"\x00\x01blue"
+    assert os.getxattr(tree / "big.bin", "user.read") == b"streamed"
     assert os.stat(tree / "a.txt").st_ino == os.stat(tree / "b.txt").st_ino
     assert stat.S_IMODE(os.stat(tree / "bin" / "tool").st_mode) == 0o4755
     assert os.readlink(tree / "dangling") == "/nonexistent/target"
