@@ -365,3 +365,39 @@ def test_a_young_store_whose_index_appears_after_its_first_write_stores_again(
     preimage.restore(again.id, store=store)
     assert _files(copy) == before
     assert not check(store).problems
+
+
+def test_a_young_store_finds_what_it_sealed_itself_and_what_others_write_later(
+        tmp_path: Path, home: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store's first captures ask the pack index only about blobs they may have sealed
+    themselves: the same bytes met again are not stored twice. Once another process
+    writes to the index, every write asks it again: blobs that process packed are not
+    stored twice either."""
+    import preimage.store.local_packs as lp
+
+    monkeypatch.setattr(lp, "PACK_BLOBS", 8)   # a pack sealed every eight blobs
+    root = _tree(tmp_path / "t", "a", n=30)
+    first = preimage.capture([f"file://{root}"], store=store)
+    assert len(_packs(home)) >= 4
+    mine = tmp_path / "mine"   # the same contents in other files: found in its own packs
+    shutil.copytree(root, mine)
+    written = store.blobs.blobs_written
+    preimage.capture([f"file://{mine}"], store=store)
+    assert store.blobs.blobs_written - written <= 2, "only its own document is new"
+    with Store(home) as other:   # another process's capture writes to the index
+        theirs = _tree(tmp_path / "theirs", "b", n=10)
+        preimage.capture([f"file://{theirs}"], store=other)
+    ours = _tree(tmp_path / "ours", "c", n=10)   # a pack of this store's, sealed after theirs
+    preimage.capture([f"file://{ours}"], store=store)
+    copy = tmp_path / "copy"   # their contents in other files: found in their packs
+    shutil.copytree(theirs, copy)
+    written = store.blobs.blobs_written
+    again = preimage.capture([f"file://{copy}"], store=store)
+    assert store.blobs.blobs_written - written <= 2, "only its own document is new"
+    shutil.rmtree(root)
+    preimage.restore(first.id, store=store)
+    assert _files(root) == _files(mine)
+    shutil.rmtree(copy)
+    preimage.restore(again.id, store=store)
+    assert _files(copy) == _files(theirs)
+    assert not check(store).problems
