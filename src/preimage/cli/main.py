@@ -157,25 +157,25 @@ def restore(
             for m in ms:
                 out.print(f"{target}: mapped {m.text()}")
         for rep in result.reports:
-            from rich.table import Table
-
-            table = Table(title=f"{'plan for' if dry_run else 'restored'} {rep.target}")
-            table.add_column("item")
-            table.add_column("outcome")
-            table.add_column("action")
-            table.add_column("reason")
             from preimage.restoration import Outcome
 
             unchanged = rep.count(Outcome.UNCHANGED)
             shown = len(rep.items) - unchanged
-            # the first 200 of them, read as the report is iterated (a long one is on disk)
-            first = itertools.islice((i for i in rep.items if i.outcome is not Outcome.UNCHANGED),
-                                     200)
-            for item in first:
-                table.add_row(item.key, item.outcome.value, item.action, item.reason)
-            if shown > 200:
-                table.add_row(f"… {shown - 200} more", "", "", "")
-            if shown:
+            if shown:   # rich's table only when there is a row for it
+                from rich.table import Table
+
+                table = Table(title=f"{'plan for' if dry_run else 'restored'} {rep.target}")
+                table.add_column("item")
+                table.add_column("outcome")
+                table.add_column("action")
+                table.add_column("reason")
+                # the first 200, read as the report is iterated (a long one is on disk)
+                first = itertools.islice(
+                    (i for i in rep.items if i.outcome is not Outcome.UNCHANGED), 200)
+                for item in first:
+                    table.add_row(item.key, item.outcome.value, item.action, item.reason)
+                if shown > 200:
+                    table.add_row(f"… {shown - 200} more", "", "", "")
                 out.print(table)
             out.print(f"{rep.target}: {shown} change(s), {unchanged} unchanged")
             for remap in rep.remaps[:50]:
