@@ -210,7 +210,10 @@ def test_verify_many_reads_each_box_once_and_the_write_pass_reads_the_spool(
         assert reader.get_bytes(digest) == body
     assert fetched == []
     spool = reader.spool.root
-    assert sorted(p.name for p in spool.iterdir() if not p.name.startswith(".")) == sorted(digests)
+    assert all(reader.spool.has(d) for d in digests)
+    # one file of the blobs' bytes, each once: not a file created per blob
+    assert [p.name for p in spool.iterdir() if not p.name.startswith(".")] == ["blobs"]
+    assert (spool / "blobs").stat().st_size == sum(len(b) for b in bodies)
     reader.close()
     assert not spool.exists()
 
@@ -254,3 +257,50 @@ def test_a_spool_a_killed_process_left_is_removed(repo_dir: tuple[Path, str]) ->
     second.verify(digest)
     assert not left.exists() and second.spool.root.exists()
     second.close()
+
+
+def test_the_spool_keeps_each_verified_blob_in_its_own_region_of_one_file(
+        tmp_path: Path) -> None:
+    """Blobs spooled side by side read back as written, through Python and through the
+    kernel's copy; a writer never runs into the next region, one cut short is never
+    readable, and a spool file cut short since raises where the bytes run out."""
+    from preimage.store.packs._spool import Spool
+
+    spool = Spool(tmp_path / "spool")
+    bodies = {f"{i:064x}": os.urandom(n) for i, n in enumerate([10, 3 << 20, 0, 5000])}
+    for digest, body in bodies.items():
+        w = spool.writer(digest, len(body))
+        assert w is not None
+        for at in range(0, len(body), 1 << 20):
+            w.write(body[at:at + (1 << 20)])
+        w.commit()
+    over = spool.writer("e" * 64, 4)
+    assert over is not None
+    with pytest.raises(BlobCorruptError):
+        over.write(b"12345")
+    short = spool.writer("f" * 64, 4)
+    assert short is not None
+    short.write(b"12")
+    short.commit()
+    assert not spool.has("f" * 64) and spool.read("f" * 64) is None
+    for digest, body in bodies.items():
+        blob = spool.read(digest)
+        assert blob is not None and b"".join(blob) == body
+        out = tmp_path / f"out-{digest[-1]}"
+        with open(out, "wb") as fh:
+            again = spool.read(digest)
+            assert again is not None
+            again.copy_into(fh.fileno())
+        assert out.read_bytes() == body
+    os.truncate(spool.root / "blobs", 1000)
+    cut = spool.read(f"{1:064x}")
+    assert cut is not None
+    with pytest.raises(BlobCorruptError):
+        b"".join(cut)
+    cut_again = spool.read(f"{1:064x}")
+    assert cut_again is not None
+    with open(tmp_path / "cut", "wb") as fh, pytest.raises(BlobCorruptError):
+        cut_again.copy_into(fh.fileno())
+    root = spool.root
+    spool.close()
+    assert not root.exists()
