@@ -34,6 +34,10 @@ from preimage.store.packs._storage import ObjectMissing
 
 DAMAGED = "damaged"   # the generation under which ``set_aside`` hides a blob
 _VERIFY_WORKERS = 4   # blobs or spans verified at once by ``verify_many``
+# A blob this large is not fetched ahead into the spool by ``will_read``: its read fetches
+# its chunks ahead itself (``read_chunks``) while the caller writes them, so its bytes are
+# written once, where the spool would write them and then copy them.
+_STREAMED = 8 << 20
 
 
 class Coordinator(Protocol):
@@ -323,7 +327,7 @@ class PackBlobStore(BlobStore):
         located = []
         for digest in todo:
             found = self.repo.readable_blob(digest)
-            if found is not None:
+            if found is not None and found[0] < _STREAMED:
                 located.append((digest, found[1]))
         if not located:
             return
