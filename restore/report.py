@@ -61,13 +61,20 @@ class ItemLog(Sequence[ItemResult]):
 
     def append(self, item: ItemResult) -> None:
         """Add one result."""
-        self._counts[item.outcome] += 1
+        self.add(item.key, item.outcome, item.action, item.reason, item)
+
+    def add(self, key: str, outcome: Outcome, action: str = "", reason: str = "",
+            item: ItemResult | None = None) -> None:
+        """Add one result from its fields (past :data:`SPILL_AT` no model is made of it:
+        it is written as the line it is read back from)."""
+        self._counts[outcome] += 1
         if self._fd is None:
-            self._held.append(item)
+            self._held.append(item or ItemResult(key=key, outcome=outcome, action=action,
+                                                 reason=reason))
             if len(self._held) > SPILL_AT:
                 self._spill()
             return
-        line = json.dumps((item.key, item.outcome.value, item.action, item.reason)) + "\n"
+        line = json.dumps((key, outcome.value, action, reason)) + "\n"
         self._buffer.append(line.encode())
         self._buffered += len(line)
         if self._buffered >= _BLOCK:
@@ -194,7 +201,7 @@ class RestoreReport(BaseModel):
 
     def add(self, key: str, outcome: Outcome, action: str = "", reason: str = "") -> None:
         """Record one item's outcome."""
-        self.items.append(ItemResult(key=key, outcome=outcome, action=action, reason=reason))
+        self.items.add(key, outcome, action, reason)
 
     def count(self, outcome: Outcome) -> int:
         """How many items ended with ``outcome``."""

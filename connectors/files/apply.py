@@ -49,7 +49,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from preimage.connectors.files.dirfd import TreeHandle, shown
+from preimage.connectors.files.dirfd import Meta, TreeHandle, shown
 from preimage.connectors.files.plan_table import (
     FIX,
     NONE,
@@ -413,8 +413,8 @@ class TreeRestorer:
             if reason:
                 not_written.add(e.path)
                 self.report.add(e.path, Outcome.SKIPPED, f"write {e.type}", reason)
-        for e in table.entries((FIX, WRITE), reverse=True):
-            if e.path not in not_written:
+        for e, act in table.entries_with_act((FIX, WRITE), reverse=True):
+            if e.path not in not_written and not _set_as_written(e, act):
                 tree.set_metadata(
                     e.path, is_link=e.type == "symlink", xattrs=e.xattrs, uid=e.uid, gid=e.gid,
                     mode=e.mode, atime_ns=e.atime_ns, mtime_ns=e.mtime_ns,
@@ -422,11 +422,11 @@ class TreeRestorer:
             if tree.staged(e.path):
                 # its subtree is written and set, its parent's times not yet: in place now
                 tree.publish(e.path)
-        for e, act in table.entries_with_act((FIX, WRITE)):
-            if e.path in not_written:
+        for path, type_, act in table.kinds_with_act((FIX, WRITE)):
+            if path in not_written:
                 continue
-            action = f"write {e.type}" if act == WRITE else "set metadata"
-            self.report.add(e.path, Outcome.RESTORED, action)
+            action = f"write {type_}" if act == WRITE else "set metadata"
+            self.report.add(path, Outcome.RESTORED, action)
 
     def _preflight(self, plan: Plan) -> None:
         if plan.staged_whole:
@@ -474,13 +474,15 @@ class TreeRestorer:
             where = shown(f"{tree.root}/{e.path}")
             digest = e.digest
             source = self.blobs.clone_source(digest) if e.size >= CLONE_MIN else None
+            meta = Meta(e.xattrs, e.uid, e.gid, e.mode, e.atime_ns, e.mtime_ns)
             if source is None:
-                tree.write_file(e.path, self.blobs.chunks(digest, path=where), e.size, e.extents)
+                tree.write_file(e.path, self.blobs.chunks(digest, path=where), e.size,
+                                e.extents, meta)
             else:   # a cloned blob, verified by the preflight: share its extents
                 try:
                     tree.clone_file(e.path, source,
                                     lambda: self.blobs.chunks(digest, path=where),
-                                    e.size, e.extents)
+                                    e.size, e.extents, meta)
                 finally:
                     os.close(source)
         elif e.type == "symlink":
@@ -495,6 +497,12 @@ class TreeRestorer:
             except PermissionError:
                 return "creating device nodes needs root"
         return ""
+
+
+def _set_as_written(e: PlannedEntry, act: int) -> bool:
+    """Whether ``e``'s metadata was set as it was written (a regular file this restore
+    wrote from its blob, not made a hard link of another: see :meth:`_write`)."""
+    return act == WRITE and e.type == "file" and e.hardlink_to is None and e.digest is not None
 
 
 def entry_key(rel: str) -> str:

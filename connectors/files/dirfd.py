@@ -40,6 +40,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from preimage.connectors.files.walk import TMP_PREFIX, at_path
 from preimage.interface import crash as _crash
@@ -54,6 +55,17 @@ STAGE_PREFIX = f"{TMP_PREFIX}stage-"
 def shown(path: Path | str) -> str:
     """A path as a person reads it (bytes that are not UTF-8 as ``\\xNN``)."""
     return os.fsencode(str(path)).decode(errors="backslashreplace")
+
+
+class Meta(NamedTuple):
+    """What :meth:`TreeHandle.set_metadata` sets, for a file that gets it as it is written."""
+
+    xattrs: dict[str, str]
+    uid: int
+    gid: int
+    mode: int
+    atime_ns: int
+    mtime_ns: int
 
 
 class TreeHandle:
@@ -352,33 +364,42 @@ class TreeHandle:
                 _rmtree_at(fd, name)
 
     def write_file(self, rel: str, chunks: Iterable[bytes], size: int,
-                   extents: list[tuple[int, int]] | None) -> None:
-        """Write a regular file from ``chunks`` (holes left where ``extents`` has none)."""
-        self._make_file(rel, lambda: chunks, size, extents, None)
+                   extents: list[tuple[int, int]] | None, meta: Meta | None = None) -> None:
+        """Write a regular file from ``chunks`` (holes left where ``extents`` has none);
+        with ``meta``, its metadata too, through the descriptor it was written by (no
+        path looked up again for it), as :meth:`set_metadata` would set it."""
+        self._make_file(rel, lambda: chunks, size, extents, None, meta)
 
     def clone_file(self, rel: str, source_fd: int, chunks: Callable[[], Iterable[bytes]],
-                   size: int, extents: list[tuple[int, int]] | None) -> None:
+                   size: int, extents: list[tuple[int, int]] | None,
+                   meta: Meta | None = None) -> None:
         """Write a regular file as a reflink of ``source_fd`` (FICLONE: its extents are
         shared, nothing is copied); where the filesystem cannot, from ``chunks()``."""
-        self._make_file(rel, chunks, size, extents, source_fd)
+        self._make_file(rel, chunks, size, extents, source_fd, meta)
 
     def _make_file(self, rel: str, chunks: Callable[[], Iterable[bytes]], size: int,
-                   extents: list[tuple[int, int]] | None, source_fd: int | None) -> None:
+                   extents: list[tuple[int, int]] | None, source_fd: int | None,
+                   meta: Meta | None) -> None:
         def make(fd: int, tmp: str) -> None:
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                           0o600, dir_fd=fd)
             try:
                 try:
+                    cloned = False
                     if source_fd is not None:
                         try:
                             fcntl.ioctl(out, FICLONE, source_fd)
-                            return
+                            cloned = True
                         except OSError as exc:
                             if exc.errno not in NO_CLONE:
                                 raise
-                    _write_sparse(out, chunks(), extents) if extents else _write_all(out, chunks())
-                    if extents is not None:
-                        os.ftruncate(out, size)
+                    if not cloned:
+                        _write_sparse(out, chunks(), extents) if extents \
+                            else _write_all(out, chunks())
+                        if extents is not None:
+                            os.ftruncate(out, size)
+                    if meta is not None:
+                        _set_file_meta(out, meta)
                 finally:
                     os.close(out)
             except BaseException:
@@ -470,17 +491,28 @@ def _write_sparse(fd: int, chunks: Iterable[bytes], extents: list[tuple[int, int
         pos = end
 
 
-def _set_xattrs(path: str, wanted: dict[str, str]) -> None:
+def _set_file_meta(fd: int, meta: Meta) -> None:
+    """:meth:`TreeHandle.set_metadata` for the regular file open at ``fd``, in its order:
+    xattrs, owner, mode (after chown, which clears setuid), then times."""
+    _set_xattrs(fd, meta.xattrs)
+    with contextlib.suppress(PermissionError):
+        os.fchown(fd, meta.uid, meta.gid)
+    os.fchmod(fd, meta.mode)
+    os.utime(fd, ns=(meta.atime_ns, meta.mtime_ns))
+
+
+def _set_xattrs(path: str | int, wanted: dict[str, str]) -> None:
+    follow = isinstance(path, int)   # a descriptor is the file itself: nothing to follow
     try:
-        present = set(os.listxattr(path, follow_symlinks=False))
+        present = set(os.listxattr(path, follow_symlinks=follow))
     except OSError:
         return
     for name in present - set(wanted):
         with contextlib.suppress(OSError):
-            os.removexattr(path, name, follow_symlinks=False)
+            os.removexattr(path, name, follow_symlinks=follow)
     for name, value in wanted.items():
         with contextlib.suppress(OSError):
-            os.setxattr(path, name, bytes.fromhex(value), follow_symlinks=False)
+            os.setxattr(path, name, bytes.fromhex(value), follow_symlinks=follow)
 
 
 def _rmtree_at(dir_fd: int, name: str) -> None:

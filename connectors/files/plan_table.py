@@ -236,6 +236,21 @@ class PlanTable:
                 yield _entry(path, type_, lead, digest, rest), act
             last = page[-1][0]
 
+    def kinds_with_act(self, acts: tuple[int, ...]) -> Iterator[tuple[str, str, int]]:
+        """``(path, type, act)`` of the captured entries whose action is one of ``acts``,
+        in capture order (what a report needs, no entry decoded)."""
+        marks = ", ".join("?" * len(acts))
+        last = -1
+        while True:
+            page = self._db.execute(
+                f"SELECT i, path, type, act FROM want WHERE act IN ({marks}) AND i > ? "
+                "ORDER BY i LIMIT ?", (*acts, last, PAGE)).fetchall()
+            if not page:
+                return
+            for _i, path, type_, act in page:
+                yield _path(path), type_, act
+            last = page[-1][0]
+
     def paths(self, act: int) -> Iterator[str]:
         """The paths of the captured entries whose action is ``act``, in capture order."""
         last = -1
