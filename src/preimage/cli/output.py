@@ -126,6 +126,18 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
 def _os_reason(exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
     return f"{exc.strerror or exc}{where}"
@@ -149,6 +161,16 @@ def handle_errors(fn: F) -> F:
             _fail("interrupted — run the same command again to finish", 130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except BrokenPipeError as exc:
+            if not _stdout_gone():
+                _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
+                      "command again")
+            # what reads the output went away (`| head`): the command's work is done and
+            # nobody is left to tell; end as a process killed by SIGPIPE does, quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            sys.exit(128 + 13)
         except OSError as exc:
             _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
                   "command again")
