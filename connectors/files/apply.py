@@ -219,6 +219,15 @@ class TreeRestorer:
         walker = Walker(self.tree.root, self.blobs, store_content=False, exclude=self.exclude)
         table.add_live(walker.entries())
         plan = Plan(table, [], [], debris=walker.debris)
+        if self.policy.keys is None and not self.policy.only and table.live_empty():
+            # Nothing is there (a removed tree): every entry in scope is written, but a file
+            # captured without its content — what the comparison below decides entry by
+            # entry, decided at once.
+            reason = _NOT_CAPTURED.replace("; left as it is", "")
+            plan.skipped.extend((rel, reason) for rel in table.write_all())
+            plan.staged_whole = table.act_of(".") == WRITE
+            self._fix_parents(plan)
+            return plan
         overwrite = self.policy.conflict is ConflictMode.OVERWRITE
         merge = self.policy.conflict is ConflictMode.MERGE
         refuse = self.policy.conflict is ConflictMode.REFUSE

@@ -331,6 +331,18 @@ class PlanTable:
             "(SELECT path FROM moved) ORDER BY i", (NONE, UNCHANGED))]
 
     # ------------------------------------------------------------ deciding
+    def live_empty(self) -> bool:
+        """Whether the live tree has nothing (the target is not there)."""
+        return self._db.execute("SELECT 1 FROM live LIMIT 1").fetchone() is None
+
+    def write_all(self) -> list[str]:
+        """Decide WRITE for every captured entry but a file captured without its content
+        (nor a hard link to one that has it): those are returned, in capture order."""
+        bare = "type = 'file' AND digest IS NULL AND lead IS NULL"
+        self._db.execute(f"UPDATE want SET act = ? WHERE NOT ({bare})", (WRITE,))
+        return [_path(p) for (p,) in self._db.execute(
+            f"SELECT path FROM want WHERE {bare} ORDER BY i")]
+
     def set_acts(self, acts: Iterable[tuple[int, int]]) -> None:
         """Record ``(action, row)`` pairs."""
         self._db.executemany("UPDATE want SET act = ? WHERE i = ?", acts)

@@ -116,3 +116,46 @@ def test_a_leftover_stage_is_swept_unless_a_running_restore_holds_it(
     finally:
         os.close(fd)
     assert len(_listing(root)) == 43
+
+
+def test_a_removed_tree_is_planned_at_once_as_the_comparison_would_plan_it(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing at the target the plan decides every entry at once; the entry-by-entry
+    comparison is its oracle: the same action for every entry (files, a symlink, hard
+    links, a file over the per-file cap) and the same skipped entries with the same reason.
+    Then the restore brings the tree back with the capped file reported, not written."""
+    from preimage.connectors.files.apply import TreeRestorer
+    from preimage.connectors.files.plan_table import PlanTable
+    from preimage.store import quota as _quota
+
+    root = tmp_path / "t"
+    _tree(root)
+    (root / "link").symlink_to("keep.txt")
+    os.link(root / "new" / "f1", root / "new" / "f1.hard")
+    _quota.save(store, _quota.Quota(max_file_size=1024))
+    (root / "new" / "big.bin").write_bytes(b"x" * 4096)
+    backup = preimage.capture([f"file://{root}"], store=store)
+    shutil.rmtree(root)
+
+    def planned() -> tuple[list[tuple[str, int]], list[tuple[str, str]], bool]:
+        snap = load_snapshot_row(store, store.catalog.get(backup.id).snapshots[0])
+        plan = TreeRestorer(snap, store.blobs, RestorePolicy(dry_run=True)).plan()
+        try:
+            acts = [(e.path, act) for e, act in plan.table.entries_with_act((0, 1, 2, 3))]
+            return acts, sorted(plan.skipped), plan.staged_whole
+        finally:
+            plan.table.close()
+
+    at_once = planned()
+    monkeypatch.setattr(PlanTable, "live_empty", lambda self: False)
+    compared = planned()
+    monkeypatch.undo()
+    assert at_once == compared
+    assert [p for p, _reason in at_once[1]] == ["new/big.bin"] and at_once[2]
+    result = preimage.restore(backup.id, store=store)
+    assert [(i.key, i.outcome.value) for i in result.reports[0].items
+            if i.key == "new/big.bin"] == [("new/big.bin", "skipped")]
+    assert (root / "new" / "deep" / "g7").read_text() == "deeper 7\n"
+    assert os.readlink(root / "link") == "keep.txt"
+    assert (root / "new" / "f1").stat().st_ino == (root / "new" / "f1.hard").stat().st_ino
+    assert not (root / "new" / "big.bin").exists()
