@@ -81,7 +81,7 @@ class _Console:
 
         With no markup, highlighting or emoji codes, soft wrapping on and no style given,
         rich writes such a line as it is, after :func:`printable` (its tabs it expands,
-        so a line holding one still goes through rich); tests/cli/test_output.py holds
+        so a line holding one still goes through rich); tests/core/test_terminal_escapes.py holds
         both ways to the same output."""
         if (not options and objects and all(type(o) is str for o in objects)
                 and self._not_a_terminal()):
