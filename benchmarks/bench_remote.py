@@ -1,6 +1,6 @@
 """The shared store side by side with restic, both writing to the same SeaweedFS.
 
-Usage: python benchmarks/bench_remote.py [--size-mb 1024] [--json]
+Usage: python benchmarks/bench_remote.py [--size-mb 1024] [--own-process] [--json]
 
 Starts SeaweedFS and PostgreSQL on loopback and, in one run, for preimage
 (PREIMAGE_STORE=s3://…, catalog in PostgreSQL, AES-GCM) and restic (its S3
@@ -15,6 +15,10 @@ backend, its own encryption and compression), measures:
 
 and prints seconds, MB/s and bytes stored, with preimage/restic ratios (> 1
 means preimage is faster or smaller where that is better), and the load.
+
+preimage's commands after its first are served by its warm process, as a session's later
+commands are (docs/layer.md); ``--own-process`` runs each in a process of its own
+(``PREIMAGE_SERVICE=off``: interpreter start and imports on every step, as restic's).
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ def timed(args: list[str], env: dict[str, str], cwd: Path | None = None) -> floa
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=128)
+    ap.add_argument("--own-process", action="store_true",
+                    help="every preimage command in its own process, none served warm")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     size = args.size_mb * MB
@@ -102,6 +108,8 @@ def main() -> None:
             # As installed from a wheel, Python reads compiled bytecode; a development
             # shell's PYTHONDONTWRITEBYTECODE would recompile preimage on every run.
             environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            if args.own_process:
+                environ["PREIMAGE_SERVICE"] = "off"
             base = {**environ, **s3.env(), "PGPASSWORD": db.password,
                     "PREIMAGE_STORE_KEY_FILE": str(key), "RESTIC_PASSWORD": "bench-password",
                     "RESTIC_CACHE_DIR": str(work / "restic-cache")}
@@ -158,10 +166,13 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
     if args.json:
-        print(json.dumps({"size_mb": args.size_mb, "load": load, **results}, indent=2))
+        print(json.dumps({"size_mb": args.size_mb, "load": load, "own_process": args.own_process,
+                          **results}, indent=2))
         return
     print(f"preimage shared store vs restic, both on SeaweedFS (loopback), {args.size_mb} MiB; "
           f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print("preimage: " + ("every command in its own process" if args.own_process
+                          else "commands after the first served by its warm process"))
     print(f"{'':26}{'preimage':>12}{'restic':>12}{'ratio':>10}")
     for metric in results["preimage"]:
         a, b = results["preimage"][metric], results["restic"][metric]
