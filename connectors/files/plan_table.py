@@ -21,6 +21,7 @@ import marshal
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from preimage.connectors.files.planned import NO_XATTRS, PlannedEntry
 from preimage.interface.errors import RestoreError, UnsafePathError
@@ -220,47 +221,38 @@ class PlanTable:
         its reverse), a page at a time."""
         return (e for e, _act in self.entries_with_act(acts, reverse=reverse))
 
-    def entries_with_act(self, acts: tuple[int, ...], *,
-                         reverse: bool = False) -> Iterator[tuple[PlannedEntry, int]]:
-        """As :meth:`entries`, each with its action."""
+    def _wanted_pages(self, columns: str, acts: tuple[int, ...], *,
+                      reverse: bool = False) -> Iterator[tuple[Any, ...]]:
+        """``(i, *columns)`` of the captured entries whose action is one of ``acts``, in
+        capture order (or its reverse), read a page at a time."""
         marks = ", ".join("?" * len(acts))
         cmp, order = ("<", "DESC") if reverse else (">", "")
         last = 1 << 62 if reverse else -1
         while True:
             page = self._db.execute(
-                f"SELECT i, path, type, lead, digest, rest, act FROM want WHERE act IN ({marks}) "
-                f"AND i {cmp} ? ORDER BY i {order} LIMIT ?", (*acts, last, PAGE)).fetchall()
+                f"SELECT i, {columns} FROM want WHERE act IN ({marks}) AND i {cmp} ? "
+                f"ORDER BY i {order} LIMIT ?", (*acts, last, PAGE)).fetchall()
             if not page:
                 return
-            for _i, path, type_, lead, digest, rest, act in page:
-                yield _entry(path, type_, lead, digest, rest), act
+            yield from page
             last = page[-1][0]
+
+    def entries_with_act(self, acts: tuple[int, ...], *,
+                         reverse: bool = False) -> Iterator[tuple[PlannedEntry, int]]:
+        """As :meth:`entries`, each with its action."""
+        for _i, path, type_, lead, digest, rest, act in self._wanted_pages(
+                "path, type, lead, digest, rest, act", acts, reverse=reverse):
+            yield _entry(path, type_, lead, digest, rest), act
 
     def kinds_with_act(self, acts: tuple[int, ...]) -> Iterator[tuple[str, str, int]]:
         """``(path, type, act)`` of the captured entries whose action is one of ``acts``,
         in capture order (what a report needs, no entry decoded)."""
-        marks = ", ".join("?" * len(acts))
-        last = -1
-        while True:
-            page = self._db.execute(
-                f"SELECT i, path, type, act FROM want WHERE act IN ({marks}) AND i > ? "
-                "ORDER BY i LIMIT ?", (*acts, last, PAGE)).fetchall()
-            if not page:
-                return
-            for _i, path, type_, act in page:
-                yield _path(path), type_, act
-            last = page[-1][0]
+        for _i, path, type_, act in self._wanted_pages("path, type, act", acts):
+            yield _path(path), type_, act
 
     def paths(self, act: int) -> Iterator[str]:
         """The paths of the captured entries whose action is ``act``, in capture order."""
-        last = -1
-        while True:
-            page = self._db.execute("SELECT i, path FROM want WHERE act = ? AND i > ? ORDER BY i "
-                                    "LIMIT ?", (act, last, PAGE)).fetchall()
-            if not page:
-                return
-            yield from (_path(path) for _i, path in page)
-            last = page[-1][0]
+        return (_path(path) for _i, path in self._wanted_pages("path", (act,)))
 
     def act_of(self, path: str) -> int | None:
         """The action decided for the captured entry at ``path``; None when not captured."""

@@ -161,17 +161,14 @@ def handle_errors(fn: F) -> F:
             _fail("interrupted — run the same command again to finish", 130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
-        except BrokenPipeError as exc:
-            if not _stdout_gone():
-                _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
-                      "command again")
-            # what reads the output went away (`| head`): the command's work is done and
-            # nobody is left to tell; end as a process killed by SIGPIPE does, quietly
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-            sys.exit(128 + 13)
         except OSError as exc:
+            if isinstance(exc, BrokenPipeError) and _stdout_gone():
+                # what reads the output went away (`| head`): the command's work is done
+                # and nobody is left to tell; end as a process killed by SIGPIPE does
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+                sys.exit(128 + 13)
             _fail(f"{_os_reason(exc)} — free space or fix permissions, then run the same "
                   "command again")
         except RecursionError:

@@ -73,17 +73,17 @@ def _print(result: Any) -> None:
     head = f"{verb} the call of backup {result.backup_id}"
     out.print(head + (f" (after: {result.post_id})" if result.post_id else ""))
     for plan, rep in zip(result.plans, result.reports, strict=False):
-        from rich.table import Table
+        if plan.items:   # rich's table only when there is a row for it
+            from rich.table import Table
 
-        table = Table(title=f"{plan.target}: {plan.summary()}")
-        for col in ("item", "verdict", "what", "note"):
-            table.add_column(col)
-        for p in plan.items[:200]:
-            what = ("remove" if p.want is None else "write back") if p.write else "-"
-            if p.fields:
-                what += " " + ", ".join(p.fields[:6])
-            table.add_row(p.label, p.verdict.value, what, p.note)
-        if plan.items:
+            table = Table(title=f"{plan.target}: {plan.summary()}")
+            for col in ("item", "verdict", "what", "note"):
+                table.add_column(col)
+            for p in plan.items[:200]:
+                what = ("remove" if p.want is None else "write back") if p.write else "-"
+                if p.fields:
+                    what += " " + ", ".join(p.fields[:6])
+                table.add_row(p.label, p.verdict.value, what, p.note)
             out.print(table)
         for p in plan.conflicts:
             for c in p.conflicts[:10]:

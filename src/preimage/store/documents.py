@@ -51,8 +51,8 @@ _QUOTED_DIGEST = re.compile(rb'"([0-9a-f]{64})"')
 def item_json(item: Any) -> bytes:
     """One item as JSON; names that are not UTF-8 (surrogate escapes) as ``\\udcXX``."""
     try:
-        # what ``model_dump_json`` does, as bytes (it decodes them to a str, and a str
-        # here would be encoded again): a tenth of a first capture's time per entry
+        # what ``model_dump_json`` does, as bytes (it decodes them to a str, which
+        # would be encoded again here): one wrapper and two copies fewer per item
         return item.__pydantic_serializer__.to_json(item)  # type: ignore[no-any-return]
     except ValueError:
         text = json.dumps(item.model_dump(mode="json"), ensure_ascii=False)

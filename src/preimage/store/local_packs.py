@@ -245,7 +245,7 @@ class LocalPacks:
                 return Location(None, off, length, raw)
             if writing:
                 if self._no_index is None:
-                    self._no_index = self._db is None and not self.has_index()
+                    self._no_index = not self.has_index()
                 if self._no_index and not _in_filter(self._mine, digest):
                     return None
             if not self.has_index():
