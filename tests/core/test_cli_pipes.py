@@ -36,6 +36,35 @@ def test_a_restore_piped_lists_its_changes_one_plain_line_each(
     assert "32 change(s), 0 unchanged" in text and "undo this restore with" in text
 
 
+def test_undo_list_and_log_piped_print_plain_lines(
+        tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """What an agent reads after `preimage undo`, `list` or `log` is plain lines: the
+    column names, then a row per line with its cells in columns — no table drawing; a
+    cell of several lines (a backup's targets) continues under its column."""
+    root = tmp_path / "t"
+    _tree(root)
+    before = cli("capture", f"file://{root}", check=True).stdout.strip()
+    (root / "d" / "f07").unlink()
+    (root / "d" / "new").write_text("made by the call\n")
+    after = cli("capture", f"file://{root}", f"file://{tmp_path / 'other'}",
+                check=True).stdout.strip()
+    undone = cli("undo", before, "--post", after, check=True).stdout
+    lines = undone.splitlines()
+    assert lines[2].split() == ["item", "verdict", "what", "note"]
+    assert ["d/f07", "revert", "write", "back", "deleted", "by", "the", "call"] in (
+        line.split() for line in lines)
+    assert ["d/new", "revert", "remove", "created", "by", "the", "call"] in (
+        line.split() for line in lines)
+    assert (root / "d" / "f07").read_text() == "file 7\n" and not (root / "d" / "new").exists()
+    listed = cli("list", check=True).stdout.splitlines()
+    assert listed[0].split()[:3] == ["id", "time", "(UTC)"]
+    (row,) = [i for i, line in enumerate(listed) if line.split()[:1] == [after]]
+    column = listed[row].index(f"file://{root}")
+    assert listed[row + 1].index(f"file://{tmp_path / 'other'}") == column
+    assert cli("log", check=True).stdout.startswith("no calls recorded yet")
+    assert not any(c in undone + "\n".join(listed) for c in "┏┃│━")
+
+
 def test_a_restore_on_a_terminal_draws_rich_s_table(
         tmp_path: Path, cli: Callable[..., CliResult], home: Path) -> None:
     """On a terminal the changes are rich's table."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import wraps
@@ -110,6 +111,43 @@ class _Console:
 out: Any = _Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
                     wide_unless_terminal=True)
 err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def print_table(title: str | None, columns: tuple[str, ...],
+                rows: Sequence[Sequence[str | None]], more: int = 0) -> None:
+    """Rows of a command's result: rich's table on a terminal; elsewhere (a pipe, a file,
+    a log, an agent reading the output) the title, the column names and one plain line
+    per row, each column but the last padded to its widest cell, empty trailing cells
+    left out — rendering 200 rows as a table costs 0.15 s of CPU with rich's import.
+    ``more`` rows not shown end both as ``… N more``."""
+    cells = [[cell or "" for cell in row] for row in rows]
+    if out.is_terminal:
+        from rich.table import Table
+
+        table = Table(title=title or None)
+        for column in columns:
+            table.add_column(column)
+        for row in cells:
+            table.add_row(*row)
+        if more > 0:
+            table.add_row(f"… {more} more", *([""] * (len(columns) - 1)))
+        out.print(table)
+        return
+    if title:
+        out.print(title)
+    # a cell of several lines (a backup's targets) continues on the lines below its row
+    lines = [list(columns)] + [list(line) for row in cells
+             for line in itertools.zip_longest(*(cell.split("\n") for cell in row),
+                                               fillvalue="")]
+    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
+    for line in lines:
+        while len(line) > 1 and not line[-1]:
+            line.pop()
+        out.print("  " + "  ".join(
+            [cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)]
+            + line[-1:]))
+    if more > 0:
+        out.print(f"  … {more} more")
 
 
 def one_line(text: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from preimage.cli.output import emit_json, err, handle_errors, out, when, working
+from preimage.cli.output import emit_json, err, handle_errors, out, print_table, when, working
 
 __all__ = ["COMMANDS"]
 
@@ -73,18 +73,15 @@ def _print(result: Any) -> None:
     head = f"{verb} the call of backup {result.backup_id}"
     out.print(head + (f" (after: {result.post_id})" if result.post_id else ""))
     for plan, rep in zip(result.plans, result.reports, strict=False):
-        if plan.items:   # rich's table only when there is a row for it
-            from rich.table import Table
-
-            table = Table(title=f"{plan.target}: {plan.summary()}")
-            for col in ("item", "verdict", "what", "note"):
-                table.add_column(col)
+        if plan.items:
+            rows = []
             for p in plan.items[:200]:
                 what = ("remove" if p.want is None else "write back") if p.write else "-"
                 if p.fields:
                     what += " " + ", ".join(p.fields[:6])
-                table.add_row(p.label, p.verdict.value, what, p.note)
-            out.print(table)
+                rows.append((p.label, p.verdict.value, what, p.note))
+            print_table(f"{plan.target}: {plan.summary()}", ("item", "verdict", "what", "note"),
+                        rows, len(plan.items) - 200)
         for p in plan.conflicts:
             for c in p.conflicts[:10]:
                 out.print(f"  conflict {p.label} {c.path}: before the call {c.base!r}, the call "
@@ -122,17 +119,13 @@ def log(session: str | None, limit: int, no_delta: bool, as_json: bool) -> None:
     if not entries:
         out.print("no calls recorded yet — the backup layer records every call it protects")
         return
-    from rich.table import Table
-
-    table = Table(title=f"session {entries[-1].session or '(none)'}")
-    for col in ("time (UTC)", "call", "tier", "before", "after", "delta"):
-        table.add_column(col)
+    rows = []
     for e in entries:
         call = (e.command or e.tool)[:70]
-        after = e.post_id or "-"
         delta = e.delta + (f" [undone: {', '.join(e.undone_by)}]" if e.undone_by else "")
-        table.add_row(when(e.created_at), call, e.tier, e.backup_id, after, delta)
-    out.print(table)
+        rows.append((when(e.created_at), call, e.tier, e.backup_id, e.post_id or "-", delta))
+    print_table(f"session {entries[-1].session or '(none)'}",
+                ("time (UTC)", "call", "tier", "before", "after", "delta"), rows)
     out.print("undo one with: preimage undo BEFORE (or a range FIRST..LAST, newest first)")
 
 
