@@ -40,6 +40,7 @@ def serve_warm() -> None:
     it imports the command line and the drivers once, then forks a child per command."""
     _no_pydantic_plugins()
     from preimage.cli.output import warm_console
+    from preimage.interface.redact import compile_rules
     from preimage.interface.registry import BUILTINS
     from preimage.services.decision_service import idle_seconds
     from preimage.services.warm import serve
@@ -50,7 +51,11 @@ def serve_warm() -> None:
                # the drivers, and what commands import when they first print or read a setting
                "psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
                "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage.engine.trash"]
-    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, warm_console))
+    def warm_up() -> None:
+        warm_console()
+        compile_rules()
+
+    sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, warm_up))
 
 def _no_pydantic_plugins() -> None:
     """Let pydantic find no plugins in preimage's own process, without looking for them.

@@ -182,6 +182,9 @@ def walk_decision_path(*, thread: bool = True) -> None:
               "tool_use_id": "t", "input": {"command": "ls --color=auto"},   # every rule
               **passed.to_dict()})
     adapter.nothing_after(adapter.answer(passed, config).stdout)
+    from preimage.interface.redact import compile_rules
+
+    compile_rules()   # the credential shapes and PEM armour too, which `ls` does not need
     if thread:
         worker = threading.Thread(target=_under_a_deadline, daemon=True)
         worker.start()
