@@ -422,7 +422,7 @@ class TreeRestorer:
             if reason:
                 not_written.add(e.path)
                 self.report.add(e.path, Outcome.SKIPPED, f"write {e.type}", reason)
-        for e, act in table.entries_with_act((FIX, WRITE), reverse=True):
+        for e, act in table.entries_to_set():
             if e.path not in not_written and not _set_as_written(e, act):
                 tree.set_metadata(
                     e.path, is_link=e.type == "symlink", xattrs=e.xattrs, uid=e.uid, gid=e.gid,

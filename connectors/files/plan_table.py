@@ -105,6 +105,11 @@ def _entry(path: str, type_: str, lead: str | None, digest: str | None,
                         uid, gid, mtime_ns, atime_ns, xattrs or NO_XATTRS, rdev, extents, inode)
 
 
+# A row whose metadata the writes set (see apply._set_as_written): a file written from
+# its own blob.
+_SET_AS_WRITTEN = f"act = {WRITE} AND type = 'file' AND lead IS NULL AND digest IS NOT NULL"
+
+
 class PlanTable:
     """The captured entries of one restore (capture order) and the live ones (by path).
 
@@ -221,17 +226,18 @@ class PlanTable:
         its reverse), a page at a time."""
         return (e for e, _act in self.entries_with_act(acts, reverse=reverse))
 
-    def _wanted_pages(self, columns: str, acts: tuple[int, ...], *,
-                      reverse: bool = False) -> Iterator[tuple[Any, ...]]:
-        """``(i, *columns)`` of the captured entries whose action is one of ``acts``, in
-        capture order (or its reverse), read a page at a time."""
+    def _wanted_pages(self, columns: str, acts: tuple[int, ...], *, reverse: bool = False,
+                      also: str = "TRUE") -> Iterator[tuple[Any, ...]]:
+        """``(i, *columns)`` of the captured entries whose action is one of ``acts`` (and
+        that meet the condition ``also``), in capture order (or its reverse), read a page
+        at a time."""
         marks = ", ".join("?" * len(acts))
         cmp, order = ("<", "DESC") if reverse else (">", "")
         last = 1 << 62 if reverse else -1
         while True:
             page = self._db.execute(
-                f"SELECT i, {columns} FROM want WHERE act IN ({marks}) AND i {cmp} ? "
-                f"ORDER BY i {order} LIMIT ?", (*acts, last, PAGE)).fetchall()
+                f"SELECT i, {columns} FROM want WHERE act IN ({marks}) AND ({also}) AND "
+                f"i {cmp} ? ORDER BY i {order} LIMIT ?", (*acts, last, PAGE)).fetchall()
             if not page:
                 return
             yield from page
@@ -242,6 +248,16 @@ class PlanTable:
         """As :meth:`entries`, each with its action."""
         for _i, path, type_, lead, digest, rest, act in self._wanted_pages(
                 "path, type, lead, digest, rest, act", acts, reverse=reverse):
+            yield _entry(path, type_, lead, digest, rest), act
+
+    def entries_to_set(self) -> Iterator[tuple[PlannedEntry, int]]:
+        """As :meth:`entries_with_act` of FIX and WRITE, in reverse capture order, but for
+        the regular files written from a blob of their own, whose metadata was set through
+        the descriptor they were written by: the metadata pass, with no row read or entry
+        made for most of a tree's files."""
+        for _i, path, type_, lead, digest, rest, act in self._wanted_pages(
+                "path, type, lead, digest, rest, act", (FIX, WRITE), reverse=True,
+                also=f"NOT ({_SET_AS_WRITTEN})"):
             yield _entry(path, type_, lead, digest, rest), act
 
     def kinds_with_act(self, acts: tuple[int, ...]) -> Iterator[tuple[str, str, int]]:
