@@ -9,6 +9,7 @@ process (:mod:`preimage.services.warm`) when it serves the command, else in this
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -42,6 +43,7 @@ def serve_warm() -> None:
     from preimage.cli.output import warm_console
     from preimage.interface.redact import compile_rules
     from preimage.interface.registry import BUILTINS
+    from preimage.services.call_process import walk_capture_path
     from preimage.services.decision_service import idle_seconds
     from preimage.services.warm import serve
 
@@ -54,6 +56,8 @@ def serve_warm() -> None:
     def warm_up() -> None:
         warm_console()
         compile_rules()
+        with contextlib.suppress(Exception):   # a capture's failure is reported per command
+            walk_capture_path()
 
     sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, warm_up))
 

@@ -130,6 +130,29 @@ def test_service_up_answers_and_backs_up(service: Service, tmp_path: Path) -> No
     assert status is not None and status["served"]["hook"] == 3
 
 
+def test_the_service_s_warm_up_capture_leaves_nothing_behind(service: Service,
+                                                             tmp_path: Path) -> None:
+    """The service backs up a scratch folder before its first call (so call processes
+    start with a capture's first-use costs paid): nothing of it stays in the temporary
+    directory, nothing reaches the user's store, and the first protected call is served."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    service.env["TMPDIR"] = str(scratch)
+    service.start()
+    assert list(scratch.iterdir()) == []
+    assert not service.home.exists()
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("hello\n")
+    answer, err = finish(service.hook("truncate -s 0 notes.txt", work))
+    assert "in-process" not in err
+    assert "preimage backup " in answer["hookSpecificOutput"]["additionalContext"]
+    listed = json.loads(service.cli("list", "--json").stdout)
+    (backup,) = listed   # the call's: none of the warm-up's
+    assert f"file://{work}/notes.txt" in backup["targets"]
+    assert all(t.startswith(f"file://{work}") for t in backup["targets"])
+
+
 def test_service_down_decides_in_process_and_starts_one(service: Service, tmp_path: Path) -> None:
     """No service: the call is still protected, the answer says it was decided in-process,
     and a service is started for the next call."""

@@ -191,6 +191,33 @@ def walk_decision_path(*, thread: bool = True) -> None:
         worker.join()
 
 
+def walk_capture_path() -> None:
+    """Back up a scratch file into a scratch store and capture it again, as a protected
+    call's two hooks do, then remove both: the validators, statements and modules a
+    capture makes on first use become this process's, so a process forked from it does
+    not make them again (measured in a forked child: its capture after a call 14-18 ms
+    -> 3.6 ms, its first capture 12 -> 9 ms).  Nothing outside the scratch folder is
+    written, and no thread is left running."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from preimage.engine.capture import capture
+    from preimage.engine.undo import capture_after
+    from preimage.store.store import Store
+
+    scratch = Path(tempfile.mkdtemp(prefix="preimage-warm-"))
+    try:
+        (scratch / "t").mkdir()
+        (scratch / "t" / "a").write_bytes(b"a\n")
+        with Store(scratch / "home") as store:
+            backup = capture([f"file://{scratch / 't'}"], store=store, kind="layer",
+                             tier="workspace", label="warm-up")
+            capture_after(backup.id, store=store)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _under_a_deadline() -> None:
     """Nothing, in the context a decision's thread sets up (see ``walk_decision_path``)."""
     from preimage.engine.deadline import given_up_when

@@ -47,6 +47,7 @@ from preimage.services.call_process import (
     Spare,
     answer,
     become_call_process,
+    walk_capture_path,
     walk_decision_path,
 )
 from preimage.services.peer import confinement, peer, refusal
@@ -112,9 +113,10 @@ class DecisionService:
         return True
 
     def warm(self) -> None:
-        """Import the layer, compile the rules and run the shell parser once (and import
-        the model tier when the starting config names a model), all before the first
-        fork: every child starts with them imported.  No thread is left running — a
+        """Import the layer, compile the rules and run the shell parser once, capture a
+        scratch folder as a protected call does (and import the model tier when the
+        starting config names a model), all before the first fork: every child starts
+        with them imported and made.  No thread is left running — a
         fork beside one could inherit a lock it holds."""
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -128,6 +130,8 @@ class DecisionService:
             ToolCall.shell("ls -la | grep x > /dev/null", cwd="/"))
         with contextlib.suppress(Exception):   # a broken config is reported per call
             walk_decision_path(thread=False)
+        with contextlib.suppress(Exception):   # a capture's failure is reported per call
+            walk_capture_path()
         try:
             model = LayerConfig.load().model
         except Exception:  # a broken config is reported per call, by handle()
