@@ -110,11 +110,17 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
     try:
         wire.reply(conn, {"event": "accepted", "pid": os.getpid(), "deadline": deadline(args)})
         outcome = handle(harness, args, body.decode("utf-8", "replace"), env=env, cwd=cwd,
-                         pid=request.peer or None)
+                         pid=request.peer or None, answer_first=True)
         conn.settimeout(30.0)
-        wire.reply(conn, {"event": "answer", "stdout": outcome.stdout,
-                          "stderr": outcome.stderr, "exit_code": outcome.exit_code})
-        result = "answered"
+        try:
+            wire.reply(conn, {"event": "answer", "stdout": outcome.stdout,
+                              "stderr": outcome.stderr, "exit_code": outcome.exit_code})
+            result = "answered"
+            with contextlib.suppress(OSError):   # the client reads no further
+                conn.shutdown(socket.SHUT_RDWR)
+        finally:
+            if outcome.then is not None:   # the capture after the call: answered first
+                outcome.then()
     except OSError as exc:  # the client went away; the decision (and backup) still stands
         result = f"client gone: {exc}"
     log("hook", peer_pid=request.peer, harness=harness, bytes=len(body), result=result,

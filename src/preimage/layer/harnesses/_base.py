@@ -42,6 +42,9 @@ class Harness:
     can_ask: ClassVar[bool] = False       # whether the hook can hand the call to the user
     applies_rewrites: ClassVar[bool] = True   # whether it runs a rewritten input as given
     settings_comments: ClassVar[bool] = False  # whether its JSON settings may hold comments
+    # whether its post-call answer says how the capture after the call went (then that
+    # capture is made before the answer; otherwise the decision service answers first)
+    answer_after_tells: ClassVar[bool] = False
 
     def nothing_after(self, answer: str) -> str:
         """The pre-call ``answer`` for a call that left no note for its post-call event

@@ -48,6 +48,7 @@ class Gemini(Harness):
     binary = "gemini"
     pre_events = ("BeforeTool",)
     post_events = ("AfterTool",)
+    answer_after_tells = True   # its note after the call names the undo it allows
     settings_comments = True   # it strips // and /* */ comments from settings.json
 
     def call(self, payload: dict[str, Any]) -> ToolCall:

@@ -27,8 +27,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,11 +76,13 @@ def answer(decision: Decision, config: LayerConfig, *, permission_mode: str | No
 
 @dataclass(frozen=True)
 class HookOutcome:
-    """What a hook process prints and how it exits."""
+    """What a hook process prints and how it exits; ``then``, work its caller runs once
+    the answer is delivered (see ``handle``'s ``answer_first``)."""
 
     stdout: str
     stderr: str = ""
     exit_code: int = 0
+    then: Callable[[], None] | None = field(default=None, compare=False)
 
 
 @functools.cache
@@ -103,7 +105,7 @@ def _hook_options(args: Sequence[str]) -> argparse.Namespace:
 
 def handle(harness: str, args: Sequence[str], stdin_text: str, *,
            env: Mapping[str, str] | None = None, cwd: str | None = None,
-           pid: int | None = None) -> HookOutcome:
+           pid: int | None = None, answer_first: bool = False) -> HookOutcome:
     """One hook call, start to finish, as a value: never raises, never exits.
 
     ``harness`` names the payload format (``claude-code``, ``codex``, ``gemini``,
@@ -116,6 +118,13 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     process's ``env`` (what command lines expand in) and ``cwd`` (for a payload without
     one and a relative ``--workspace``) and ``pid`` (the hook process, whose ancestors
     are the harness; default: this process).
+
+    ``answer_first`` (the decision service's call processes): a post-call event whose
+    answer does not depend on it is answered before the capture after the call, which is
+    left in the outcome's ``then`` for the caller to run once the answer is delivered —
+    the session's lock held from before the answer until that capture is done, and every
+    pre-call event of the session waiting for it, so the capture still sees the state
+    the call left and nothing of the next call.
     """
     from preimage.layer.harnesses import get_harness
 
@@ -155,7 +164,19 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
     if event.phase == "post":
+        if answer_first and not adapter.answer_after_tells and event.call.session_id \
+                and not cfg.observe:
+            later = _after_the_answer(adapter, event.call, event.result, cfg, env, cwd)
+            if later is not None:
+                return later
         return adapter.answer_after(_after(event.call, event.result, cfg, env, cwd))
+    if event.call.session_id:
+        from preimage.layer.deciding.completion import wait_for_session
+
+        if not wait_for_session(event.call.session_id, cfg.timeout):
+            log({"event": "session-wait", "session": event.call.session_id,
+                 "error": f"the capture after the session's previous call still ran after "
+                          f"{cfg.timeout:g} s; this call is decided without waiting for it"})
     seen_env = env if env is not None else os.environ
     event.call.rewrite_stopped = adapter.rewrite_stopped(event.call, seen_env, pid or os.getpid())
     event.call.runs_rewrites = event.call.rewrite_stopped is None and adapter.applies_rewrites
@@ -185,6 +206,28 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         # MCP call's may still name the page it is on
         outcome = replace(outcome, stdout=adapter.nothing_after(outcome.stdout))
     return outcome
+
+
+def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | None,
+                      config: LayerConfig, env: Mapping[str, str] | None,
+                      cwd: str | None) -> HookOutcome | None:
+    """The post-call answer now, the call's completion and its capture in its ``then``
+    (see :func:`handle`); ``None`` when the session's lock could not be taken."""
+    from preimage.layer.deciding.completion import Completion, hold_session
+
+    assert call.session_id is not None
+    held = hold_session(call.session_id, config.timeout)
+    if held is None:
+        return None
+
+    def then() -> None:
+        try:
+            _after(call, result, config, env, cwd)
+        finally:
+            os.close(held)
+
+    answered = adapter.answer_after(Completion(tool=call.tool, status="unknown"))
+    return replace(answered, then=then)
 
 
 def _unread_settings(adapter: Harness, event: HookEvent, message: str,

@@ -57,6 +57,7 @@ class OpenCode(Harness):
     binary = "opencode"
     pre_events = ("tool.execute.before",)
     post_events = ("tool.execute.after",)
+    answer_after_tells = True   # its note after the call names the undo it allows
     plugin_mark: ClassVar[str] = PLUGIN_MARK   # the line that says a plugin file is preimage's
     tools: ClassVar[dict[str, str]] = TOOLS    # the harness's tool names → the neutral ones
 

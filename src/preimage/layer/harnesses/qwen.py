@@ -49,6 +49,7 @@ class Qwen(Harness):
     binary = "qwen"
     pre_events = ("PreToolUse",)
     post_events = ("PostToolUse",)
+    answer_after_tells = True   # its note after the call names the undo it allows
     failure_events = ("PostToolUseFailure",)
     applies_rewrites = False   # PreToolUse's updatedInput is ignored
 

@@ -1,0 +1,114 @@
+"""A post-call event answered before its capture: the decision service answers Claude Code
+and Codex first and captures the state after the call once the answer is delivered — the
+session's next call waits for that capture, so it never sees the next call's changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import preimage
+from preimage.engine.undo import post_of
+from preimage.layer.deciding.completion import _session_lock, hold_session, wait_for_session
+from preimage.layer.harnesses.hook import HookOutcome, handle
+from preimage.store.store import Store
+
+
+def _payload(harness: str, event: str, call: str, command: str, cwd: Path,
+             session: str = "s-1") -> str:
+    doc: dict[str, Any] = {"hook_event_name": event, "tool_input": {"command": command},
+                           "session_id": session, "tool_use_id": call, "cwd": str(cwd)}
+    doc["tool_name"] = "run_shell_command" if harness == "gemini" else "Bash"
+    if harness == "gemini" and event == "PostToolUse":
+        doc["hook_event_name"] = "AfterTool"
+    if harness == "gemini" and event == "PreToolUse":
+        doc["hook_event_name"] = "BeforeTool"
+    if event == "PostToolUse":
+        doc["tool_response"] = {"stdout": ""}
+    return json.dumps(doc)
+
+
+def _backup_of(answer: str) -> str:
+    text = json.dumps(json.loads(answer))
+    return text.split("preimage backup ", 1)[1].split()[0]
+
+
+def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.update(result=fn()), daemon=True)
+    thread.start()
+    return thread, box
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_the_answer_comes_first_and_the_next_call_waits_for_the_capture(
+        harness: str, home: Path, tmp_path: Path) -> None:
+    """The post-call answer is given with the capture still to do; until it is done the
+    session's next pre-call event waits; once done, undo reverts just the call."""
+    work = tmp_path / "w"
+    work.mkdir()
+    notes = work / "notes.txt"
+    notes.write_text("before\n")
+    command = "sed -i s/before/after/ notes.txt"
+    pre = handle(harness, [], _payload(harness, "PreToolUse", "c1", command, work))
+    backup = _backup_of(pre.stdout)
+    notes.write_text("after\n")   # what the call did
+    post = handle(harness, [], _payload(harness, "PostToolUse", "c1", command, work),
+                  answer_first=True)
+    assert post.then is not None and json.loads(post.stdout) == {}
+    with Store(home) as st:
+        assert post_of(st, backup) is None   # not captured yet
+
+    nxt, box = _in_thread(lambda: handle(
+        harness, [], _payload(harness, "PreToolUse", "c2", "truncate -s 0 notes.txt", work)))
+    nxt.join(1.0)
+    assert nxt.is_alive(), "the next call was decided while the capture after the last ran"
+
+    post.then()
+    nxt.join(60)
+    assert not nxt.is_alive()
+    assert isinstance(box["result"], HookOutcome) and "preimage backup" in box["result"].stdout
+    with Store(home) as st:
+        assert post_of(st, backup) is not None
+    (work / "later.txt").write_text("made after the call\n")
+    result = preimage.undo(backup)
+    assert notes.read_text() == "before\n"
+    assert (work / "later.txt").read_text() == "made after the call\n"
+    assert result.post_id is not None
+
+
+def test_a_harness_told_how_the_capture_went_gets_it_before_its_answer(
+        home: Path, tmp_path: Path) -> None:
+    """Gemini CLI's post-call answer names the undo the capture after the call allows: that
+    capture is made before the answer, and the answer says `preimage undo`."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("before\n")
+    command = "sed -i s/before/after/ notes.txt"
+    handle("gemini", [], _payload("gemini", "PreToolUse", "", command, work))
+    (work / "notes.txt").write_text("after\n")
+    post = handle("gemini", [], _payload("gemini", "PostToolUse", "", command, work),
+                  answer_first=True)
+    assert post.then is None
+    assert "preimage undo" in post.stdout
+
+
+def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path) -> None:
+    """A capture that outlives the call's deadline does not hold the next call forever:
+    the wait gives up at its limit; another session does not wait; once let go, no wait
+    is needed."""
+    other = next(f"s-{i}" for i in range(1000)
+                 if _session_lock(f"s-{i}") != _session_lock("s-9"))
+    held = hold_session("s-9", 5.0)
+    assert held is not None
+    try:
+        assert not wait_for_session("s-9", 0.05)
+        assert wait_for_session(other, 0.0)
+    finally:
+        os.close(held)
+    assert wait_for_session("s-9", 0.0)
