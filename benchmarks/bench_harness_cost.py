@@ -20,7 +20,8 @@ preimage, what preimage added at the median, and the ratio.  For protected calls
 capture's own seconds (the hook log's ``capture_seconds``) are taken out of the "with"
 gaps as well ("beyond capture"); a second row also takes out the capture the post-call
 hook makes right after the call (``post_capture_seconds``: the state after it, which
-``preimage undo`` reverts to) — both are the capture's work, the rest is the hooks'.
+``preimage undo`` reverts to; none when the decision service made it after answering,
+``answered_first`` in the log) — both are the capture's work, the rest is the hooks'.
 Goals: <= 15 ms added at the median for a read-only call, <= 40 ms beyond its capture
 for a protected one.  The machine's load is printed with
 the numbers; compare the added time and the ratios, not absolute milliseconds, across runs.
@@ -124,8 +125,10 @@ def one_run(model: ModelServer, harness: str, root: Path, calls: int, arm: str,
         events = [json.loads(line) for line in log.read_text().splitlines()[seen:]]
         before = [float(e.get("capture_seconds") or 0.0) for e in events
                   if e.get("event") == "decision" and e.get("action") != "pass"]
-        after = [float(e.get("post_capture_seconds") or 0.0) for e in events
-                 if e.get("event") == "completed" and e.get("backup_id")]
+        # a capture made once the post-call hook had answered (`answered_first`) is not
+        # part of the gap: nothing is taken out for it
+        after = [0.0 if e.get("answered_first") else float(e.get("post_capture_seconds") or 0.0)
+                 for e in events if e.get("event") == "completed" and e.get("backup_id")]
         after += [0.0] * (len(before) - len(after))
         captures = list(zip(before, after, strict=False))
     return list(zip(kinds, gaps, strict=True)), captures

@@ -74,7 +74,11 @@ def test_the_answer_comes_first_and_the_next_call_waits_for_the_capture(
     assert not nxt.is_alive()
     assert isinstance(box["result"], HookOutcome) and "preimage backup" in box["result"].stdout
     with Store(home) as st:
-        assert post_of(st, backup) is not None
+        post_row = post_of(st, backup)
+        assert post_row is not None
+    (done,) = [e for e in map(json.loads, (tmp_path / "hook.log").read_text().splitlines())
+               if e["event"] == "completed" and e["tool_use_id"] == "c1"]
+    assert done["answered_first"] is True and done["post_backup_id"] == post_row.id
     (work / "later.txt").write_text("made after the call\n")
     result = preimage.undo(backup)
     assert notes.read_text() == "before\n"

@@ -222,7 +222,7 @@ def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | Non
 
     def then() -> None:
         try:
-            _after(call, result, config, env, cwd)
+            _after(call, result, config, env, cwd, answered_first=True)
         finally:
             os.close(held)
 
@@ -288,8 +288,10 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
 
 
 def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
-           env: Mapping[str, str] | None = None, cwd: str | None = None) -> Completion:
-    """Hand a finished call to the layer and log its completion (never raises)."""
+           env: Mapping[str, str] | None = None, cwd: str | None = None, *,
+           answered_first: bool = False) -> Completion:
+    """Hand a finished call to the layer and log its completion (never raises);
+    ``answered_first``: the hook had answered before (the log says so)."""
     from preimage.layer.deciding.completion import ToolResult, complete
 
     done = result or ToolResult()
@@ -302,7 +304,8 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
     except Exception as exc:  # recording must never disturb the agent
         log({"event": "after-error", "error": str(exc)})
         completion = complete(call, done)
-    log({"event": "completed", "harness": call.harness, **completion.to_dict()})
+    log({"event": "completed", "harness": call.harness, **completion.to_dict(),
+         **({"answered_first": True} if answered_first else {})})
     return completion
 
 
