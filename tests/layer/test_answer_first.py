@@ -49,7 +49,8 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
 def test_the_answer_comes_first_and_the_next_call_waits_for_the_capture(
         harness: str, home: Path, tmp_path: Path) -> None:
     """The post-call answer is given with the capture still to do; until it is done the
-    session's next pre-call event waits; once done, undo reverts just the call."""
+    session's next call that may change anything waits (a read-only one does not); once
+    done, undo reverts just the call."""
     work = tmp_path / "w"
     work.mkdir()
     notes = work / "notes.txt"
@@ -63,6 +64,12 @@ def test_the_answer_comes_first_and_the_next_call_waits_for_the_capture(
     assert post.then is not None and json.loads(post.stdout) == {}
     with Store(home) as st:
         assert post_of(st, backup) is None   # not captured yet
+
+    quick = handle(harness, ["--timeout", "1"],
+                   _payload(harness, "PreToolUse", "c1b", "ls -la", work))
+    assert json.loads(quick.stdout) == {}   # read-only: answered without waiting
+    log = (tmp_path / "hook.log").read_text()
+    assert "session-wait" not in log
 
     nxt, box = _in_thread(lambda: handle(
         harness, [], _payload(harness, "PreToolUse", "c2", "truncate -s 0 notes.txt", work)))

@@ -123,8 +123,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     answer does not depend on it is answered before the capture after the call, which is
     left in the outcome's ``then`` for the caller to run once the answer is delivered —
     the session's lock held from before the answer until that capture is done, and every
-    pre-call event of the session waiting for it, so the capture still sees the state
-    the call left and nothing of the next call.
+    pre-call event of the session that may change anything answered only once it is, so
+    the capture still sees the state the call left and nothing of the next call.
     """
     from preimage.layer.harnesses import get_harness
 
@@ -170,17 +170,15 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
             if later is not None:
                 return later
         return adapter.answer_after(_after(event.call, event.result, cfg, env, cwd))
-    if event.call.session_id:
-        from preimage.layer.deciding.completion import wait_for_session
-
-        if not wait_for_session(event.call.session_id, cfg.timeout):
-            log({"event": "session-wait", "session": event.call.session_id,
-                 "error": f"the capture after the session's previous call still ran after "
-                          f"{cfg.timeout:g} s; this call is decided without waiting for it"})
     seen_env = env if env is not None else os.environ
     event.call.rewrite_stopped = adapter.rewrite_stopped(event.call, seen_env, pid or os.getpid())
     event.call.runs_rewrites = event.call.rewrite_stopped is None and adapter.applies_rewrites
     decision = _decide_with_deadline(event.call, cfg, env, cwd)
+    if event.call.session_id and not (decision.action is Action.PASS and not any(
+            f.changes_state for f in decision.findings)):
+        # a call that may change anything runs only once the capture after the session's
+        # previous call (made after its hook answered) is done; a read-only one need not
+        _wait_for_session(event.call.session_id, cfg.timeout)
     if cfg.observe:
         from preimage.layer.harnesses.observed_rewrite import supervised_form
 
@@ -206,6 +204,15 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
         # MCP call's may still name the page it is on
         outcome = replace(outcome, stdout=adapter.nothing_after(outcome.stdout))
     return outcome
+
+
+def _wait_for_session(session: str, within: float) -> None:
+    from preimage.layer.deciding.completion import wait_for_session
+
+    if not wait_for_session(session, within):
+        log({"event": "session-wait", "session": session,
+             "error": f"the capture after the session's previous call still ran after "
+                      f"{within:g} s; this call is answered without waiting for it"})
 
 
 def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | None,
