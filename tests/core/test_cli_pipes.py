@@ -36,9 +36,9 @@ def test_a_restore_piped_lists_its_changes_one_plain_line_each(
     assert "32 change(s), 0 unchanged" in text and "undo this restore with" in text
 
 
-def test_undo_list_and_log_piped_print_plain_lines(
+def test_undo_list_log_and_stats_piped_print_plain_lines(
         tmp_path: Path, cli: Callable[..., CliResult]) -> None:
-    """What an agent reads after `preimage undo`, `list` or `log` is plain lines: the
+    """What an agent reads after `preimage undo`, `list`, `log` or `stats` is plain lines: the
     column names, then a row per line with its cells in columns — no table drawing; a
     cell of several lines (a backup's targets) continues under its column."""
     root = tmp_path / "t"
@@ -62,7 +62,10 @@ def test_undo_list_and_log_piped_print_plain_lines(
     column = listed[row].index(f"file://{root}")
     assert listed[row + 1].index(f"file://{tmp_path / 'other'}") == column
     assert cli("log", check=True).stdout.startswith("no calls recorded yet")
-    assert not any(c in undone + "\n".join(listed) for c in "┏┃│━")
+    stats = cli("stats", check=True).stdout.splitlines()
+    head = stats.index("per target")
+    assert stats[head + 1].split() == ["target", "backups", "restore", "size", "only", "here"]
+    assert not any(c in "\n".join([undone, *listed, *stats]) for c in "┏┃│━")
 
 
 def test_a_restore_on_a_terminal_draws_rich_s_table(

@@ -8,7 +8,16 @@ from typing import Any
 
 import click
 
-from preimage.cli.output import emit_json, err, handle_errors, iso, out, when, working
+from preimage.cli.output import (
+    emit_json,
+    err,
+    handle_errors,
+    iso,
+    out,
+    print_table,
+    when,
+    working,
+)
 from preimage.interface.sizes import human_bytes
 
 
@@ -202,15 +211,9 @@ def stats(as_json: bool) -> None:
     for title, key in (("per target", "per_target"), ("per session", "per_session")):
         if not doc[key]:
             continue
-        from rich.table import Table
-
-        table = Table(title=title)
-        for col in (title.split()[1], "backups", "restore size", "only here"):
-            table.add_column(col)
-        for name, row in doc[key].items():
-            table.add_row(name, str(row["backups"]), human_bytes(row["restore_size"]),
-                          human_bytes(row["unique_stored"]))
-        out.print(table)
+        print_table(title, (title.split()[1], "backups", "restore size", "only here"),
+                    [(name, str(row["backups"]), human_bytes(row["restore_size"]),
+                      human_bytes(row["unique_stored"])) for name, row in doc[key].items()])
 
 
 @click.command()
