@@ -109,6 +109,18 @@ def test_a_harness_told_how_the_capture_went_gets_it_before_its_answer(
     assert "preimage undo" in post.stdout
 
 
+def test_an_mcp_call_s_after_event_is_recorded_before_its_answer(home: Path,
+                                                                  tmp_path: Path) -> None:
+    """An MCP call's after-event may name the page a browser is on, by which the session's
+    next call is decided (before any wait): it is recorded before the answer."""
+    payload = json.loads(_payload("claude-code", "PostToolUse", "m1", "", tmp_path))
+    payload.update(tool_name="mcp__playwright__browser_click",
+                   tool_input={"element": "Delete", "ref": "e12"},
+                   tool_response=[{"type": "text", "text": "- Page URL: http://127.0.0.1/x"}])
+    post = handle("claude-code", [], json.dumps(payload), answer_first=True)
+    assert post.then is None
+
+
 def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path) -> None:
     """A capture that outlives the call's deadline does not hold the next call forever:
     the wait gives up at its limit; another session does not wait; once let go, no wait

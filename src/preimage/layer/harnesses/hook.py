@@ -120,7 +120,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     are the harness; default: this process).
 
     ``answer_first`` (the decision service's call processes): a post-call event whose
-    answer does not depend on it is answered before the capture after the call, which is
+    answer does not depend on it (and not an MCP call's, whose after-event may say which
+    page the next call acts on) is answered before the capture after the call, which is
     left in the outcome's ``then`` for the caller to run once the answer is delivered —
     the session's lock held from before the answer until that capture is done, and every
     pre-call event of the session that may change anything answered only once it is, so
@@ -164,8 +165,10 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
     if event.phase == "post":
+        # not an MCP call: its after-event may name the page a browser is on, which the
+        # session's next call is decided by
         if answer_first and not adapter.answer_after_tells and event.call.session_id \
-                and not cfg.observe:
+                and not cfg.observe and not event.call.tool.startswith("mcp__"):
             later = _after_the_answer(adapter, event.call, event.result, cfg, env, cwd)
             if later is not None:
                 return later
