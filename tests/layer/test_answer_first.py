@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import preimage
+from preimage.engine.call_locks import _lock, hold_session, wait_for_session, wait_for_sessions
 from preimage.engine.undo import post_of
-from preimage.layer.deciding.completion import _session_lock, hold_session, wait_for_session
 from preimage.layer.harnesses.hook import HookOutcome, handle
 from preimage.store.store import Store
 
@@ -125,13 +125,45 @@ def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path) -> 
     """A capture that outlives the call's deadline does not hold the next call forever:
     the wait gives up at its limit; another session does not wait; once let go, no wait
     is needed."""
-    other = next(f"s-{i}" for i in range(1000)
-                 if _session_lock(f"s-{i}") != _session_lock("s-9"))
-    held = hold_session("s-9", 5.0)
+    other = next(f"s-{i}" for i in range(1000) if _lock(home, f"s-{i}") != _lock(home, "s-9"))
+    held = hold_session(home, "s-9", 5.0)
     assert held is not None
     try:
-        assert not wait_for_session("s-9", 0.05)
-        assert wait_for_session(other, 0.0)
+        assert not wait_for_session(home, "s-9", 0.05)
+        assert not wait_for_sessions(home, 0.05)
+        assert wait_for_session(home, other, 0.0)
     finally:
         os.close(held)
-    assert wait_for_session("s-9", 0.0)
+    assert wait_for_session(home, "s-9", 0.0) and wait_for_sessions(home, 0.0)
+
+
+def test_restore_and_undo_wait_for_a_capture_after_a_call(home: Path, tmp_path: Path) -> None:
+    """While a capture after a call runs (its session's lock held), a restore and an undo of
+    the store wait for it: neither writes under a capture still reading, nor reverts a
+    call whose after-state is not recorded yet."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("before\n")
+    backup = preimage.capture([f"file://{work}"]).id
+    (work / "a.txt").write_text("after\n")
+    held = hold_session(home, "s-1", 5.0)
+    assert held is not None
+    restoring, box = _in_thread(lambda: preimage.restore(backup))
+    restoring.join(1.0)
+    assert restoring.is_alive(), "the restore wrote while a capture after a call ran"
+    assert (work / "a.txt").read_text() == "after\n"
+    os.close(held)
+    restoring.join(60)
+    assert not restoring.is_alive() and box["result"].ok
+    assert (work / "a.txt").read_text() == "before\n"
+
+    (work / "a.txt").write_text("changed\n")
+    after = preimage.capture([f"file://{work}"]).id
+    held = hold_session(home, "s-2", 5.0)
+    assert held is not None
+    undoing, box = _in_thread(lambda: preimage.undo(backup, post=after))
+    undoing.join(1.0)
+    assert undoing.is_alive(), "the undo ran while a capture after a call ran"
+    os.close(held)
+    undoing.join(60)
+    assert not undoing.is_alive() and (work / "a.txt").read_text() == "before\n"

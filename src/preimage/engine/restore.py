@@ -18,6 +18,7 @@ from preimage.engine.backups import (
     select_snapshots,
     whole_or_nothing,
 )
+from preimage.engine.call_locks import CAPTURE_WAIT, wait_for_sessions
 from preimage.engine.capture import capture
 from preimage.engine.resume import journal_entry
 from preimage.interface.connector import capabilities_of
@@ -66,6 +67,9 @@ def restore(
 
         return undo_call(ref, store=store, only=only, dry_run=dry_run)
     st = open_store(store)
+    if not dry_run:
+        # a capture after a hook's call still reading a target is not written under
+        wait_for_sessions(st.home, CAPTURE_WAIT)
     with contextlib.ExitStack() as pins:
         # the backup, and the undo backup once there is one, are pinned until the end:
         # no forget or quota removes them (nor prune their blobs) while this reads them

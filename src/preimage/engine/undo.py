@@ -28,6 +28,7 @@ from preimage.engine.backups import (
     open_store,
     select_snapshots,
 )
+from preimage.engine.call_locks import CAPTURE_WAIT, wait_for_sessions
 from preimage.engine.capture import capture
 from preimage.engine.resume import resumable
 from preimage.interface.blobs import BlobStore
@@ -179,6 +180,8 @@ def undo(
     from preimage.engine.call_parts import call_backup, trash_parts
 
     st = open_store(store)
+    # a call's after-state may still be being captured (the hook answered first)
+    wait_for_sessions(st.home, CAPTURE_WAIT)
     resolution = Resolution(resolution)
     named, _ = find_call(st, ref)
     whole = call_backup(st, named)

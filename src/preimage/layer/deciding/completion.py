@@ -88,67 +88,6 @@ def pending_dir() -> Path:
     return log_path().parent / "pending"
 
 
-def _session_lock(session: str) -> Path:
-    """The lock a session's capture after a call holds (one of 256 beside the pending
-    notes; two sessions sharing one at most wait for each other's capture)."""
-    digest = hashlib.sha256(session.encode("utf-8", "surrogateescape")).hexdigest()[:2]
-    return pending_dir().parent / "sessions" / f"{digest}.lock"
-
-
-def _flock(fd: int, how: int, within: float) -> bool:
-    """``flock(fd, how)``, waiting at most ``within`` seconds for it."""
-    import fcntl
-
-    deadline = time.monotonic() + within
-    pause = 0.001
-    while True:
-        try:
-            fcntl.flock(fd, how | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
-        except OSError:
-            return False
-
-
-def hold_session(session: str, within: float) -> int | None:
-    """Hold ``session``'s lock (an open descriptor; closing it lets go): the session's
-    next pre-call hook waits until it is let go (:func:`wait_for_session`).  Taken before
-    a post-call hook answers when it captures the state after the call once it has
-    answered, so that capture never sees the next call's changes.  ``None`` when it could
-    not be taken within ``within`` seconds: then nothing may be captured late."""
-    import fcntl
-
-    path = _session_lock(session)
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return None
-    if not _flock(fd, fcntl.LOCK_EX, within):
-        os.close(fd)
-        return None
-    return fd
-
-
-def wait_for_session(session: str, within: float) -> bool:
-    """Wait until no capture after an earlier call of ``session`` is running (at most
-    ``within`` seconds); False when one still was."""
-    import fcntl
-
-    try:
-        fd = os.open(_session_lock(session), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:   # never made: no capture of this session was ever put off
-        return True
-    try:
-        return _flock(fd, fcntl.LOCK_SH, within)
-    finally:
-        os.close(fd)
-
-
 def call_key(call: ToolCall) -> str:
     """A file name for ``call``: session and call id, or a digest of tool and input."""
     ident = call.tool_use_id or hashlib.sha256(

@@ -181,7 +181,7 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
             f.changes_state for f in decision.findings)):
         # a call that may change anything runs only once the capture after the session's
         # previous call (made after its hook answered) is done; a read-only one need not
-        _wait_for_session(event.call.session_id, cfg.timeout)
+        _wait_for_session(event.call.session_id, cfg.timeout, env, cwd)
     if cfg.observe:
         from preimage.layer.harnesses.observed_rewrite import supervised_form
 
@@ -209,10 +209,18 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     return outcome
 
 
-def _wait_for_session(session: str, within: float) -> None:
-    from preimage.layer.deciding.completion import wait_for_session
+def _session_home(env: Mapping[str, str] | None, cwd: str | None) -> Path:
+    """The store whose ``locks/sessions`` the hook's session locks live in."""
+    from preimage.store.store import default_home
 
-    if not wait_for_session(session, within):
+    return hook_home(env, cwd) or default_home()
+
+
+def _wait_for_session(session: str, within: float, env: Mapping[str, str] | None,
+                      cwd: str | None) -> None:
+    from preimage.engine.call_locks import wait_for_session
+
+    if not wait_for_session(_session_home(env, cwd), session, within):
         log({"event": "session-wait", "session": session,
              "error": f"the capture after the session's previous call still ran after "
                       f"{within:g} s; this call is answered without waiting for it"})
@@ -223,10 +231,11 @@ def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | Non
                       cwd: str | None) -> HookOutcome | None:
     """The post-call answer now, the call's completion and its capture in its ``then``
     (see :func:`handle`); ``None`` when the session's lock could not be taken."""
-    from preimage.layer.deciding.completion import Completion, hold_session
+    from preimage.engine.call_locks import hold_session
+    from preimage.layer.deciding.completion import Completion
 
     assert call.session_id is not None
-    held = hold_session(call.session_id, config.timeout)
+    held = hold_session(_session_home(env, cwd), call.session_id, config.timeout)
     if held is None:
         return None
 
