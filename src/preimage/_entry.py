@@ -53,6 +53,7 @@ def serve_warm() -> None:
                # the drivers, and what commands import when they first print or read a setting
                "psycopg", "MySQLdb", "pymysql", "sqlalchemy", "rich.console", "rich.markup",
                "rich.table", "rich.text", "rich.highlighter", "argparse", "preimage.engine.trash"]
+
     def warm_up() -> None:
         warm_console()
         compile_rules()
@@ -60,6 +61,7 @@ def serve_warm() -> None:
             walk_capture_path()
 
     sys.exit(serve(idle_seconds(), lambda: finish(run_cli()), preload, warm_up))
+
 
 def _no_pydantic_plugins() -> None:
     """Let pydantic find no plugins in preimage's own process, without looking for them.

@@ -121,7 +121,8 @@ def test_an_mcp_call_s_after_event_is_recorded_before_its_answer(home: Path,
     assert post.then is None
 
 
-def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path) -> None:
+def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path,
+                                                                  store: Store) -> None:
     """A capture that outlives the call's deadline does not hold the next call forever:
     the wait gives up at its limit; another session does not wait; once let go, no wait
     is needed."""
@@ -135,6 +136,14 @@ def test_a_session_lock_held_makes_the_wait_give_up_at_its_limit(home: Path) -> 
     finally:
         os.close(held)
     assert wait_for_session(home, "s-9", 0.0) and wait_for_sessions(home, 0.0)
+
+
+def test_no_lock_is_held_where_there_is_no_store(tmp_path: Path) -> None:
+    """A session's lock lives in the store: where there is none yet, none is made (the
+    store's home is the store's to create, 0700) and the capture is not put off."""
+    home = tmp_path / "no-store"
+    assert hold_session(home, "s-1", 0.1) is None
+    assert not home.exists()
 
 
 def test_restore_and_undo_wait_for_a_capture_after_a_call(home: Path, tmp_path: Path) -> None:

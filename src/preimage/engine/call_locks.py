@@ -49,11 +49,13 @@ def _flock(fd: int, how: int, within: float) -> bool:
 
 def hold_session(home: Path, session: str, within: float) -> int | None:
     """Hold ``session``'s lock in the store at ``home`` (an open descriptor; closing it
-    lets go).  ``None`` when it could not be taken within ``within`` seconds: then nothing
-    may be captured late."""
+    lets go).  ``None`` when it could not be taken within ``within`` seconds, or when
+    there is no store at ``home`` yet (its folders are the store's to make, 0700): then
+    nothing may be captured late."""
     path = _lock(home, session)
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for folder in (home / "locks", path.parent):   # never the home itself
+            folder.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         return None
