@@ -46,7 +46,7 @@ import itertools
 import os
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from preimage.connectors.files.dirfd import Meta, TreeHandle, shown
@@ -77,6 +77,44 @@ from preimage.snapshot_schemas.files import FileSnapshot
 _AHEAD = 256   # files whose blobs the store is told about at once, before they are written
 _WINDOWS = 8   # that many windows ahead of the file being written
 _NOT_CAPTURED = "its content was not captured (over the store's per-file cap); left as it is"
+_KEEP_ONE = 256 << 10   # a blob written again later is kept in memory up to this size …
+_KEEP_ALL = 16 << 20    # … and while all those kept stay under this
+
+
+class _Repeats:
+    """The blobs a restore writes to more than one file, each read (and verified) once.
+
+    A tree holds the same content in many files (``/usr/include``: 2,048 of its 7,956
+    files repeat another's); the store keeps it once.  A small repeated blob is kept in
+    memory from its first file to its last, within :data:`_KEEP_ALL`, so the later files
+    are written from those bytes — no index look-up, decompression or SHA-256 again, as
+    ``restic restore`` writes a blob to every file that needs it from one read.
+    """
+
+    def __init__(self, uses: dict[str, int]) -> None:
+        self._left = uses                    # writes still to come, per repeated blob
+        self._held: dict[str, bytes] = {}
+        self._bytes = 0
+
+    def held(self, digest: str | None) -> bool:
+        return digest in self._held
+
+    def chunks(self, digest: str, size: int,
+               read: Callable[[], Iterable[bytes]]) -> Iterable[bytes]:
+        """The blob's bytes for one file: kept ones, or ``read()``'s (kept when the blob
+        is written again later and fits)."""
+        left = self._left.pop(digest, 0)
+        data = self._held.pop(digest, None)
+        if data is not None:
+            self._bytes -= len(data)
+        elif left > 1 and size <= _KEEP_ONE and self._bytes + size <= _KEEP_ALL:
+            data = b"".join(read())   # read whole: the SHA-256 is checked before it is kept
+        if left > 1:
+            self._left[digest] = left - 1
+            if data is not None:
+                self._held[digest] = data
+                self._bytes += len(data)
+        return read() if data is None else (data,)
 
 
 def check_snapshot(snap: FileSnapshot) -> None:
@@ -180,6 +218,7 @@ class TreeRestorer:
             target=snap.target, connector="file", dry_run=policy.dry_run
         )
         self._tree: TreeHandle | None = None
+        self._repeats = _Repeats({})
 
     @property
     def tree(self) -> TreeHandle:
@@ -402,6 +441,7 @@ class TreeRestorer:
             elif table.act_of(rel) != WRITE:
                 self.report.add(rel, Outcome.REMOVED, "remove")
         not_written: set[str] = set()
+        self._repeats = _Repeats(table.repeated_digests())
         writes = plan.write
         ahead: deque[PlannedEntry] = deque()   # the entries read, not yet written
         i = 0
@@ -412,7 +452,8 @@ class TreeRestorer:
                 known = len(ahead)
                 ahead.extend(itertools.islice(writes, _WINDOWS * _AHEAD - known))
                 self.blobs.will_read([w.digest for w in itertools.islice(ahead, known, None)
-                                      if w.type == "file" and w.digest and w.hardlink_to is None])
+                                      if w.type == "file" and w.digest and w.hardlink_to is None
+                                      and not self._repeats.held(w.digest)])
             if not ahead:
                 break
             e = ahead.popleft()
@@ -485,8 +526,9 @@ class TreeRestorer:
             source = self.blobs.clone_source(digest) if e.size >= CLONE_MIN else None
             meta = Meta(e.xattrs, e.uid, e.gid, e.mode, e.atime_ns, e.mtime_ns)
             if source is None:
-                tree.write_file(e.path, self.blobs.chunks(digest, path=where), e.size,
-                                e.extents, meta)
+                chunks = self._repeats.chunks(
+                    digest, e.size, lambda: self.blobs.chunks(digest, path=where))
+                tree.write_file(e.path, chunks, e.size, e.extents, meta)
             else:   # a cloned blob, verified by the preflight: share its extents
                 try:
                     tree.clone_file(e.path, source,

@@ -318,6 +318,14 @@ class PlanTable:
             yield from ((digest, _path(path)) for _i, digest, path in page)
             last = page[-1][0]
 
+    def repeated_digests(self, limit: int = 100_000) -> dict[str, int]:
+        """How many files the plan writes from each blob it writes more than once (at
+        most ``limit`` blobs, the most used first)."""
+        return dict(self._db.execute(
+            "SELECT digest, count(*) AS n FROM want WHERE act = ? AND type = 'file' AND digest "
+            "IS NOT NULL AND lead IS NULL GROUP BY digest HAVING n > 1 ORDER BY n DESC "
+            "LIMIT ?", (WRITE, limit)))
+
     def first_written_with(self, digest: str) -> str | None:
         """The first path the plan writes from blob ``digest``."""
         row = self._db.execute("SELECT path FROM want WHERE act = ? AND digest = ? ORDER BY i "
