@@ -131,6 +131,9 @@ class FileConnector(ConnectorBase):
         return TreeRestorer(snapshot, blobs, policy, exclude=scope_exclude(depth, left_out),
                             prune_new=depth is not None).run()
 
+    #: the plan takes every entry into its table before anything is written
+    reads_items_before_writing: ClassVar[bool] = True
+
     def restores_whole_or_nothing(self, snapshot: Snapshot) -> bool:
         """True when the target is not there: the restore builds it beside its place and
         renames it in once every file's blob verified as it was written (:mod:`.dirfd`,

@@ -100,3 +100,47 @@ def test_a_malformed_chunk_is_refused_naming_its_backup(store: Store) -> None:
     short = StoredItems(store.blobs, [(good, 2)], adapter, backup_id="b1", path="file:///t")
     with pytest.raises(StoreError, match="holds 1 items, its head says 2"):
         short.validate_all()
+
+
+def _with_last_chunk_malformed(store: Store, backup_id: str) -> None:
+    """Point the backup's document at a last chunk that hashes right but does not parse
+    (what `preimage check` would name)."""
+    row = store.catalog.get(backup_id).snapshots[0]
+    head = json.loads(store.blobs.get_bytes(row.digest))
+    _digest, count = head["items"]["chunks"][-1]
+    head["items"]["chunks"][-1] = [store.blobs.put_bytes(b'[{"path": 7}]'), count]
+    digest = store.blobs.put_bytes(json.dumps(head).encode())
+    store.blobs.flush()
+    with store.catalog._tx() as db:  # type: ignore[attr-defined]
+        db.execute("UPDATE snapshots SET digest=? WHERE backup_id=?", (digest, backup_id))
+        db.execute("INSERT INTO refs VALUES (?,?,?)", (backup_id, 0, digest))
+
+
+@pytest.mark.parametrize("target_there", [False, True])
+def test_a_restore_of_a_malformed_last_chunk_writes_nothing(
+        tmp_path: Path, store: Store, target_there: bool) -> None:
+    """A tree's document read once, by the restore's plan: a malformed last chunk still
+    stops the restore before its first write — a removed tree stays absent, a changed one
+    keeps its change and its new file."""
+    root = tmp_path / "t"
+    for i in range(2500):
+        d = root / f"d{i // 100:02}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:05}").write_bytes(b"x" * (i % 5))
+    backup = preimage.capture([f"file://{root}"], store=store)
+    _with_last_chunk_malformed(store, backup.id)
+    if target_there:
+        (root / "d00" / "f00001").write_bytes(b"changed")
+        (root / "d24" / "new").write_bytes(b"new")
+    else:
+        import shutil
+
+        shutil.rmtree(root)
+    with pytest.raises(StoreError, match=r"malformed .* nothing was written$"):
+        preimage.restore(backup.id, store=store)
+    if target_there:
+        assert (root / "d00" / "f00001").read_bytes() == b"changed"
+        assert (root / "d24" / "new").read_bytes() == b"new"
+    else:
+        assert not root.exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".preimage")] == []

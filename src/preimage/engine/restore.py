@@ -115,10 +115,13 @@ def _restore(st: Store, backup: BackupRow, pins: contextlib.ExitStack, only: Seq
     selected = select_snapshots(backup, only)
     loaded = [(row, scope, load_snapshot_row(st, row)) for row, scope in selected]
     check_whole(st, backup, loaded)
-    for _row, _scope, snap in loaded:
+    for row, _scope, snap in loaded:
         # items read as they are used (a chunked document) are each read once here, so a
-        # malformed chunk stops the restore before anything is written
-        if isinstance(snap.items, StoredItems):
+        # malformed chunk stops the restore before anything is written — unless the one
+        # target's connector reads them all before its first write anyway (its plan)
+        if isinstance(snap.items, StoredItems) and not (
+                len(loaded) == 1 and getattr(get_connector(row.connector),
+                                             "reads_items_before_writing", False)):
             snap.items.validate_all()
     mode = ConflictMode(conflict)
     for row, scope, _snap in loaded:

@@ -109,6 +109,11 @@ class ConnectorBase:
     :class:`Capabilities`.  Subclass it and write ``capture`` and ``restore``."""
 
     capabilities: ClassVar[Capabilities] = Capabilities()
+    #: Whether ``restore`` reads every item of a snapshot (its plan) before its first
+    #: write, so a malformed chunk of a stored document stops it with nothing written:
+    #: the engine then does not read a one-target restore's document a first time to
+    #: check it.
+    reads_items_before_writing: ClassVar[bool] = False
 
     def diff(self, before: Snapshot, after: Snapshot) -> StateDiff:
         """Items added, removed or changed, ``server`` and ``access`` fields ignored

@@ -260,6 +260,7 @@ class LocalBlobStore(BlobStore):
         todo = iter(digests)
         while batch := list(itertools.islice(todo, 500)):   # never the whole list at once
             found = self.packs.locate_many(batch)
+            self.packs.found_ahead(found)   # a restore reads them next
             there: dict[str, bool] = {}
             for digest in batch:
                 loc = found.get(digest)

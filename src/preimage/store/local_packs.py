@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS sound (
 """
 
 PackKey = tuple[int, int, int, int]   # size, inode, mtime_ns, ctime_ns
+_EXPECTED_MAX = 16_384   # blob locations kept for reads to come (``expect``)
 
 # The young store's filter of blobs this process sealed: 2^23 bits (1 MiB), three bits
 # per blob taken from its digest (uniform already): one in 20,000 new blobs is looked up
@@ -220,13 +221,22 @@ class LocalPacks:
         """Look up where ``digests`` are, 500 at a time, for the reads about to come, and
         return what was found: each is answered once from it (a read that finds its pack
         gone looks again); what earlier calls found and nobody read is dropped in time."""
-        found: dict[str, Location] = {}
-        for start in range(0, len(digests), 500):
-            found.update(self.locate_many(digests[start:start + 500]))
-        if len(self._expected) > 16_384:   # looked up and never read: dropped
-            self._expected.clear()
-        self._expected.update(found)
+        known = self._expected
+        found = {d: loc for d in digests if (loc := known.get(d)) is not None} if known else {}
+        todo = [d for d in digests if d not in found] if found else digests
+        for start in range(0, len(todo), 500):
+            found.update(self.locate_many(todo[start:start + 500]))
+        if len(known) > _EXPECTED_MAX:   # looked up and never read: dropped
+            known.clear()
+        known.update(found)
         return found
+
+    def found_ahead(self, found: dict[str, Location]) -> None:
+        """Keep what a look-up before the reads found (a restore's check that every blob
+        is there) for the reads, unless that would hold more than a few thousand: a
+        small restore then looks each blob up once, not once to check and once to read."""
+        if len(self._expected) + len(found) <= _EXPECTED_MAX:
+            self._expected.update(found)
 
     def locate(self, digest: str, *, writing: bool = False) -> Location | None:
         """The blob's frame: in the open pack, or as the index names it (hidden or not).
