@@ -7,13 +7,21 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import preimage
-from preimage.engine.call_locks import _lock, hold_session, wait_for_session, wait_for_sessions
+from preimage.engine.call_locks import (
+    _lock,
+    hold_session,
+    mark_late,
+    overlapped_since,
+    wait_for_session,
+    wait_for_sessions,
+)
 from preimage.engine.undo import post_of
 from preimage.layer.harnesses.hook import HookOutcome, handle
 from preimage.store.store import Store
@@ -176,3 +184,63 @@ def test_restore_and_undo_wait_for_a_capture_after_a_call(home: Path, tmp_path: 
     os.close(held)
     undoing.join(60)
     assert not undoing.is_alive() and (work / "a.txt").read_text() == "before\n"
+
+
+def test_a_capture_after_a_call_that_outlasts_the_wait_is_marked_overlapped(
+        home: Path, tmp_path: Path, cli: Any) -> None:
+    """The session's next call gives up waiting (a one-second timeout) and runs beside the
+    capture after the last call, which then records the next call's change: that capture
+    is marked overlapped, `preimage undo` of the call refuses in one line with nothing
+    written and says why, the log shows the delta unknown, and a restore of the call's
+    backup still brings the file back."""
+    work = tmp_path / "w"
+    work.mkdir()
+    notes = work / "notes.txt"
+    notes.write_text("before\n")
+    command = "sed -i s/before/after/ notes.txt"
+    backup = _backup_of(handle("claude-code", [], _payload(
+        "claude-code", "PreToolUse", "c1", command, work)).stdout)
+    notes.write_text("after\n")
+    post = handle("claude-code", [], _payload("claude-code", "PostToolUse", "c1", command, work),
+                  answer_first=True)
+    assert post.then is not None
+    nxt = handle("claude-code", ["--timeout", "1"],
+                 _payload("claude-code", "PreToolUse", "c2", "truncate -s 0 notes.txt", work))
+    assert "preimage backup" in nxt.stdout   # decided and answered, past its wait
+    notes.write_text("")                     # the next call runs before the capture ends
+    post.then()
+    with Store(home) as st:
+        assert post_of(st, backup) is None
+        (late,) = [r for r in st.catalog.list_backups(None) if r.parent_id == backup]
+        assert late.status == "overlapped"
+    events = [json.loads(x)["event"] for x in (tmp_path / "hook.log").read_text().splitlines()]
+    assert "session-wait" in events and "overlapped" in events
+    r = cli("undo", backup)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cannot be told from what the next one did" in r.stderr
+    assert f"preimage restore {backup}" in r.stderr
+    assert notes.read_text() == ""           # nothing written
+    (entry,) = [e for e in preimage.timeline() if e.backup_id == backup]
+    assert "delta unknown" in entry.delta
+    assert preimage.restore(backup).ok and notes.read_text() == "before\n"
+
+
+def test_a_late_mark_counts_only_for_a_capture_it_ran_beside(home: Path, store: Store) -> None:
+    """A next call that gave up while no capture of its session held the lock takes its
+    mark back at once; one left by a wait on a lock another session held is older than
+    the session's next capture, which drops it instead of taking it for its own."""
+    mark_late(home, "s-1")
+    assert not list((home / "locks" / "sessions").glob("*.late"))
+    held = hold_session(home, "s-1", 5.0)
+    assert held is not None
+    mark_late(home, "s-1")          # the lock is held: the mark stays
+    os.close(held)
+    assert len(list((home / "locks" / "sessions").glob("*.late"))) == 1
+    assert not overlapped_since(home, "s-1", time.time() + 1.0)   # a capture begun later
+    assert not list((home / "locks" / "sessions").glob("*.late"))
+    held = hold_session(home, "s-1", 5.0)
+    assert held is not None
+    started = time.time() - 1.0
+    mark_late(home, "s-1")
+    assert overlapped_since(home, "s-1", started)
+    os.close(held)

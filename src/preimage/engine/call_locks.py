@@ -25,9 +25,16 @@ def _folder(home: Path) -> Path:
     return home / "locks" / "sessions"
 
 
+def _digest(session: str) -> str:
+    return hashlib.sha256(session.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def _lock(home: Path, session: str) -> Path:
-    digest = hashlib.sha256(session.encode("utf-8", "surrogateescape")).hexdigest()[:2]
-    return _folder(home) / f"{digest}.lock"
+    return _folder(home) / f"{_digest(session)[:2]}.lock"
+
+
+def _late(home: Path, session: str) -> Path:
+    return _folder(home) / f"{_digest(session)}.late"
 
 
 def _flock(fd: int, how: int, within: float) -> bool:
@@ -82,6 +89,34 @@ def wait_for_session(home: Path, session: str, within: float) -> bool:
     return _wait(_lock(home, session), time.monotonic() + within)
 
 
+def mark_late(home: Path, session: str) -> None:
+    """Say that ``session``'s next call runs without waiting for the capture after its
+    previous one (see the module docstring).  The mark is taken back at once when no
+    capture holds the lock any more: one that ended before this call runs saw nothing
+    of it."""
+    mark = _late(home, session)
+    try:
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+        os.utime(mark)
+    except OSError:
+        return
+    if _wait(_lock(home, session), 0.0):
+        mark.unlink(missing_ok=True)
+
+
+def overlapped_since(home: Path, session: str, started: float) -> bool:
+    """Whether ``session``'s next call ran without waiting for the capture after a call
+    whose lock was taken at ``started`` (``time.time()``) and is still held: a mark made
+    since.  The mark is taken away either way."""
+    mark = _late(home, session)
+    try:
+        made = mark.stat().st_mtime
+        mark.unlink()
+    except OSError:
+        return False
+    return made >= started
+
+
 def wait_for_sessions(home: Path, within: float) -> bool:
     """Wait until no capture after a call is running in the store at ``home``, whatever
     its session (at most ``within`` seconds); False when one still was."""
@@ -94,4 +129,5 @@ def wait_for_sessions(home: Path, within: float) -> bool:
                if name.endswith(".lock"))
 
 
-__all__ = ["CAPTURE_WAIT", "hold_session", "wait_for_session", "wait_for_sessions"]
+__all__ = ["CAPTURE_WAIT", "hold_session", "mark_late", "overlapped_since", "wait_for_session",
+           "wait_for_sessions"]

@@ -94,6 +94,17 @@ def post_of(st: Store, pre_id: str, rows: list[BackupRow] | None = None) -> Back
     return None
 
 
+def _no_post(st: Store, pre_id: str, rows: list[BackupRow] | None = None) -> str:
+    """Why the call of ``pre_id`` has no after-state to undo against, in one sentence."""
+    for row in rows if rows is not None else _backups(st):
+        if row.kind == POST_CALL and row.parent_id == pre_id and row.status == "overlapped":
+            return (f"the capture after the call of backup {pre_id} ({row.id}) ran on while "
+                    "the session's next call ran (it outlasted the hook's timeout), so what "
+                    "this call changed cannot be told from what the next one did")
+    return (f"backup {pre_id} has no post-call backup, so the change its call made is not "
+            "known")
+
+
 def find_call(st: Store, ref: str) -> tuple[BackupRow, BackupRow | None]:
     """The (pre-call, post-call) backups named by ``ref``: either backup's ID (or a
     unique prefix), the harness's call id (``tool_use_id``), or ``last`` — the newest
@@ -190,9 +201,8 @@ def undo(
         return _undo_backup(st, ref, post=post, only=only, dry_run=dry_run,
                             resolution=resolution)
     if post_of(st, whole.id) is None:   # say so before anything is renamed back
-        raise UsageError(
-            f"backup {whole.id} has no post-call backup, so the change its call made is not "
-            f"known; `preimage restore {whole.id}` brings the whole call back")
+        raise UsageError(f"{_no_post(st, whole.id)}; nothing was written — `preimage restore "
+                         f"{whole.id}` brings the whole call back")
     moved = [_undo_trash(st, complete_backup(st, part.id, "undone"), (), dry_run, resolution)
              for part in parts]
     result = _undo_backup(st, whole.id, dry_run=dry_run, resolution=resolution)
@@ -240,9 +250,8 @@ def _undo_pinned(st: Store, pre: BackupRow, post_row: BackupRow | None, post: st
         return _undo_trash(st, pre, only, dry_run, resolution)
     if post_row is None:
         raise UsageError(
-            f"backup {pre.id} has no post-call backup, so the change its call made is not "
-            f"known; `preimage restore {pre.id}` brings the whole target back, or name the "
-            "after-state with --post ID"
+            f"{_no_post(st, pre.id)}; nothing was written — `preimage restore {pre.id}` "
+            "brings the whole target back, or name the after-state with --post ID"
         )
     post_row = complete_backup(st, post_row.id, "compared")
     selected = select_snapshots(pre, only)
@@ -483,6 +492,7 @@ def timeline(*, store: Store | None = None, session: str | None = None,
         calls = [r for r in calls if r.session == session]
     calls = calls[:limit] if limit else calls
     posts = {r.parent_id: r for r in rows if r.kind == POST_CALL and r.status == "complete"}
+    overlapped = {r.parent_id for r in rows if r.kind == POST_CALL and r.status == "overlapped"}
     undos: dict[str, list[str]] = {}
     for r in rows:
         if r.kind == "pre-restore" and r.parent_id and r.label.startswith("before undoing"):
@@ -503,6 +513,9 @@ def timeline(*, store: Store | None = None, session: str | None = None,
                 e.original for e in st.catalog.trash() if e.backup_id == r.id)
         elif deltas and post is not None:
             entry.delta = _delta_line(st, r, post)
+        elif r.id in overlapped:
+            entry.delta = ("(the capture after it ran on into the session's next call: delta "
+                           "unknown)")
         elif post is None:
             entry.delta = "(no post-call backup: delta unknown)"
         out.append(entry)

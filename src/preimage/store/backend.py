@@ -79,8 +79,10 @@ class TrashEntry:
 # The statuses a backup goes through.  ``open`` while its capture runs (and
 # holds its lease); ``complete`` once every target is in; ``failed`` when the
 # capture raised; ``abandoned`` when its process died with it open; ``damaged``
-# when ``check --repair`` found a blob or document of it missing or corrupt.
-STATUSES = ("open", "complete", "failed", "abandoned", "damaged")
+# when ``check --repair`` found a blob or document of it missing or corrupt;
+# ``overlapped``: a capture after a call that ran on while the session's next call did
+# (``preimage.engine.call_locks``) — whole, but no after-state of its call alone.
+STATUSES = ("open", "complete", "failed", "abandoned", "damaged", "overlapped")
 
 
 class Catalog(ABC):

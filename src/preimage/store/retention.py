@@ -155,7 +155,7 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
             drop.append(row)
             continue
         if row.kind == POST_CALL and row.parent_id:
-            if row.status == "complete":
+            if row.status in ("complete", "overlapped"):
                 posts.append(row)
             continue
         if row.status != "complete":

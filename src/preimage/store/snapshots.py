@@ -97,6 +97,11 @@ def complete_backup(st: Store, ref: str, verb: str) -> BackupRow:
     """Backup ``ref``, refused unless its capture finished (a killed or failed capture
     holds only part of its targets, so it can neither be restored nor vouch for a score)."""
     backup = st.catalog.get(ref)
+    if backup.status == "overlapped":
+        raise UsageError(
+            f"backup {backup.id} was captured while the session's next call ran (the capture "
+            f"after a call outlasted the hook's timeout), so it holds no state of one moment; "
+            f"it cannot be {verb} — pick a complete backup from `preimage list`")
     if backup.status != "complete":
         raise UsageError(
             f"backup {backup.id} is {backup.status}, not complete (its capture did not finish); "

@@ -31,7 +31,8 @@ def stats(store: Store) -> dict[str, Any]:
     """The store's statistics as a JSON-ready dict (see the module docstring)."""
     cat, blobs = store.catalog, store.blobs
     backups = {b.id: b for b in cat.list_backups(None)}
-    counted = {bid for bid, b in backups.items() if b.status in ("complete", "damaged")}
+    counted = {bid for bid, b in backups.items()
+               if b.status in ("complete", "damaged", "overlapped")}
     target_of: dict[tuple[str, int], str] = {
         (b.id, s.idx): s.target for b in backups.values() for s in b.snapshots
     }

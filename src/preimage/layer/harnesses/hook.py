@@ -218,12 +218,15 @@ def _session_home(env: Mapping[str, str] | None, cwd: str | None) -> Path:
 
 def _wait_for_session(session: str, within: float, env: Mapping[str, str] | None,
                       cwd: str | None) -> None:
-    from preimage.engine.call_locks import wait_for_session
+    from preimage.engine.call_locks import mark_late, wait_for_session
 
-    if not wait_for_session(_session_home(env, cwd), session, within):
+    home = _session_home(env, cwd)
+    if not wait_for_session(home, session, within):
+        mark_late(home, session)
         log({"event": "session-wait", "session": session,
              "error": f"the capture after the session's previous call still ran after "
-                      f"{within:g} s; this call is answered without waiting for it"})
+                      f"{within:g} s; this call is answered without waiting for it, and "
+                      "that capture is marked overlapped (undo of its call refuses)"})
 
 
 def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | None,
@@ -231,22 +234,49 @@ def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | Non
                       cwd: str | None) -> HookOutcome | None:
     """The post-call answer now, the call's completion and its capture in its ``then``
     (see :func:`handle`); ``None`` when the session's lock could not be taken."""
-    from preimage.engine.call_locks import hold_session
+    from preimage.engine.call_locks import hold_session, overlapped_since
     from preimage.layer.deciding.completion import Completion
 
     assert call.session_id is not None
-    held = hold_session(_session_home(env, cwd), call.session_id, config.timeout)
+    session = call.session_id
+    home = _session_home(env, cwd)
+    held = hold_session(home, session, config.timeout)
     if held is None:
         return None
+    started = time.time()   # from here on the capture is the session's, done or not
 
     def then() -> None:
         try:
-            _after(call, result, config, env, cwd, answered_first=True)
+            done = _after(call, result, config, env, cwd, answered_first=True)
+            if overlapped_since(home, session, started):
+                _mark_overlapped(home, done)
         finally:
             os.close(held)
 
     answered = adapter.answer_after(Completion(tool=call.tool, status="unknown"))
     return replace(answered, then=then)
+
+
+def _mark_overlapped(home: Path, done: Completion) -> None:
+    """The session's next call ran while the capture after ``done``'s call did: that
+    capture may hold the next call's changes, so its backup is marked ``overlapped`` —
+    ``preimage undo`` of the call then refuses, saying why (never raises)."""
+    if done.post_backup_id is None:
+        return
+    try:
+        from preimage.store.store import Store
+
+        with Store(home) as st:
+            st.catalog.set_status(done.post_backup_id, "overlapped", only_if="complete")
+    except Exception as exc:  # recording must never disturb the agent
+        log({"event": "after-error", "error": f"could not mark {done.post_backup_id} "
+                                              f"overlapped: {exc}"})
+        return
+    log({"event": "overlapped", "session": done.session_id, "backup_id": done.backup_id,
+         "post_backup_id": done.post_backup_id,
+         "error": "the session's next call ran while the state after this one was captured "
+                  "(past the hook's timeout); undo of this call refuses — restore its "
+                  "backup instead"})
 
 
 def _unread_settings(adapter: Harness, event: HookEvent, message: str,
