@@ -493,3 +493,42 @@ def test_plugin_talks_to_the_service_itself(
                and e.get("action") == "capture"][-1]
     preimage("restore", edit_id, env=ran.env)
     assert (project / "notes.txt").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize("harness", ["gemini", "opencode"])
+def test_a_harness_told_after_the_call_is_answered_first_and_told_the_undo(
+        harness: str, model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Gemini CLI and OpenCode tell the model after the call; served by the decision
+    service (the second run: the first one's hook started it), that answer is given from
+    the pre-call note before the capture after the call: the model is told the backup
+    (Gemini CLI: and `preimage undo ID`), the hook log says the capture came after the
+    answer, and the undo reverts just that call (a later file is kept)."""
+    root = tmp_path_factory.mktemp(f"{harness}-first")
+    project, runtime = root / "project", root / "rt"
+    calls = [edit(harness, project / "notes.txt", "hello\n", "over\n")]
+    try:
+        ran = start(model, harness, root, calls, service=True,
+                    user_scope=harness == "opencode")
+        wait_for_service(runtime)                      # the one the first call started
+        (project / "notes.txt").write_text("hello\n")
+        log_path = Path(ran.env["PREIMAGE_LOG"])
+        seen = len(log_path.read_text().splitlines())
+        told = len(ran.route.requests)
+        again = ran.box.run(label=f"{harness}-first-again")
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        stop_services(runtime)
+    assert (project / "notes.txt").read_text() == "over\n"
+    (edit_id,) = [e["backup_id"] for e in map(json.loads, log_path.read_text().splitlines()[seen:])
+                  if e.get("event") == "decision" and e.get("action") == "capture"]
+    after = json.dumps([r["body"] for r in ran.route.requests[told:] if r["turn"] > 0])
+    assert f"preimage backup {edit_id}" in after      # what the model was told
+    if harness == "gemini":   # OpenCode's plugin appends the pre-call answer's note
+        assert f"`preimage undo {edit_id}`" in after
+    (project / "later.txt").write_text("made after the call\n")
+    preimage("undo", edit_id, env=ran.env)   # waits for the capture after the call, if running
+    assert (project / "notes.txt").read_text() == "hello\n"
+    assert (project / "later.txt").read_text() == "made after the call\n"
+    (done,) = [e for e in map(json.loads, log_path.read_text().splitlines()[seen:])
+               if e.get("event") == "completed" and e.get("backup_id") == edit_id]
+    assert done["answered_first"] is True and done["post_backup_id"]

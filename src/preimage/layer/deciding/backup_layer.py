@@ -344,16 +344,20 @@ class BackupLayer:
         return decision
 
     def after(self, call: ToolCall, result: ToolResult,
-              decision: Decision | None = None) -> Completion:
+              decision: Decision | None = None, *,
+              completion: Completion | None = None) -> Completion:
         """Record that ``call`` finished — status and duration, tied to the backup ``before`` took.
 
         ``decision`` is the one ``before`` returned, when the caller still holds it (the
         Python API); hook processes pass ``None`` and the pre-call hook's note is read
-        instead.  Every post-call step belongs here, so there is one place to add one.
+        instead — or hand in the ``completion`` they made of it already (a hook that
+        answered from the note first).  Every post-call step belongs here, so there is
+        one place to add one.
         """
         from preimage.layer.deciding.completion import complete
 
-        completion = complete(call, result, decision)
+        if completion is None:
+            completion = complete(call, result, decision)
         if result.output and call.mcp_tool is not None:
             from preimage.layer.deciding.mcp_playwright import remember_page
 

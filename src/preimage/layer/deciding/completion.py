@@ -60,13 +60,14 @@ class Completion:
     post_backup_id: str | None = None  # the same targets captured right after the call
     post_error: str | None = None      # why that capture failed, when it did
     post_capture_seconds: float = 0.0  # time that capture took
+    post_pending: bool = False         # the note is given before that capture (answered first)
 
     @property
     def note(self) -> str:
         """One sentence for the agent about the finished call ("" when there is nothing to say)."""
         if self.error:
             return f"preimage: this call was NOT backed up — {self.error}"
-        if self.backup_id and self.post_backup_id:
+        if self.backup_id and (self.post_backup_id or self.post_pending):
             return (f"preimage backup {self.backup_id} holds the state before this call; "
                     f"undo just this call with `preimage undo {self.backup_id}` (later changes "
                     f"are kept), or bring it all back with `preimage restore {self.backup_id}`.")

@@ -42,8 +42,8 @@ class Harness:
     can_ask: ClassVar[bool] = False       # whether the hook can hand the call to the user
     applies_rewrites: ClassVar[bool] = True   # whether it runs a rewritten input as given
     settings_comments: ClassVar[bool] = False  # whether its JSON settings may hold comments
-    # whether its post-call answer says how the capture after the call went (then that
-    # capture is made before the answer; otherwise the decision service answers first)
+    # whether its post-call answer tells the model which undo the call allows (answered
+    # first by the decision service, it is told from the pre-call note)
     answer_after_tells: ClassVar[bool] = False
 
     def nothing_after(self, answer: str) -> str:

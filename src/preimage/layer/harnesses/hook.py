@@ -167,8 +167,8 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if event.phase == "post":
         # not an MCP call: its after-event may name the page a browser is on, which the
         # session's next call is decided by
-        if answer_first and not adapter.answer_after_tells and event.call.session_id \
-                and not cfg.observe and not event.call.tool.startswith("mcp__"):
+        if answer_first and event.call.session_id and not cfg.observe \
+                and not event.call.tool.startswith("mcp__") and event.call.mcp_tool is None:
             later = _after_the_answer(adapter, event.call, event.result, cfg, env, cwd)
             if later is not None:
                 return later
@@ -232,10 +232,15 @@ def _wait_for_session(session: str, within: float, env: Mapping[str, str] | None
 def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | None,
                       config: LayerConfig, env: Mapping[str, str] | None,
                       cwd: str | None) -> HookOutcome | None:
-    """The post-call answer now, the call's completion and its capture in its ``then``
-    (see :func:`handle`); ``None`` when the session's lock could not be taken."""
+    """The post-call answer now, the capture after the call in its ``then`` (see
+    :func:`handle`); ``None`` when the session's lock could not be taken.
+
+    A harness whose answer says which undo the call allows (``answer_after_tells``) is
+    told from the pre-call note: the backup, and ``preimage undo`` of it — the undo the
+    capture after the call is there for (an undo asked for before that capture is done
+    waits for it; should it fail, the undo says so and names ``preimage restore``)."""
     from preimage.engine.call_locks import hold_session, overlapped_since
-    from preimage.layer.deciding.completion import Completion
+    from preimage.layer.deciding.completion import Completion, ToolResult, complete
 
     assert call.session_id is not None
     session = call.session_id
@@ -244,16 +249,26 @@ def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | Non
     if held is None:
         return None
     started = time.time()   # from here on the capture is the session's, done or not
+    first: Completion | None = None
+    if adapter.answer_after_tells:
+        first = complete(call, result or ToolResult())
+        if first.backup_id is None:   # nothing to capture after it: answered as it is
+            os.close(held)
+            return adapter.answer_after(_after(call, result, config, env, cwd,
+                                               completion=first))
+        answered = adapter.answer_after(replace(first, post_pending=True))
+    else:
+        answered = adapter.answer_after(Completion(tool=call.tool, status="unknown"))
 
     def then() -> None:
         try:
-            done = _after(call, result, config, env, cwd, answered_first=True)
+            done = _after(call, result, config, env, cwd, answered_first=True,
+                          completion=first)
             if overlapped_since(home, session, started):
                 _mark_overlapped(home, done)
         finally:
             os.close(held)
 
-    answered = adapter.answer_after(Completion(tool=call.tool, status="unknown"))
     return replace(answered, then=then)
 
 
@@ -338,9 +353,10 @@ def run_hook(stdin_text: str, *, config: LayerConfig | None = None,
 
 def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
            env: Mapping[str, str] | None = None, cwd: str | None = None, *,
-           answered_first: bool = False) -> Completion:
+           answered_first: bool = False, completion: Completion | None = None) -> Completion:
     """Hand a finished call to the layer and log its completion (never raises);
-    ``answered_first``: the hook had answered before (the log says so)."""
+    ``answered_first``: the hook had answered before (the log says so); ``completion``:
+    made of the pre-call note already (its note taken)."""
     from preimage.layer.deciding.completion import ToolResult, complete
 
     done = result or ToolResult()
@@ -349,10 +365,10 @@ def _after(call: ToolCall, result: ToolResult | None, config: LayerConfig,
 
         layer = BackupLayer(config=config, env=dict(env) if env is not None else None,
                             home=hook_home(env, cwd))
-        completion = layer.after(call, done)
+        completion = layer.after(call, done, completion=completion)
     except Exception as exc:  # recording must never disturb the agent
         log({"event": "after-error", "error": str(exc)})
-        completion = complete(call, done)
+        completion = completion or complete(call, done)
     log({"event": "completed", "harness": call.harness, **completion.to_dict(),
          **({"answered_first": True} if answered_first else {})})
     return completion
