@@ -4,6 +4,7 @@ whole-way comparison, and a malformed stored chunk refused with a one-line error
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,14 +73,19 @@ def test_diff_item_by_item_lists_each_change_once_in_key_order() -> None:
     assert diff_snapshots(ORIGINAL, LIVE).changes == whole
 
 
-def test_a_backup_is_loaded_without_reading_its_items(tmp_path: Path, store: Store) -> None:
-    """A chunked backup loads as items read from the store, and score and diff of the
-    unchanged tree find nothing."""
-    root = tmp_path / "t"
+def _many_files(root: Path) -> Path:
+    """2,500 small files in 25 folders: a document stored in more than one chunk."""
     for i in range(2500):
         d = root / f"d{i // 100:02}"
         d.mkdir(parents=True, exist_ok=True)
         (d / f"f{i:05}").write_bytes(b"x" * (i % 5))
+    return root
+
+
+def test_a_backup_is_loaded_without_reading_its_items(tmp_path: Path, store: Store) -> None:
+    """A chunked backup loads as items read from the store, and score and diff of the
+    unchanged tree find nothing."""
+    root = _many_files(tmp_path / "t")
     backup = preimage.capture([f"file://{root}"], store=store)
     loaded = load_snapshot_row(store, store.catalog.get(backup.id).snapshots[0])
     assert isinstance(loaded.items, StoredItems) and len(loaded.items) == 2526
@@ -122,19 +128,13 @@ def test_a_restore_of_a_malformed_last_chunk_writes_nothing(
     """A tree's document read once, by the restore's plan: a malformed last chunk still
     stops the restore before its first write — a removed tree stays absent, a changed one
     keeps its change and its new file."""
-    root = tmp_path / "t"
-    for i in range(2500):
-        d = root / f"d{i // 100:02}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"f{i:05}").write_bytes(b"x" * (i % 5))
+    root = _many_files(tmp_path / "t")
     backup = preimage.capture([f"file://{root}"], store=store)
     _with_last_chunk_malformed(store, backup.id)
     if target_there:
         (root / "d00" / "f00001").write_bytes(b"changed")
         (root / "d24" / "new").write_bytes(b"new")
     else:
-        import shutil
-
         shutil.rmtree(root)
     with pytest.raises(StoreError, match=r"malformed .* nothing was written$"):
         preimage.restore(backup.id, store=store)
