@@ -165,10 +165,10 @@ def handle(harness: str, args: Sequence[str], stdin_text: str, *,
     if cwd and isinstance(payload, dict) and not payload.get("cwd"):
         event.call.cwd = cwd
     if event.phase == "post":
-        # not an MCP call: its after-event may name the page a browser is on, which the
-        # session's next call is decided by
+        # not an MCP call (each adapter names one mcp__<server>__<tool>): its after-event
+        # may name the page a browser is on, which the session's next call is decided by
         if answer_first and event.call.session_id and not cfg.observe \
-                and not event.call.tool.startswith("mcp__") and event.call.mcp_tool is None:
+                and not event.call.tool.startswith("mcp__"):
             later = _after_the_answer(adapter, event.call, event.result, cfg, env, cwd)
             if later is not None:
                 return later
