@@ -68,6 +68,27 @@ def test_undo_list_log_and_stats_piped_print_plain_lines(
     assert not any(c in "\n".join([undone, *listed, *stats]) for c in "┏┃│━")
 
 
+def test_score_piped_prints_plain_lines_with_its_numbers_aligned_right(
+        tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """`preimage score` through a pipe (what CI gating and `make demo` read): its title,
+    the column names and a line per target, each number ending under the end of its
+    column's name — no table drawing, and a name with brackets as it is."""
+    root = tmp_path / "a[bold]b"
+    _tree(root)
+    backup = cli("capture", f"file://{root}", check=True).stdout.strip()
+    (root / "d" / "f07").write_text("changed\n")
+    lines = cli("score", backup).stdout.splitlines()
+    head = lines.index("similarity (live state vs backup)")
+    names, row = lines[head + 1], lines[head + 2]
+    assert names.split() == ["target", "content", "metadata", "access", "server", "restorable"]
+    assert row.split()[0] == f"file://{root}" and row.split()[1] != "1.0000"   # content
+    at = row.index(" ", row.index("file://"))
+    for column, value in zip(names.split()[1:], row.split()[1:], strict=True):
+        at = row.index(value, at) + len(value)
+        assert at == names.index(column) + len(column), (row, column)
+    assert not any(c in "\n".join(lines) for c in "┏┃│━")
+
+
 def test_a_restore_on_a_terminal_draws_rich_s_table(
         tmp_path: Path, cli: Callable[..., CliResult], home: Path) -> None:
     """On a terminal the changes are rich's table."""

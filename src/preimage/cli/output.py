@@ -8,7 +8,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import wraps
@@ -114,19 +114,21 @@ err: Any = _Console(stderr=True, highlight=False, soft_wrap=True, markup=False, 
 
 
 def print_table(title: str | None, columns: tuple[str, ...],
-                rows: Sequence[Sequence[str | None]], more: int = 0) -> None:
+                rows: Sequence[Sequence[str | None]], more: int = 0, *,
+                right: Collection[int] = ()) -> None:
     """Rows of a command's result: rich's table on a terminal; elsewhere (a pipe, a file,
     a log, an agent reading the output) the title, the column names and one plain line
     per row, each column but the last padded to its widest cell, empty trailing cells
     left out — rendering 200 rows as a table costs 0.15 s of CPU with rich's import.
+    ``right``: the indexes of the columns aligned right (numbers), padded even when last.
     ``more`` rows not shown end both as ``… N more``."""
     cells = [[cell or "" for cell in row] for row in rows]
     if out.is_terminal:
         from rich.table import Table
 
         table = Table(title=title or None)
-        for column in columns:
-            table.add_column(column)
+        for i, column in enumerate(columns):
+            table.add_column(column, justify="right" if i in right else "left")
         for row in cells:
             table.add_row(*row)
         if more > 0:
@@ -141,11 +143,12 @@ def print_table(title: str | None, columns: tuple[str, ...],
                                                fillvalue="")]
     widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
     for line in lines:
-        while len(line) > 1 and not line[-1]:
+        while len(line) > 1 and not line[-1] and len(line) - 1 not in right:
             line.pop()
+        end = len(line) - 1
         out.print("  " + "  ".join(
-            [cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)]
-            + line[-1:]))
+            cell.rjust(widths[i]) if i in right else cell if i == end else cell.ljust(widths[i])
+            for i, cell in enumerate(line)))
     if more > 0:
         out.print(f"  … {more} more")
 
@@ -277,17 +280,10 @@ def working(text: str, enabled: bool) -> Iterator[None]:
 
 def print_score_table(total: Any, per_target: list[tuple[str, Any]]) -> None:
     """The similarity table: one row per target plus the total; n/a for an empty class."""
-    from rich.table import Table
-
     from preimage.similarity.render import SCORE_COLUMNS, score_rows
 
-    table = Table(title="similarity (live state vs backup)")
-    table.add_column("target")
-    for col in SCORE_COLUMNS:
-        table.add_column(col, justify="right")
-    for row in score_rows(total, per_target):
-        table.add_row(*row)
-    out.print(table)
+    print_table("similarity (live state vs backup)", ("target", *SCORE_COLUMNS),
+                score_rows(total, per_target), right=range(1, len(SCORE_COLUMNS) + 1))
 
 
 def warm_console() -> None:
