@@ -13,8 +13,6 @@ from preimage.interface.errors import (
 )
 from preimage.interface.registry import get_connector
 from preimage.interface.target import Target
-from preimage.similarity import RESTORABLE
-from preimage.similarity.scoring import flatten
 from preimage.snapshot_schemas import Snapshot
 from preimage.store.backend import SnapshotRow
 from preimage.store.snapshots import load_snapshot_row
@@ -25,6 +23,10 @@ def restorable_items(snap: Snapshot, blobs: BlobStore,
                      only: set[str] | None = None) -> dict[str, dict[str, tuple[str, Any]]]:
     """The restorable leaves of each item of ``snap`` by natural key (of the items whose
     key is in ``only``, when given)."""
+    # the meter's package, imported only when a restore resumes (not by every restore)
+    from preimage.similarity import RESTORABLE
+    from preimage.similarity.scoring import flatten
+
     chosen = snap.scoring_items(blobs)
     if only is not None:
         chosen = (i for i in chosen if i.natural_key() in only)
