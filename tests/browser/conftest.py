@@ -92,6 +92,11 @@ class _Site(http.server.ThreadingHTTPServer):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    # A connection the browser opens ahead and never sends on (Chromium preconnects) ends
+    # after this many idle seconds: the server's close waits for every handler thread,
+    # and the session's browser, torn down after the site, still holds such sockets.
+    timeout = 5
+
     def do_GET(self) -> None:  # sets cookies on every answer (favicon too), as many sites do
         assert isinstance(self.server, _Site)
         if self.path == "/fence":  # the test's own request (see _Site.settle)
@@ -108,7 +113,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: Any) -> None:
+    def log_message(self, *args: Any) -> None:   # the idle timeout's "Request timed out" too
         pass
 
 

@@ -500,9 +500,10 @@ def test_a_harness_told_after_the_call_is_answered_first_and_told_the_undo(
         harness: str, model: ModelServer, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Gemini CLI and OpenCode tell the model after the call; served by the decision
     service (the second run: the first one's hook started it), that answer is given from
-    the pre-call note before the capture after the call: the model is told the backup
-    (Gemini CLI: and `preimage undo ID`), the hook log says the capture came after the
-    answer, and the undo reverts just that call (a later file is kept)."""
+    the pre-call note before the capture after the call: the model is told the backup and
+    `preimage undo ID` (OpenCode's plugin after the pre-call answer's note), the hook log
+    says the capture came after the answer, and the undo reverts just that call (a later
+    file is kept)."""
     root = tmp_path_factory.mktemp(f"{harness}-first")
     project, runtime = root / "project", root / "rt"
     calls = [edit(harness, project / "notes.txt", "hello\n", "over\n")]
@@ -523,8 +524,7 @@ def test_a_harness_told_after_the_call_is_answered_first_and_told_the_undo(
                   if e.get("event") == "decision" and e.get("action") == "capture"]
     after = json.dumps([r["body"] for r in ran.route.requests[told:] if r["turn"] > 0])
     assert f"preimage backup {edit_id}" in after      # what the model was told
-    if harness == "gemini":   # OpenCode's plugin appends the pre-call answer's note
-        assert f"`preimage undo {edit_id}`" in after
+    assert f"`preimage undo {edit_id}`" in after
     (project / "later.txt").write_text("made after the call\n")
     preimage("undo", edit_id, env=ran.env)   # waits for the capture after the call, if running
     assert (project / "notes.txt").read_text() == "hello\n"

@@ -3,7 +3,8 @@
 // Every tool call is sent to `preimage hook @@HARNESS@@` (JSON on stdin, JSON on stdout):
 //   before: {block} refuses the call (the reason reaches the model), {args} rewrites it,
 //           {note} is appended to the tool's output so the model learns the backup ID;
-//   after:  the call's completion is recorded against its backup.
+//   after:  the call's completion is recorded against its backup; its {note} (the undo
+//           the call allows) is appended after the one before.
 // When preimage itself cannot run, the call goes ahead unless ON_FAILURE is "deny",
 // and the failure is said on stderr and in the tool's output — never a silent pass.
 import { spawn, spawnSync } from "node:child_process"
@@ -186,8 +187,13 @@ export const Preimage = async ({ directory, worktree }) => ({
       tool_use_id: input.callID, tool_input: input.args, cwd: directory, worktree,
       tool_response: response,
     })
-    const note = notes.get(input.callID) || answer.note || (answer.failed && `preimage: ${answer.failed}`)
+    // the pre-call note (the backup, its targets, a rewrite, a failure), then the post-call
+    // one when it names the undo the capture after the call allows
+    const before = notes.get(input.callID)
+    const after = answer.note || (answer.failed && `preimage: ${answer.failed}`)
     notes.delete(input.callID)
+    const undo = after && after.includes("preimage undo") && !(before || "").includes("preimage undo")
+    const note = before && undo ? `${before}\n${after}` : before || after
     if (!note) return
     if (mcp) output.content.push({ type: "text", text: note })
     else if (typeof output.output === "string") output.output += `\n\n${note}`
