@@ -94,9 +94,9 @@ def post_of(st: Store, pre_id: str, rows: list[BackupRow] | None = None) -> Back
     return None
 
 
-def _no_post(st: Store, pre_id: str, rows: list[BackupRow] | None = None) -> str:
+def _no_post(st: Store, pre_id: str) -> str:
     """Why the call of ``pre_id`` has no after-state to undo against, in one sentence."""
-    for row in rows if rows is not None else _backups(st):
+    for row in _backups(st):
         if row.kind == POST_CALL and row.parent_id == pre_id and row.status == "overlapped":
             return (f"the capture after the call of backup {pre_id} ({row.id}) ran on while "
                     "the session's next call ran (it outlasted the hook's timeout), so what "

@@ -233,32 +233,32 @@ def _after_the_answer(adapter: Harness, call: ToolCall, result: ToolResult | Non
                       config: LayerConfig, env: Mapping[str, str] | None,
                       cwd: str | None) -> HookOutcome | None:
     """The post-call answer now, the capture after the call in its ``then`` (see
-    :func:`handle`); ``None`` when the session's lock could not be taken.
+    :func:`handle`); ``None`` when the session's lock could not be taken (and the call's
+    completion is still to make).
 
     A harness whose answer says which undo the call allows (``answer_after_tells``) is
     told from the pre-call note: the backup, and ``preimage undo`` of it — the undo the
     capture after the call is there for (an undo asked for before that capture is done
-    waits for it; should it fail, the undo says so and names ``preimage restore``)."""
+    waits for it; should it fail, the undo says so and names ``preimage restore``).  Its
+    call with no backup, or whose lock could not be taken, is answered once recorded."""
     from preimage.engine.call_locks import hold_session, overlapped_since
     from preimage.layer.deciding.completion import Completion, ToolResult, complete
 
     assert call.session_id is not None
     session = call.session_id
     home = _session_home(env, cwd)
-    held = hold_session(home, session, config.timeout)
+    first = complete(call, result or ToolResult()) if adapter.answer_after_tells else None
+    held = None
+    if first is None or first.backup_id is not None:   # a capture after the call to make
+        held = hold_session(home, session, config.timeout)
     if held is None:
-        return None
+        if first is None:
+            return None
+        return adapter.answer_after(_after(call, result, config, env, cwd, completion=first))
     started = time.time()   # from here on the capture is the session's, done or not
-    first: Completion | None = None
-    if adapter.answer_after_tells:
-        first = complete(call, result or ToolResult())
-        if first.backup_id is None:   # nothing to capture after it: answered as it is
-            os.close(held)
-            return adapter.answer_after(_after(call, result, config, env, cwd,
-                                               completion=first))
-        answered = adapter.answer_after(replace(first, post_pending=True))
-    else:
-        answered = adapter.answer_after(Completion(tool=call.tool, status="unknown"))
+    answered = adapter.answer_after(
+        Completion(tool=call.tool, status="unknown") if first is None
+        else replace(first, post_pending=True))
 
     def then() -> None:
         try:
