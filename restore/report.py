@@ -111,6 +111,22 @@ class ItemLog(Sequence[ItemResult]):
         if self._fd is None:
             yield from list(self._held)
             return
+        for key, outcome, action, reason in self._spilled():
+            yield ItemResult(key=key, outcome=Outcome(outcome), action=action, reason=reason)
+
+    def fields(self) -> Iterator[dict[str, str]]:
+        """Each result as the dict ``ItemResult.model_dump(mode="json")`` gives, in order,
+        made without a model (what ``--json`` prints, a million times over)."""
+        if self._fd is None:
+            for item in list(self._held):
+                yield {"key": item.key, "outcome": item.outcome.value, "action": item.action,
+                       "reason": item.reason}
+            return
+        for key, outcome, action, reason in self._spilled():
+            yield {"key": key, "outcome": outcome, "action": action, "reason": reason}
+
+    def _spilled(self) -> Iterator[tuple[str, str, str, str]]:
+        assert self._fd is not None
         self._flush()
         end, offset, rest = self._written, 0, b""
         while offset < end:
@@ -119,8 +135,7 @@ class ItemLog(Sequence[ItemResult]):
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
             for line in lines:
-                key, outcome, action, reason = json.loads(line)
-                yield ItemResult(key=key, outcome=Outcome(outcome), action=action, reason=reason)
+                yield tuple(json.loads(line))  # type: ignore[misc]
 
     def __len__(self) -> int:
         return sum(self._counts.values())

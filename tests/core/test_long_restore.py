@@ -42,17 +42,21 @@ def _state(root: Path) -> dict[str, Any]:
 def test_a_long_restore_after_rm_rf_lists_every_entry(tmp_path: Path,
                                                       cli: Callable[..., Any]) -> None:
     """A restore of 5,000 files after `rm -rf` puts every one back, and `--json` lists
-    each entry once as restored, with the counts the text output prints."""
+    each entry once as restored, one to a line, with the counts the text output prints."""
     assert FILES > PAGE and FILES > report_module.SPILL_AT
     root = tmp_path / "t"
     _tree(root)
     before = _state(root)
     backup = json.loads(cli("capture", "--json", f"file://{root}", check=True).stdout)["id"]
     shutil.rmtree(root)
-    result = json.loads(cli("restore", "--json", backup, check=True).stdout)
+    printed = cli("restore", "--json", backup, check=True).stdout
+    result = json.loads(printed)
     assert result["ok"] is True
     (report,) = result["reports"]
     keys = [i["key"] for i in report["items"]]
+    lines = [json.loads(line.strip().rstrip(",")) for line in printed.splitlines()
+             if line.lstrip().startswith('{"key": ')]
+    assert lines == report["items"]   # each item whole on a line of its own: grep finds it
     assert len(keys) == len(set(keys)) == FILES + 1 + 1 + 5 + 1   # files, link, symlink, dirs, root
     assert set(keys) == {".", *before}
     assert {i["outcome"] for i in report["items"]} == {"restored"}
@@ -87,6 +91,9 @@ def test_a_report_past_its_in_memory_results_reads_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A report with more results than it holds as objects iterates, counts, indexes,
     dumps, copies and compares as one that holds them all."""
+    short = RestoreReport(target="file:///t", connector="file")
+    short.add("f\udce9", Outcome.SKIPPED, "write file", "why")
+    assert list(short.items.fields()) == short.model_dump(mode="json")["items"]
     monkeypatch.setattr(report_module, "SPILL_AT", 3)
     long = RestoreReport(target="file:///t", connector="file")
     expected = []
@@ -101,6 +108,7 @@ def test_a_report_past_its_in_memory_results_reads_the_same(
     assert long.items[7].key == "f\udce97" and long.items[-1].key == "f\udce99"
     dumped = long.model_dump(mode="json")
     assert [d["key"] for d in dumped["items"]] == [k for k, *_ in expected]
+    assert list(long.items.fields()) == dumped["items"]   # what --json prints, no model made
     again = RestoreReport.model_validate(dumped)
     assert again == long and copy.deepcopy(long) == long
     assert long.items == list(again.items)

@@ -186,7 +186,7 @@ def restore(
 def _report_json(rep: RestoreReport) -> dict[str, Any]:
     """``rep`` as ``--json`` prints it, its items read as they are printed."""
     doc = rep.model_dump(mode="json", exclude={"items"})
-    items = JsonArray(lambda: (i.model_dump(mode="json") for i in rep.items), len(rep.items))
+    items = JsonArray(rep.items.fields, len(rep.items))
     head = ("target", "connector", "dry_run")
     return {**{k: doc.pop(k) for k in head}, "items": items, **doc}
 

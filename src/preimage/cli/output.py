@@ -224,9 +224,9 @@ def handle_errors(fn: F) -> F:
 
 
 class JsonArray(list[Any]):
-    """An array :func:`emit_json` prints as it reads it, never held whole: ``items()``
-    gives its values afresh each time it is called, ``length`` says how many (json's
-    encoder, with an indent, walks a list with ``for`` and asks only whether it is empty)."""
+    """An array :func:`emit_json` prints as it reads it, never held whole, one value to a
+    line: ``items()`` gives its values afresh each time it is called, ``length`` says how
+    many."""
 
     def __init__(self, items: Callable[[], Iterator[Any]], length: int) -> None:
         super().__init__()
@@ -240,12 +240,16 @@ class JsonArray(list[Any]):
         return self._length
 
 
+_ONE_LINE = json.JSONEncoder(default=str)   # no indent: the C encoder
+
+
 def emit_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (the only thing a ``--json`` command prints there),
-    a block at a time: a :class:`JsonArray` in it is read as it is printed."""
+    a block at a time, indented by two; a :class:`JsonArray` in it is read as it is
+    printed, each of its values on a line of its own (a restore's million items)."""
     block: list[str] = []
     size = 0
-    for chunk in json.JSONEncoder(indent=2, default=str).iterencode(data):
+    for chunk in _json_text(data, ""):
         block.append(chunk)
         size += len(chunk)
         if size >= 1 << 16:
@@ -254,6 +258,36 @@ def emit_json(data: Any) -> None:
             size = 0
     block.append("\n")
     click.echo("".join(block), nl=False)
+
+
+def _json_text(value: Any, pad: str) -> Iterator[str]:
+    """``value`` as ``json.dumps(value, indent=2, default=str)`` writes it at indent
+    ``pad``, but a :class:`JsonArray`'s values one to a line."""
+    inner = pad + "  "
+    if isinstance(value, JsonArray):
+        opening = "[\n"
+        for item in value:
+            yield opening + inner + _ONE_LINE.encode(item)
+            opening = ",\n"
+        yield "[]" if opening == "[\n" else "\n" + pad + "]"
+    elif isinstance(value, dict) and value:
+        opening = "{\n"
+        for key, item in value.items():
+            # a key as json spells it (a number, true, null: as a string)
+            yield opening + inner + (_ONE_LINE.encode(key) if isinstance(key, str)
+                                     else _ONE_LINE.encode({key: 0})[1:-4]) + ": "
+            yield from _json_text(item, inner)
+            opening = ",\n"
+        yield "\n" + pad + "}"
+    elif isinstance(value, (list, tuple)) and value:
+        opening = "[\n"
+        for item in value:
+            yield opening + inner
+            yield from _json_text(item, inner)
+            opening = ",\n"
+        yield "\n" + pad + "]"
+    else:
+        yield _ONE_LINE.encode(value)
 
 
 def iso(ts: float | None) -> str | None:
