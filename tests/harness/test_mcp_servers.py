@@ -84,7 +84,58 @@ def test_unreadable_files_are_skipped(dirs: tuple[Path, Path, dict[str, str]]) -
     assert list(discover(str(project), str(home), env=env)) == ["ok"]
 
 
-@pytest.mark.parametrize("harness", ["codex", "gemini", "opencode"])
+def test_qwen_code_settings_are_read_in_its_order(dirs: tuple[Path, Path, dict[str, str]],
+                                                  tmp_path: Path) -> None:
+    """Qwen Code's system defaults, then `$QWEN_HOME`'s settings (not `~/.qwen`'s), the
+    project's `.qwen/settings.json`, and the system settings, which win."""
+    home, project, env = dirs
+    defaults, system = tmp_path / "etc" / "system-defaults.json", tmp_path / "etc" / "settings.json"
+    env |= {"QWEN_HOME": str(tmp_path / "qhome"), "QWEN_CODE_SYSTEM_SETTINGS_PATH": str(system),
+            "DB": "from-env.db"}
+
+    def server(command: str) -> dict[str, object]:
+        return {"command": command, "args": ["--db-path", "${DB}"]}
+
+    write(defaults, json.dumps({"mcpServers": {"a": server("defaults"), "b": server("defaults"),
+                                               "c": server("defaults")}}))
+    write(home / ".qwen" / "settings.json", json.dumps({"mcpServers": {"a": server("dot-qwen")}}))
+    write(tmp_path / "qhome" / "settings.json", json.dumps({"mcpServers": {
+        "b": server("user"), "c": server("user")}}))
+    write(project / ".qwen" / "settings.json", "{\n // comment\n"
+          + json.dumps({"mcpServers": {"c": server("project")}})[1:])
+    write(system, json.dumps({"mcpServers": {"d": server("system")}}))
+    found = discover(str(project), str(home), harness="qwen", env=env)
+    assert {n: found[n]["command"] for n in "abcd"} == {
+        "a": "defaults", "b": "user", "c": "project", "d": "system"}
+    assert found["c"]["args"] == ["--db-path", "from-env.db"] and found["c"]["harness"] == "qwen"
+    write(system, json.dumps({"mcpServers": {"c": server("system")}}))
+    assert discover(str(project), str(home), harness="qwen", env=env)["c"]["command"] == "system"
+
+
+def test_qwen_code_tool_names_are_mapped_back_to_the_server(
+        dirs: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server whose name Qwen Code had to change in its tools (`shop.db` →
+    `mcp__shop_db__write_query_0911wmf`, the suffix its hash of the whole name) is the
+    server of its settings again, with the tool's own name."""
+    from preimage.layer.harnesses import get_harness
+
+    home, project, env = dirs
+    monkeypatch.setenv("HOME", str(home))
+    write(project / ".qwen" / "settings.json", json.dumps({"mcpServers": {
+        "shop.db": {"command": "mcp-server-sqlite"}, "plain": {"command": "x"}}}))
+    qwen = get_harness("qwen")
+
+    def tool(name: str) -> str:
+        return qwen.call({"tool_name": name, "tool_input": {}, "cwd": str(project),
+                          "session_id": "s", "hook_event_name": "PreToolUse"}).tool
+
+    assert tool("mcp__shop_db__write_query_0911wmf") == "mcp__shop.db__write_query"
+    assert tool("mcp__shop_db__write_query_zzzzzzz") == "mcp__shop.db__write_query_zzzzzzz"
+    assert tool("mcp__plain__read_query") == "mcp__plain__read_query"
+    assert tool("mcp__other__x") == "mcp__other__x"
+
+
+@pytest.mark.parametrize("harness", ["codex", "gemini", "qwen", "opencode"])
 def test_layer_finds_the_database_from_the_harness_own_settings(
         harness: str, dirs: tuple[Path, Path, dict[str, str]], home: Path) -> None:
     """A DELETE through an MCP server named only in the harness's settings backs up its rows."""
@@ -99,8 +150,8 @@ def test_layer_finds_the_database_from_the_harness_own_settings(
         write(user_home / ".codex" / "config.toml",
               f"[mcp_servers.shop]\ncommand = {json.dumps(argv[0])}\n"
               f"args = {json.dumps(argv[1:])}\n")
-    elif harness == "gemini":
-        write(project / ".gemini" / "settings.json", json.dumps({"mcpServers": {"shop": {
+    elif harness in ("gemini", "qwen"):
+        write(project / f".{harness}" / "settings.json", json.dumps({"mcpServers": {"shop": {
             "command": argv[0], "args": argv[1:]}}}))
     else:
         write(project / "opencode.json", json.dumps({"mcp": {"shop": {

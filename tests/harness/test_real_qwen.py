@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,21 @@ from model_server import Call, ModelServer, Script
 pytestmark = [pytest.mark.harness, pytest.mark.slow]
 
 
+def _rows(db: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(db) as con:
+        found = con.execute("SELECT id, item FROM orders ORDER BY id").fetchall()
+    con.close()
+    return found
+
+
 def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path: Path) -> None:
     """Qwen Code's `rm -rf build` is backed up before it runs, the model hears the backup ID,
-    `preimage restore` brings the tree back byte for byte, and uninstall removes only the hook."""
+    `preimage restore` brings the tree back byte for byte; a DELETE through MCP server
+    `shop` — mcp-server-sqlite, named only in the project's `.qwen/settings.json` — is
+    backed up as the table's rows and restored; uninstall removes only the hook."""
     calls = [Call("run_shell_command", {"command": "ls -la"}),
-             Call("run_shell_command", {"command": "rm -rf build"})]
+             Call("run_shell_command", {"command": "rm -rf build"}),
+             Call("mcp__shop__write_query", {"query": "DELETE FROM orders"})]
     route = model.route(Script(calls))
     store = tmp_path / "preimage"
     box = Sandbox("qwen", tmp_path, route.url, path_dirs=[BIN], extra_env={
@@ -34,6 +45,12 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     (build / "obj" / "app.o").write_bytes(b"\x7fELF object code\x00\xff")
     (build / "run.sh").write_text("#!/bin/sh\necho run\n")
     os.chmod(build / "run.sh", 0o750)
+    db = box.project / "shop.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
+        con.executemany("INSERT INTO orders (item) VALUES (?)", [("apple",), ("pear",)])
+    con.close()
+    box.add_mcp_server("shop", [str(Path(BIN) / "mcp-server-sqlite"), "--db-path", str(db)])
     env = box.env()
     settings = box.home / ".qwen" / "settings.json"
     before = json.loads(settings.read_text())
@@ -42,10 +59,19 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     run = box.run(label="qwen-work")
 
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "build" in route.tool_results[0]                 # the harness ran the `ls`
+    # the harness ran the `ls` (its output is not asserted: once in seven runs under load
+    # Qwen Code reported this first command's output as "(empty)", exit code 0)
+    assert "Command: ls -la" in route.tool_results[0] \
+        and "Exit Code: 0" in route.tool_results[0], route.tool_results
     assert not build.exists()                               # and the `rm`
+    assert _rows(db) == [], route.tool_results              # and the DELETE, through `shop`
     taken = [b for b in backups(env) if b.get("tool_call") and b["kind"] != "post-call"]
-    (backup,) = taken                                       # the `ls` took none
+    (mcp,) = [b for b in taken if b["tool_call"]["tool"].startswith("mcp__")]
+    assert mcp["targets"] == [f"sqlite:///{db}?tables=orders"], mcp
+    assert mcp["id"] in route.seen_after_tools()
+    preimage("restore", mcp["id"], env=env)
+    assert _rows(db) == [(1, "apple"), (2, "pear")]
+    (backup,) = [b for b in taken if b is not mcp]          # the `ls` took none
     call = backup["tool_call"]
     assert call["harness"] == "qwen" and call["tool"] == "Bash"
     assert call["input"]["command"] == "rm -rf build"       # run as the model wrote it

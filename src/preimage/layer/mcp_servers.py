@@ -17,6 +17,11 @@ codex         ``$CODEX_HOME/config.toml`` (``~/.codex``), ``.codex/config.toml``
               ``[mcp_servers.<name>]`` ``command``/``args``/``env``/``url``
 gemini        ``~/.gemini/settings.json``, ``.gemini/settings.json``: ``mcpServers``
               ``command``/``args``/``env``/``url``/``httpUrl``
+qwen          ``system-defaults.json`` (``$QWEN_CODE_SYSTEM_DEFAULTS_PATH``, else beside
+              the system settings), ``$QWEN_HOME/settings.json`` (``~/.qwen``),
+              ``.qwen/settings.json``, then the system settings
+              (``$QWEN_CODE_SYSTEM_SETTINGS_PATH``, ``/etc/qwen-code/settings.json``),
+              which win: ``mcpServers`` as Gemini CLI's
 opencode      ``$XDG_CONFIG_HOME/opencode/opencode.json(c)``, ``$OPENCODE_CONFIG``,
               ``opencode.json(c)`` and ``.opencode/opencode.json(c)``: ``mcp.<name>``
               ``command`` (a list: the program and its arguments)/``environment``/``url``
@@ -46,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 Spec = dict[str, Any]
-ORDER = ("claude-code", "codex", "gemini", "opencode", "kilo")
+ORDER = ("claude-code", "codex", "gemini", "qwen", "opencode", "kilo")
 _OPENCODE_SHAPE = frozenset({"opencode", "kilo"})   # Kilo Code CLI is an OpenCode fork
 _launched: dict[str, Spec] = {}
 
@@ -92,7 +97,7 @@ def server_names(harness: str, workspace: str, home: str,
 
 def read(harness: str, workspace: str, home: str, env: Mapping[str, str]) -> dict[str, Spec]:
     """The definitions in one harness's files (a later file wins for the same name)."""
-    reader = {"claude-code": _claude, "codex": _codex, "gemini": _gemini,
+    reader = {"claude-code": _claude, "codex": _codex, "gemini": _gemini, "qwen": _qwen,
               "opencode": _opencode, "kilo": _kilo}.get(harness)
     out: dict[str, Spec] = {}
     if reader is None:
@@ -182,6 +187,31 @@ def _kilo(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
 
 
 # ------------------------------------------------------------------ shape
+def qwen_home(env: Mapping[str, str], home: Path) -> Path:
+    """Qwen Code's global folder: ``$QWEN_HOME`` (``~`` expanded, a relative one taken
+    against the current folder; empty counts as unset), else ``~/.qwen``."""
+    base = env.get("QWEN_HOME")
+    if not base:
+        return home / ".qwen"
+    if base == "~" or base.startswith("~/"):
+        return home / base[2:]
+    return Path(os.path.abspath(base))
+
+
+def _qwen(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
+    # Qwen Code merges, lowest first: system defaults, the user's, the workspace's (not
+    # when the workspace is the home), and the system settings
+    system = Path(env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH") or "/etc/qwen-code/settings.json")
+    defaults = Path(env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+                    or system.parent / "system-defaults.json")
+    files = [defaults, qwen_home(env, home) / "settings.json"]
+    files += [f / ".qwen" / "settings.json" for f in reversed(_upwards(workspace))
+              if f != home]
+    files.append(system)
+    for path in files:
+        yield from _entries(path, _load_json(path).get("mcpServers"))
+
+
 def _normalise(harness: str, raw: dict[str, Any], env: Mapping[str, str]) -> Spec | None:
     """``command``/``args``/``env``/``url`` from one harness's entry (``None``: disabled)."""
     if raw.get("enabled") is False or raw.get("disabled") is True:

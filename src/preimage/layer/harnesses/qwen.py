@@ -5,7 +5,8 @@ Qwen Code is a fork of Gemini CLI with Claude Code's hook events.  Payload (stdi
 ``tool_input``, ``tool_use_id``; ``PostToolUse`` adds ``tool_response`` and
 ``duration_ms``, ``PostToolUseFailure`` ``error``.  Tools keep Gemini CLI's names
 (``run_shell_command`` with ``directory``, ``write_file``, ``edit``), mapped here to the
-harness-neutral ones.
+harness-neutral ones; MCP tools are ``mcp__<server>__<tool>`` already (the server read from
+Qwen Code's own settings, :mod:`preimage.layer.mcp_servers`).
 
 Answer (stdout, exit 0): ``permissionDecision`` ``deny`` with ``permissionDecisionReason``
 blocks the call; ``hookSpecificOutput.additionalContext`` reaches the model only from
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,9 @@ class Qwen(Harness):
 
     def call(self, payload: dict[str, Any]) -> ToolCall:
         raw = ToolCall.from_hook_payload(payload, harness=self.name)
+        if raw.tool.startswith("mcp__"):
+            raw.tool = _mcp_tool(raw.tool, raw.cwd)
+            return raw
         name = TOOLS.get(raw.tool, raw.tool)
         args = dict(raw.input)
         if name == "Bash":
@@ -95,5 +100,44 @@ class Qwen(Harness):
 
     def settings_path(self, scope: Scope, project: Path) -> Path:
         if scope == "user":
-            return home() / ".qwen" / "settings.json"
+            from preimage.layer.mcp_servers import qwen_home
+
+            return qwen_home(os.environ, home()) / "settings.json"
         return project / ".qwen" / "settings.json"
+
+
+def _mcp_tool(tool: str, cwd: str) -> str:
+    """``mcp__<server>__<tool>`` with the server as Qwen Code's settings name it.
+
+    Qwen Code names an MCP tool ``mcp__<server>__<tool>``; a name with any character but
+    letters, digits, ``_`` and ``-``, or longer than 63, has those made ``_``, is cut to
+    55 and gets ``_`` and a hash of the whole name: a server named ``shop.db`` calls
+    ``mcp__shop_db__write_query_0911wmf``.  The layer finds the server's definition by
+    its own name, so that name is put back, and the tool's where the hash proves it."""
+    from preimage.layer.mcp_servers import server_names
+
+    names = server_names("qwen", cwd, str(home()))
+    if tool[len("mcp__"):].partition("__")[0] in names:
+        return tool
+    for name in sorted(names, key=len, reverse=True):
+        prefix = re.sub(r"[^A-Za-z0-9_-]", "_", f"mcp__{name}__")
+        if tool.startswith(prefix):
+            rest = tool[len(prefix):]
+            if len(rest) > 8 and rest[-8] == "_" \
+                    and _name_hash(f"mcp__{name}__{rest[:-8]}") == rest[-7:]:
+                rest = rest[:-8]
+            return f"mcp__{name}__{rest}"
+    return tool
+
+
+def _name_hash(name: str) -> str:
+    """Qwen Code's ``stableToolNameHash``: FNV-1a over UTF-16 code units, base 36."""
+    value = 2166136261
+    units = name.encode("utf-16-le")
+    for k in range(0, len(units), 2):
+        value = ((value ^ int.from_bytes(units[k:k + 2], "little")) * 16777619) & 0xFFFFFFFF
+    digits = ""
+    while value:
+        value, d = divmod(value, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+    return digits.rjust(7, "0")
