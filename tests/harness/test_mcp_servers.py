@@ -119,7 +119,7 @@ def test_qwen_code_tool_names_are_mapped_back_to_the_server(
     server of its settings again, with the tool's own name."""
     from preimage.layer.harnesses import get_harness
 
-    home, project, env = dirs
+    home, project, _env = dirs
     monkeypatch.setenv("HOME", str(home))
     write(project / ".qwen" / "settings.json", json.dumps({"mcpServers": {
         "shop.db": {"command": "mcp-server-sqlite"}, "plain": {"command": "x"}}}))
