@@ -36,6 +36,27 @@ def test_install_is_idempotent_and_names_no_machine_path(harness: str, home: Pat
     assert path.read_text() == text
 
 
+@pytest.mark.parametrize(("harness", "variable", "where"), [
+    ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json"),
+    ("qwen", "QWEN_HOME", "settings.json")])
+def test_user_install_follows_the_harness_own_home_variable(
+        harness: str, variable: str, where: str, home: Path, tmp_path: Path) -> None:
+    """`install --user` writes where the harness reads its user settings — its own home
+    variable when set (`GEMINI_CLI_HOME`, `QWEN_HOME`), not `~` — and `--list` and
+    `uninstall` find it there."""
+    user, own = tmp_path / "user", tmp_path / "own"
+    env = {"HOME": str(user), variable: str(own)}
+    done = cli("install", harness, "--user", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert str(own / where) in done.stdout, done.stdout
+    assert "preimage" in (own / where).read_text()
+    assert not (user / f".{harness}").exists()
+    listed = cli("install", "--list", cwd=tmp_path, env=env).stdout
+    assert str(own / where) in listed, listed
+    assert cli("uninstall", harness, "--user", cwd=tmp_path, env=env).returncode == 0
+    assert not (own / where).exists()   # install made it: uninstall gives back no file
+
+
 def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(home: Path,
                                                                     tmp_path: Path) -> None:
     """Other hooks and keys survive install and uninstall; uninstall gives the file back

@@ -112,6 +112,24 @@ def test_qwen_code_settings_are_read_in_its_order(dirs: tuple[Path, Path, dict[s
     assert discover(str(project), str(home), harness="qwen", env=env)["c"]["command"] == "system"
 
 
+def test_gemini_cli_home_and_system_settings_are_read(dirs: tuple[Path, Path, dict[str, str]],
+                                                     tmp_path: Path) -> None:
+    """Gemini CLI's user settings under `$GEMINI_CLI_HOME` (not `~`), and its system
+    settings over the project's."""
+    home, project, env = dirs
+    system = tmp_path / "etc" / "settings.json"
+    env |= {"GEMINI_CLI_HOME": str(tmp_path / "ghome"),
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(system)}
+    write(home / ".gemini" / "settings.json", json.dumps({"mcpServers": {"a": {"command": "~"}}}))
+    write(tmp_path / "ghome" / ".gemini" / "settings.json", json.dumps({"mcpServers": {
+        "a": {"command": "gemini-home"}, "b": {"command": "gemini-home"}}}))
+    write(project / ".gemini" / "settings.json", json.dumps({"mcpServers": {
+        "b": {"command": "project"}}}))
+    write(system, json.dumps({"mcpServers": {"b": {"command": "system"}}}))
+    found = discover(str(project), str(home), harness="gemini", env=env)
+    assert (found["a"]["command"], found["b"]["command"]) == ("gemini-home", "system")
+
+
 def test_qwen_code_tool_names_are_mapped_back_to_the_server(
         dirs: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
     """A server whose name Qwen Code had to change in its tools (`shop.db` →

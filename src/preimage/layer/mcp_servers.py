@@ -15,13 +15,16 @@ claude-code   ``~/.claude.json`` (``mcpServers``, and ``projects[<dir>].mcpServe
               ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``.mcp.json``
 codex         ``$CODEX_HOME/config.toml`` (``~/.codex``), ``.codex/config.toml``:
               ``[mcp_servers.<name>]`` ``command``/``args``/``env``/``url``
-gemini        ``~/.gemini/settings.json``, ``.gemini/settings.json``: ``mcpServers``
+gemini        ``system-defaults.json`` (``$GEMINI_CLI_SYSTEM_DEFAULTS_PATH``, else beside
+              the system settings), ``~/.gemini/settings.json`` (``~`` is
+              ``$GEMINI_CLI_HOME`` when set), ``.gemini/settings.json``, then the system
+              settings (``$GEMINI_CLI_SYSTEM_SETTINGS_PATH``,
+              ``/etc/gemini-cli/settings.json``), which win: ``mcpServers``
               ``command``/``args``/``env``/``url``/``httpUrl``
-qwen          ``system-defaults.json`` (``$QWEN_CODE_SYSTEM_DEFAULTS_PATH``, else beside
-              the system settings), ``$QWEN_HOME/settings.json`` (``~/.qwen``),
-              ``.qwen/settings.json``, then the system settings
-              (``$QWEN_CODE_SYSTEM_SETTINGS_PATH``, ``/etc/qwen-code/settings.json``),
-              which win: ``mcpServers`` as Gemini CLI's
+qwen          the same files of Qwen Code (a Gemini CLI fork): its system defaults
+              (``$QWEN_CODE_SYSTEM_DEFAULTS_PATH``), ``$QWEN_HOME/settings.json``
+              (``~/.qwen``), ``.qwen/settings.json``, its system settings
+              (``$QWEN_CODE_SYSTEM_SETTINGS_PATH``, ``/etc/qwen-code/settings.json``)
 opencode      ``$XDG_CONFIG_HOME/opencode/opencode.json(c)``, ``$OPENCODE_CONFIG``,
               ``opencode.json(c)`` and ``.opencode/opencode.json(c)``: ``mcp.<name>``
               ``command`` (a list: the program and its arguments)/``environment``/``url``
@@ -135,10 +138,26 @@ def _codex(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
         yield from _entries(path, _load_toml(path).get("mcp_servers"))
 
 
+def gemini_home(env: Mapping[str, str], home: Path) -> Path:
+    """Gemini CLI's global folder: ``.gemini`` in ``$GEMINI_CLI_HOME``, else in the home."""
+    return Path(env.get("GEMINI_CLI_HOME") or home) / ".gemini"
+
+
 def _gemini(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
-    files = [home / ".gemini" / "settings.json"]
-    files += [f / ".gemini" / "settings.json" for f in reversed(_upwards(workspace))
-              if f != home]
+    yield from _gemini_family(workspace, home, ".gemini", gemini_home(env, home),
+                              env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+                              or "/etc/gemini-cli/settings.json",
+                              env.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"))
+
+
+def _gemini_family(workspace: Path, home: Path, folder: str, user: Path, system: str,
+                   defaults: str | None) -> Found:
+    """Gemini CLI's files, and its forks': merged lowest first — the system defaults, the
+    user's, the workspace's (not when the workspace is the home), the system settings."""
+    files = [Path(defaults) if defaults else Path(system).parent / "system-defaults.json",
+             user / "settings.json"]
+    files += [f / folder / "settings.json" for f in reversed(_upwards(workspace)) if f != home]
+    files.append(Path(system))
     for path in files:
         yield from _entries(path, _load_json(path).get("mcpServers"))
 
@@ -199,17 +218,10 @@ def qwen_home(env: Mapping[str, str], home: Path) -> Path:
 
 
 def _qwen(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
-    # Qwen Code merges, lowest first: system defaults, the user's, the workspace's (not
-    # when the workspace is the home), and the system settings
-    system = Path(env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH") or "/etc/qwen-code/settings.json")
-    defaults = Path(env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
-                    or system.parent / "system-defaults.json")
-    files = [defaults, qwen_home(env, home) / "settings.json"]
-    files += [f / ".qwen" / "settings.json" for f in reversed(_upwards(workspace))
-              if f != home]
-    files.append(system)
-    for path in files:
-        yield from _entries(path, _load_json(path).get("mcpServers"))
+    yield from _gemini_family(workspace, home, ".qwen", qwen_home(env, home),
+                              env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+                              or "/etc/qwen-code/settings.json",
+                              env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH"))
 
 
 def _normalise(harness: str, raw: dict[str, Any], env: Mapping[str, str]) -> Spec | None:

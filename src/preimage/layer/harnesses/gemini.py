@@ -109,7 +109,9 @@ class Gemini(Harness):
 
     def settings_path(self, scope: Scope, project: Path) -> Path:
         if scope == "user":
-            return home() / ".gemini" / "settings.json"
+            from preimage.layer.mcp_servers import gemini_home
+
+            return gemini_home(os.environ, home()) / "settings.json"
         return project / ".gemini" / "settings.json"
 
 
