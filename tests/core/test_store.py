@@ -135,3 +135,39 @@ def test_exists_does_not_vouch_for_a_damaged_blob(store: Store) -> None:
     assert not store.blobs.exists(digest)
     assert store.blobs.put_bytes(data) == digest
     assert store.blobs.get_bytes(digest) == data
+
+
+def test_a_capture_finds_the_newest_snapshot_of_its_target_through_an_index(
+        tmp_path: Path) -> None:
+    """The newest complete snapshot of a target — what every capture reads first, to reuse
+    the unchanged entries — is looked up through an index on (target, newest), not by
+    sorting every snapshot the target ever had (which grew with a session's history); a
+    catalog an earlier release made, with only its index on the target, gets the new one
+    when it is opened, and the newest complete snapshot is still the one found."""
+    import preimage
+
+    tree = tmp_path / "t"
+    tree.mkdir()
+    ids = []
+    with Store(tmp_path / "home") as first:
+        for n in range(3):
+            (tree / "f").write_text(f"{n}\n")
+            ids.append(preimage.capture([f"file://{tree}"], store=first).id)
+    catalog = tmp_path / "home" / "catalog.sqlite"
+    with sqlite3.connect(catalog) as db:   # as an earlier release left it
+        db.execute("DROP INDEX snapshots_by_target_newest")
+        db.execute("CREATE INDEX snapshots_by_target ON snapshots(target)")
+        db.execute("UPDATE backups SET status='abandoned' WHERE id=?", (ids[2],))
+    db.close()
+    with Store(tmp_path / "home") as store:
+        row = store.catalog.latest_snapshot(f"file://{tree}", "file")
+        assert row is not None and row.backup_id == ids[1]
+    with sqlite3.connect(catalog) as db:
+        plan = " ".join(str(r[3]) for r in db.execute(
+            "EXPLAIN QUERY PLAN SELECT s.backup_id FROM snapshots s JOIN backups b"
+            " ON b.id = s.backup_id WHERE s.target=? AND s.connector=? AND b.status='complete'"
+            " ORDER BY s.backup_id DESC LIMIT 1", (f"file://{tree}", "file")))
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    db.close()
+    assert "snapshots_by_target_newest" in plan and "TEMP B-TREE" not in plan, plan
+    assert "snapshots_by_target" not in names   # the old one, covered by the new, is gone
