@@ -171,3 +171,57 @@ def test_a_capture_finds_the_newest_snapshot_of_its_target_through_an_index(
     db.close()
     assert "snapshots_by_target_newest" in plan and "TEMP B-TREE" not in plan, plan
     assert "snapshots_by_target" not in names   # the old one, covered by the new, is gone
+
+
+def test_finding_backups_by_kind_parent_session_and_range_reads_as_a_full_scan_would(
+        tmp_path: Path) -> None:
+    """The catalog's one-query look-ups (a call's post-call backup and trash moves by
+    parent, a session's calls in a range, a call by its tool-use id — what `undo`,
+    `restore` of a call and `log` use instead of reading every backup) give exactly what
+    filtering every backup gives."""
+    import random
+
+    from preimage.store.backend import Catalog
+
+    rng = random.Random(7)
+    with Store(tmp_path / "home") as store:
+        cat = store.catalog
+        ids: list[str] = []
+        for n in range(240):
+            backup_id = f"06bq{n:09d}"
+            parent = rng.choice(ids) if ids and rng.random() < 0.6 else None
+            kind = rng.choice(["layer", "trash", "post-call", "pre-restore", "capture"])
+            call = {"tool": "Bash", "tool_use_id": f"t{rng.randrange(30)}"} \
+                if rng.random() < 0.7 else None
+            cat.add_backup(backup_id, kind=kind, tool_call=call, parent_id=parent,
+                           session=rng.choice(["s1", "s2", None]))
+            cat.set_status(backup_id, rng.choice(["complete", "complete", "overlapped", "open"]))
+            ids.append(backup_id)
+        with sqlite3.connect(tmp_path / "home" / "catalog.sqlite") as db:   # not JSON
+            db.execute("UPDATE backups SET tool_call='{nope' WHERE id=?", (ids[5],))
+        db.close()
+        every = Catalog.find_backups(cat)
+        post_parent = next(r.parent_id for r in every
+                           if r.kind == "post-call" and r.parent_id and r.status == "complete")
+        trash_parent = next(r.parent_id for r in every if r.kind == "trash" and r.parent_id)
+        queries = [
+            {"kinds": ("post-call",), "parent_id": post_parent, "status": "complete"},
+            {"kinds": ("trash",), "parent_id": trash_parent},
+            {"kinds": ("layer", "trash"), "status": "complete", "session": "s1",
+             "id_from": ids[40], "id_to": ids[200]},
+            {"kinds": ("post-call",), "status": "complete", "limit": 3},
+            {"id_from": ids[230]}, {"kinds": ()}, {},
+        ]
+        found = []
+        for query in queries:
+            fast = [r.id for r in cat.find_backups(**query)]
+            assert fast == [r.id for r in Catalog.find_backups(cat, **query)], query
+            found.append(len(fast))
+        assert all(found[:5]) and found[5] == 0 and found[6] == len(ids), found
+        named = 0
+        for n in range(30):
+            fast_row = cat.by_tool_use_id(f"t{n}", ("layer", "trash"))
+            slow_row = Catalog.by_tool_use_id(cat, f"t{n}", ("layer", "trash"))
+            assert (fast_row and fast_row.id) == (slow_row and slow_row.id), n
+            named += fast_row is not None
+        assert named > 20

@@ -33,6 +33,5 @@ def trash_parts(st: Store, backup: BackupRow) -> list[BackupRow]:
     """The trash moves recorded as parts of call backup ``backup``, oldest first."""
     if backup.kind != "layer":
         return []
-    rows = [r for r in st.catalog.list_backups(None)
-            if r.kind == "trash" and r.parent_id == backup.id and r.status == "complete"]
+    rows = st.catalog.find_backups(kinds=("trash",), parent_id=backup.id, status="complete")
     return sorted(rows, key=lambda r: r.created_at)

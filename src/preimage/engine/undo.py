@@ -82,25 +82,22 @@ class UndoResult(RestoreResult):
 
 
 # ------------------------------------------------------------------ finding calls
-def _backups(st: Store) -> list[BackupRow]:
-    return st.catalog.list_backups(None)
-
-
-def post_of(st: Store, pre_id: str, rows: list[BackupRow] | None = None) -> BackupRow | None:
-    """The complete post-call backup of the call whose pre-call backup is ``pre_id``."""
-    for row in rows if rows is not None else _backups(st):
-        if row.kind == POST_CALL and row.parent_id == pre_id and row.status == "complete":
-            return row
-    return None
+def post_of(st: Store, pre_id: str) -> BackupRow | None:
+    """The complete post-call backup of the call whose pre-call backup is ``pre_id`` (one
+    look-up by parent: an undo does not read the whole history)."""
+    rows = st.catalog.find_backups(kinds=(POST_CALL,), parent_id=pre_id, status="complete",
+                                   limit=1)
+    return rows[0] if rows else None
 
 
 def _no_post(st: Store, pre_id: str) -> str:
     """Why the call of ``pre_id`` has no after-state to undo against, in one sentence."""
-    for row in _backups(st):
-        if row.kind == POST_CALL and row.parent_id == pre_id and row.status == "overlapped":
-            return (f"the capture after the call of backup {pre_id} ({row.id}) ran on while "
-                    "the session's next call ran (it outlasted the hook's timeout), so what "
-                    "this call changed cannot be told from what the next one did")
+    overlapped = st.catalog.find_backups(kinds=(POST_CALL,), parent_id=pre_id,
+                                         status="overlapped", limit=1)
+    if overlapped:
+        return (f"the capture after the call of backup {pre_id} ({overlapped[0].id}) ran on "
+                "while the session's next call ran (it outlasted the hook's timeout), so what "
+                "this call changed cannot be told from what the next one did")
     return (f"backup {pre_id} has no post-call backup, so the change its call made is not "
             "known")
 
@@ -109,17 +106,15 @@ def find_call(st: Store, ref: str) -> tuple[BackupRow, BackupRow | None]:
     """The (pre-call, post-call) backups named by ``ref``: either backup's ID (or a
     unique prefix), the harness's call id (``tool_use_id``), or ``last`` — the newest
     call with a post-call backup."""
-    rows = _backups(st)
     if ref.strip().lower() in ("last", "latest", "@"):
-        for row in rows:
-            if row.kind == POST_CALL and row.status == "complete" and row.parent_id:
+        for row in st.catalog.find_backups(kinds=(POST_CALL,), status="complete", limit=20):
+            if row.parent_id:
                 return st.catalog.get(row.parent_id), row
         raise UsageError("no call has a post-call backup yet — the backup layer takes one "
                          "after every call it protected (`preimage log` lists them)")
-    by_call = [r for r in rows if r.kind in CALL_KINDS and r.tool_call
-               and r.tool_call.get("tool_use_id") == ref]
-    if by_call:
-        pre = by_call[0]
+    by_call = st.catalog.by_tool_use_id(ref, CALL_KINDS)
+    if by_call is not None:
+        pre = by_call
     else:
         pre = st.catalog.get(ref)
         if pre.kind == POST_CALL:
@@ -127,7 +122,7 @@ def find_call(st: Store, ref: str) -> tuple[BackupRow, BackupRow | None]:
                 raise UsageError(f"post-call backup {pre.id} names no pre-call backup")
             post = pre
             return st.catalog.get(post.parent_id), post  # type: ignore[arg-type]
-    return pre, post_of(st, pre.id, rows)
+    return pre, post_of(st, pre.id)
 
 
 # ------------------------------------------------------------------ post-call capture
@@ -419,8 +414,8 @@ def calls_between(st: Store, first: str, last: str) -> list[str]:
     if a.session != b.session:
         raise UsageError(f"{a.id} and {b.id} belong to different sessions; undo a range "
                          "within one session")
-    return sorted(r.id for r in _backups(st) if r.kind in CALL_KINDS and r.session == a.session
-                  and a.id <= r.id <= b.id and r.status == "complete")
+    return sorted(r.id for r in st.catalog.find_backups(
+        kinds=CALL_KINDS, status="complete", session=a.session, id_from=a.id, id_to=b.id))
 
 
 # ------------------------------------------------------------------ trash
@@ -484,13 +479,14 @@ def timeline(*, store: Store | None = None, session: str | None = None,
     of the newest call), each with its tier, pre- and post-call backups and a one-line
     summary of its delta."""
     st = open_store(store)
-    rows = _backups(st)
-    calls = [r for r in rows if r.kind in CALL_KINDS and r.status == "complete"]
-    if session is None and calls:
-        session = calls[0].session
-    if session not in (None, "all"):
-        calls = [r for r in calls if r.session == session]
-    calls = calls[:limit] if limit else calls
+    if session is None:
+        newest = st.catalog.find_backups(kinds=CALL_KINDS, status="complete", limit=1)
+        session = newest[0].session if newest else None
+    calls = st.catalog.find_backups(kinds=CALL_KINDS, status="complete",
+                                    session=session if session not in (None, "all") else None,
+                                    limit=limit or None)
+    # what came after the oldest call shown: its post-call backup, its undos
+    rows = st.catalog.find_backups(id_from=calls[-1].id) if calls else []
     posts = {r.parent_id: r for r in rows if r.kind == POST_CALL and r.status == "complete"}
     overlapped = {r.parent_id for r in rows if r.kind == POST_CALL and r.status == "overlapped"}
     undos: dict[str, list[str]] = {}

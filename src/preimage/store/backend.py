@@ -165,6 +165,33 @@ class Catalog(ABC):
     def count(self) -> int:
         """Number of backups."""
 
+    def find_backups(self, *, kinds: tuple[str, ...] | None = None, status: str | None = None,
+                     parent_id: str | None = None, session: str | None = None,
+                     id_from: str | None = None, id_to: str | None = None,
+                     limit: int | None = None) -> list[BackupRow]:
+        """Backups newest first that are of one of ``kinds``, in ``status``, children of
+        ``parent_id``, of ``session``, with IDs from ``id_from`` to ``id_to`` (inclusive) —
+        each condition that is given; at most ``limit``.  (This reads every backup; a
+        catalog with a query language asks it instead.)"""
+        out: list[BackupRow] = []
+        for row in self.list_backups(None):
+            if (kinds is None or row.kind in kinds) and (status is None or row.status == status) \
+                    and (parent_id is None or row.parent_id == parent_id) \
+                    and (session is None or row.session == session) \
+                    and (id_from is None or row.id >= id_from) \
+                    and (id_to is None or row.id <= id_to):
+                out.append(row)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    def by_tool_use_id(self, tool_use_id: str, kinds: tuple[str, ...]) -> BackupRow | None:
+        """The newest backup of one of ``kinds`` whose tool call has ``tool_use_id``."""
+        for row in self.find_backups(kinds=kinds):
+            if row.tool_call and row.tool_call.get("tool_use_id") == tool_use_id:
+                return row
+        return None
+
     def latest_snapshot(self, target: str, connector: str) -> SnapshotRow | None:
         """The newest snapshot of ``target`` by ``connector`` in a complete backup."""
         for backup in self.list_backups(None):
@@ -483,3 +510,22 @@ class RecordingBlobs(BlobStore):
     def __getattr__(self, name: str) -> Any:
         # backend-specific extras (the local store's ``path``, ``root``) stay reachable
         return getattr(self.inner, name)
+
+
+def backup_conditions(kinds: tuple[str, ...] | None, status: str | None, parent_id: str | None,
+                session: str | None, id_from: str | None, id_to: str | None,
+                mark: str) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of :meth:`Catalog.find_backups` and its arguments (``mark``: the
+    driver's placeholder)."""
+    parts: list[str] = []
+    args: list[Any] = []
+    if kinds is not None:
+        parts.append(f"kind IN ({','.join([mark] * len(kinds))})" if kinds else "FALSE")
+        args.extend(kinds)
+    for column, op, value in (("status", "=", status), ("parent_id", "=", parent_id),
+                              ("session", "=", session), ("id", ">=", id_from),
+                              ("id", "<=", id_to)):
+        if value is not None:
+            parts.append(f"{column} {op} {mark}")
+            args.append(value)
+    return (" WHERE " + " AND ".join(parts) if parts else ""), args
