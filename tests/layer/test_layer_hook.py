@@ -231,3 +231,27 @@ def test_target_no_connector_can_capture_is_reported(cli: Cli, home: Path, world
     answer = json.loads(proc.stdout)
     assert "NOT backed up" in answer["systemMessage"]
     assert "k8s://preimage-test/shop" in answer["systemMessage"]
+
+
+def test_the_hook_log_is_rotated_and_keeps_the_last_two_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its size limit the hook log becomes `hook.log.1` (replacing the one before) and
+    a new `hook.log` starts: two files at most, however long agents run, every line whole
+    in one of them; a hook that finds the log already rotated by another leaves the new
+    one in place."""
+    from preimage.layer.harnesses import hook
+
+    log = tmp_path / "logs" / "hook.log"
+    monkeypatch.setenv("PREIMAGE_LOG", str(log))
+    monkeypatch.setattr(hook, "LOG_LIMIT", 2000)
+    for n in range(100):
+        hook.log({"event": "decision", "n": n})
+    rotated = log.with_name("hook.log.1")
+    lines = [json.loads(x) for f in (rotated, log) for x in f.read_text().splitlines()]
+    numbers = [line["n"] for line in lines]
+    assert numbers == list(range(numbers[0], 100))   # the newest, in order, none cut
+    assert 0 < numbers[0] < 100 - 10 and log.stat().st_size <= 2000 + 200
+    assert sorted(p.name for p in log.parent.iterdir()) == ["hook.log", "hook.log.1"]
+    full = os.stat(rotated)
+    hook._rotate(log, full)   # another hook rotated first: this name is the new log's
+    assert log.exists() and rotated.stat().st_ino == full.st_ino

@@ -48,6 +48,11 @@ def log_line(event: dict[str, Any]) -> str:
     return json.dumps(redact_value({"time": time.time(), **event}), default=str)
 
 
+#: The hook log is renamed to ``hook.log.1`` (replacing the one before) past this size:
+#: a line or four per call would otherwise grow it for as long as agents run.
+LOG_LIMIT = 16 << 20
+
+
 def log(event: dict[str, Any]) -> None:
     """Append one JSON line to the hook log (created 0600, secrets redacted); a log that
     cannot be written is skipped."""
@@ -58,8 +63,20 @@ def log(event: dict[str, Any]) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a") as fh:
             fh.write(line + "\n")
+            fh.flush()
+            mine = os.fstat(fd)
+            if mine.st_size > LOG_LIMIT:
+                _rotate(path, mine)
     except (OSError, ValueError):
         pass
+
+
+def _rotate(path: Path, mine: os.stat_result) -> None:
+    """Rename the full log ``path`` (open here as ``mine``) to ``….1``, unless another
+    hook already did: then the name is a new log's, which must stay."""
+    now = os.stat(path)
+    if (now.st_ino, now.st_dev) == (mine.st_ino, mine.st_dev):
+        os.replace(path, path.with_name(path.name + ".1"))
 
 
 def answer(decision: Decision, config: LayerConfig, *, permission_mode: str | None = None,
