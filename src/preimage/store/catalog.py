@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 );
 CREATE INDEX IF NOT EXISTS snapshots_by_target_newest ON snapshots(target, backup_id);
 CREATE INDEX IF NOT EXISTS backups_by_parent ON backups(parent_id);
+CREATE INDEX IF NOT EXISTS backups_by_finish ON backups(finished_at);
 CREATE TABLE IF NOT EXISTS refs (
     backup_id   TEXT NOT NULL,
     idx         INTEGER NOT NULL,
@@ -171,7 +172,7 @@ class SqliteCatalog(Catalog):
         the format: any release reads the tables with or without it).  A catalog that
         cannot be written to now gets it on a later open."""
         have = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
-        if {"snapshots_by_target_newest", "backups_by_parent"} <= have \
+        if {"snapshots_by_target_newest", "backups_by_parent", "backups_by_finish"} <= have \
                 or not {"snapshots", "backups"} <= have:
             return
         # The newest complete snapshot of a target (every capture's first read) walked
@@ -183,6 +184,9 @@ class SqliteCatalog(Catalog):
                        " ON snapshots(target, backup_id)")
             db.execute("DROP INDEX IF EXISTS snapshots_by_target")
             db.execute("CREATE INDEX IF NOT EXISTS backups_by_parent ON backups(parent_id)")
+            # a store with a size cap sums what was stored since its last measure at
+            # every capture
+            db.execute("CREATE INDEX IF NOT EXISTS backups_by_finish ON backups(finished_at)")
 
     def _read_version(self) -> int:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
