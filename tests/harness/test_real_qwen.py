@@ -31,15 +31,24 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     """Qwen Code's `rm -rf build` is backed up before it runs, the model hears the backup ID,
     `preimage restore` brings the tree back byte for byte; a DELETE through MCP server
     `shop` — mcp-server-sqlite, named only in the project's `.qwen/settings.json` — is
-    backed up as the table's rows and restored; uninstall removes only the hook."""
+    backed up as the table's rows and restored; its `write_file` over `notes.txt` (after
+    the `read_file` it requires) is backed up and restored; uninstall removes only the
+    hook."""
     calls = [Call("run_shell_command", {"command": "ls -la"}),
              Call("run_shell_command", {"command": "rm -rf build"}),
-             Call("mcp__shop__write_query", {"query": "DELETE FROM orders"})]
-    route = model.route(Script(calls))
+             Call("mcp__shop__write_query", {"query": "DELETE FROM orders"}),
+             Call("read_file", {"file_path": "NOTES"}),   # it refuses a blind overwrite
+             Call("write_file", {"file_path": "NOTES", "content": "agent\n"})]
     store = tmp_path / "preimage"
+    notes = tmp_path / "project" / "notes.txt"
+    for c in calls:
+        c.arguments = {k: str(notes) if v == "NOTES" else v for k, v in c.arguments.items()}
+    route = model.route(Script(calls))
     box = Sandbox("qwen", tmp_path, route.url, path_dirs=[BIN], extra_env={
         "PREIMAGE_HOME": str(store / "store"), "PREIMAGE_CONFIG_DIR": str(store / "config"),
         "PREIMAGE_LOG": str(store / "hook.log")})
+    assert box.project == notes.parent
+    notes.write_text("hello\n")
     build = box.project / "build"
     (build / "obj").mkdir(parents=True)
     (build / "obj" / "app.o").write_bytes(b"\x7fELF object code\x00\xff")
@@ -71,7 +80,13 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     assert mcp["id"] in route.seen_after_tools()
     preimage("restore", mcp["id"], env=env)
     assert _rows(db) == [(1, "apple"), (2, "pear")]
-    (backup,) = [b for b in taken if b is not mcp]          # the `ls` took none
+    assert notes.read_text() == "agent\n"                   # Qwen Code's write_file ran
+    (write,) = [b for b in taken if b["tool_call"]["tool"] == "Write"]   # its read_file none
+    assert f"file://{notes}" in write["targets"], write
+    assert write["id"] in route.seen_after_tools()
+    preimage("restore", write["id"], env=env)
+    assert notes.read_text() == "hello\n"
+    (backup,) = [b for b in taken if b is not mcp and b is not write]   # the `ls` took none
     call = backup["tool_call"]
     assert call["harness"] == "qwen" and call["tool"] == "Bash"
     assert call["input"]["command"] == "rm -rf build"       # run as the model wrote it
