@@ -32,13 +32,14 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     `preimage restore` brings the tree back byte for byte; a DELETE through MCP server
     `shop` — mcp-server-sqlite, named only in the project's `.qwen/settings.json` — is
     backed up as the table's rows and restored; its `write_file` over `notes.txt` (after
-    the `read_file` it requires) is backed up and restored; uninstall removes only the
+    the `read_file` it requires) and an `edit` of it are backed up and restored; uninstall removes only the
     hook."""
     calls = [Call("run_shell_command", {"command": "ls -la"}),
              Call("run_shell_command", {"command": "rm -rf build"}),
              Call("mcp__shop__write_query", {"query": "DELETE FROM orders"}),
              Call("read_file", {"file_path": "NOTES"}),   # it refuses a blind overwrite
-             Call("write_file", {"file_path": "NOTES", "content": "agent\n"})]
+             Call("write_file", {"file_path": "NOTES", "content": "agent\n"}),
+             Call("edit", {"file_path": "NOTES", "old_string": "agent", "new_string": "edited"})]
     store = tmp_path / "preimage"
     notes = tmp_path / "project" / "notes.txt"
     for c in calls:
@@ -80,13 +81,18 @@ def test_qwen_rm_rf_is_backed_up_restored_and_told(model: ModelServer, tmp_path:
     assert mcp["id"] in route.seen_after_tools()
     preimage("restore", mcp["id"], env=env)
     assert _rows(db) == [(1, "apple"), (2, "pear")]
-    assert notes.read_text() == "agent\n"                   # Qwen Code's write_file ran
+    assert notes.read_text() == "edited\n"                  # its write_file and edit ran
     (write,) = [b for b in taken if b["tool_call"]["tool"] == "Write"]   # its read_file none
-    assert f"file://{notes}" in write["targets"], write
-    assert write["id"] in route.seen_after_tools()
+    (edit,) = [b for b in taken if b["tool_call"]["tool"] == "Edit"]
+    for made in (write, edit):
+        assert f"file://{notes}" in made["targets"], made
+        assert made["id"] in route.seen_after_tools()
+    preimage("restore", edit["id"], env=env)
+    assert notes.read_text() == "agent\n"
     preimage("restore", write["id"], env=env)
     assert notes.read_text() == "hello\n"
-    (backup,) = [b for b in taken if b is not mcp and b is not write]   # the `ls` took none
+    (backup,) = [b for b in taken if b["id"] not in (mcp["id"], write["id"], edit["id"])]
+    # (the `ls` took none)
     call = backup["tool_call"]
     assert call["harness"] == "qwen" and call["tool"] == "Bash"
     assert call["input"]["command"] == "rm -rf build"       # run as the model wrote it
