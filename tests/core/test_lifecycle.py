@@ -182,6 +182,8 @@ def _format_one_store(home: Path, tree: Path) -> str:
     db.executescript(
         "DROP TABLE meta; DROP TABLE refs; DROP TABLE blob_sound; DROP TABLE blob_raw_size;"
         "DROP TABLE links;"
+        "DROP INDEX snapshots_by_target_newest; DROP INDEX backups_by_parent;"
+        "DROP INDEX backups_by_finish; CREATE INDEX snapshots_by_target ON snapshots(target);"
         "ALTER TABLE backups DROP COLUMN expected_snapshots;"
         "ALTER TABLE backups DROP COLUMN finished_at;"
     )
@@ -198,6 +200,12 @@ def test_an_old_store_is_upgraded_and_a_newer_one_refused(tmp_path: Path) -> Non
         assert st.catalog.format_version() == FORMAT
         assert len(st.catalog.refs(backup_id)) == 5   # the document and four files
         assert check(st, read_data=True).ok
+        assert st.catalog.latest_snapshot(f"file://{root}", "file") is not None
+    with sqlite3.connect(home / "catalog.sqlite") as db:   # and the indexes a new one has
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    db.close()
+    assert {"snapshots_by_target_newest", "backups_by_parent", "backups_by_finish"} <= names
+    assert "snapshots_by_target" not in names
     db = sqlite3.connect(home / "catalog.sqlite")
     db.execute("UPDATE meta SET value='99' WHERE key='format'")
     db.commit()

@@ -74,9 +74,6 @@ CREATE TABLE IF NOT EXISTS snapshots (
     items       INTEGER NOT NULL,
     PRIMARY KEY (backup_id, idx)
 );
-CREATE INDEX IF NOT EXISTS snapshots_by_target_newest ON snapshots(target, backup_id);
-CREATE INDEX IF NOT EXISTS backups_by_parent ON backups(parent_id);
-CREATE INDEX IF NOT EXISTS backups_by_finish ON backups(finished_at);
 CREATE TABLE IF NOT EXISTS refs (
     backup_id   TEXT NOT NULL,
     idx         INTEGER NOT NULL,
@@ -114,6 +111,27 @@ CREATE TABLE IF NOT EXISTS trash (
     stored_at   TEXT NOT NULL
 );
 """
+
+# Indexes no format depends on (either release reads a catalog with or without them),
+# made after the tables and their migrations, and added on open to a catalog an earlier
+# release made (see SqliteCatalog._ensure_indexes).
+_INDEXES = {
+    # the newest complete snapshot of a target (every capture's first read) walked every
+    # snapshot of that target and sorted them: 1.5 ms at 1,281 of one target, growing
+    # with the history; 9 µs with the index
+    "snapshots_by_target_newest": "snapshots(target, backup_id)",
+    # a call's post-call backup and trash moves (every undo, every restore of a call)
+    "backups_by_parent": "backups(parent_id)",
+    # a store with a size cap sums what was stored since its last measure at every capture
+    "backups_by_finish": "backups(finished_at)",
+}
+
+
+def _add_indexes(db: sqlite3.Connection) -> None:
+    for name, on in _INDEXES.items():
+        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
+    db.execute("DROP INDEX IF EXISTS snapshots_by_target")   # covered by the first
+
 
 _BACKUP_COLUMNS = (
     "id, created_at, label, kind, tier, tool_call, session, parent_id, status, stored_bytes,"
@@ -154,6 +172,7 @@ class SqliteCatalog(Catalog):
                     for stmt in _SCHEMA.split(";"):
                         if stmt.strip():
                             db.execute(stmt)
+                    _add_indexes(db)
                     db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(_NEW),))
                 self._version = self._read_version()
             else:
@@ -172,21 +191,13 @@ class SqliteCatalog(Catalog):
         the format: any release reads the tables with or without it).  A catalog that
         cannot be written to now gets it on a later open."""
         have = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
-        if {"snapshots_by_target_newest", "backups_by_parent", "backups_by_finish"} <= have \
-                or not {"snapshots", "backups"} <= have:
+        if set(_INDEXES) <= have or not {"snapshots", "backups"} <= have:
             return
-        # The newest complete snapshot of a target (every capture's first read) walked
-        # every snapshot of that target and sorted them: 1.5 ms at 1,281 of one target,
-        # growing with the history; 9 µs with the index.  A call's post-call backup and
-        # trash moves (every undo, every restore of a call) are its backup's children.
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(backups)")}
+        if "finished_at" not in columns:
+            return   # a format the store's upgrade migrates first (migrate_schema adds them)
         with contextlib.suppress(StoreUnavailableError, sqlite3.Error), self._tx() as db:
-            db.execute("CREATE INDEX IF NOT EXISTS snapshots_by_target_newest"
-                       " ON snapshots(target, backup_id)")
-            db.execute("DROP INDEX IF EXISTS snapshots_by_target")
-            db.execute("CREATE INDEX IF NOT EXISTS backups_by_parent ON backups(parent_id)")
-            # a store with a size cap sums what was stored since its last measure at
-            # every capture
-            db.execute("CREATE INDEX IF NOT EXISTS backups_by_finish ON backups(finished_at)")
+            _add_indexes(db)
 
     def _read_version(self) -> int:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -248,6 +259,7 @@ class SqliteCatalog(Catalog):
                 db.execute("ALTER TABLE backups ADD COLUMN expected_snapshots INTEGER")
             if "finished_at" not in cols:
                 db.execute("ALTER TABLE backups ADD COLUMN finished_at REAL")
+            _add_indexes(db)
 
     def setting(self, key: str) -> str | None:
         """A value stored under ``setting:<key>``."""
