@@ -162,6 +162,24 @@ def _gemini_family(workspace: Path, home: Path, folder: str, user: Path, system:
         yield from _entries(path, _load_json(path).get("mcpServers"))
 
 
+def qwen_home(env: Mapping[str, str], home: Path) -> Path:
+    """Qwen Code's global folder: ``$QWEN_HOME`` (``~`` expanded, a relative one taken
+    against the current folder; empty counts as unset), else ``~/.qwen``."""
+    base = env.get("QWEN_HOME")
+    if not base:
+        return home / ".qwen"
+    if base == "~" or base.startswith("~/"):
+        return home / base[2:]
+    return Path(os.path.abspath(base))
+
+
+def _qwen(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
+    yield from _gemini_family(workspace, home, ".qwen", qwen_home(env, home),
+                              env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+                              or "/etc/qwen-code/settings.json",
+                              env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH"))
+
+
 def _opencode(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
     base = env.get("XDG_CONFIG_HOME")
     folder = (Path(base) if base else home / ".config") / "opencode"
@@ -206,24 +224,6 @@ def _kilo(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
 
 
 # ------------------------------------------------------------------ shape
-def qwen_home(env: Mapping[str, str], home: Path) -> Path:
-    """Qwen Code's global folder: ``$QWEN_HOME`` (``~`` expanded, a relative one taken
-    against the current folder; empty counts as unset), else ``~/.qwen``."""
-    base = env.get("QWEN_HOME")
-    if not base:
-        return home / ".qwen"
-    if base == "~" or base.startswith("~/"):
-        return home / base[2:]
-    return Path(os.path.abspath(base))
-
-
-def _qwen(workspace: Path, home: Path, env: Mapping[str, str]) -> Found:
-    yield from _gemini_family(workspace, home, ".qwen", qwen_home(env, home),
-                              env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-                              or "/etc/qwen-code/settings.json",
-                              env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH"))
-
-
 def _normalise(harness: str, raw: dict[str, Any], env: Mapping[str, str]) -> Spec | None:
     """``command``/``args``/``env``/``url`` from one harness's entry (``None``: disabled)."""
     if raw.get("enabled") is False or raw.get("disabled") is True:

@@ -513,8 +513,8 @@ class RecordingBlobs(BlobStore):
 
 
 def backup_conditions(kinds: tuple[str, ...] | None, status: str | None, parent_id: str | None,
-                session: str | None, id_from: str | None, id_to: str | None,
-                mark: str) -> tuple[str, list[Any]]:
+                      session: str | None, id_from: str | None, id_to: str | None,
+                      mark: str) -> tuple[str, list[Any]]:
     """The ``WHERE`` clause of :meth:`Catalog.find_backups` and its arguments (``mark``: the
     driver's placeholder)."""
     parts: list[str] = []

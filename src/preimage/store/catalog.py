@@ -405,11 +405,7 @@ class SqliteCatalog(Catalog):
 
     def list_backups(self, limit: int | None = 50) -> list[BackupRow]:
         """Newest backups first."""
-        rows = self._db.execute(
-            f"SELECT {_BACKUP_COLUMNS} FROM backups ORDER BY id DESC LIMIT ?",
-            (-1 if limit is None else limit,),
-        ).fetchall()
-        return self._with_snapshots(rows)
+        return self.find_backups(limit=limit)
 
     def find_backups(self, *, kinds: tuple[str, ...] | None = None, status: str | None = None,
                      parent_id: str | None = None, session: str | None = None,
@@ -421,18 +417,6 @@ class SqliteCatalog(Catalog):
         rows = self._db.execute(
             f"SELECT {_BACKUP_COLUMNS} FROM backups{where} ORDER BY id DESC LIMIT ?",
             (*args, -1 if limit is None else limit)).fetchall()
-        return self._with_snapshots(rows)
-
-    def by_tool_use_id(self, tool_use_id: str, kinds: tuple[str, ...]) -> BackupRow | None:
-        """:meth:`Catalog.by_tool_use_id`, the tool calls' JSON read by SQLite."""
-        marks = ",".join("?" * len(kinds))
-        row = self._db.execute(
-            f"SELECT id FROM backups WHERE kind IN ({marks}) AND tool_call IS NOT NULL"
-            " AND CASE WHEN json_valid(tool_call) THEN json_extract(tool_call, '$.tool_use_id')"
-            " END = ? ORDER BY id DESC LIMIT 1", (*kinds, tool_use_id)).fetchone()
-        return None if row is None else self.get(str(row[0]))
-
-    def _with_snapshots(self, rows: list[Any]) -> list[BackupRow]:
         snaps: dict[str, list[SnapshotRow]] = {}
         ids = [r[0] for r in rows]
         for start in range(0, len(ids), 500):
@@ -448,6 +432,15 @@ class SqliteCatalog(Catalog):
                                 int(r[5] or 0))
                 )
         return [_backup_row(row, snaps.get(row[0], [])) for row in rows]
+
+    def by_tool_use_id(self, tool_use_id: str, kinds: tuple[str, ...]) -> BackupRow | None:
+        """:meth:`Catalog.by_tool_use_id`, the tool calls' JSON read by SQLite."""
+        marks = ",".join("?" * len(kinds))
+        row = self._db.execute(
+            f"SELECT id FROM backups WHERE kind IN ({marks}) AND tool_call IS NOT NULL"
+            " AND CASE WHEN json_valid(tool_call) THEN json_extract(tool_call, '$.tool_use_id')"
+            " END = ? ORDER BY id DESC LIMIT 1", (*kinds, tool_use_id)).fetchone()
+        return None if row is None else self.get(str(row[0]))
 
     def count(self) -> int:
         """Number of backups."""

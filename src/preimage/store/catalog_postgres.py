@@ -422,11 +422,7 @@ class PostgresCatalog(Catalog):
 
     def list_backups(self, limit: int | None = 50) -> list[BackupRow]:
         """Newest first."""
-        rows = self._q(f"SELECT {_BACKUP_COLUMNS} FROM backups ORDER BY id DESC"
-                       + (" LIMIT %s" if limit is not None else ""),
-                       (limit,) if limit is not None else ())
-        snaps = self._snapshots([str(r[0]) for r in rows])
-        return [self._backup_row(r, snaps.get(str(r[0]), [])) for r in rows]
+        return self.find_backups(limit=limit)
 
     def find_backups(self, *, kinds: tuple[str, ...] | None = None, status: str | None = None,
                      parent_id: str | None = None, session: str | None = None,
