@@ -80,3 +80,28 @@ def test_sqlite_update_through_the_hook_reverted_by_row_later_insert_kept(
     rows = subprocess.run(["sqlite3", str(db), "SELECT * FROM users ORDER BY id"],
                           capture_output=True, text=True, check=True).stdout.split()
     assert rows == ["1|ann|pro", "2|Bob|free", "3|cy|pro", "4|dee|free"]
+
+
+def test_the_log_names_what_each_rm_moved_into_the_trash(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """Two `rm` calls rewritten into trash moves: each of the session's entries names the
+    path its own call removed, and only that one."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (work / name).write_text(f"{name}\n")
+    for n, name in enumerate(("a.txt", "b.txt")):
+        ident = {"tool_use_id": f"toolu_rm{n}"}
+        answer = hook("PreToolUse", f"rm {name}", work, env, **ident)
+        rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+        assert rewritten != f"rm {name}"
+        subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
+                       env={**env, "HOME": str(tmp_path)})
+        hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""},
+             **ident)
+    assert not (work / "a.txt").exists() and not (work / "b.txt").exists()
+
+    with Store() as store:
+        entries = preimage.timeline(store=store, session="sess-1")
+    assert [e.delta for e in entries] == [f"removed {work / 'a.txt'}",
+                                          f"removed {work / 'b.txt'}"]

@@ -493,6 +493,7 @@ def timeline(*, store: Store | None = None, session: str | None = None,
     for r in rows:
         if r.kind == "pre-restore" and r.parent_id and r.label.startswith("before undoing"):
             undos.setdefault(r.parent_id, []).append(r.id)
+    removed: dict[str, list[str]] | None = None   # the trash table, read once if needed
     out = []
     for r in reversed(calls):
         call = r.tool_call or {}
@@ -505,8 +506,11 @@ def timeline(*, store: Store | None = None, session: str | None = None,
             undone_by=undos.get(r.id, []),
         )
         if r.kind == "trash":
-            entry.delta = "removed " + ", ".join(
-                e.original for e in st.catalog.trash() if e.backup_id == r.id)
+            if removed is None:
+                removed = {}
+                for e in st.catalog.trash():
+                    removed.setdefault(e.backup_id, []).append(e.original)
+            entry.delta = "removed " + ", ".join(removed.get(r.id, []))
         elif deltas and post is not None:
             entry.delta = _delta_line(st, r, post)
         elif r.id in overlapped:
