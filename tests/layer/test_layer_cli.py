@@ -40,6 +40,9 @@ def test_a_call_nothing_rewrote_is_not_labelled_rewrite_tier(cli: Cli, home: Pat
                          env=world.env | {"PREIMAGE_HOME": str(home)}, check=True).stdout)
     assert doc["rules"] == ["git-reset-hard"] and doc["rewrite"] is None
     assert doc["tier"] == "pair"
+    shown = cli("rules", "explain", "git reset --hard", cwd=world.proj,
+                env=world.env | {"PREIMAGE_HOME": str(home)}, check=True).stdout
+    assert "rewrite" not in shown and "tier pair, rule git-reset-hard" in shown
 
 
 def test_user_rule_in_rules_d_wins(cli: Cli, home: Path, world: World) -> None:

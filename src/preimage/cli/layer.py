@@ -413,7 +413,9 @@ def rules_explain(command: str | None, tool: str | None, tool_input: str | None,
         click.echo(json.dumps(doc, indent=2))
         return
     for f in plan.findings:
-        _echo(f"{f.source[:70]!r}: tier {f.tier.value}, rule {f.rule}, impact {f.impact.value}"
+        # a rule of the rewrite class that rewrote nothing only paired the call (as the plan says)
+        tier = "pair" if f.tier.value == "rewrite" and not plan.updated_input else f.tier.value
+        _echo(f"{f.source[:70]!r}: tier {tier}, rule {f.rule}, impact {f.impact.value}"
                    + (" (unknown)" if f.unknown else ""))
         for t in f.targets:
             _echo(f"    -> {t.uri}")
