@@ -63,6 +63,69 @@ def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
         subprocess.run([*cli, "serve", "--stop"], env=warm, stdout=subprocess.DEVNULL)
 
 
+def _cpu_group(name: str) -> tuple[Path, Path] | None:
+    """A new CPU-accounting cgroup (v2, else v1's ``cpuacct``): its folder and the file
+    that holds its CPU used so far; ``None`` where this process may not make one."""
+    for root, usage in ((Path("/sys/fs/cgroup"), "cpu.stat"),
+                        (Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage")):
+        if not (root / ("cgroup.controllers" if usage == "cpu.stat" else usage)).exists():
+            continue
+        group = root / name
+        try:
+            group.mkdir()
+        except OSError:
+            return None
+        return group, group / usage
+    return None
+
+
+def _group_cpu(usage: Path) -> float:
+    text = usage.read_text()
+    if usage.name == "cpu.stat":   # v2: "usage_usec N" among others
+        fields = dict(line.split() for line in text.splitlines() if line.strip())
+        return int(fields["usage_usec"]) / 1e6
+    return int(text) / 1e9          # v1: nanoseconds
+
+
+@contextlib.contextmanager
+def served(env: dict[str, str], work: Path) -> Iterator[Any]:
+    """A measure for ``preimage`` commands served by a warm process, as a user's commands
+    are by default (the command's own process only passes it the work): its CPU is the
+    client's (``wait4``) plus what the warm process and the child it forks for the command
+    used meanwhile, read from a cgroup of their own.  Yields ``None`` where no cgroup can
+    be made (not root, no CPU accounting): the served rows are then left out."""
+    from preimage.services import warm as _warm
+
+    made = _cpu_group(f"preimage-bench-{os.getpid()}")
+    if made is None:
+        yield None
+        return
+    group, usage = made
+    try:
+        with warm_process(env, work) as warm:
+            status = _warm.ask(_warm.address(warm), "status")
+            assert status is not None
+            (group / "cgroup.procs").write_text(f"{status['pid']}\n")
+
+            def measure_served(args: list[str], **more_env: str) -> Measured:
+                before = _group_cpu(usage)
+                client = measure(args, {**warm, **more_env})
+                return Measured(client.wall, client.cpu + _group_cpu(usage) - before,
+                                client.rss_mib, client.stdout)
+
+            yield measure_served
+    finally:
+        end = time.monotonic() + 10
+        while True:   # the warm process is gone once `serve --stop` returned; its last child may not be
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                if time.monotonic() > end:
+                    break
+                time.sleep(0.1)
+
+
 def median(runs: list[tuple[float, int, str]]) -> tuple[float, int, str]:
     """Runs of one command as one: the median seconds, the highest peak, the last output."""
     seconds = sorted(r[0] for r in runs)

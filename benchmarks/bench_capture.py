@@ -17,6 +17,11 @@ have something to do and something they cannot do):
   unchanged capture    the same again             vs  restic backup of the unchanged tree
   bytes stored by an unchanged capture (store growth, catalog included) vs restic's
   restore after rm -rf preimage restore ID         vs  zstd -dc | tar -x, and restic restore
+  restore, served      the same restore, then a first capture into a new store, each
+  first capture, served  served by a warm process as a user's commands are by default:
+                       the client's CPU plus the warm process's and its child's, read
+                       from a cgroup of their own (left out where this process cannot
+                       make one: not root, no CPU accounting)
 Git (a repository built from the same tree: --commits commits of history (default 200,
 ten files changed in each), packed and loose objects, branches, tags, a stash, a hook, a
 config entry, untracked and ignored files; the restore must give back the work tree and
@@ -202,6 +207,20 @@ def trees(run: Run, work: Path, tree: Path, recaptures: int) -> dict[str, Any]:
     run.compare("tree: restore after rm -rf", restored, {"tar -x": untar, "restic": rrestore},
                 note="exact" if info["restore_exact"] else "RESTORED TREE DIFFERS")
     shutil.rmtree(work / "restic-out")
+    # the same restore as a user's commands run by default: served by the warm process,
+    # whose interpreter has its modules imported already (its CPU read from a cgroup)
+    with _common.served(run.env, work) as measure_served:
+        if measure_served is not None:
+            served = measure_served([*PY, "restore", "--json", backup])
+            info["served_restore_exact"] = same_tree(tree, pristine)
+            run.compare("tree: restore, served", served, {"tar -x": untar, "restic": rrestore},
+                        note="exact" if info["served_restore_exact"]
+                        else "RESTORED TREE DIFFERS")
+            first = measure_served([*PY, "capture", "--json", f"file://{tree}"],
+                                   PREIMAGE_HOME=str(work / "home-served"))
+            run.compare("tree: first capture, served", first,
+                        {"tar|zstd -1": tar, "restic": rfirst})
+            shutil.rmtree(tree)
     shutil.move(str(pristine), str(tree))
     return info
 
