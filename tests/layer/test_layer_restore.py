@@ -67,6 +67,34 @@ def test_guard_backs_up_then_restore_brings_it_back(
     assert changed <= {"proj"}, changed
 
 
+def test_guard_one_call_one_undo_covers_what_only_supervision_saw(
+        world: World, cli: Cli, home: Path) -> None:
+    """`preimage guard` of a program the reader cannot follow (`python3 -c`) that writes
+    outside the workspace and the home: only supervision sees that file change, yet `log`
+    shows one call, and `undo` and `restore` of the ID guard printed each bring it back."""
+    outside = world.home.parent / "outside"
+    outside.mkdir()
+    target = outside / "x"
+    target.write_text("old\n")
+    env = {**world.env, "PREIMAGE_HOME": str(home)}
+    code = f"open({str(target)!r}, 'w').write('new\\n')"
+    proc = cli("guard", "--", "python3", "-c", code, env=env, cwd=world.proj)
+    assert proc.returncode == 0, proc.stderr
+    backup_id = proc.stdout.strip().splitlines()[0]
+    assert target.read_text() == "new\n"
+    assert f"a part of this call's backup {backup_id}" in proc.stderr
+
+    log = json.loads(cli("log", "--json", env=env, check=True).stdout)
+    assert [e["backup"] for e in log] == [backup_id]
+    assert str(target) in log[0]["delta"]
+    cli("undo", backup_id, env=env, check=True)
+    assert target.read_text() == "old\n"
+
+    target.write_text("changed by a person\n")
+    cli("restore", backup_id, env=env, check=True)
+    assert target.read_text() == "old\n"
+
+
 def hook(cli: Cli, payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """Send one PreToolUse payload to `preimage hook claude-code`; return its JSON answer."""
     proc = cli("hook", "claude-code", input=json.dumps(payload), env=env)

@@ -105,3 +105,52 @@ def test_the_log_names_what_each_rm_moved_into_the_trash(
         entries = preimage.timeline(store=store, session="sess-1")
     assert [e.delta for e in entries] == [f"removed {work / 'a.txt'}",
                                           f"removed {work / 'b.txt'}"]
+
+
+def test_a_rewritten_call_is_one_line_of_the_log(tmp_path: Path, env: dict[str, str]) -> None:
+    """`rm a.txt && echo agent > b.txt` leaves two backups (the trash move and the call's
+    capture); the log shows the call once, naming both what it removed and what it wrote."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "b.txt").write_text("b\n")
+    command = "rm a.txt && echo agent > b.txt"
+    answer = hook("PreToolUse", command, work, env)
+    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
+                   env={**env, "HOME": str(tmp_path)})
+    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+
+    with Store() as store:
+        kinds = sorted(b.kind for b in store.catalog.find_backups(kinds=("layer", "trash")))
+        (entry,) = preimage.timeline(store=store, session="sess-1")
+    assert kinds == ["layer", "trash"]
+    assert f"removed {work / 'a.txt'}" in entry.delta and "b.txt" in entry.delta
+
+
+def test_a_call_s_parts_are_kept_and_forgotten_with_it(tmp_path: Path,
+                                                       env: dict[str, str]) -> None:
+    """A retention policy counts a rewritten call once (its trash move with it): keep-last 1
+    after one such call forgets nothing; forgetting the call by its ID takes its trash
+    move and post-call backup along."""
+    from preimage.store.prune import forget
+    from preimage.store.retention import RetentionPolicy
+
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    command = "rm a.txt && echo agent > b.txt"
+    answer = hook("PreToolUse", command, work, env)
+    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
+                   env={**env, "HOME": str(tmp_path)})
+    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+
+    with Store() as store:
+        every = store.catalog.list_backups(None)
+        assert sorted(b.kind for b in every) == ["layer", "post-call", "trash"]
+        assert forget(store, policy=RetentionPolicy(keep_last=1)).forgotten == []
+        (call_id,) = [b.id for b in every if b.kind == "layer"]
+        report = forget(store, [call_id])
+        assert sorted(r.id for r in report.forgotten) == sorted(b.id for b in every)
+        assert store.catalog.list_backups(None) == []

@@ -292,7 +292,8 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     else:
         argv = list(command)
     try:
-        rc = _run_guarded(argv, call, rewritten=decision.updated_input is not None)
+        rc = _run_guarded(argv, call, rewritten=decision.updated_input is not None,
+                          part_of=decision.backup_id)
     except OSError as exc:
         _fail(f"cannot run {argv[0]}: {exc.strerror}")
         return
@@ -305,9 +306,11 @@ def guard(workspace: str | None, mode: str | None, policy: str | None, dry_run: 
     sys.exit(rc)
 
 
-def _run_guarded(argv: list[str], call: ToolCall, *, rewritten: bool) -> int:
+def _run_guarded(argv: list[str], call: ToolCall, *, rewritten: bool,
+                 part_of: str | None) -> int:
     """Run the guarded command: under supervision where the system has it (its file
-    changes observed into a backup of their own), else as it is.  A rewritten call
+    changes observed into a backup of their own — a part of the reading's backup
+    ``part_of`` when it took one: one call, one undo), else as it is.  A rewritten call
     (``rm`` into the trash) is already reversible and runs as it is."""
     from preimage.observe.kernel import unavailable_reason
 
@@ -323,14 +326,20 @@ def _run_guarded(argv: list[str], call: ToolCall, *, rewritten: bool) -> int:
     try:
         with Store() as store:
             outcome = run_command(argv, store=store, label=(call.command or call.tool)[:200],
-                                  tool_call=call.to_record(), session=call.session_id)
+                                  tool_call=call.to_record(), session=call.session_id,
+                                  parent_id=part_of)
     except SupervisionUnavailable as exc:
         click.echo(f"preimage: {exc}; running it unobserved", err=True)
         return subprocess.call(argv)
     except PreimageError as exc:
         _fail(str(exc))
         raise
-    for line in outcome.summary():
+    lines = outcome.summary()
+    if part_of and outcome.backup_id:
+        lines[0] = (f"observed: {outcome.records} path(s) backed up before they changed in "
+                    f"{outcome.backup_id}, a part of this call's backup {part_of} (`preimage "
+                    f"undo {part_of}` or `preimage restore {part_of}` covers both)")
+    for line in lines:
         click.echo(f"preimage: {line}", err=True)
     return outcome.returncode
 

@@ -85,19 +85,22 @@ def restore(
                     "not read also holds, as a precaution, " + ", ".join(left) + "; restore "
                     "them with --only URI (or `preimage undo` for only what the call changed)")
             return result
-        from preimage.engine.call_parts import trash_parts
+        from preimage.engine.call_parts import call_parts
 
-        parts = trash_parts(st, backup) if not only else []
+        parts = call_parts(st, backup) if not only else []
         if not parts:
             return _restore(st, backup, pins, only, dry_run, conflict)
-        # One call, one restore: the call's rm went to the trash as a backup of its own.
-        from preimage.engine.trash import restore_trash
-
-        moved = [restore_trash(st, pins.enter_context(pinned_backup(st, part.id, "restored")),
-                               dry_run=dry_run, conflict=ConflictMode(conflict).value)
-                 for part in parts]
+        # One call, one restore: the call's rm went to the trash, or the paths it was seen
+        # to change were recorded, as backups of their own
+        done = [_restore(st, pins.enter_context(pinned_backup(st, part.id, "restored")), pins,
+                         (), dry_run, conflict) for part in parts]
         result = _restore(st, backup, pins, only, dry_run, conflict)
-        result.reports[:0] = [r for m in moved for r in m.reports]
+        for part, m in zip(parts, done, strict=True):
+            if m.undo_backup_id and m.reports:   # the part's own undo backup is named too
+                m.reports[-1].notes.append(
+                    f"part {part.id} of the call (what it was seen to change); undo this part "
+                    f"of the restore with: preimage restore {m.undo_backup_id}")
+        result.reports[:0] = [r for m in done for r in m.reports]
         return result
 
 

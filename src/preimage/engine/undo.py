@@ -29,6 +29,7 @@ from preimage.engine.backups import (
     select_snapshots,
 )
 from preimage.engine.call_locks import CAPTURE_WAIT, wait_for_sessions
+from preimage.engine.call_parts import PART_KINDS
 from preimage.engine.capture import capture
 from preimage.engine.resume import resumable
 from preimage.interface.blobs import BlobStore
@@ -179,11 +180,12 @@ def undo(
     ``take-backup`` or ``keep-live``.  Raises :class:`UsageError` when the call has no
     post-call backup (its delta is unknown — ``restore`` still brings everything back).
 
-    A call whose ``rm`` the layer moved into the trash is undone whole, whichever of
-    its two backups ``ref`` names (:mod:`preimage.engine.call_parts`): the trash
-    entries are renamed back first, then the rest of the call is reverted.
+    A call that left more than its own capture — its ``rm`` moved into the trash, or the
+    paths ``preimage guard`` saw it change under supervision — is undone whole, whichever
+    of its backups ``ref`` names (:mod:`preimage.engine.call_parts`): the parts first
+    (trash entries renamed back, observed paths reverted), then the rest of the call.
     """
-    from preimage.engine.call_parts import call_backup, trash_parts
+    from preimage.engine.call_parts import call_backup, call_parts
 
     st = open_store(store)
     # a call's after-state may still be being captured (the hook answered first)
@@ -191,21 +193,25 @@ def undo(
     resolution = Resolution(resolution)
     named, _ = find_call(st, ref)
     whole = call_backup(st, named)
-    parts = trash_parts(st, whole) if not only and post is None else []
+    parts = call_parts(st, whole) if not only and post is None else []
     if not parts:
         return _undo_backup(st, ref, post=post, only=only, dry_run=dry_run,
                             resolution=resolution)
-    if post_of(st, whole.id) is None:   # say so before anything is renamed back
+    if post_of(st, whole.id) is None:   # say so before anything is written back
         raise UsageError(f"{_no_post(st, whole.id)}; nothing was written — `preimage restore "
                          f"{whole.id}` brings the whole call back")
-    moved = [_undo_trash(st, complete_backup(st, part.id, "undone"), (), dry_run, resolution)
-             for part in parts]
+    done = [_undo_trash(st, complete_backup(st, part.id, "undone"), (), dry_run, resolution)
+            if part.kind == "trash" else
+            _undo_backup(st, part.id, dry_run=dry_run, resolution=resolution)
+            for part in parts]
     result = _undo_backup(st, whole.id, dry_run=dry_run, resolution=resolution)
-    result.reports[:0] = [r for m in moved for r in m.reports]
-    result.plans[:0] = [p for m in moved for p in m.plans]
-    result.notes.extend(f"the call's rm was renamed back from the trash of backup {m.backup_id}"
-                        + (f" (undo backup {m.undo_backup_id})" if m.undo_backup_id else "")
-                        for m in moved)
+    result.reports[:0] = [r for m in done for r in m.reports]
+    result.plans[:0] = [p for m in done for p in m.plans]
+    for part, m in zip(parts, done, strict=True):
+        what = ("the call's rm was renamed back from the trash of backup" if part.kind == "trash"
+                else "the paths the call was seen to change were reverted from backup")
+        result.notes.append(f"{what} {m.backup_id}"
+                            + (f" (undo backup {m.undo_backup_id})" if m.undo_backup_id else ""))
     return result
 
 
@@ -493,31 +499,49 @@ def timeline(*, store: Store | None = None, session: str | None = None,
     for r in rows:
         if r.kind == "pre-restore" and r.parent_id and r.label.startswith("before undoing"):
             undos.setdefault(r.parent_id, []).append(r.id)
-    removed: dict[str, list[str]] | None = None   # the trash table, read once if needed
-    out = []
+    # a call's parts (its rm's trash move, what guard saw it change) are told in its line
+    layer_ids = {r.id for r in calls if r.kind == "layer"}
+    parts: dict[str, list[BackupRow]] = {}
     for r in reversed(calls):
-        call = r.tool_call or {}
-        text = call.get("input", {}).get("command") if isinstance(call.get("input"), dict) else None
+        if r.kind in PART_KINDS and r.parent_id in layer_ids:
+            parts.setdefault(r.parent_id, []).append(r)
+    removed: dict[str, list[str]] | None = None   # the trash table, read once if needed
+
+    def delta_of(r: BackupRow) -> str:
+        nonlocal removed
         post = posts.get(r.id)
-        entry = CallEntry(
-            backup_id=r.id, created_at=r.created_at, tool=str(call.get("tool", "")),
-            command=str(text or r.label), tier=r.tier, session=r.session,
-            post_id=post.id if post else None, targets=[s.target for s in r.snapshots],
-            undone_by=undos.get(r.id, []),
-        )
         if r.kind == "trash":
             if removed is None:
                 removed = {}
                 for e in st.catalog.trash():
                     removed.setdefault(e.backup_id, []).append(e.original)
-            entry.delta = "removed " + ", ".join(removed.get(r.id, []))
-        elif deltas and post is not None:
-            entry.delta = _delta_line(st, r, post)
-        elif r.id in overlapped:
-            entry.delta = ("(the capture after it ran on into the session's next call: delta "
-                           "unknown)")
-        elif post is None:
-            entry.delta = "(no post-call backup: delta unknown)"
+            return "removed " + ", ".join(removed.get(r.id, []))
+        if deltas and post is not None:
+            return _delta_line(st, r, post)
+        if r.id in overlapped:
+            return "(the capture after it ran on into the session's next call: delta unknown)"
+        if post is None:
+            return "(no post-call backup: delta unknown)"
+        return ""
+
+    out = []
+    for r in reversed(calls):
+        if r.kind in PART_KINDS and r.parent_id in layer_ids:
+            continue   # told with its call
+        call = r.tool_call or {}
+        text = call.get("input", {}).get("command") if isinstance(call.get("input"), dict) else None
+        post = posts.get(r.id)
+        mine = parts.get(r.id, [])
+        entry = CallEntry(
+            backup_id=r.id, created_at=r.created_at, tool=str(call.get("tool", "")),
+            command=str(text or r.label), tier=r.tier, session=r.session,
+            post_id=post.id if post else None,
+            targets=[s.target for row in (r, *mine) for s in row.snapshots],
+            undone_by=undos.get(r.id, []),
+        )
+        said = [delta_of(part) for part in mine]
+        own = delta_of(r)
+        entry.delta = "; ".join(d for d in (*said, own) if d and d != "no change") or own
         out.append(entry)
     return out
 

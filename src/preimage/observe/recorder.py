@@ -71,11 +71,13 @@ class Recorder:
     call that changes nothing leaves no backup)."""
 
     def __init__(self, store: Store, *, label: str, tool_call: dict[str, Any] | None = None,
-                 session: str | None = None, ignore: tuple[str, ...] = ()) -> None:
+                 session: str | None = None, ignore: tuple[str, ...] = (),
+                 parent_id: str | None = None) -> None:
         self.store = store
         self.label = label
         self.tool_call = tool_call
         self.session = session
+        self.parent_id = parent_id   # the backup of the call this one is part of
         self.backup_id: str | None = None
         self.trees = PathSet()
         self.entries = PathSet()
@@ -295,7 +297,7 @@ class Recorder:
             self.store.catalog.add_backup(
                 self.backup_id, label=redact(self.label), kind=KIND, tier=KIND,
                 tool_call=redact_value(self.tool_call) if self.tool_call is not None else None,
-                session=self.session)
+                session=self.session, parent_id=self.parent_id)
         return self.backup_id
 
     def _record(self, path: str, *, tree: bool, depth: int = 0) -> None:

@@ -283,12 +283,15 @@ def run_command(
     tool_call: dict[str, Any] | None = None, session: str | None = None,
     cwd: str | None = None, env: Mapping[str, str] | None = None,
     log: TextIO | None = sys.stderr, post_call: bool = True, timeout: float | None = None,
-    **popen: Any,
+    parent_id: str | None = None, **popen: Any,
 ) -> Outcome:
     """Run ``argv`` under supervision; its changes' before-images become one backup.
 
     ``timeout``: seconds after which the command's process group is killed
-    (it runs in a session of its own then).  ``popen`` goes to
+    (it runs in a session of its own then).  ``parent_id``: the backup of the call this
+    run is part of (``preimage guard``'s reading): the observed backup is recorded as a
+    part of it, so undoing or restoring either covers both
+    (:mod:`preimage.engine.call_parts`).  ``popen`` goes to
     :class:`subprocess.Popen` (``stdin``, ``stdout``, ``stderr``).
 
     Raises :class:`SupervisionUnavailable` when the filter cannot be installed
@@ -312,7 +315,7 @@ def run_command(
 
     return _supervise(start, parent, store=store, label=label or " ".join(argv),
                       tool_call=tool_call, session=session, log=log, post_call=post_call,
-                      timeout=timeout)
+                      timeout=timeout, parent_id=parent_id)
 
 
 def run_function(
@@ -357,6 +360,7 @@ def _supervise(
     start: Starter, sock: socket.socket, *, store: Store, label: str,
     tool_call: dict[str, Any] | None, session: str | None, log: TextIO | None,
     post_call: bool, result_fd: int | None = None, timeout: float | None = None,
+    parent_id: str | None = None,
 ) -> Outcome:
     started = time.perf_counter()
     compiled.library()   # built (once) before the call starts, not while it waits
@@ -370,7 +374,8 @@ def _supervise(
             os.close(pidfd)
             raise
         kernel.sync_wakeups(listener)
-        recorder = Recorder(store, label=label, tool_call=tool_call, session=session)
+        recorder = Recorder(store, label=label, tool_call=tool_call, session=session,
+                            parent_id=parent_id)
         loop = Loop(listener, recorder, log)
         try:
             reader = _Reader(result_fd)

@@ -19,6 +19,10 @@ A protected call's two backups count as one: the capture taken right after
 the call (kind ``post-call``) is no backup of its own for the rules — it is
 kept exactly as long as the pre-call backup it belongs to (its ``parent_id``),
 so ``undo`` never finds half a pair, and goes with it (or once that one is gone).
+The parts of a call (its ``rm`` moved into the trash, what ``preimage guard`` saw it
+change: kinds ``trash`` and ``observed`` whose parent is the call's own ``layer``
+capture — :mod:`preimage.engine.call_parts`) count with it the same way, and their own
+post-call backups with them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from preimage.interface.errors import UsageError
 from preimage.store.backend import BackupRow
 
 POST_CALL = "post-call"
+PART_KINDS = ("trash", "observed")   # a call's parts, when their parent is its capture
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
@@ -147,16 +152,17 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
             "a retention policy needs at least one --keep-* rule (or name the backups to forget)"
         )
     rows = list(backups)
+    kind_of = {r.id: r.kind for r in rows}
     groups: dict[str | None, list[BackupRow]] = {}
     drop: list[BackupRow] = []
-    posts: list[BackupRow] = []
+    belonging: list[BackupRow] = []   # post-call backups and a call's parts
     for row in rows:
         if row.status in ("failed", "abandoned"):
             drop.append(row)
             continue
-        if row.kind == POST_CALL and row.parent_id:
+        if _belongs(row, kind_of):
             if row.status in ("complete", "overlapped"):
-                posts.append(row)
+                belonging.append(row)
             continue
         if row.status != "complete":
             continue
@@ -166,12 +172,35 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
         drop.extend(r for r in group if r.id not in kept)
     gone = {r.id for r in drop}
     standing = {r.id for r in rows if r.id not in gone and r.status not in ("failed", "abandoned")}
-    drop.extend(p for p in posts if p.parent_id in gone or p.parent_id not in standing)
+    while True:   # a part's post-call backup goes with the part, the part with its call
+        going = [b for b in belonging
+                 if b.id not in gone and (b.parent_id in gone or b.parent_id not in standing)]
+        if not going:
+            break
+        drop.extend(going)
+        gone.update(b.id for b in going)
+        standing.difference_update(b.id for b in going)
     return sorted(drop, key=lambda r: r.id, reverse=True)
 
 
+def _belongs(row: BackupRow, kind_of: dict[str, str]) -> bool:
+    """Whether ``row`` is kept and forgotten with its parent, not counted on its own."""
+    if not row.parent_id:
+        return False
+    return row.kind == POST_CALL or (row.kind in PART_KINDS
+                                     and kind_of.get(row.parent_id) == "layer")
+
+
 def with_post_calls(chosen: list[BackupRow], backups: Iterable[BackupRow]) -> list[BackupRow]:
-    """``chosen`` plus the post-call backup of every call whose pre-call backup it names."""
+    """``chosen`` plus what belongs to the calls it names: each one's post-call backup,
+    its parts (:data:`PART_KINDS`) and theirs."""
+    rows = list(backups)
+    kind_of = {r.id: r.kind for r in rows}
     ids = {r.id for r in chosen}
-    return chosen + [r for r in backups if r.kind == POST_CALL and r.parent_id in ids
-                     and r.id not in ids]
+    out = list(chosen)
+    while True:
+        more = [r for r in rows if r.id not in ids and r.parent_id in ids and _belongs(r, kind_of)]
+        if not more:
+            return out
+        out.extend(more)
+        ids.update(r.id for r in more)
