@@ -42,6 +42,14 @@ def _answer(command: str, cwd: Path, mode: str) -> dict[str, Any]:
     return out.get("hookSpecificOutput", {})  # type: ignore[no-any-return]
 
 
+def _after(command: str, cwd: Path) -> None:
+    """The PostToolUse event Claude Code sends once the (rewritten) call has run."""
+    payload = {"hook_event_name": "PostToolUse", "tool_name": "Bash",
+               "tool_input": {"command": command}, "cwd": str(cwd), "tool_use_id": "toolu_7",
+               "session_id": "s7", "tool_response": {"stdout": "", "stderr": ""}}
+    handle("claude-code", [], json.dumps(payload))
+
+
 def test_unasked_call_runs_supervised_and_undoes_by_call_id(
         tmp_path: Path, observing_settings: Path, store: Store) -> None:
     """In bypassPermissions mode the call becomes `preimage run …`; running it as the
@@ -57,6 +65,7 @@ def test_unasked_call_runs_supervised_and_undoes_by_call_id(
     ran = subprocess.run(["bash", "-c", rewritten], cwd=work, env=env, capture_output=True,
                          text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr
+    _after(rewritten, work)
     assert not (work / "build").exists()
     observed = [r for r in store.catalog.list_backups(None) if r.kind == "observed"]
     assert [(r.tool_call or {}).get("tool_use_id") for r in observed] == ["toolu_7"]
@@ -81,3 +90,31 @@ def test_read_only_and_session_calls_are_left_alone(tmp_path: Path, observing_se
     assert "updatedInput" not in _answer("ls -la", tmp_path, "bypassPermissions")
     monkeypatch.setenv("PREIMAGE_SUPERVISOR", str(tmp_path / "boundary.sock"))
     assert "updatedInput" not in _answer(DELETE, tmp_path, "bypassPermissions")
+
+
+def test_what_only_supervision_saw_is_undone_with_the_call(
+        tmp_path: Path, observing_settings: Path, store: Store) -> None:
+    """A call the reading cannot follow (`python3 -c` writing outside the workspace): the
+    reading backs up the workspace, the supervised run sees the file it really wrote, and
+    the observed backup is a part of the reading's, so `undo toolu_7` — or of the backup
+    the model was told — brings that file back."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("old\n")
+    command = f"python3 -c \"open({str(outside)!r}, 'w').write('new')\""
+    answer = _answer(command, work, "bypassPermissions")
+    rewritten = answer["updatedInput"]["command"]
+    assert "--part-of" in rewritten
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    ran = subprocess.run(["bash", "-c", rewritten], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    _after(rewritten, work)
+    assert outside.read_text() == "new"
+    rows = store.catalog.list_backups(None)
+    (layer,) = [r for r in rows if r.kind == "layer"]
+    (observed,) = [r for r in rows if r.kind == "observed"]
+    assert observed.parent_id == layer.id
+    assert preimage.undo("toolu_7", store=store).ok
+    assert outside.read_text() == "old\n"

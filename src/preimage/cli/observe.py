@@ -33,10 +33,13 @@ def argv_of(command: tuple[str, ...]) -> list[str]:
 @click.option("--tool-use-id", default=None,
               help="The harness's id of the call (the hook's rewrite passes it; undo finds it).")
 @click.option("--harness", default=None, help="The harness the call came from.")
+@click.option("--part-of", default=None, metavar="ID",
+              help="The backup the hook took of this call: the observed one becomes a part of "
+                   "it, so undo or restore of either covers both.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def run(ctx: click.Context, label: str | None, session: str | None, no_post: bool,
-        as_json: bool, tool_use_id: str | None, harness: str | None,
+        as_json: bool, tool_use_id: str | None, harness: str | None, part_of: str | None,
         command: tuple[str, ...]) -> None:
     """Run COMMAND with its file changes observed: preimage run -- make clean.
 
@@ -70,7 +73,8 @@ def run(ctx: click.Context, label: str | None, session: str | None, no_post: boo
             if harness:
                 call["harness"] = harness
             outcome = run_command(argv, store=store, label=label or shown,
-                                  session=session, post_call=not no_post, tool_call=call)
+                                  session=session, post_call=not no_post, tool_call=call,
+                                  parent_id=part_of)
     except FileNotFoundError as exc:
         click.echo(f"preimage: cannot run {argv[0]}: {exc.strerror} — check the program name "
                    "and PATH", err=True)

@@ -5,7 +5,9 @@ With ``observe: true`` in the settings, a Claude Code ``Bash`` call that may cha
 state becomes ``preimage run --tool-use-id ID --session S -- bash -c 'CMD'``: the
 command runs under the supervisor and its file changes are observed into a backup
 named by the harness's call id (``preimage undo ID`` finds it).  The layer's reading
-still runs first, for what syscalls cannot show (SQL over a socket, ``kubectl``…).
+still runs first, for what syscalls cannot show (SQL over a socket, ``kubectl``…);
+when it took a backup, ``--part-of`` makes the observed one a part of it
+(:mod:`preimage.engine.call_parts`), so undoing either undoes the whole call.
 
 Only where it widens nothing the user decides: Claude Code judges a rewritten call
 by the user's own permission rules, which match the *original* text
@@ -57,6 +59,8 @@ def supervised_form(call: ToolCall, decision: Decision, config: LayerConfig, *, 
         argv += ["--tool-use-id", call.tool_use_id]
     if call.session_id:
         argv += ["--session", call.session_id]
+    if decision.backup_id:   # what the reading backed up and the run observes: one call
+        argv += ["--part-of", decision.backup_id]
     argv += ["--harness", harness, "--", "bash", "-c", command]
     decision.updated_input = {**call.input, "command": shlex.join(argv)}
     decision.action = Action.REWRITE
