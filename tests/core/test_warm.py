@@ -182,3 +182,22 @@ def test_help_and_a_table_read_the_same_served_or_not(env: dict[str, str], tree:
             own.returncode, own.stdout, own.stderr), args
     assert _status(env)["served"] == 3  # type: ignore[index]
     assert _cli(env, "serve", "--stop").returncode == 0
+
+
+def test_a_served_command_writes_its_temporary_files_where_its_caller_says(
+        tmp_path: Path) -> None:
+    """The resident process looks up Python's temporary folder from its own environment
+    (no TMPDIR) while it warms up; the process forked for a caller takes the caller's
+    environment and with it the caller's TMPDIR — the report spill, a MariaDB load file."""
+    wanted = tmp_path / "callers-tmp"
+    wanted.mkdir()
+    code = ("import tempfile, sys\n"
+            "from preimage.services import wire\n"
+            "assert tempfile.gettempdir() != sys.argv[1]\n"   # the resident's own choice
+            "wire.take_environment({'TMPDIR': sys.argv[1], 'PATH': '/usr/bin:/bin'})\n"
+            "fd, name = tempfile.mkstemp(prefix='preimage-report-')\n"
+            "print(name)\n")
+    resident = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    done = subprocess.run([sys.executable, "-c", code, str(wanted)], env=resident,
+                          capture_output=True, text=True, check=True)
+    assert Path(done.stdout.strip()).parent == wanted

@@ -108,8 +108,7 @@ def answer(conn: socket.socket, request: Request, log: Log, notes: int) -> None:
     env = head.get("env") if isinstance(head.get("env"), dict) else None
     cwd = head.get("cwd") if isinstance(head.get("cwd"), str) else None
     if env is not None:  # this process is the caller's now: its settings are ours
-        os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in env.items()})
+        wire.take_environment({str(k): str(v) for k, v in env.items()})
     started = time.perf_counter()
     try:
         wire.reply(conn, {"event": "accepted", "pid": os.getpid(), "deadline": deadline(args)})

@@ -239,6 +239,7 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
     ``preload`` was imported once here."""
     import contextlib
     import fcntl
+    import gc
     import select
     import threading
 
@@ -259,6 +260,10 @@ def serve(idle: float, command: Callable[[], int], preload: Sequence[str] = (),
     _warm_up(preload)
     if warm_up is not None:
         warm_up()
+    # what is loaded now is shared with every child: out of the collector's sight, a
+    # child's collections neither walk it nor copy its pages (they write to each object)
+    gc.collect()
+    gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave by the finally below
     with contextlib.suppress(FileNotFoundError):
@@ -368,8 +373,9 @@ def _child(conn: socket.socket, fds: list[int], request: dict[str, Any],
         conn.sendall(json.dumps({"event": "started", "pid": os.getpid()}).encode() + b"\n")
         _end_with_caller(conn)
         os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
+        from preimage.services import wire
+
+        wire.take_environment(request["env"])
         _streams()
         sys.argv = [request.get("argv0") or "preimage", *request["argv"]]
         main = types.ModuleType("__main__")  # the caller's, not this process's -m module

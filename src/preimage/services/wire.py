@@ -67,6 +67,20 @@ def resident_env(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k in _RESIDENT_NAMES or k.startswith("LC_")}
 
 
+def take_environment(env: dict[str, str]) -> None:
+    """Make ``env`` this process's environment, as a caller's request asks of the process
+    forked for it — and forget what this process derived from the one before: Python's
+    temporary folder is looked up once per process (``tempfile.tempdir``), and the resident
+    process that forked this one looked it up from its own environment (no ``TMPDIR``), so
+    without this a served command would write its temporary files where the caller did not
+    ask (a ``TMPDIR`` on tmpfs ignored for the machine's ``/tmp``)."""
+    os.environ.clear()
+    os.environ.update(env)
+    cached = sys.modules.get("tempfile")
+    if cached is not None:
+        cached.tempdir = None   # type: ignore[attr-defined]
+
+
 def installation() -> str:
     """This interpreter and this copy of preimage (a new install gets a new service)."""
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
