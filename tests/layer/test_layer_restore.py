@@ -87,8 +87,9 @@ def test_guard_one_call_one_undo_covers_what_only_supervision_saw(
     log = json.loads(cli("log", "--json", env=env, check=True).stdout)
     assert [e["backup"] for e in log] == [backup_id]
     assert str(target) in log[0]["delta"]
-    cli("undo", backup_id, env=env, check=True)
+    undone = cli("undo", backup_id, env=env, check=True)
     assert target.read_text() == "old\n"
+    assert "the paths the call was seen to change were reverted from backup" in undone.stdout
 
     target.write_text("changed by a person\n")
     cli("restore", backup_id, env=env, check=True)

@@ -97,6 +97,8 @@ def _print(result: Any) -> None:
     if result.conflicts:
         out.print(f"{result.conflicts} conflict(s) left alone — run again with --take-backup "
                   "or --keep-live to decide them")
+    for note in result.notes:   # the call's parts: what each brought back, and its own undo
+        out.print(note)
     if result.undo_backup_id:
         out.print(f"undo this undo with: preimage restore {result.undo_backup_id}")
 
