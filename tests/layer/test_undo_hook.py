@@ -154,3 +154,25 @@ def test_a_call_s_parts_are_kept_and_forgotten_with_it(tmp_path: Path,
         report = forget(store, [call_id])
         assert sorted(r.id for r in report.forgotten) == sorted(b.id for b in every)
         assert store.catalog.list_backups(None) == []
+
+
+def test_restore_of_either_backup_of_a_rewritten_call_brings_back_all_of_it(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """`preimage restore` of the trash move's ID, not only of the call's own backup, brings
+    back the removed file and the overwritten one."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "b.txt").write_text("b\n")
+    command = "rm a.txt && echo agent > b.txt"
+    answer = hook("PreToolUse", command, work, env)
+    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
+                   env={**env, "HOME": str(tmp_path)})
+    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+
+    with Store() as store:
+        (trash,) = store.catalog.find_backups(kinds=("trash",))
+        preimage.restore(trash.id, store=store)
+    assert (work / "a.txt").read_text() == "a\n"
+    assert (work / "b.txt").read_text() == "b\n"

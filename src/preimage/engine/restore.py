@@ -74,6 +74,12 @@ def restore(
         # the backup, and the undo backup once there is one, are pinned until the end:
         # no forget or quota removes them (nor prune their blobs) while this reads them
         backup = pins.enter_context(pinned_backup(st, ref, "restored"))
+        if not only:   # a part of a call (its trash move, what guard observed): the call
+            from preimage.engine.call_parts import call_backup
+
+            whole = call_backup(st, backup)
+            if whole.id != backup.id:
+                backup = pins.enter_context(pinned_backup(st, whole.id, "restored"))
         from preimage.engine.call_scope import default_scope
 
         scope, left = default_scope(backup) if not only else ([], [])
