@@ -29,6 +29,21 @@ def hook(event: str, command: str, cwd: Path, env: dict[str, str], **extra: obje
     return json.loads(out.stdout) if out.stdout.strip() else {}
 
 
+def rewritten_call(tmp_path: Path, env: dict[str, str]) -> Path:
+    """`rm a.txt && echo agent > b.txt` through PreToolUse, run as rewritten (the rm into
+    the trash, then the write), then PostToolUse: the project folder."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "b.txt").write_text("b\n")
+    answer = hook("PreToolUse", "rm a.txt && echo agent > b.txt", work, env)
+    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
+                   env={**env, "HOME": str(tmp_path)})
+    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+    return work
+
+
 def test_post_tool_use_records_the_delta_and_undo_reverts_only_the_call(
         tmp_path: Path, env: dict[str, str]) -> None:
     """A Bash call through PreToolUse/PostToolUse: `preimage log` shows its delta, and
@@ -110,16 +125,7 @@ def test_the_log_names_what_each_rm_moved_into_the_trash(
 def test_a_rewritten_call_is_one_line_of_the_log(tmp_path: Path, env: dict[str, str]) -> None:
     """`rm a.txt && echo agent > b.txt` leaves two backups (the trash move and the call's
     capture); the log shows the call once, naming both what it removed and what it wrote."""
-    work = tmp_path / "proj"
-    work.mkdir()
-    (work / "a.txt").write_text("a\n")
-    (work / "b.txt").write_text("b\n")
-    command = "rm a.txt && echo agent > b.txt"
-    answer = hook("PreToolUse", command, work, env)
-    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
-    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
-                   env={**env, "HOME": str(tmp_path)})
-    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+    work = rewritten_call(tmp_path, env)
 
     with Store() as store:
         kinds = sorted(b.kind for b in store.catalog.find_backups(kinds=("layer", "trash")))
@@ -136,15 +142,7 @@ def test_a_call_s_parts_are_kept_and_forgotten_with_it(tmp_path: Path,
     from preimage.store.prune import forget
     from preimage.store.retention import RetentionPolicy
 
-    work = tmp_path / "proj"
-    work.mkdir()
-    (work / "a.txt").write_text("a\n")
-    command = "rm a.txt && echo agent > b.txt"
-    answer = hook("PreToolUse", command, work, env)
-    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
-    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
-                   env={**env, "HOME": str(tmp_path)})
-    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+    rewritten_call(tmp_path, env)
 
     with Store() as store:
         every = store.catalog.list_backups(None)
@@ -160,16 +158,7 @@ def test_restore_of_either_backup_of_a_rewritten_call_brings_back_all_of_it(
         tmp_path: Path, env: dict[str, str]) -> None:
     """`preimage restore` of the trash move's ID, not only of the call's own backup, brings
     back the removed file and the overwritten one."""
-    work = tmp_path / "proj"
-    work.mkdir()
-    (work / "a.txt").write_text("a\n")
-    (work / "b.txt").write_text("b\n")
-    command = "rm a.txt && echo agent > b.txt"
-    answer = hook("PreToolUse", command, work, env)
-    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
-    subprocess.run(["bash", "-c", rewritten], cwd=work, check=True,
-                   env={**env, "HOME": str(tmp_path)})
-    hook("PostToolUse", rewritten, work, env, tool_response={"stdout": "", "stderr": ""})
+    work = rewritten_call(tmp_path, env)
 
     with Store() as store:
         (trash,) = store.catalog.find_backups(kinds=("trash",))
