@@ -118,3 +118,25 @@ def test_what_only_supervision_saw_is_undone_with_the_call(
     assert observed.parent_id == layer.id
     assert preimage.undo("toolu_7", store=store).ok
     assert outside.read_text() == "old\n"
+
+
+def test_a_part_without_its_after_state_stops_the_undo_before_anything_is_written(
+        tmp_path: Path, store: Store) -> None:
+    """A call whose observed part has no post-call backup (`preimage run --no-post`): its
+    undo refuses, naming `restore`, and writes nothing — not even the parts it could."""
+    from preimage.engine.undo import capture_after
+    from preimage.observe.supervisor import run_command
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kept.txt").write_text("before\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("old\n")
+    call = preimage.capture([f"file://{work}"], store=store, kind="layer", tier="workspace")
+    run_command(["bash", "-c", f"echo new > {outside}; echo after > {work}/kept.txt"],
+                store=store, parent_id=call.id, post_call=False, log=None)
+    capture_after(call.id, store=store)
+    with pytest.raises(preimage.UsageError, match=f"preimage restore {call.id}"):
+        preimage.undo(call.id, store=store)
+    assert outside.read_text() == "new\n"
+    assert (work / "kept.txt").read_text() == "after\n"

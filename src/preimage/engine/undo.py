@@ -197,9 +197,10 @@ def undo(
     if not parts:
         return _undo_backup(st, ref, post=post, only=only, dry_run=dry_run,
                             resolution=resolution)
-    if post_of(st, whole.id) is None:   # say so before anything is written back
-        raise UsageError(f"{_no_post(st, whole.id)}; nothing was written — `preimage restore "
-                         f"{whole.id}` brings the whole call back")
+    for needs in (whole, *(p for p in parts if p.kind != "trash")):
+        if post_of(st, needs.id) is None:   # say so before anything is written back
+            raise UsageError(f"{_no_post(st, needs.id)}; nothing was written — `preimage "
+                             f"restore {whole.id}` brings the whole call back")
     done = [_undo_trash(st, complete_backup(st, part.id, "undone"), (), dry_run, resolution)
             if part.kind == "trash" else
             _undo_backup(st, part.id, dry_run=dry_run, resolution=resolution)
