@@ -66,9 +66,11 @@ def warm_process(env: dict[str, str], work: Path) -> Iterator[dict[str, str]]:
 def _cpu_group(name: str) -> tuple[Path, Path] | None:
     """A new CPU-accounting cgroup (v2, else v1's ``cpuacct``): its folder and the file
     that holds its CPU used so far; ``None`` where this process may not make one."""
-    for root, usage in ((Path("/sys/fs/cgroup"), "cpu.stat"),
-                        (Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage")):
-        if not (root / ("cgroup.controllers" if usage == "cpu.stat" else usage)).exists():
+    # (where, the file that says this hierarchy is there, the group's CPU-used file)
+    for root, marker, usage in ((Path("/sys/fs/cgroup"), "cgroup.controllers", "cpu.stat"),
+                                (Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage",
+                                 "cpuacct.usage")):
+        if not (root / marker).exists():
             continue
         group = root / name
         try:

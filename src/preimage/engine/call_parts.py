@@ -15,7 +15,7 @@ directories the parts went back into, ends as the capture saw it.
 from __future__ import annotations
 
 from preimage.store.backend import BackupRow
-from preimage.store.retention import PART_KINDS  # the kinds of backup that can be a part
+from preimage.store.retention import PART_KINDS, is_part
 from preimage.store.store import Store
 
 __all__ = ["PART_KINDS", "call_backup", "call_parts"]
@@ -30,7 +30,7 @@ def call_backup(st: Store, backup: BackupRow) -> BackupRow:
         parent = st.catalog.get(backup.parent_id)
     except Exception:   # forgotten since: the part stands alone
         return backup
-    return parent if parent.kind == "layer" else backup
+    return parent if is_part(backup.kind, parent.kind) else backup
 
 
 def call_parts(st: Store, backup: BackupRow) -> list[BackupRow]:

@@ -19,6 +19,7 @@ from preimage.engine.backups import (
     whole_or_nothing,
 )
 from preimage.engine.call_locks import CAPTURE_WAIT, wait_for_sessions
+from preimage.engine.call_parts import call_backup, call_parts
 from preimage.engine.capture import capture
 from preimage.engine.resume import journal_entry
 from preimage.interface.connector import capabilities_of
@@ -75,8 +76,6 @@ def restore(
         # no forget or quota removes them (nor prune their blobs) while this reads them
         backup = pins.enter_context(pinned_backup(st, ref, "restored"))
         if not only:   # a part of a call (its trash move, what guard observed): the call
-            from preimage.engine.call_parts import call_backup
-
             whole = call_backup(st, backup)
             if whole.id != backup.id:
                 backup = pins.enter_context(pinned_backup(st, whole.id, "restored"))
@@ -91,8 +90,6 @@ def restore(
                     "not read also holds, as a precaution, " + ", ".join(left) + "; restore "
                     "them with --only URI (or `preimage undo` for only what the call changed)")
             return result
-        from preimage.engine.call_parts import call_parts
-
         parts = call_parts(st, backup) if not only else []
         if not parts:
             return _restore(st, backup, pins, only, dry_run, conflict)

@@ -29,7 +29,7 @@ from preimage.engine.backups import (
     select_snapshots,
 )
 from preimage.engine.call_locks import CAPTURE_WAIT, wait_for_sessions
-from preimage.engine.call_parts import PART_KINDS
+from preimage.engine.call_parts import PART_KINDS, call_backup, call_parts
 from preimage.engine.capture import capture
 from preimage.engine.resume import resumable
 from preimage.interface.blobs import BlobStore
@@ -185,8 +185,6 @@ def undo(
     of its backups ``ref`` names (:mod:`preimage.engine.call_parts`): the parts first
     (trash entries renamed back, observed paths reverted), then the rest of the call.
     """
-    from preimage.engine.call_parts import call_backup, call_parts
-
     st = open_store(store)
     # a call's after-state may still be being captured (the hook answered first)
     wait_for_sessions(st.home, CAPTURE_WAIT)
@@ -506,6 +504,7 @@ def timeline(*, store: Store | None = None, session: str | None = None,
     for r in reversed(calls):
         if r.kind in PART_KINDS and r.parent_id in layer_ids:
             parts.setdefault(r.parent_id, []).append(r)
+    told = {p.id for group in parts.values() for p in group}   # in their call's line
     removed: dict[str, list[str]] | None = None   # the trash table, read once if needed
 
     def delta_of(r: BackupRow) -> str:
@@ -527,8 +526,8 @@ def timeline(*, store: Store | None = None, session: str | None = None,
 
     out = []
     for r in reversed(calls):
-        if r.kind in PART_KINDS and r.parent_id in layer_ids:
-            continue   # told with its call
+        if r.id in told:
+            continue
         call = r.tool_call or {}
         text = call.get("input", {}).get("command") if isinstance(call.get("input"), dict) else None
         post = posts.get(r.id)

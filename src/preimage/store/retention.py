@@ -183,12 +183,17 @@ def select_forget(policy: RetentionPolicy, backups: Iterable[BackupRow]) -> list
     return sorted(drop, key=lambda r: r.id, reverse=True)
 
 
+def is_part(kind: str, parent_kind: str | None) -> bool:
+    """Whether a backup of ``kind`` whose parent is of ``parent_kind`` is a part of the
+    call that parent captured (:mod:`preimage.engine.call_parts`)."""
+    return kind in PART_KINDS and parent_kind == "layer"
+
+
 def _belongs(row: BackupRow, kind_of: dict[str, str]) -> bool:
     """Whether ``row`` is kept and forgotten with its parent, not counted on its own."""
     if not row.parent_id:
         return False
-    return row.kind == POST_CALL or (row.kind in PART_KINDS
-                                     and kind_of.get(row.parent_id) == "layer")
+    return row.kind == POST_CALL or is_part(row.kind, kind_of.get(row.parent_id))
 
 
 def with_post_calls(chosen: list[BackupRow], backups: Iterable[BackupRow]) -> list[BackupRow]:
